@@ -1,0 +1,94 @@
+"""Every error coevo raises, one class per boundary a failure can cross.
+
+A bad task is data, not a crash: the Judge turns these errors into a failed
+``valid`` check, ``coevo check`` into a line of output. They are raised only
+where a caller has to stop, and each message names the field, the value and
+the fix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+__all__ = [
+    "CoevoError",
+    "EpisodeError",
+    "Problem",
+    "RecordError",
+    "SpecError",
+]
+
+
+class CoevoError(Exception):
+    """Base class of every error raised by coevo."""
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One broken rule in a world or task record.
+
+    Attributes:
+        path: where in the record, e.g. ``world.tools[2].sql[0]``.
+        message: what is wrong, naming the offending value.
+        fix: how to make the record valid.
+    """
+
+    path: str
+    message: str
+    fix: str = ""
+
+    def __str__(self) -> str:
+        text = f"{self.path}: {self.message}"
+        return f"{text} — {self.fix}" if self.fix else text
+
+
+class SpecError(CoevoError, ValueError):
+    """A world or task record breaks a rule of the ``coevo.task/1`` format.
+
+    Attributes:
+        problems: every rule the record breaks, in record order.
+    """
+
+    def __init__(self, problems: Sequence[Problem] | Problem | str):
+        if isinstance(problems, str):
+            problems = [Problem("record", problems)]
+        elif isinstance(problems, Problem):
+            problems = [problems]
+        self.problems: tuple[Problem, ...] = tuple(problems)
+        super().__init__(self.summary())
+
+    def summary(self, limit: int = 12) -> str:
+        """All problems as one message, one per line (the first ``limit``)."""
+        lines = [str(p) for p in self.problems[:limit]]
+        if len(self.problems) > limit:
+            lines.append(f"... and {len(self.problems) - limit} more problems")
+        if len(lines) == 1:
+            return lines[0]
+        return f"{len(self.problems)} problems:\n" + "\n".join(f"  - {line}" for line in lines)
+
+
+class RecordError(CoevoError, ValueError):
+    """Input that cannot be read as a record of the right shape.
+
+    Malformed JSON, a JSON value that is not an object, an unknown
+    ``format``, a missing field or a value of the wrong type.
+
+    Attributes:
+        line: the 1-based line of the input the record starts on (if known).
+        kind: ``"task"`` or ``"world"`` when the record said which it is.
+    """
+
+    def __init__(self, message: str, *, line: int | None = None, kind: str | None = None):
+        self.line = line
+        self.kind = kind
+        self.message = message
+        super().__init__(f"line {line}: {message}" if line is not None else message)
+
+
+class EpisodeError(CoevoError, RuntimeError):
+    """A world was driven out of order: ``step`` before ``reset`` or after the episode ended.
+
+    Tool failures are never raised; they are observations. This error means
+    the program driving the world has a bug.
+    """

@@ -1,0 +1,343 @@
+"""The Judge's mechanical checks: proof that a task is solvable and its reward reliable.
+
+Each check is a plain function over a task and a built world that returns a
+:class:`~coevo.arena.outcomes.CheckResult` with a reason; :func:`assess_task`
+runs them all and aggregates a :class:`~coevo.arena.outcomes.Verdict`.
+
+========== ===================================================================
+valid      the record parses and passes every static rule
+oracle     the reference solution earns reward 1 (and no step of it fails)
+noop       ``submit()`` at once earns 0
+unsolved   at least one state check fails on the initial state
+partial    no prefix before the last write, followed by ``submit(A)``, earns
+           1; nor does ``submit()``, ``submit("")`` or a perturbed answer
+determinism the verifier gives the same result twice, by whole-table
+           comparison too, and on a freshly built world
+grounded   every argument value of the solution was visible before its call
+solvable   a solver that never saw the solution earns 1 (a role; ``null`` here)
+========== ===================================================================
+
+Only a failed ``valid`` stops the other checks.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from coevo.arena.errors import SpecError
+from coevo.arena.grounding import ungrounded_arguments
+from coevo.arena.limits import DEFAULT_LIMITS, Limits
+from coevo.arena.outcomes import CheckResult, Episode, Verdict
+from coevo.arena.spec import SUBMIT, TaskSpec, ToolCall, WorldSpec
+from coevo.arena.verifier import run_check
+from coevo.arena.world import World
+
+__all__ = [
+    "CHECK_NAMES",
+    "WorldCache",
+    "assess_task",
+    "check_determinism",
+    "check_grounded",
+    "check_noop",
+    "check_oracle",
+    "check_partial",
+    "check_unsolved",
+    "check_valid",
+    "perturb_answer",
+]
+
+CHECK_NAMES = ("valid", "oracle", "noop", "unsolved", "partial", "determinism", "grounded", "solvable")
+_NOT_VALID = "not run: the task is not valid"
+_SOLVABLE_PENDING = "not run: needs a solver role that never saw the solution"
+
+
+def _answer(task: TaskSpec) -> str | None:
+    answer = task.solution[-1].arguments.get("answer") if task.solution else None
+    return answer if isinstance(answer, str) else None
+
+
+def _steps_for(world: World, calls: list[ToolCall]) -> int:
+    return max(world.limits.max_steps, len(calls))
+
+
+def _failed_step(episode: Episode) -> str | None:
+    for i, obs in enumerate(episode.observations):
+        if not obs.ok:
+            return f"step {i} ({episode.calls[i].tool}) failed: {obs.error}"
+    return None
+
+
+def perturb_answer(answer: str) -> str:
+    """A different answer that a correct verifier must reject.
+
+    The last number in the answer is increased by one (keeping its format);
+    an answer without digits loses its last character (one character is
+    shifted to the next).
+    """
+    matches = list(re.finditer(r"\d+(?:\.\d+)?", answer))
+    if matches:
+        last = matches[-1]
+        text = last.group(0)
+        if "." in text:
+            decimals = len(text.split(".")[1])
+            bumped = f"{float(text) + 1:.{decimals}f}"
+        else:
+            bumped = str(int(text) + 1)
+        return answer[: last.start()] + bumped + answer[last.end() :]
+    if len(answer) > 1:
+        return answer[:-1]
+    return chr(ord(answer) + 1) if answer else "x"
+
+
+def check_valid(task: TaskSpec, world: World) -> CheckResult:
+    """The task passes every static rule against its world (the world was built already)."""
+    try:
+        compiled = world.prepare(task)
+    except SpecError as exc:
+        return CheckResult(passed=False, reason=exc.summary())
+    notes = list(world.warnings) + list(compiled.warnings)
+    reason = "ok" if not notes else "ok; warning: " + "; ".join(notes)
+    return CheckResult(passed=True, reason=reason)
+
+
+def check_oracle(task: TaskSpec, world: World) -> tuple[CheckResult, Episode]:
+    """The reference solution earns 1, and none of its steps fails.
+
+    Returns:
+        The result and the solution's episode (for ``grounded``).
+    """
+    calls = list(task.solution)
+    episode = world.run(task, calls, max_steps=_steps_for(world, calls), solver="reference")
+    failed = _failed_step(episode)
+    if episode.reward.value != 1:
+        return CheckResult(passed=False, reason="the reference solution earns 0: " + episode.reward.detail().replace("\n", "; ")), episode
+    if failed:
+        return CheckResult(passed=False, reason=f"the reference solution earns 1 but {failed}"), episode
+    return CheckResult(passed=True, reason=f"the reference solution earns 1 in {len(calls)} steps"), episode
+
+
+def check_noop(task: TaskSpec, world: World) -> CheckResult:
+    """Submitting at once, with no answer, earns 0."""
+    episode = world.run(task, [ToolCall(SUBMIT, {})])
+    if episode.reward.value == 0:
+        return CheckResult(passed=True, reason="submit() at once earns 0")
+    return CheckResult(
+        passed=False,
+        reason="submit() at once earns 1: the verifier accepts the initial state without any work",
+    )
+
+
+def check_unsolved(task: TaskSpec, world: World) -> CheckResult:
+    """At least one state check (one that ignores ``:answer``) fails on the initial state."""
+    compiled = world.prepare(task)
+    states = compiled.state_checks
+    if not states:
+        return CheckResult(passed=True, reason="no state checks (the answer decides)")
+    world.reset(task)
+    outcomes = [run_check(world.compiled, check, None) for check in states]
+    failing = [o.name for o in outcomes if not o.passed]
+    if failing:
+        return CheckResult(passed=True, reason=f"on the initial state, state check(s) {failing} fail")
+    return CheckResult(
+        passed=False,
+        reason=f"every state check ({[o.name for o in outcomes]}) already passes on the initial state",
+    )
+
+
+def check_partial(task: TaskSpec, world: World) -> CheckResult:
+    """No shortcut earns 1: prefixes before the last write, and wrong or missing answers."""
+    compiled = world.prepare(task)
+    prefix_calls = list(task.solution[:-1])
+    answer = _answer(task)
+    final = ToolCall(SUBMIT, {"answer": answer} if answer is not None else {})
+    tools = world.compiled.tools
+    writes = [i for i, c in enumerate(prefix_calls) if c.tool in tools and tools[c.tool].effect == "write"]
+    failures: list[str] = []
+    tried = 0
+    if writes:
+        last_write = writes[-1]
+        for k in range(last_write + 1):
+            calls = [*prefix_calls[:k], final]
+            episode = world.run(task, calls, max_steps=_steps_for(world, calls))
+            tried += 1
+            if episode.reward.value == 1:
+                failures.append(
+                    f"the first {k} step(s) then submit earn 1, before the last write "
+                    f"(step {last_write}, {prefix_calls[last_write].tool})"
+                )
+                break
+    if compiled.uses_answer:
+        variants: list[dict[str, Any]] = []
+        if answer is not None:
+            variants.append({})
+        if answer != "":
+            variants.append({"answer": ""})
+        if answer:
+            variants.append({"answer": perturb_answer(answer)})
+        for args in variants:
+            calls = [*prefix_calls, ToolCall(SUBMIT, args)]
+            episode = world.run(task, calls, max_steps=_steps_for(world, calls))
+            tried += 1
+            if episode.reward.value == 1:
+                shown = f"submit(answer={args['answer']!r})" if args else "submit()"
+                failures.append(f"the solution's steps then {shown} earn 1: the verifier does not pin the answer")
+    if failures:
+        return CheckResult(passed=False, reason="; ".join(failures))
+    if not tried:
+        return CheckResult(passed=True, reason="nothing to try: no write and no answer check")
+    return CheckResult(passed=True, reason=f"all {tried} shortcut(s) earn 0")
+
+
+def check_determinism(task: TaskSpec, world: World, fresh: World) -> CheckResult:
+    """Same final state, same reward: twice, by whole-table comparison, and on a freshly built world."""
+    calls = list(task.solution)
+    answer = _answer(task)
+    steps = _steps_for(world, calls)
+    first = world.run(task, calls, max_steps=steps)
+    again = world.verify(answer)
+    state = world.snapshot()
+    whole = world.verify_state(task, state, answer)
+    other = fresh.run(task, calls, max_steps=steps)
+    problems: list[str] = []
+    if again != first.reward:
+        problems.append(f"verifying the same state twice gave {first.reward.reason!r} then {again.reason!r}")
+    if whole != first.reward:
+        problems.append(
+            f"the row-tracked and whole-table frame comparisons disagree ({first.reward.reason!r} vs {whole.reason!r})"
+        )
+    if other.reward != first.reward:
+        problems.append(f"a freshly built world gives {other.reward.reason!r}, not {first.reward.reason!r}")
+    for i, (a, b) in enumerate(zip(first.observations, other.observations, strict=False)):
+        if a.to_json() != b.to_json():
+            problems.append(f"step {i} ({calls[i].tool}) returns different results on a freshly built world")
+            break
+    if problems:
+        return CheckResult(passed=False, reason="; ".join(problems))
+    return CheckResult(passed=True, reason="same reward twice, by whole tables, and on a fresh build")
+
+
+def check_grounded(task: TaskSpec, world: World, episode: Episode) -> CheckResult:
+    """Every argument value of the solution was visible before it was used (nothing guessed)."""
+    problems = ungrounded_arguments(task, world.spec, episode.observations)
+    if problems:
+        return CheckResult(passed=False, reason="; ".join(problems[:5]) + (f"; and {len(problems) - 5} more" if len(problems) > 5 else ""))
+    count = sum(len(c.arguments) for c in task.solution)
+    return CheckResult(passed=True, reason=f"all {count} argument value(s) were visible before use")
+
+
+class WorldCache:
+    """Builds each world once (by id) for checking many tasks, plus a second, fresh build for ``determinism``.
+
+    Args:
+        limits: budgets for every world built.
+        specs: world records by id, for tasks that refer to a world by id.
+    """
+
+    def __init__(self, limits: Limits = DEFAULT_LIMITS, specs: Mapping[str, WorldSpec] | None = None):
+        self.limits = limits
+        self.specs: dict[str, WorldSpec] = dict(specs or {})
+        self._worlds: dict[str, World | SpecError] = {}
+        self._fresh: dict[str, World] = {}
+
+    def add(self, spec: WorldSpec) -> str:
+        """Register a world record; returns its id."""
+        self.specs.setdefault(spec.world_id, spec)
+        return spec.world_id
+
+    def spec_of(self, task: TaskSpec) -> WorldSpec | None:
+        """The task's world record (inline, or registered by id)."""
+        if isinstance(task.world, WorldSpec):
+            return task.world
+        return self.specs.get(task.world)
+
+    def world(self, spec: WorldSpec) -> World:
+        """The built world for ``spec``.
+
+        Raises:
+            SpecError: the world is not valid (remembered, not rebuilt).
+        """
+        key = spec.world_id
+        built = self._worlds.get(key)
+        if built is None:
+            try:
+                built = World(spec, limits=self.limits)
+            except SpecError as exc:
+                built = exc
+            self._worlds[key] = built
+        if isinstance(built, SpecError):
+            raise built
+        return built
+
+    def fresh(self, spec: WorldSpec) -> World:
+        """A second, independent build of ``spec``."""
+        key = spec.world_id
+        if key not in self._fresh:
+            self._fresh[key] = World(spec, limits=self.limits)
+        return self._fresh[key]
+
+    def close(self) -> None:
+        """Close every world built."""
+        for built in [*self._worlds.values(), *self._fresh.values()]:
+            if isinstance(built, World):
+                built.close()
+        self._worlds.clear()
+        self._fresh.clear()
+
+
+def _guarded(fn: Callable[[], CheckResult]) -> CheckResult:
+    try:
+        return fn()
+    except SpecError as exc:
+        return CheckResult(passed=False, reason=exc.summary())
+    except Exception as exc:  # a crashing check is a coevo bug; record it, do not lose the batch
+        return CheckResult(passed=False, reason=f"the check crashed: {type(exc).__name__}: {exc}")
+
+
+def assess_task(task: TaskSpec, worlds: WorldCache) -> Verdict:
+    """Run every mechanical check on ``task`` and aggregate the verdict.
+
+    The task's world comes from ``worlds`` (inline worlds are registered on
+    the way). ``solvable`` is left ``null``: it needs a solver role.
+    """
+    results: dict[str, CheckResult] = {}
+    spec = worlds.spec_of(task)
+    task_id = task.task_id if spec is not None or isinstance(task.world, str) else None
+    if spec is None:
+        results["valid"] = CheckResult(
+            passed=False,
+            reason=f"world: {task.world} is not defined; put its world record before the task or inline the world",
+        )
+    else:
+        worlds.add(spec)
+        try:
+            world = worlds.world(spec)
+        except SpecError as exc:
+            results["valid"] = CheckResult(passed=False, reason="the world is not valid: " + exc.summary())
+        else:
+            results["valid"] = check_valid(task, world)
+    if not results["valid"].passed:
+        for name in CHECK_NAMES[1:]:
+            results[name] = CheckResult(passed=None, reason=_NOT_VALID)
+        return Verdict(task_id=task_id, world_id=task.world_id, accepted=False, checks=results)
+    episode: list[Episode] = []
+
+    def oracle() -> CheckResult:
+        result, ep = check_oracle(task, world)
+        episode.append(ep)
+        return result
+
+    results["oracle"] = _guarded(oracle)
+    results["noop"] = _guarded(lambda: check_noop(task, world))
+    results["unsolved"] = _guarded(lambda: check_unsolved(task, world))
+    results["partial"] = _guarded(lambda: check_partial(task, world))
+    results["determinism"] = _guarded(lambda: check_determinism(task, world, worlds.fresh(spec)))
+    if episode:
+        results["grounded"] = _guarded(lambda: check_grounded(task, world, episode[0]))
+    else:
+        results["grounded"] = CheckResult(passed=None, reason="not run: the reference solution did not run")
+    results["solvable"] = CheckResult(passed=None, reason=_SOLVABLE_PENDING)
+    accepted = all(r.passed is not False for r in results.values()) and results["valid"].passed is True
+    warnings = [w for w in world.warnings]
+    return Verdict(task_id=task_id, world_id=task.world_id, accepted=accepted, checks=results, warnings=warnings)

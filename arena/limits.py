@@ -1,0 +1,77 @@
+"""Runtime budgets for a world: what one tool call, one verification, one episode may cost.
+
+Budgets count SQLite virtual-machine instructions, not seconds, so the same
+call on the same state always ends the same way on every machine.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from dataclasses import dataclass
+
+__all__ = ["DEFAULT_LIMITS", "Limits", "ensure_heap_limit"]
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Budgets and caps applied by :class:`~coevo.arena.world.World`.
+
+    Attributes:
+        max_steps: tool calls per episode, ``submit`` included; an episode
+            that spends them all without submitting ends with reward 0.
+        vm_instructions: SQLite VM instructions one tool call may execute
+            (all its statements together).
+        verifier_vm_instructions: VM instructions one verifier check may execute.
+        max_value_bytes: the largest string or BLOB SQLite may build
+            (``SQLITE_LIMIT_LENGTH``); ``zeroblob(1e9)`` fails at once.
+        max_rows: rows a tool returns; more are cut off and the observation
+            says so.
+        max_result_bytes: bytes of text and BLOB values a tool returns.
+    """
+
+    max_steps: int = 40
+    vm_instructions: int = 5_000_000
+    verifier_vm_instructions: int = 50_000_000
+    max_value_bytes: int = 1_000_000
+    max_rows: int = 200
+    max_result_bytes: int = 256_000
+
+    def __post_init__(self) -> None:
+        for name in self.__slots__:  # type: ignore[attr-defined]
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"Limits.{name} must be a positive integer, got {value!r}")
+
+
+DEFAULT_LIMITS = Limits()
+
+#: SQLite's process-wide heap cap set by coevo when none is set, in bytes.
+#: Override with the ``COEVO_SQLITE_HEAP_LIMIT`` environment variable (0 = leave unset).
+DEFAULT_HEAP_LIMIT = 1 << 30
+_heap_limit_applied = False
+
+
+def ensure_heap_limit() -> int:
+    """Cap SQLite's heap (process-wide) so one hostile statement cannot exhaust memory.
+
+    A sort or a group of large values can allocate far more than its VM
+    instruction count suggests; SQLite's hard heap limit turns that into an
+    ``out of memory`` tool error instead. The cap is only ever set when no
+    cap is in place, never raised (SQLite allows lowering only).
+
+    Returns:
+        The heap limit now in force, in bytes (0 = none).
+    """
+    global _heap_limit_applied
+    probe = sqlite3.connect(":memory:")
+    try:
+        current = probe.execute("PRAGMA hard_heap_limit").fetchone()[0]
+        if current == 0 and not _heap_limit_applied:
+            wanted = int(os.environ.get("COEVO_SQLITE_HEAP_LIMIT", DEFAULT_HEAP_LIMIT))
+            if wanted > 0:
+                current = probe.execute(f"PRAGMA hard_heap_limit = {wanted}").fetchone()[0]
+        _heap_limit_applied = True
+        return int(current)
+    finally:
+        probe.close()

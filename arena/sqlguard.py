@@ -1,0 +1,462 @@
+"""The SQLite connection of a world: authorizer, VM budget, limits and the fixed clock.
+
+Every world runs on one in-memory SQLite connection opened by
+:func:`open_world_connection`. Three guards sit on it:
+
+* an **authorizer** (:class:`Guard`), consulted by SQLite whenever it
+  compiles a statement: no DDL, ATTACH, PRAGMA, transactions, internal
+  ``sqlite_%`` tables or non-deterministic functions from untrusted SQL;
+* a **budget of VM instructions** per call (a progress handler), which is
+  deterministic, unlike a wall-clock deadline;
+* **limits** on value size (``SQLITE_LIMIT_LENGTH``), a process-wide heap cap,
+  and in-memory temporary storage.
+
+:func:`explain` compiles a statement with ``EXPLAIN`` under a recording
+authorizer: SQLite itself reports which tables, columns and functions a
+statement touches and which parameters it has, without running it.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from coevo.arena.limits import Limits, ensure_heap_limit
+
+__all__ = [
+    "FORBIDDEN_FUNCTIONS",
+    "Action",
+    "Guard",
+    "StatementFacts",
+    "explain",
+    "is_forbidden_function",
+    "open_world_connection",
+    "quote_ident",
+    "sqlite_now",
+]
+
+ACTION_NAMES: dict[int, str] = {
+    value: name[len("SQLITE_") :]
+    for name in (
+        "SQLITE_CREATE_INDEX SQLITE_CREATE_TABLE SQLITE_CREATE_TEMP_INDEX "
+        "SQLITE_CREATE_TEMP_TABLE SQLITE_CREATE_TEMP_TRIGGER SQLITE_CREATE_TEMP_VIEW "
+        "SQLITE_CREATE_TRIGGER SQLITE_CREATE_VIEW SQLITE_DELETE SQLITE_DROP_INDEX "
+        "SQLITE_DROP_TABLE SQLITE_DROP_TEMP_INDEX SQLITE_DROP_TEMP_TABLE "
+        "SQLITE_DROP_TEMP_TRIGGER SQLITE_DROP_TEMP_VIEW SQLITE_DROP_TRIGGER SQLITE_DROP_VIEW "
+        "SQLITE_INSERT SQLITE_PRAGMA SQLITE_READ SQLITE_SELECT SQLITE_TRANSACTION "
+        "SQLITE_UPDATE SQLITE_ATTACH SQLITE_DETACH SQLITE_ALTER_TABLE SQLITE_REINDEX "
+        "SQLITE_ANALYZE SQLITE_CREATE_VTABLE SQLITE_DROP_VTABLE SQLITE_FUNCTION "
+        "SQLITE_SAVEPOINT SQLITE_RECURSIVE"
+    ).split()
+    if isinstance(value := getattr(sqlite3, name, None), int)
+}
+
+#: Functions whose result depends on something other than the world's state
+#: (randomness, connection history, the SQLite build) or that reach outside it.
+FORBIDDEN_FUNCTIONS = frozenset(
+    {
+        "random",
+        "randomblob",
+        "changes",
+        "total_changes",
+        "last_insert_rowid",
+        "load_extension",
+        "fts3_tokenizer",
+        "sqlite_version",
+        "sqlite_source_id",
+        "sqlite_compileoption_get",
+        "sqlite_compileoption_used",
+        "sqlite_offset",
+    }
+)
+
+#: Table-valued functions untrusted SQL may read; every other virtual table
+#: (``pragma_*``, ``dbstat``, ...) exposes internals and is refused.
+ALLOWED_TABLE_FUNCTIONS = frozenset({"json_each", "json_tree"})
+
+#: Tables coevo adds to the temp schema to track which rows an episode changed.
+TRACKING_PREFIX = "coevo_"
+
+_TICK = 1000  # VM instructions between two progress-handler calls
+
+
+def is_forbidden_function(name: str) -> bool:
+    """Whether untrusted SQL may not call the function ``name``."""
+    lowered = name.lower()
+    return lowered in FORBIDDEN_FUNCTIONS or lowered.startswith("sqlite_")
+
+
+def quote_ident(name: str) -> str:
+    """``name`` as a quoted SQL identifier."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+class Action(NamedTuple):
+    """One authorizer callback: what SQLite was about to do while compiling a statement.
+
+    Attributes:
+        action: the action code's name without ``SQLITE_`` (``READ``, ``INSERT``, ...).
+        arg1: table, index, function or pragma name, depending on the action.
+        arg2: column or function name, depending on the action.
+        db: the schema (``main``, ``temp``, ``initial``) or None.
+        inner: the trigger or view whose code caused the action, or None.
+        allowed: whether the guard allowed it.
+    """
+
+    action: str
+    arg1: str | None
+    arg2: str | None
+    db: str | None
+    inner: str | None
+    allowed: bool
+
+    def describe(self) -> str:
+        """A short human description, e.g. ``reads sqlite_master``."""
+        a, x, y = self.action, self.arg1, self.arg2
+        where = f" (inside {self.inner})" if self.inner else ""
+        if a == "FUNCTION":
+            return f"calls {y}(){where}"
+        if a == "READ":
+            return f"reads {x}{'.' + y if y else ''}{where}"
+        if a in ("INSERT", "UPDATE", "DELETE"):
+            return f"{a.lower()}s {x}{where}"
+        if a == "PRAGMA":
+            return f"runs PRAGMA {x}{where}"
+        if a in ("ATTACH", "DETACH"):
+            return f"{a.lower()}es a database{where}"
+        if a in ("TRANSACTION", "SAVEPOINT"):
+            return f"controls transactions ({x}){where}"
+        if a.startswith(("CREATE", "DROP", "ALTER")) or a in ("REINDEX", "ANALYZE"):
+            return f"runs DDL ({a.replace('_', ' ')} {x}){where}"
+        return f"{a} {x or ''}{where}".strip()
+
+
+class Guard:
+    """The authorizer and VM budget of one world connection.
+
+    The authorizer runs when SQLite compiles a statement; the verdict sticks
+    to the prepared statement. Statements coevo issues itself are compiled
+    with :attr:`trusted` set; everything else (tools, verifier checks, frame
+    conditions) is compiled guarded.
+    """
+
+    __slots__ = (
+        "known",
+        "max_ticks",
+        "read_only",
+        "record",
+        "schema_phase",
+        "ticks",
+        "trusted",
+    )
+
+    def __init__(self) -> None:
+        self.trusted = False
+        self.read_only = False
+        self.schema_phase = False
+        self.record: list[Action] | None = None
+        self.known: frozenset[str] | None = None  # lower-cased main tables and views
+        self.ticks = 0
+        self.max_ticks = 1 << 62
+
+    # -- authorizer ---------------------------------------------------------------
+    def authorize(
+        self, code: int, arg1: str | None, arg2: str | None, db: str | None, inner: str | None
+    ) -> int:
+        """The SQLite authorizer callback."""
+        allowed = self.trusted or self._allows(ACTION_NAMES.get(code, str(code)), arg1, arg2, db, inner)
+        if self.record is not None:
+            self.record.append(
+                Action(ACTION_NAMES.get(code, str(code)), arg1, arg2, db, inner, allowed)
+            )
+        return sqlite3.SQLITE_OK if allowed else sqlite3.SQLITE_DENY
+
+    def _allows(
+        self, action: str, arg1: str | None, arg2: str | None, db: str | None, inner: str | None
+    ) -> bool:
+        if action in ("SELECT", "RECURSIVE"):
+            return True
+        if action == "FUNCTION":
+            return not is_forbidden_function(arg2 or "")
+        table = (arg1 or "").lower()
+        internal = table.startswith("sqlite_")
+        if action == "READ":
+            if internal:
+                return self.schema_phase
+            if table.startswith("pragma_") or db == "temp":
+                return db == "temp" and (inner or "").startswith(TRACKING_PREFIX)
+            if db == "main" and self.known is not None:
+                return table in self.known or table in ALLOWED_TABLE_FUNCTIONS
+            return True
+        if action in ("INSERT", "UPDATE", "DELETE"):
+            if internal:
+                return self.schema_phase
+            if db == "temp":
+                return (inner or "").startswith(TRACKING_PREFIX)
+            return db == "main" and not self.read_only
+        if action in ("CREATE_TABLE", "CREATE_INDEX", "CREATE_VIEW", "CREATE_TRIGGER"):
+            return self.schema_phase and db == "main"
+        if action == "REINDEX":  # CREATE INDEX fills the new index this way
+            return self.schema_phase
+        return False
+
+    # -- VM budget ----------------------------------------------------------------
+    def progress(self) -> int:
+        """The progress handler: stop the statement once the budget is spent."""
+        self.ticks += 1
+        return 1 if self.ticks > self.max_ticks else 0
+
+    def budget(self, instructions: int) -> None:
+        """Start a budget of ``instructions`` VM instructions (rounded up to 1000s)."""
+        self.ticks = 0
+        self.max_ticks = max(1, -(-instructions // _TICK))
+
+    def unlimited(self) -> None:
+        """Lift the budget (for coevo's own statements)."""
+        self.ticks = 0
+        self.max_ticks = 1 << 62
+
+    @contextmanager
+    def trust(self) -> Iterator[None]:
+        """Compile the statements inside as coevo's own: no authorizer limits, no budget."""
+        before, ticks, limit = self.trusted, self.ticks, self.max_ticks
+        self.trusted = True
+        self.unlimited()
+        try:
+            yield
+        finally:
+            self.trusted, self.ticks, self.max_ticks = before, ticks, limit
+
+
+def sqlite_now(now: str) -> str:
+    """The world clock as SQLite writes a time: ``YYYY-MM-DD HH:MM:SS[.SSS]``."""
+    return now.replace("T", " ", 1)
+
+
+_TIME_ARG = {  # which argument of each date function is the time value
+    "date": 0,
+    "time": 0,
+    "datetime": 0,
+    "julianday": 0,
+    "unixepoch": 0,
+    "strftime": 1,
+}
+
+
+def _install_clock(conn: sqlite3.Connection, now: str) -> None:
+    """Make every date function see ``now`` as the current time.
+
+    SQLite reads the time from the operating system. The date functions
+    are overridden by wrappers that replace a ``'now'`` time value (and a
+    missing one) with the world's clock, then call SQLite's own function on
+    a private connection, so results match SQLite's exactly.
+    """
+    helper = sqlite3.connect(":memory:", check_same_thread=False)
+    fixed = sqlite_now(now)
+
+    def make(name: str, position: int) -> Any:
+        query_cache: dict[int, str] = {}
+
+        def fn(*args: Any) -> Any:
+            values = list(args)
+            if len(values) <= position:
+                values.extend([None] * (position - len(values)))
+                values.append(fixed)
+            else:
+                value = values[position]
+                if isinstance(value, str) and value.strip().lower() == "now":
+                    values[position] = fixed
+            sql = query_cache.get(len(values))
+            if sql is None:
+                sql = f"SELECT {name}({','.join('?' * len(values))})"
+                query_cache[len(values)] = sql
+            return helper.execute(sql, values).fetchone()[0]
+
+        return fn
+
+    for name, position in _TIME_ARG.items():
+        conn.create_function(name, -1, make(name, position), deterministic=True)
+    date_part, _, time_part = fixed.partition(" ")
+    time_part = time_part[:8]
+    conn.create_function("current_date", 0, lambda: date_part, deterministic=True)
+    conn.create_function("current_time", 0, lambda: time_part, deterministic=True)
+    conn.create_function("current_timestamp", 0, lambda: f"{date_part} {time_part}", deterministic=True)
+
+
+class _ForbiddenCall(Exception):
+    pass
+
+
+def _install_forbidden(conn: sqlite3.Connection) -> None:
+    """Replace non-deterministic functions by ones that fail.
+
+    The authorizer already refuses them in statements; a column DEFAULT is
+    evaluated without asking it, so this is the last line of defence.
+    """
+    arities = {
+        "random": 0,
+        "randomblob": 1,
+        "changes": 0,
+        "total_changes": 0,
+        "last_insert_rowid": 0,
+        "sqlite_version": 0,
+        "sqlite_source_id": 0,
+    }
+
+    def refuse(*_: Any) -> Any:
+        raise _ForbiddenCall
+
+    for name, arity in arities.items():
+        conn.create_function(name, arity, refuse)
+
+
+def open_world_connection(now: str, limits: Limits) -> tuple[sqlite3.Connection, Guard]:
+    """An in-memory SQLite connection with coevo's guards, clock and limits installed.
+
+    Foreign keys start *off* (seed rows are loaded first); the caller turns
+    them on once the world is built.
+    """
+    ensure_heap_limit()
+    conn = sqlite3.connect(
+        ":memory:", isolation_level=None, check_same_thread=False, cached_statements=512
+    )
+    guard = Guard()
+    conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, limits.max_value_bytes)
+    conn.setlimit(sqlite3.SQLITE_LIMIT_SQL_LENGTH, 1_000_000)
+    conn.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 999)
+    conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 2)
+    _install_clock(conn, now)
+    _install_forbidden(conn)
+    conn.execute("PRAGMA temp_store = MEMORY")
+    conn.execute("PRAGMA foreign_keys = OFF")
+    # Table-valued functions declare themselves on first use, which looks like
+    # a write to sqlite_master; do that once here, trusted.
+    conn.execute("SELECT * FROM json_each('[]')").fetchall()
+    conn.execute("SELECT * FROM json_tree('[]')").fetchall()
+    conn.set_authorizer(guard.authorize)
+    conn.set_progress_handler(guard.progress, _TICK)
+    return conn, guard
+
+
+class _RecordingParams(dict):  # type: ignore[type-arg]
+    """A binding mapping that records which parameter names SQLite asks for."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked: list[str] = []
+
+    def __getitem__(self, key: str) -> None:
+        if key not in self.asked:
+            self.asked.append(key)
+        return None
+
+
+_FUNCTION_OPCODES = frozenset({"Function", "PureFunc", "AggStep", "AggStep1", "AggFinal", "AggValue", "AggInverse"})
+_P4_FUNCTION = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\(")
+
+
+@dataclass(frozen=True, slots=True)
+class StatementFacts:
+    """What SQLite reported while compiling one statement (nothing was run).
+
+    Attributes:
+        sql: the statement.
+        error: SQLite's refusal (syntax, unknown name, not authorised,
+            several statements, positional parameters), or None.
+        actions: every authorizer callback, in order.
+        parameters: parameter names as written (``:email``, ``$x``, ``?``).
+        functions: lower-cased names of every function the program calls,
+            including those in column defaults, views and triggers.
+        opcodes: the VDBE opcodes of the main program.
+    """
+
+    sql: str
+    error: str | None
+    actions: tuple[Action, ...]
+    parameters: tuple[str, ...]
+    functions: frozenset[str]
+    opcodes: frozenset[str]
+
+    @property
+    def denied(self) -> list[Action]:
+        """Actions the guard refused."""
+        return [a for a in self.actions if not a.allowed]
+
+    @property
+    def writes(self) -> list[Action]:
+        """INSERT/UPDATE/DELETE actions, triggers and foreign-key actions included."""
+        return [a for a in self.actions if a.action in ("INSERT", "UPDATE", "DELETE")]
+
+    @property
+    def reads(self) -> list[Action]:
+        """READ actions."""
+        return [a for a in self.actions if a.action == "READ"]
+
+    @property
+    def selects(self) -> int:
+        """How many SELECT cores the statement has (subqueries and compounds add one each)."""
+        return sum(1 for a in self.actions if a.action == "SELECT")
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Parameter names without their prefix character."""
+        return tuple(p[1:] for p in self.parameters if p and p[0] != "?")
+
+
+def explain(conn: sqlite3.Connection, guard: Guard, sql: str) -> StatementFacts:
+    """Compile ``sql`` with ``EXPLAIN`` under the guarded, recording authorizer.
+
+    Nothing is executed: EXPLAIN only lists the compiled program. The
+    result says which actions SQLite would take, which the guard refused,
+    the parameters and the functions called.
+    """
+    actions: list[Action] = []
+    params = _RecordingParams()
+    before_record, before_trusted, before_read_only = guard.record, guard.trusted, guard.read_only
+    guard.record, guard.trusted, guard.read_only = actions, False, False
+    guard.unlimited()
+    error: str | None = None
+    program: list[tuple[Any, ...]] = []
+    try:
+        program = conn.execute("EXPLAIN " + sql, params).fetchall()
+    except sqlite3.ProgrammingError as exc:
+        message = str(exc)
+        if "one statement" in message:
+            error = "holds more than one SQL statement"
+        elif "has no name" in message:
+            error = "uses a positional parameter (?); name every parameter (:name)"
+        else:
+            error = message
+    except (sqlite3.Error, OverflowError, ValueError, MemoryError) as exc:
+        error = str(exc) or type(exc).__name__
+    finally:
+        guard.record, guard.trusted, guard.read_only = before_record, before_trusted, before_read_only
+    opcodes = frozenset(str(row[1]) for row in program)
+    variables: list[str] = []
+    functions = {a.arg2.lower() for a in actions if a.action == "FUNCTION" and a.arg2}
+    for row in program:
+        opcode, p4 = row[1], row[5]
+        if opcode == "Variable":
+            name = p4 if isinstance(p4, str) else "?"
+            if name not in variables:
+                variables.append(name)
+        elif opcode in _FUNCTION_OPCODES and isinstance(p4, str):
+            match = _P4_FUNCTION.match(p4)
+            if match:
+                functions.add(match.group(1).lower())
+    # Parameters the optimiser dropped from the program still have names.
+    for name in params.asked:
+        if not any(v[1:] == name for v in variables):
+            variables.append(":" + name)
+    return StatementFacts(
+        sql=sql,
+        error=error,
+        actions=tuple(actions),
+        parameters=tuple(variables),
+        functions=frozenset(functions),
+        opcodes=opcodes,
+    )

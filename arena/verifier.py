@@ -1,0 +1,287 @@
+"""The verifier: run a task's checks and frame on a final state and give the binary reward.
+
+Checks run with the final state as ``main``, the initial state attached
+read-only as ``initial`` and ``:answer`` bound (TEXT, or NULL when absent). A
+check passes when it returns exactly one row with one column holding an
+INTEGER or REAL that is not 0.
+
+The frame says which rows may change; every table it does not list must be
+unchanged. Rows are compared as values inside SQLite (multisets, ``IS``
+equality, binary collation), so an equivalent solution is never punished
+for its path. When the world tracked which rows the episode touched, only
+those rows are compared — exact, because every write fires the tracking
+triggers and a table whose row count does not add up (a REPLACE deletes
+without firing them) is compared whole.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from coevo.arena.outcomes import CheckOutcome, FrameViolation, Reward, encode_value
+from coevo.arena.sqlguard import TRACKING_PREFIX, quote_ident
+from coevo.arena.validation import CompiledCheck, CompiledTask, CompiledWorld, FrameEntry, TableInfo
+
+__all__ = ["evaluate", "frame_violations", "run_check"]
+
+#: Rows outside the frame reported per table (the total is always counted).
+REPORTED_ROWS_PER_TABLE = 20
+_MAX_SHOWN_TEXT = 200
+
+
+def _shown(value: Any) -> Any:
+    if isinstance(value, str) and len(value) > _MAX_SHOWN_TEXT:
+        return value[:_MAX_SHOWN_TEXT] + f"... ({len(value)} characters)"
+    if isinstance(value, (bytes, bytearray)) and len(value) > _MAX_SHOWN_TEXT:
+        return {"$bytes": len(value)}
+    return encode_value(value)
+
+
+def run_check(world: CompiledWorld, check: CompiledCheck, answer: str | None) -> CheckOutcome:
+    """Run one check on the world's current state (``main``) against ``initial``."""
+    conn, guard = world.conn, world.guard
+    budget = world.limits.verifier_vm_instructions
+    guard.budget(budget)
+    guard.read_only = True
+    cursor = None
+    try:
+        cursor = conn.execute(check.sql, {"answer": answer})
+        rows = cursor.fetchmany(2)
+        width = len(cursor.description or ())
+    except sqlite3.OperationalError as exc:
+        if "interrupted" in str(exc):
+            return CheckOutcome(name=check.name, passed=False, reason=f"stopped after the verifier budget of {budget:,} VM instructions")
+        return CheckOutcome(name=check.name, passed=False, reason=f"error: {exc}")
+    except (sqlite3.Error, MemoryError, OverflowError, ValueError) as exc:
+        return CheckOutcome(name=check.name, passed=False, reason=f"error: {exc or type(exc).__name__}")
+    finally:
+        if cursor is not None:
+            cursor.close()
+        guard.read_only = False
+        guard.unlimited()
+    if not rows:
+        return CheckOutcome(name=check.name, passed=False, reason="returned no row")
+    if len(rows) > 1:
+        return CheckOutcome(name=check.name, passed=False, reason="returned more than one row")
+    if width != 1:
+        return CheckOutcome(name=check.name, passed=False, reason=f"returned {width} columns, not 1")
+    value = rows[0][0]
+    if value is None:
+        return CheckOutcome(name=check.name, passed=False, reason="returned NULL")
+    if isinstance(value, str):
+        return CheckOutcome(name=check.name, passed=False, reason=f"returned text {value[:40]!r}, not a number")
+    if isinstance(value, bytes):
+        return CheckOutcome(name=check.name, passed=False, reason="returned a BLOB, not a number")
+    if value == 0:
+        return CheckOutcome(name=check.name, passed=False, reason="returned 0")
+    return CheckOutcome(name=check.name, passed=True, reason=f"returned {value!r}")
+
+
+# -- frame ------------------------------------------------------------------------
+
+
+def _restriction(info: TableInfo, key: str, restricted: bool) -> str:
+    if not restricted or info.rowid is None:
+        return "1"
+    literal = "'" + key.replace("'", "''") + "'"
+    return f"{info.rowid} IN (SELECT rid FROM temp.{TRACKING_PREFIX}changes WHERE tbl = {literal})"
+
+
+def _multiset_changes(
+    conn: sqlite3.Connection, entry: FrameEntry, key: str, restricted: bool
+) -> tuple[list[FrameViolation], int]:
+    """Rows whose multiplicity differs between initial and final (outside the condition, if any)."""
+    info = entry.table
+    table = quote_ident(info.name)
+    columns = [quote_ident(c) for c in info.columns]
+    projection = ", ".join(f"{c} COLLATE BINARY AS {c}" for c in columns)
+    grouping = ", ".join(columns)
+    outside = f"NOT ifnull((\n{entry.where}\n), 0)" if entry.kind == "where" else "1"
+    restrict = _restriction(info, key, restricted)
+    sql = (
+        f"WITH f AS (SELECT {projection} FROM main.{table} WHERE {restrict} AND {outside}), "
+        f"i AS (SELECT {projection} FROM initial.{table} WHERE {restrict} AND {outside}), "
+        f"fc AS (SELECT {grouping}, count(*) AS coevo_n FROM f GROUP BY {grouping}), "
+        f"ic AS (SELECT {grouping}, count(*) AS coevo_n FROM i GROUP BY {grouping}) "
+        f"SELECT 'added', * FROM (SELECT * FROM fc EXCEPT SELECT * FROM ic) "
+        f"UNION ALL SELECT 'removed', * FROM (SELECT * FROM ic EXCEPT SELECT * FROM fc)"
+    )
+    rows = conn.execute(sql).fetchall()
+    width = len(info.columns)
+    final_counts: dict[tuple[Any, ...], int] = {}
+    initial_counts: dict[tuple[Any, ...], int] = {}
+    for row in rows:
+        values, count = tuple(row[1 : 1 + width]), row[1 + width]
+        (final_counts if row[0] == "added" else initial_counts)[values] = count
+    violations: list[FrameViolation] = []
+    total = 0
+    for values in list(final_counts) + [v for v in initial_counts if v not in final_counts]:
+        diff = final_counts.get(values, 0) - initial_counts.get(values, 0)
+        if diff == 0:
+            continue
+        total += abs(diff)
+        if len(violations) < REPORTED_ROWS_PER_TABLE:
+            violations.append(
+                FrameViolation(
+                    table=info.name,
+                    change="added" if diff > 0 else "removed",
+                    row={c: _shown(v) for c, v in zip(info.columns, values, strict=True)},
+                    count=abs(diff),
+                )
+            )
+    return violations, total
+
+
+def _keyed_changes(
+    conn: sqlite3.Connection, entry: FrameEntry, key: str, restricted: bool
+) -> tuple[list[FrameViolation], int]:
+    """The ``columns`` form: rows matched by key; matching rows may change only the listed columns."""
+    info = entry.table
+    table = quote_ident(info.name)
+    keys = info.key
+    rowid_key = keys == (info.rowid,)
+    restrict = _restriction(info, key, restricted)
+    if rowid_key:
+        join_i = f"f.{info.rowid} = i.coevo_rid"
+        join_plain = f"f.{info.rowid} = i.{info.rowid}"
+        i_select = f"SELECT {info.rowid} AS coevo_rid, *"
+    else:
+        join_i = " AND ".join(f"f.{quote_ident(k)} IS i.{quote_ident(k)}" for k in keys)
+        join_plain = join_i
+        i_select = "SELECT *"
+    violations: list[FrameViolation] = []
+    total = 0
+    cols = ", ".join(quote_ident(c) for c in info.columns)
+    for change, outer, inner in (("removed", "initial", "main"), ("added", "main", "initial")):
+        alias_outer, alias_inner = ("i", "f") if outer == "initial" else ("f", "i")
+        join = join_plain if rowid_key else join_i
+        sql = (
+            f"SELECT {cols} FROM {outer}.{table} AS {alias_outer} WHERE {restrict} AND NOT EXISTS "
+            f"(SELECT 1 FROM {inner}.{table} AS {alias_inner} WHERE {join})"
+        )
+        for row in conn.execute(sql):
+            total += 1
+            if len(violations) < REPORTED_ROWS_PER_TABLE:
+                violations.append(
+                    FrameViolation(table=info.name, change=change, row={c: _shown(v) for c, v in zip(info.columns, row, strict=True)})  # type: ignore[arg-type]
+                )
+    flags = ", ".join(
+        f"(i.{quote_ident(c)} COLLATE BINARY IS NOT f.{quote_ident(c)})" for c in info.columns
+    )
+    any_change = " OR ".join(
+        f"(i.{quote_ident(c)} COLLATE BINARY IS NOT f.{quote_ident(c)})" for c in info.columns
+    )
+    finals = ", ".join(f"f.{quote_ident(c)}" for c in info.columns)
+    sql = (
+        f"SELECT i.coevo_m, {flags}, {finals} FROM "
+        f"({i_select}, ifnull((\n{entry.where}\n), 0) AS coevo_m FROM initial.{table} WHERE {restrict}) AS i "
+        f"JOIN main.{table} AS f ON {join_i} WHERE {any_change}"
+    )
+    allowed = set(entry.columns)
+    width = len(info.columns)
+    for row in conn.execute(sql):
+        matching = bool(row[0])
+        changed = [c for c, flag in zip(info.columns, row[1 : 1 + width], strict=True) if flag]
+        bad = [c for c in changed if c not in allowed] if matching else changed
+        if not bad:
+            continue
+        total += 1
+        if len(violations) < REPORTED_ROWS_PER_TABLE:
+            violations.append(
+                FrameViolation(
+                    table=info.name,
+                    change="changed",
+                    row={c: _shown(v) for c, v in zip(info.columns, row[1 + width :], strict=True)},
+                    columns=bad,
+                )
+            )
+    return violations, total
+
+
+def _changed_tables(world: CompiledWorld) -> dict[str, int]:
+    """Tables with tracked row events, and their net row-count change."""
+    rows = world.conn.execute(
+        f"SELECT tbl, sum(op = 'i') - sum(op = 'd') FROM temp.{TRACKING_PREFIX}changes GROUP BY tbl"
+    ).fetchall()
+    return {table: net for table, net in rows}
+
+
+def _count(conn: sqlite3.Connection, db: str, info: TableInfo) -> int:
+    return int(conn.execute(f"SELECT count(*) FROM {db}.{quote_ident(info.name)}").fetchone()[0])
+
+
+def frame_violations(
+    world: CompiledWorld, task: CompiledTask, *, tracked: bool
+) -> tuple[list[FrameViolation], int]:
+    """Every row outside the task's frame, comparing ``main`` with ``initial``.
+
+    Args:
+        world: the compiled world, in its final state.
+        task: the compiled task.
+        tracked: the tracking log is valid for this state (the state was
+            reached by tool calls since the last reset), so untouched tables
+            can be skipped and touched ones compared row by row.
+
+    Returns:
+        Up to :data:`REPORTED_ROWS_PER_TABLE` violations per table, and the
+        total number of rows outside the frame.
+    """
+    conn, guard = world.conn, world.guard
+    violations: list[FrameViolation] = []
+    total = 0
+    with guard.trust():
+        changed = _changed_tables(world) if tracked else {}
+        for key, entry in task.frame.items():
+            if entry.kind == "any":
+                continue
+            restricted = False
+            if tracked and key in world.tracked:
+                if key not in changed:
+                    continue
+                info = entry.table
+                restricted = _count(conn, "main", info) == _count(conn, "initial", info) + changed[key]
+            compare = _keyed_changes if entry.kind == "columns" else _multiset_changes
+            found, count = compare(conn, entry, key, restricted)
+            violations.extend(found)
+            total += count
+    return violations, total
+
+
+def evaluate(
+    world: CompiledWorld, task: CompiledTask, answer: str | None, *, submitted: bool, tracked: bool
+) -> Reward:
+    """The reward for the world's current state: all checks pass and the frame holds.
+
+    Args:
+        world: the compiled world, in the state to judge.
+        task: the compiled task.
+        answer: the submitted answer, bound to ``:answer``.
+        submitted: whether the episode called submit; if not, the reward is 0
+            and nothing is run.
+        tracked: see :func:`frame_violations`.
+    """
+    if not submitted:
+        return Reward(value=0, submitted=False, answer=None, reason="the episode did not submit")
+    outcomes = [run_check(world, check, answer) for check in task.checks]
+    violations, total = frame_violations(world, task, tracked=tracked)
+    failed = [c for c in outcomes if not c.passed]
+    if not failed and total == 0:
+        reason = f"all {len(outcomes)} check(s) pass and the frame holds"
+    else:
+        parts = [f"check {c.name!r} failed ({c.reason})" for c in failed[:3]]
+        if len(failed) > 3:
+            parts.append(f"{len(failed) - 3} more checks failed")
+        if total:
+            parts.append(f"{total} row(s) outside the frame")
+        reason = "; ".join(parts)
+    return Reward(
+        value=1 if not failed and total == 0 else 0,
+        submitted=True,
+        answer=answer,
+        checks=outcomes,
+        frame_ok=total == 0,
+        violations=violations,
+        violation_count=total,
+        reason=reason,
+    )

@@ -1,0 +1,441 @@
+"""The world runtime: build a world once, reset it in microseconds, step it with tool calls.
+
+>>> world = World(task.world)                     # builds, validates, snapshots  # doctest: +SKIP
+>>> obs = world.reset(task)                         # doctest: +SKIP
+>>> obs = world.step(ToolCall("find_customer", {"email": "ada@ex.io"}))  # doctest: +SKIP
+>>> obs = world.step(ToolCall("submit"))            # doctest: +SKIP
+>>> obs.reward.value                                # doctest: +SKIP
+
+A tool failure is an observation (``ok=False`` with an ``error`` written for
+the agent), never an exception: unknown tool, bad arguments, a constraint,
+a foreign key, the VM budget, the value-size limit, the heap limit. The
+only exceptions are for the program driving the world: a task that is not
+valid (:class:`~coevo.arena.errors.SpecError`) and stepping an episode that
+has not started or has ended (:class:`~coevo.arena.errors.EpisodeError`).
+
+A world is not thread-safe: use it from one thread at a time.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
+from typing import Any
+
+from coevo.arena.errors import EpisodeError
+from coevo.arena.limits import DEFAULT_LIMITS, Limits
+from coevo.arena.outcomes import Episode, Observation, Reward
+from coevo.arena.spec import SUBMIT, TaskSpec, ToolCall, WorldSpec
+from coevo.arena.sqlguard import TRACKING_PREFIX
+from coevo.arena.validation import (
+    CompiledTask,
+    CompiledTool,
+    CompiledWorld,
+    compile_task,
+    compile_world,
+)
+from coevo.arena.verifier import evaluate
+
+__all__ = ["SUBMIT_TOOL", "World", "verify"]
+
+SUBMIT_TOOL: dict[str, Any] = {
+    "name": SUBMIT,
+    "description": (
+        "End the episode. Call it once the user's request is done; for a question, "
+        "pass the answer as text."
+    ),
+    "input_schema": {
+        "type": "object",
+        "properties": {"answer": {"type": "string", "description": "The answer, when the user asked a question."}},
+        "additionalProperties": False,
+    },
+}
+
+
+class World:
+    """One SQLite world: built and validated once, reset by restoring its bytes.
+
+    Args:
+        spec: the world record (a :class:`WorldSpec` or its JSON dict).
+        limits: budgets and caps for tool calls and verification.
+
+    Raises:
+        SpecError: the world breaks a rule of the format (every problem is named).
+    """
+
+    def __init__(self, spec: WorldSpec | Mapping[str, Any], *, limits: Limits = DEFAULT_LIMITS):
+        if not isinstance(spec, WorldSpec):
+            spec = WorldSpec.model_validate(spec)
+        self._w: CompiledWorld = compile_world(spec, limits)
+        self._conn = self._w.conn
+        self._guard = self._w.guard
+        self._limits = limits
+        self._tools: dict[str, CompiledTool] = self._w.tools
+        self._tasks: dict[str, CompiledTask] = {}
+        self._task: CompiledTask | None = None
+        self._steps = 0
+        self._max_steps = limits.max_steps
+        self._done = True
+        self._submitted = False
+
+    # -- properties ---------------------------------------------------------------
+    @property
+    def id(self) -> str:
+        """The world's id."""
+        return self._w.id
+
+    @property
+    def spec(self) -> WorldSpec:
+        """The world record."""
+        return self._w.spec
+
+    @property
+    def limits(self) -> Limits:
+        """The budgets in force."""
+        return self._limits
+
+    @property
+    def warnings(self) -> list[str]:
+        """What the build noticed that does not invalidate the world (e.g. foreign-key violations in the seed rows)."""
+        return list(self._w.warnings)
+
+    @property
+    def compiled(self) -> CompiledWorld:
+        """The compiled world (connection, tables, tools), for the verifier and the Judge."""
+        return self._w
+
+    @property
+    def task(self) -> TaskSpec | None:
+        """The task of the current episode."""
+        return self._task.spec if self._task else None
+
+    @property
+    def steps(self) -> int:
+        """Tool calls made in the current episode."""
+        return self._steps
+
+    @property
+    def done(self) -> bool:
+        """Whether the current episode is over (or none has started)."""
+        return self._done
+
+    def tool_definitions(self) -> list[dict[str, Any]]:
+        """The tools as function definitions (``name``, ``description``, ``input_schema``), ``submit`` last.
+
+        This is the shape the Anthropic Messages API takes; OpenAI's
+        ``function`` tools take the same fields under ``parameters``.
+        """
+        return [
+            {"name": t.name, "description": t.description, "input_schema": t.parameters}
+            for t in self._w.spec.tools
+        ] + [SUBMIT_TOOL]
+
+    # -- tasks --------------------------------------------------------------------
+    def prepare(self, task: TaskSpec) -> CompiledTask:
+        """Validate ``task`` against this world (cached by task id).
+
+        Raises:
+            SpecError: the task breaks a rule of the format.
+        """
+        key = task.task_id
+        compiled = self._tasks.get(key)
+        # The id covers world, instruction and verifier; the solution is checked too.
+        if compiled is None or (compiled.spec is not task and compiled.spec.solution != task.solution):
+            compiled = compile_task(task, self._w)
+            self._tasks[key] = compiled
+        return compiled
+
+    # -- episodes -----------------------------------------------------------------
+    def restore(self, state: bytes | None = None) -> None:
+        """Put the database back in its initial state (or in ``state``, a :meth:`snapshot`).
+
+        The change log is cleared, so a restored ``state`` is verified by
+        comparing whole tables.
+        """
+        conn = self._conn
+        with self._guard.trust():
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            conn.deserialize(self._w.initial if state is None else state)
+            conn.execute(f"DELETE FROM temp.{TRACKING_PREFIX}changes")
+
+    def reset(self, task: TaskSpec, *, max_steps: int | None = None) -> Observation:
+        """Start an episode of ``task`` on the initial state.
+
+        Args:
+            task: a task of this world.
+            max_steps: tool calls allowed, ``submit`` included (default: the limits').
+
+        Raises:
+            SpecError: the task is not valid for this world.
+        """
+        compiled = self.prepare(task)
+        self.restore()
+        self._task = compiled
+        self._steps = 0
+        self._max_steps = max_steps if max_steps is not None else self._limits.max_steps
+        if self._max_steps < 1:
+            raise ValueError(f"max_steps must be at least 1, got {self._max_steps}")
+        self._done = False
+        self._submitted = False
+        return Observation(step=0)
+
+    def step(self, call: ToolCall) -> Observation:
+        """Call one tool (or ``submit``) and observe the result.
+
+        Raises:
+            EpisodeError: no episode is running (call :meth:`reset` first).
+        """
+        if self._done:
+            if self._task is None:
+                raise EpisodeError("no episode has started: call reset(task) before step()")
+            raise EpisodeError(
+                f"the episode is over after {self._steps} step(s); call reset(task) to start another"
+            )
+        self._steps += 1
+        step = self._steps
+        name = call.tool
+        if name == SUBMIT:
+            return self._submit(step, call.arguments)
+        tool = self._tools.get(name)
+        if tool is None:
+            obs = Observation(step=step, tool=name, ok=False, error=self._unknown_tool(name))
+        else:
+            binds, error = tool.binder.bind(call.arguments)
+            if error is not None:
+                obs = Observation(step=step, tool=name, ok=False, error=error)
+            else:
+                obs = self._run_tool(tool, binds, step)  # type: ignore[arg-type]
+        if step >= self._max_steps:
+            self._done = True
+            reward = Reward(
+                value=0,
+                submitted=False,
+                reason=f"the step budget of {self._max_steps} calls ran out before submit",
+            )
+            obs = replace(obs, done=True, reward=reward)
+        return obs
+
+    def _unknown_tool(self, name: Any) -> str:
+        from difflib import get_close_matches
+
+        options = [*self._tools, SUBMIT]
+        hint = get_close_matches(str(name), options, n=1)
+        suggestion = f" (did you mean '{hint[0]}'?)" if hint else ""
+        return f"unknown tool {name!r}{suggestion}; tools: {', '.join(options)}"
+
+    def _run_tool(self, tool: CompiledTool, binds: dict[str, Any], step: int) -> Observation:
+        conn, guard, limits = self._conn, self._guard, self._limits
+        statements = tool.statements
+        several = len(statements) > 1
+        guard.budget(limits.vm_instructions)
+        guard.read_only = tool.effect == "read"
+        cursor = None
+        try:
+            if several:
+                guard.trusted = True
+                conn.execute("BEGIN")
+                guard.trusted = False
+                for sql in statements[:-1]:
+                    conn.execute(sql, binds).close()
+            cursor = conn.execute(statements[-1], binds)
+            if cursor.description is None:
+                columns = None
+                rows = None
+                rowcount: int | None = cursor.rowcount
+                truncated = False
+            else:
+                columns = tuple(d[0] for d in cursor.description)
+                rows = []
+                max_rows, max_bytes = limits.max_rows, limits.max_result_bytes
+                size = 0
+                truncated = False
+                for row in cursor:
+                    if len(rows) >= max_rows:
+                        truncated = True
+                        break
+                    for value in row:
+                        size += len(value) if value.__class__ in (str, bytes) else 8
+                    if size > max_bytes:
+                        truncated = True
+                        break
+                    rows.append(row)
+                rowcount = None
+            cursor.close()
+            cursor = None
+            if several:
+                guard.trusted = True
+                conn.execute("COMMIT")
+                guard.trusted = False
+        except (sqlite3.Error, OverflowError, MemoryError, ValueError) as exc:
+            if cursor is not None:
+                cursor.close()
+            guard.trusted = True
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            guard.trusted = False
+            return Observation(step=step, tool=tool.name, ok=False, error=self._explain_error(tool, exc))
+        finally:
+            guard.read_only = False
+            guard.trusted = False
+        return Observation(
+            step=step,
+            tool=tool.name,
+            columns=columns,
+            rows=rows,
+            rowcount=rowcount,
+            truncated=truncated,
+        )
+
+    def _explain_error(self, tool: CompiledTool, exc: BaseException) -> str:
+        limits = self._limits
+        text = str(exc)
+        if isinstance(exc, MemoryError):
+            reason = "ran out of memory (SQLite's heap limit); narrow the query"
+        elif isinstance(exc, OverflowError):
+            reason = f"a value is out of range ({text})"
+        elif "interrupted" in text:
+            reason = f"stopped after its budget of {limits.vm_instructions:,} SQLite VM instructions; narrow the query"
+        elif "too big" in text:
+            reason = f"a value would exceed {limits.max_value_bytes:,} bytes (the size limit)"
+        elif "user-defined function raised exception" in text:
+            reason = "called a function that is not allowed (non-deterministic)"
+        elif "not authorized" in text:
+            reason = "refused by the authorizer (the statement does something tools may not)"
+        else:
+            reason = text or type(exc).__name__
+        changed = "; nothing was changed" if tool.effect == "write" else ""
+        return f"{tool.name} failed: {reason}{changed}"
+
+    def _submit(self, step: int, arguments: Any) -> Observation:
+        if not isinstance(arguments, Mapping):
+            return self._after_error(Observation(step=step, tool=SUBMIT, ok=False, error="submit: arguments must be a JSON object"))
+        extra = [k for k in arguments if k != "answer"]
+        answer = arguments.get("answer")
+        if extra:
+            error = f"submit: unknown argument(s) {extra}; submit takes only 'answer'"
+        elif answer is not None and not isinstance(answer, str):
+            error = f"submit: 'answer' must be a string, got {answer!r}"
+        else:
+            error = None
+        if error:
+            return self._after_error(Observation(step=step, tool=SUBMIT, ok=False, error=error))
+        self._done = True
+        self._submitted = True
+        assert self._task is not None
+        reward = evaluate(self._w, self._task, answer, submitted=True, tracked=True)
+        return Observation(step=step, tool=SUBMIT, done=True, reward=reward)
+
+    def _after_error(self, obs: Observation) -> Observation:
+        if self._steps >= self._max_steps:
+            self._done = True
+            reward = Reward(value=0, submitted=False, reason=f"the step budget of {self._max_steps} calls ran out before submit")
+            return replace(obs, done=True, reward=reward)
+        return obs
+
+    # -- verification ---------------------------------------------------------------
+    def verify(self, answer: str | None = None) -> Reward:
+        """The reward if the current episode submitted ``answer`` now (the episode goes on)."""
+        if self._task is None:
+            raise EpisodeError("no task: call reset(task) first")
+        return evaluate(self._w, self._task, answer, submitted=True, tracked=True)
+
+    def verify_state(self, task: TaskSpec, state: bytes, answer: str | None = None) -> Reward:
+        """The reward of ``task`` for a final ``state`` (bytes from :meth:`snapshot`).
+
+        Whole tables are compared, since how the state was reached is unknown.
+        The world is left in ``state``; the current episode ends.
+        """
+        compiled = self.prepare(task)
+        self.restore(state)
+        self._task = compiled
+        self._done = True
+        return evaluate(self._w, compiled, answer, submitted=True, tracked=False)
+
+    def snapshot(self) -> bytes:
+        """The current database (``main``) as bytes."""
+        with self._guard.trust():
+            return self._conn.serialize()
+
+    def run(
+        self,
+        task: TaskSpec,
+        calls: Iterable[ToolCall],
+        *,
+        max_steps: int | None = None,
+        solver: str | None = None,
+        seed: int | None = None,
+        episode_id: str | None = None,
+    ) -> Episode:
+        """Reset, make ``calls`` in order until the episode ends, and return the episode.
+
+        Calls after the episode ends are not made. If the calls run out
+        before ``submit``, the reward is 0.
+        """
+        self.reset(task, max_steps=max_steps)
+        made: list[ToolCall] = []
+        observations: list[Observation] = []
+        for call in calls:
+            if self._done:
+                break
+            observations.append(self.step(call))
+            made.append(call)
+        last = observations[-1] if observations else None
+        if last is not None and last.done and last.reward is not None:
+            reward = last.reward
+        else:
+            reward = Reward(value=0, submitted=False, reason="the calls ended without submit")
+        truncated = bool(last is not None and last.done and not self._submitted)
+        self._done = True
+        assert self._task is not None
+        return Episode(
+            task_id=self._task.id,
+            world_id=self.id,
+            calls=made,
+            observations=observations,
+            reward=reward,
+            truncated=truncated,
+            episode_id=episode_id,
+            solver=solver,
+            seed=seed,
+        )
+
+    def close(self) -> None:
+        """Release the SQLite connection."""
+        self._conn.close()
+
+    def __enter__(self) -> World:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def verify(
+    task: TaskSpec,
+    final_state: bytes | World,
+    answer: str | None = None,
+    *,
+    world: WorldSpec | None = None,
+    limits: Limits = DEFAULT_LIMITS,
+) -> Reward:
+    """The binary reward of ``task`` for a final state, with per-check and frame detail.
+
+    Args:
+        task: the task.
+        final_state: a :class:`World` whose current episode is ``task``
+            (verified as it stands), or database bytes (``World.snapshot()``).
+        answer: the submitted answer (``:answer``), or None.
+        world: the task's world record, when the task refers to it by id.
+        limits: budgets for the world built to verify bytes.
+    """
+    if isinstance(final_state, World):
+        if final_state.task is None or final_state.task.task_id != task.task_id:
+            raise ValueError("the world's current episode is not this task; pass its snapshot() bytes instead")
+        return final_state.verify(answer)
+    spec = task.world if isinstance(task.world, WorldSpec) else world
+    if spec is None:
+        raise ValueError(f"the task refers to world {task.world}; pass world=<its WorldSpec>")
+    with World(spec, limits=limits) as built:
+        return built.verify_state(task, final_state, answer)
