@@ -52,7 +52,13 @@ PROPERTY_KEYWORDS = ANNOTATIONS | {
     "minLength",
     "maxLength",
 }
-OBJECT_KEYWORDS = ANNOTATIONS | {"type", "properties", "required", "additionalProperties", "$schema"}
+OBJECT_KEYWORDS = ANNOTATIONS | {
+    "type",
+    "properties",
+    "required",
+    "additionalProperties",
+    "$schema",
+}
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 Check = Callable[[Any], str | None]
@@ -171,7 +177,9 @@ class Binder:
                 if key not in checks:
                     hint = get_close_matches(str(key), self.names, n=1)
                     suggestion = f" (did you mean '{hint[0]}'?)" if hint else ""
-                    errors.append(f"unknown argument {str(key)!r}{suggestion}; declared: {declared}")
+                    errors.append(
+                        f"unknown argument {str(key)!r}{suggestion}; declared: {declared}"
+                    )
         if errors:
             return None, f"{self.tool}: " + "; ".join(errors)
         return binds, None
@@ -182,8 +190,11 @@ def _compile_property(
 ) -> Check | None:
     if not isinstance(prop, Mapping):
         problems.append(
-            Problem(path, f"the schema of parameter '{name}' is {json_type(prop)}, not an object",
-                    'write e.g. {"type": "string"}')
+            Problem(
+                path,
+                f"the schema of parameter '{name}' is {json_type(prop)}, not an object",
+                'write e.g. {"type": "string"}',
+            )
         )
         return None
     unknown = sorted(set(prop) - PROPERTY_KEYWORDS)
@@ -206,8 +217,9 @@ def _compile_property(
             types: tuple[str, ...] = SCALAR_TYPES
         else:
             problems.append(
-                Problem(path, f"parameter '{name}' has no 'type'",
-                        f"add one of {list(SCALAR_TYPES)}")
+                Problem(
+                    path, f"parameter '{name}' has no 'type'", f"add one of {list(SCALAR_TYPES)}"
+                )
             )
             return None
     else:
@@ -215,8 +227,11 @@ def _compile_property(
         bad = [t for t in listed if t not in SCALAR_TYPES]
         if bad or not listed:
             problems.append(
-                Problem(path + ".type", f"type {raw_type!r} is not a scalar type",
-                        f"SQL parameters bind scalars: use {list(SCALAR_TYPES)}")
+                Problem(
+                    path + ".type",
+                    f"type {raw_type!r} is not a scalar type",
+                    f"SQL parameters bind scalars: use {list(SCALAR_TYPES)}",
+                )
             )
             return None
         types = tuple(listed)
@@ -227,7 +242,9 @@ def _compile_property(
     if "enum" in prop:
         enum = prop["enum"]
         if not isinstance(enum, list) or not enum:
-            problems.append(Problem(path + ".enum", f"enum must be a non-empty list, got {_shown(enum)}"))
+            problems.append(
+                Problem(path + ".enum", f"enum must be a non-empty list, got {_shown(enum)}")
+            )
             return None
         if any(isinstance(v, (list, dict)) for v in enum):
             problems.append(Problem(path + ".enum", "enum values must be scalars"))
@@ -239,7 +256,9 @@ def _compile_property(
     for key in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
         if key in prop:
             if not _is_number(prop[key]):
-                problems.append(Problem(f"{path}.{key}", f"{key} must be a number, got {_shown(prop[key])}"))
+                problems.append(
+                    Problem(f"{path}.{key}", f"{key} must be a number, got {_shown(prop[key])}")
+                )
                 return None
             bounds.append((key, prop[key]))
     lengths: list[tuple[str, int]] = []
@@ -249,7 +268,12 @@ def _compile_property(
             if isinstance(value, float) and value.is_integer():
                 value = int(value)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                problems.append(Problem(f"{path}.{key}", f"{key} must be a non-negative integer, got {_shown(prop[key])}"))
+                problems.append(
+                    Problem(
+                        f"{path}.{key}",
+                        f"{key} must be a non-negative integer, got {_shown(prop[key])}",
+                    )
+                )
                 return None
             lengths.append((key, value))
     enum_text = ", ".join(_shown(v, 30) for v in enum[:12]) if enum is not None else ""
@@ -259,7 +283,9 @@ def _compile_property(
         if not ok:
             if isinstance(value, float) and not math.isfinite(value):
                 return f"argument '{name}' must be a finite number, got {value!r}"
-            return f"argument '{name}' must be {type_text}, got {_shown(value)} ({json_type(value)})"
+            return (
+                f"argument '{name}' must be {type_text}, got {_shown(value)} ({json_type(value)})"
+            )
         if enum is not None and not any(_json_equal(value, v) for v in enum):
             return f"argument '{name}' must be one of [{enum_text}], got {_shown(value)}"
         if bounds and _is_number(value):
@@ -277,8 +303,10 @@ def _compile_property(
                     key == "maxLength" and len(value) > limit
                 ):
                     return f"argument '{name}' has {len(value)} characters, {key} is {limit}"
-        if isinstance(bound, int) and not isinstance(bound, bool) and not (
-            INT64_MIN <= bound <= INT64_MAX
+        if (
+            isinstance(bound, int)
+            and not isinstance(bound, bool)
+            and not (INT64_MIN <= bound <= INT64_MAX)
         ):
             return f"argument '{name}' = {bound} is outside SQLite's 64-bit integer range"
         return (bound,)
@@ -303,14 +331,20 @@ def compile_parameters(tool: str, schema: Any, path: str) -> tuple[Binder | None
         return None, problems
     if schema.get("type") != "object":
         problems.append(
-            Problem(path + ".type", f"must be \"object\", got {_shown(schema.get('type'))}",
-                    'write {"type": "object", "properties": {...}}')
+            Problem(
+                path + ".type",
+                f'must be "object", got {_shown(schema.get("type"))}',
+                'write {"type": "object", "properties": {...}}',
+            )
         )
     unknown = sorted(set(schema) - OBJECT_KEYWORDS)
     if unknown:
         problems.append(
-            Problem(path, f"unsupported JSON Schema keyword(s) {unknown} on the parameters object",
-                    "supported: " + ", ".join(sorted(OBJECT_KEYWORDS)))
+            Problem(
+                path,
+                f"unsupported JSON Schema keyword(s) {unknown} on the parameters object",
+                "supported: " + ", ".join(sorted(OBJECT_KEYWORDS)),
+            )
         )
     properties = schema.get("properties", {})
     if not isinstance(properties, Mapping):
@@ -323,8 +357,11 @@ def compile_parameters(tool: str, schema: Any, path: str) -> tuple[Binder | None
     additional = schema.get("additionalProperties", False)
     if not isinstance(additional, bool):
         problems.append(
-            Problem(path + ".additionalProperties", "must be true or false",
-                    "parameters are scalars; extra arguments are either refused (false) or ignored (true)")
+            Problem(
+                path + ".additionalProperties",
+                "must be true or false",
+                "parameters are scalars; extra arguments are either refused (false) or ignored (true)",
+            )
         )
         additional = False
     checks: dict[str, Check] = {}
@@ -332,8 +369,11 @@ def compile_parameters(tool: str, schema: Any, path: str) -> tuple[Binder | None
         prop_path = f"{path}.properties.{name}"
         if not PARAMETER_NAME.match(name):
             problems.append(
-                Problem(prop_path, f"parameter name {name!r} cannot be an SQL parameter",
-                        "use letters, digits and _ (not starting with a digit), at most 64")
+                Problem(
+                    prop_path,
+                    f"parameter name {name!r} cannot be an SQL parameter",
+                    "use letters, digits and _ (not starting with a digit), at most 64",
+                )
             )
             continue
         check = _compile_property(tool, name, prop, prop_path, problems)
@@ -342,8 +382,11 @@ def compile_parameters(tool: str, schema: Any, path: str) -> tuple[Binder | None
     for name in required:
         if name not in properties:
             problems.append(
-                Problem(path + ".required", f"'{name}' is required but not declared in properties",
-                        "declare it or remove it from required")
+                Problem(
+                    path + ".required",
+                    f"'{name}' is required but not declared in properties",
+                    "declare it or remove it from required",
+                )
             )
     if problems:
         return None, problems

@@ -48,7 +48,16 @@ __all__ = [
     "perturb_answer",
 ]
 
-CHECK_NAMES = ("valid", "oracle", "noop", "unsolved", "partial", "determinism", "grounded", "solvable")
+CHECK_NAMES = (
+    "valid",
+    "oracle",
+    "noop",
+    "unsolved",
+    "partial",
+    "determinism",
+    "grounded",
+    "solvable",
+)
 _NOT_VALID = "not run: the task is not valid"
 _SOLVABLE_PENDING = "not run: needs a solver role that never saw the solution"
 
@@ -112,10 +121,17 @@ def check_oracle(task: TaskSpec, world: World) -> tuple[CheckResult, Episode]:
     episode = world.run(task, calls, max_steps=_steps_for(world, calls), solver="reference")
     failed = _failed_step(episode)
     if episode.reward.value != 1:
-        return CheckResult(passed=False, reason="the reference solution earns 0: " + episode.reward.detail().replace("\n", "; ")), episode
+        return CheckResult(
+            passed=False,
+            reason="the reference solution earns 0: " + episode.reward.detail().replace("\n", "; "),
+        ), episode
     if failed:
-        return CheckResult(passed=False, reason=f"the reference solution earns 1 but {failed}"), episode
-    return CheckResult(passed=True, reason=f"the reference solution earns 1 in {len(calls)} steps"), episode
+        return CheckResult(
+            passed=False, reason=f"the reference solution earns 1 but {failed}"
+        ), episode
+    return CheckResult(
+        passed=True, reason=f"the reference solution earns 1 in {len(calls)} steps"
+    ), episode
 
 
 def check_noop(task: TaskSpec, world: World) -> CheckResult:
@@ -139,7 +155,9 @@ def check_unsolved(task: TaskSpec, world: World) -> CheckResult:
     outcomes = [run_check(world.compiled, check, None) for check in states]
     failing = [o.name for o in outcomes if not o.passed]
     if failing:
-        return CheckResult(passed=True, reason=f"on the initial state, state check(s) {failing} fail")
+        return CheckResult(
+            passed=True, reason=f"on the initial state, state check(s) {failing} fail"
+        )
     return CheckResult(
         passed=False,
         reason=f"every state check ({[o.name for o in outcomes]}) already passes on the initial state",
@@ -153,7 +171,9 @@ def check_partial(task: TaskSpec, world: World) -> CheckResult:
     answer = _answer(task)
     final = ToolCall(SUBMIT, {"answer": answer} if answer is not None else {})
     tools = world.compiled.tools
-    writes = [i for i, c in enumerate(prefix_calls) if c.tool in tools and tools[c.tool].effect == "write"]
+    writes = [
+        i for i, c in enumerate(prefix_calls) if c.tool in tools and tools[c.tool].effect == "write"
+    ]
     failures: list[str] = []
     tried = 0
     if writes:
@@ -182,7 +202,9 @@ def check_partial(task: TaskSpec, world: World) -> CheckResult:
             tried += 1
             if episode.reward.value == 1:
                 shown = f"submit(answer={args['answer']!r})" if args else "submit()"
-                failures.append(f"the solution's steps then {shown} earn 1: the verifier does not pin the answer")
+                failures.append(
+                    f"the solution's steps then {shown} earn 1: the verifier does not pin the answer"
+                )
     if failures:
         return CheckResult(passed=False, reason="; ".join(failures))
     if not tried:
@@ -202,27 +224,39 @@ def check_determinism(task: TaskSpec, world: World, fresh: World) -> CheckResult
     other = fresh.run(task, calls, max_steps=steps)
     problems: list[str] = []
     if again != first.reward:
-        problems.append(f"verifying the same state twice gave {first.reward.reason!r} then {again.reason!r}")
+        problems.append(
+            f"verifying the same state twice gave {first.reward.reason!r} then {again.reason!r}"
+        )
     if whole != first.reward:
         problems.append(
             f"the row-tracked and whole-table frame comparisons disagree ({first.reward.reason!r} vs {whole.reason!r})"
         )
     if other.reward != first.reward:
-        problems.append(f"a freshly built world gives {other.reward.reason!r}, not {first.reward.reason!r}")
+        problems.append(
+            f"a freshly built world gives {other.reward.reason!r}, not {first.reward.reason!r}"
+        )
     for i, (a, b) in enumerate(zip(first.observations, other.observations, strict=False)):
         if a.to_json() != b.to_json():
-            problems.append(f"step {i} ({calls[i].tool}) returns different results on a freshly built world")
+            problems.append(
+                f"step {i} ({calls[i].tool}) returns different results on a freshly built world"
+            )
             break
     if problems:
         return CheckResult(passed=False, reason="; ".join(problems))
-    return CheckResult(passed=True, reason="same reward twice, by whole tables, and on a fresh build")
+    return CheckResult(
+        passed=True, reason="same reward twice, by whole tables, and on a fresh build"
+    )
 
 
 def check_grounded(task: TaskSpec, world: World, episode: Episode) -> CheckResult:
     """Every argument value of the solution was visible before it was used (nothing guessed)."""
     problems = ungrounded_arguments(task, world.spec, episode.observations)
     if problems:
-        return CheckResult(passed=False, reason="; ".join(problems[:5]) + (f"; and {len(problems) - 5} more" if len(problems) > 5 else ""))
+        return CheckResult(
+            passed=False,
+            reason="; ".join(problems[:5])
+            + (f"; and {len(problems) - 5} more" if len(problems) > 5 else ""),
+        )
     count = sum(len(c.arguments) for c in task.solution)
     return CheckResult(passed=True, reason=f"all {count} argument value(s) were visible before use")
 
@@ -235,7 +269,9 @@ class WorldCache:
         specs: world records by id, for tasks that refer to a world by id.
     """
 
-    def __init__(self, limits: Limits = DEFAULT_LIMITS, specs: Mapping[str, WorldSpec] | None = None):
+    def __init__(
+        self, limits: Limits = DEFAULT_LIMITS, specs: Mapping[str, WorldSpec] | None = None
+    ):
         self.limits = limits
         self.specs: dict[str, WorldSpec] = dict(specs or {})
         self._worlds: dict[str, World | SpecError] = {}
@@ -314,7 +350,9 @@ def assess_task(task: TaskSpec, worlds: WorldCache) -> Verdict:
         try:
             world = worlds.world(spec)
         except SpecError as exc:
-            results["valid"] = CheckResult(passed=False, reason="the world is not valid: " + exc.summary())
+            results["valid"] = CheckResult(
+                passed=False, reason="the world is not valid: " + exc.summary()
+            )
         else:
             results["valid"] = check_valid(task, world)
     if not results["valid"].passed:
@@ -336,8 +374,18 @@ def assess_task(task: TaskSpec, worlds: WorldCache) -> Verdict:
     if episode:
         results["grounded"] = _guarded(lambda: check_grounded(task, world, episode[0]))
     else:
-        results["grounded"] = CheckResult(passed=None, reason="not run: the reference solution did not run")
+        results["grounded"] = CheckResult(
+            passed=None, reason="not run: the reference solution did not run"
+        )
     results["solvable"] = CheckResult(passed=None, reason=_SOLVABLE_PENDING)
-    accepted = all(r.passed is not False for r in results.values()) and results["valid"].passed is True
+    accepted = (
+        all(r.passed is not False for r in results.values()) and results["valid"].passed is True
+    )
     warnings = [w for w in world.warnings]
-    return Verdict(task_id=task_id, world_id=task.world_id, accepted=accepted, checks=results, warnings=warnings)
+    return Verdict(
+        task_id=task_id,
+        world_id=task.world_id,
+        accepted=accepted,
+        checks=results,
+        warnings=warnings,
+    )

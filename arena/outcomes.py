@@ -16,9 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer
-
 from coevo.arena.spec import ToolCall
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer
 
 __all__ = [
     "CheckOutcome",
@@ -98,7 +97,9 @@ class FrameViolation(_Model):
 
     def describe(self) -> str:
         """E.g. ``orders: changed row {'id': 17, ...} in column(s) total``."""
-        cells = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False, default=str)}" for k, v in self.row.items())
+        cells = ", ".join(
+            f"{k}={json.dumps(v, ensure_ascii=False, default=str)}" for k, v in self.row.items()
+        )
         times = f" ×{self.count}" if self.count > 1 else ""
         if self.change == "changed":
             return f"{self.table}: row ({cells}) changed in {', '.join(self.columns)}{times}"
@@ -192,6 +193,10 @@ class Observation:
         """The observation as an agent would read it: JSON rows, a row count, or the error."""
         if not self.ok:
             return f"error: {self.error}"
+        if self.tool == "submit":
+            return "submitted"
+        if self.tool is None:
+            return "reset: the episode has started"
         if self.columns is not None:
             body = json.dumps(
                 {"columns": list(self.columns), "rows": _encode_rows(self.rows)},

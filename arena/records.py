@@ -21,10 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
-from pydantic import ValidationError
-
 from coevo.arena.errors import RecordError
 from coevo.arena.spec import TASK_FORMAT, WORLD_FORMAT, TaskSpec, WorldSpec
+from pydantic import ValidationError
 
 __all__ = [
     "BadRecord",
@@ -117,11 +116,15 @@ def parse_record(obj: Any, *, line: int | None = None) -> TaskSpec | WorldSpec:
     fmt = obj.get("format")
     if fmt is None:
         raise RecordError(
-            f'missing "format": write "format": "{TASK_FORMAT}" or "{WORLD_FORMAT}"', line=line, kind=kind
+            f'missing "format": write "format": "{TASK_FORMAT}" or "{WORLD_FORMAT}"',
+            line=line,
+            kind=kind,
         )
     if fmt not in (TASK_FORMAT, WORLD_FORMAT):
         raise RecordError(
-            f"unknown format {fmt!r}: this coevo reads {TASK_FORMAT} and {WORLD_FORMAT}", line=line, kind=kind
+            f"unknown format {fmt!r}: this coevo reads {TASK_FORMAT} and {WORLD_FORMAT}",
+            line=line,
+            kind=kind,
         )
     model = WorldSpec if fmt == WORLD_FORMAT else TaskSpec
     try:
@@ -193,7 +196,9 @@ def _json_document(text: str) -> Iterator[Record | BadRecord]:
         expect_value = False
 
 
-def iter_records(source: str | Path | BinaryIO, *, format: str | None = None) -> Iterator[Record | BadRecord]:
+def iter_records(
+    source: str | Path | BinaryIO, *, format: str | None = None
+) -> Iterator[Record | BadRecord]:
     """Read records from a file path (``-`` for standard input) or a binary stream.
 
     ``.jsonl`` (or ``format="jsonl"``) is read line by line: every non-blank
@@ -223,7 +228,9 @@ def iter_records(source: str | Path | BinaryIO, *, format: str | None = None) ->
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
-                yield BadRecord(number, "task", f"not UTF-8 text ({exc.reason} at byte {exc.start})")
+                yield BadRecord(
+                    number, "task", f"not UTF-8 text ({exc.reason} at byte {exc.start})"
+                )
                 continue
             yield _parse_text(text, number)
         return

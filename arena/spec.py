@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import (
     BaseModel,
@@ -63,6 +64,16 @@ class _Model(BaseModel):
         allow_inf_nan=False,
         ser_json_inf_nan="null",
     )
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy, with ``update`` applied; cached ids are recomputed, never copied."""
+        copied = super().model_copy(update=update, deep=deep)
+        for name in _CACHED:
+            copied.__dict__.pop(name, None)
+        return copied
+
+
+_CACHED = ("world_id", "task_id", "data")
 
 
 class Blob(_Model):

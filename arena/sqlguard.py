@@ -41,17 +41,7 @@ __all__ = [
 
 ACTION_NAMES: dict[int, str] = {
     value: name[len("SQLITE_") :]
-    for name in (
-        "SQLITE_CREATE_INDEX SQLITE_CREATE_TABLE SQLITE_CREATE_TEMP_INDEX "
-        "SQLITE_CREATE_TEMP_TABLE SQLITE_CREATE_TEMP_TRIGGER SQLITE_CREATE_TEMP_VIEW "
-        "SQLITE_CREATE_TRIGGER SQLITE_CREATE_VIEW SQLITE_DELETE SQLITE_DROP_INDEX "
-        "SQLITE_DROP_TABLE SQLITE_DROP_TEMP_INDEX SQLITE_DROP_TEMP_TABLE "
-        "SQLITE_DROP_TEMP_TRIGGER SQLITE_DROP_TEMP_VIEW SQLITE_DROP_TRIGGER SQLITE_DROP_VIEW "
-        "SQLITE_INSERT SQLITE_PRAGMA SQLITE_READ SQLITE_SELECT SQLITE_TRANSACTION "
-        "SQLITE_UPDATE SQLITE_ATTACH SQLITE_DETACH SQLITE_ALTER_TABLE SQLITE_REINDEX "
-        "SQLITE_ANALYZE SQLITE_CREATE_VTABLE SQLITE_DROP_VTABLE SQLITE_FUNCTION "
-        "SQLITE_SAVEPOINT SQLITE_RECURSIVE"
-    ).split()
+    for name in ["SQLITE_CREATE_INDEX", "SQLITE_CREATE_TABLE", "SQLITE_CREATE_TEMP_INDEX", "SQLITE_CREATE_TEMP_TABLE", "SQLITE_CREATE_TEMP_TRIGGER", "SQLITE_CREATE_TEMP_VIEW", "SQLITE_CREATE_TRIGGER", "SQLITE_CREATE_VIEW", "SQLITE_DELETE", "SQLITE_DROP_INDEX", "SQLITE_DROP_TABLE", "SQLITE_DROP_TEMP_INDEX", "SQLITE_DROP_TEMP_TABLE", "SQLITE_DROP_TEMP_TRIGGER", "SQLITE_DROP_TEMP_VIEW", "SQLITE_DROP_TRIGGER", "SQLITE_DROP_VIEW", "SQLITE_INSERT", "SQLITE_PRAGMA", "SQLITE_READ", "SQLITE_SELECT", "SQLITE_TRANSACTION", "SQLITE_UPDATE", "SQLITE_ATTACH", "SQLITE_DETACH", "SQLITE_ALTER_TABLE", "SQLITE_REINDEX", "SQLITE_ANALYZE", "SQLITE_CREATE_VTABLE", "SQLITE_DROP_VTABLE", "SQLITE_FUNCTION", "SQLITE_SAVEPOINT", "SQLITE_RECURSIVE"]
     if isinstance(value := getattr(sqlite3, name, None), int)
 }
 
@@ -78,7 +68,8 @@ FORBIDDEN_FUNCTIONS = frozenset(
 #: (``pragma_*``, ``dbstat``, ...) exposes internals and is refused.
 ALLOWED_TABLE_FUNCTIONS = frozenset({"json_each", "json_tree"})
 
-#: Tables coevo adds to the temp schema to track which rows an episode changed.
+#: Prefix of the table and triggers coevo adds to every world to log which rows
+#: an episode changed (reserved: a world may not name its own objects so).
 TRACKING_PREFIX = "coevo_"
 
 _TICK = 1000  # VM instructions between two progress-handler calls
@@ -168,7 +159,9 @@ class Guard:
         self, code: int, arg1: str | None, arg2: str | None, db: str | None, inner: str | None
     ) -> int:
         """The SQLite authorizer callback."""
-        allowed = self.trusted or self._allows(ACTION_NAMES.get(code, str(code)), arg1, arg2, db, inner)
+        allowed = self.trusted or self._allows(
+            ACTION_NAMES.get(code, str(code)), arg1, arg2, db, inner
+        )
         if self.record is not None:
             self.record.append(
                 Action(ACTION_NAMES.get(code, str(code)), arg1, arg2, db, inner, allowed)
@@ -187,15 +180,15 @@ class Guard:
         if action == "READ":
             if internal:
                 return self.schema_phase
-            if table.startswith("pragma_") or db == "temp":
-                return db == "temp" and (inner or "").startswith(TRACKING_PREFIX)
+            if table.startswith(("pragma_", TRACKING_PREFIX)) or db == "temp":
+                return False
             if db == "main" and self.known is not None:
                 return table in self.known or table in ALLOWED_TABLE_FUNCTIONS
             return True
         if action in ("INSERT", "UPDATE", "DELETE"):
             if internal:
                 return self.schema_phase
-            if db == "temp":
+            if table.startswith(TRACKING_PREFIX):
                 return (inner or "").startswith(TRACKING_PREFIX)
             return db == "main" and not self.read_only
         if action in ("CREATE_TABLE", "CREATE_INDEX", "CREATE_VIEW", "CREATE_TRIGGER"):
@@ -284,7 +277,9 @@ def _install_clock(conn: sqlite3.Connection, now: str) -> None:
     time_part = time_part[:8]
     conn.create_function("current_date", 0, lambda: date_part, deterministic=True)
     conn.create_function("current_time", 0, lambda: time_part, deterministic=True)
-    conn.create_function("current_timestamp", 0, lambda: f"{date_part} {time_part}", deterministic=True)
+    conn.create_function(
+        "current_timestamp", 0, lambda: f"{date_part} {time_part}", deterministic=True
+    )
 
 
 class _ForbiddenCall(Exception):
@@ -355,7 +350,9 @@ class _RecordingParams(dict):  # type: ignore[type-arg]
         return None
 
 
-_FUNCTION_OPCODES = frozenset({"Function", "PureFunc", "AggStep", "AggStep1", "AggFinal", "AggValue", "AggInverse"})
+_FUNCTION_OPCODES = frozenset(
+    {"Function", "PureFunc", "AggStep", "AggStep1", "AggFinal", "AggValue", "AggInverse"}
+)
 _P4_FUNCTION = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\(")
 
 
@@ -434,7 +431,11 @@ def explain(conn: sqlite3.Connection, guard: Guard, sql: str) -> StatementFacts:
     except (sqlite3.Error, OverflowError, ValueError, MemoryError) as exc:
         error = str(exc) or type(exc).__name__
     finally:
-        guard.record, guard.trusted, guard.read_only = before_record, before_trusted, before_read_only
+        guard.record, guard.trusted, guard.read_only = (
+            before_record,
+            before_trusted,
+            before_read_only,
+        )
     opcodes = frozenset(str(row[1]) for row in program)
     variables: list[str] = []
     functions = {a.arg2.lower() for a in actions if a.action == "FUNCTION" and a.arg2}

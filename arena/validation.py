@@ -29,7 +29,6 @@ from coevo.arena.spec import (
     SUBMIT,
     WORLD_ID_PATTERN,
     Blob,
-    FrameColumns,
     TaskSpec,
     ToolCall,
     WorldSpec,
@@ -257,16 +256,17 @@ def _fix_for(facts: StatementFacts, default: str) -> str:
     for action in facts.denied:
         if action.action in _FIX_BY_ACTION:
             return _FIX_BY_ACTION[action.action]
-        if action.action.startswith(("CREATE", "DROP", "ALTER")) or action.action in ("REINDEX", "ANALYZE"):
+        if action.action.startswith(("CREATE", "DROP", "ALTER")) or action.action in (
+            "REINDEX",
+            "ANALYZE",
+        ):
             return "tools and checks cannot change the schema; put DDL in the world's schema"
         if action.action in ("INSERT", "UPDATE", "DELETE"):
             return "write only to the world's own tables"
     return default
 
 
-def _statement_problems(
-    facts: StatementFacts, path: str, *, what: str, fix: str
-) -> list[Problem]:
+def _statement_problems(facts: StatementFacts, path: str, *, what: str, fix: str) -> list[Problem]:
     """Problems every untrusted statement can have: refused actions, errors, forbidden calls."""
     problems: list[Problem] = []
     refused = _refusal(facts)
@@ -313,21 +313,31 @@ def _check_world_fields(spec: WorldSpec) -> list[Problem]:
     problems: list[Problem] = []
     if spec.id is not None and spec.id != spec.world_id:
         problems.append(
-            Problem("world.id", f"{spec.id!r} does not match the content's id {spec.world_id!r}",
-                    "remove the id (it is computed) or fix the record")
+            Problem(
+                "world.id",
+                f"{spec.id!r} does not match the content's id {spec.world_id!r}",
+                "remove the id (it is computed) or fix the record",
+            )
         )
     if not spec.domain.strip():
-        problems.append(Problem("world.domain", "is empty", "name the world's domain, e.g. 'retail'"))
+        problems.append(
+            Problem("world.domain", "is empty", "name the world's domain, e.g. 'retail'")
+        )
     if not _NOW.match(spec.now):
         problems.append(
-            Problem("world.now", f"{spec.now!r} is not an ISO 8601 date-time without a time zone",
-                    "write e.g. '2026-11-29T12:00:00'")
+            Problem(
+                "world.now",
+                f"{spec.now!r} is not an ISO 8601 date-time without a time zone",
+                "write e.g. '2026-11-29T12:00:00'",
+            )
         )
     else:
         try:
             datetime.fromisoformat(spec.now)
         except ValueError as exc:
-            problems.append(Problem("world.now", f"{spec.now!r}: {exc}", "write e.g. '2026-11-29T12:00:00'"))
+            problems.append(
+                Problem("world.now", f"{spec.now!r}: {exc}", "write e.g. '2026-11-29T12:00:00'")
+            )
     if not spec.schema_sql:
         problems.append(Problem("world.schema", "is empty", "declare at least one CREATE TABLE"))
     if not spec.tools:
@@ -337,22 +347,33 @@ def _check_world_fields(spec: WorldSpec) -> list[Problem]:
         path = f"world.tools[{i}]"
         if not _TOOL_NAME.match(tool.name):
             problems.append(
-                Problem(f"{path}.name", f"{tool.name!r} is not a valid tool name",
-                        "use letters, digits and _ (not starting with a digit), at most 64")
+                Problem(
+                    f"{path}.name",
+                    f"{tool.name!r} is not a valid tool name",
+                    "use letters, digits and _ (not starting with a digit), at most 64",
+                )
             )
         if tool.name == SUBMIT:
             problems.append(
-                Problem(f"{path}.name", "'submit' is reserved: every world has it",
-                        "rename the tool; the episode ends with the built-in submit(answer?)")
+                Problem(
+                    f"{path}.name",
+                    "'submit' is reserved: every world has it",
+                    "rename the tool; the episode ends with the built-in submit(answer?)",
+                )
             )
         if tool.name in names:
             problems.append(
-                Problem(f"{path}.name", f"{tool.name!r} is already the name of tools[{names[tool.name]}]",
-                        "give every tool its own name")
+                Problem(
+                    f"{path}.name",
+                    f"{tool.name!r} is already the name of tools[{names[tool.name]}]",
+                    "give every tool its own name",
+                )
             )
         names.setdefault(tool.name, i)
         if not tool.description.strip():
-            problems.append(Problem(f"{path}.description", "is empty", "say what the tool does, for the agent"))
+            problems.append(
+                Problem(f"{path}.description", "is empty", "say what the tool does, for the agent")
+            )
     return problems
 
 
@@ -372,8 +393,11 @@ def _create_schema(
         kind, problem = _schema_kind(sql)
         if problem or kind is None:
             problems.append(
-                Problem(f"world.schema[{i}]", f"{_shorten(sql)!r} {problem}",
-                        "the schema holds CREATE TABLE/INDEX/VIEW/TRIGGER statements; rows go in data")
+                Problem(
+                    f"world.schema[{i}]",
+                    f"{_shorten(sql)!r} {problem}",
+                    "the schema holds CREATE TABLE/INDEX/VIEW/TRIGGER statements; rows go in data",
+                )
             )
         elif kind in ("view", "trigger"):
             late.append((i, kind, sql))
@@ -406,8 +430,11 @@ def _run_schema_statement(
     denied = [a for a in records if not a.allowed]
     if denied:
         problems.append(
-            Problem(path, f"{_shorten(sql)!r} {denied[0].describe()}",
-                    "the schema may only CREATE tables, indexes, views and triggers")
+            Problem(
+                path,
+                f"{_shorten(sql)!r} {denied[0].describe()}",
+                "the schema may only CREATE tables, indexes, views and triggers",
+            )
         )
         return
     if error:
@@ -415,14 +442,27 @@ def _run_schema_statement(
         return
     made = [a for a in records if a.action == f"CREATE_{kind.upper()}"]
     if not made:
-        problems.append(Problem(path, f"{_shorten(sql)!r} did not create a {kind}", "fix the statement"))
+        problems.append(
+            Problem(path, f"{_shorten(sql)!r} did not create a {kind}", "fix the statement")
+        )
         return
     if kind == "table" and any(a.action == "SELECT" for a in records):
         problems.append(
-            Problem(path, "CREATE TABLE ... AS SELECT is not supported",
-                    "declare the columns and put the rows in data")
+            Problem(
+                path,
+                "CREATE TABLE ... AS SELECT is not supported",
+                "declare the columns and put the rows in data",
+            )
         )
     name = made[0].arg1 or ""
+    if name.lower().startswith(TRACKING_PREFIX):
+        problems.append(
+            Problem(
+                path,
+                f"the name {name!r} starts with {TRACKING_PREFIX!r}, which coevo reserves",
+                "rename the object",
+            )
+        )
     created[name.lower()] = i
 
 
@@ -446,18 +486,27 @@ def _table_info(conn: sqlite3.Connection, name: str) -> TableInfo:
 
 
 def _load_data(
-    conn: sqlite3.Connection, spec: WorldSpec, tables: dict[str, TableInfo], views: set[str], problems: list[Problem]
+    conn: sqlite3.Connection,
+    spec: WorldSpec,
+    tables: dict[str, TableInfo],
+    views: set[str],
+    problems: list[Problem],
 ) -> None:
     for table_name, table_data in spec.data.items():
         path = f"world.data.{table_name}"
         info = tables.get(table_name.lower())
         if info is None:
             if table_name.lower() in views:
-                problems.append(Problem(path, f"{table_name!r} is a view", "put the rows in its base tables"))
+                problems.append(
+                    Problem(path, f"{table_name!r} is a view", "put the rows in its base tables")
+                )
             else:
                 problems.append(
-                    Problem(path, f"no table {table_name!r} in the schema{_did_you_mean(table_name, [t.name for t in tables.values()])}",
-                            "create the table in schema or fix the name")
+                    Problem(
+                        path,
+                        f"no table {table_name!r} in the schema{_did_you_mean(table_name, [t.name for t in tables.values()])}",
+                        "create the table in schema or fix the name",
+                    )
                 )
             continue
         columns: list[str] = []
@@ -466,15 +515,30 @@ def _load_data(
             real = info.column(column)
             if real is None:
                 problems.append(
-                    Problem(f"{path}.columns[{j}]", f"{info.name} has no column {column!r}{_did_you_mean(column, info.columns)}",
-                            f"columns of {info.name}: {', '.join(info.columns)}")
+                    Problem(
+                        f"{path}.columns[{j}]",
+                        f"{info.name} has no column {column!r}{_did_you_mean(column, info.columns)}",
+                        f"columns of {info.name}: {', '.join(info.columns)}",
+                    )
                 )
                 bad = True
             elif real not in info.insertable:
-                problems.append(Problem(f"{path}.columns[{j}]", f"{real!r} is a generated column", "leave it out; SQLite computes it"))
+                problems.append(
+                    Problem(
+                        f"{path}.columns[{j}]",
+                        f"{real!r} is a generated column",
+                        "leave it out; SQLite computes it",
+                    )
+                )
                 bad = True
             elif real in columns:
-                problems.append(Problem(f"{path}.columns[{j}]", f"column {real!r} is listed twice", "list each column once"))
+                problems.append(
+                    Problem(
+                        f"{path}.columns[{j}]",
+                        f"column {real!r} is listed twice",
+                        "list each column once",
+                    )
+                )
                 bad = True
             columns.append(real or column)
         if bad:
@@ -485,8 +549,11 @@ def _load_data(
             if len(row) != width:
                 if len([p for p in problems if p.path.startswith(path)]) < _MAX_ROW_PROBLEMS:
                     problems.append(
-                        Problem(f"{path}.rows[{r}]", f"has {len(row)} values for {width} columns ({', '.join(columns)})",
-                                "give one value per column, null for none")
+                        Problem(
+                            f"{path}.rows[{r}]",
+                            f"has {len(row)} values for {width} columns ({', '.join(columns)})",
+                            "give one value per column, null for none",
+                        )
                     )
                 bad = True
                 continue
@@ -515,11 +582,16 @@ def _load_data(
                 found += 1
                 if found <= _MAX_ROW_PROBLEMS:
                     problems.append(
-                        Problem(f"{path}.rows[{r}]", f"{_shorten(repr(list(values)), 60)} cannot be inserted: {exc}",
-                                "fix the row or the table's constraints")
+                        Problem(
+                            f"{path}.rows[{r}]",
+                            f"{_shorten(repr(list(values)), 60)} cannot be inserted: {exc}",
+                            "fix the row or the table's constraints",
+                        )
                     )
         if not found:
-            problems.append(Problem(path, f"rows cannot be inserted: {first_error}", "fix the rows"))
+            problems.append(
+                Problem(path, f"rows cannot be inserted: {first_error}", "fix the rows")
+            )
 
 
 def _foreign_key_warnings(conn: sqlite3.Connection, tables: dict[str, TableInfo]) -> list[str]:
@@ -576,27 +648,46 @@ def _check_schema_code(
             refused = _refusal(facts)
             if refused:
                 problems.append(
-                    Problem(path, f"writing {info.name} would run code that {refused}", _fix_for(facts, "fix the trigger"))
+                    Problem(
+                        path,
+                        f"writing {info.name} would run code that {refused}",
+                        _fix_for(facts, "fix the trigger"),
+                    )
                 )
                 break
             if forbidden:
                 problems.append(
-                    Problem(path, f"writing {info.name} calls {', '.join(f + '()' for f in forbidden)} (a column default or trigger)",
-                            _FIX_BY_ACTION["FUNCTION"])
+                    Problem(
+                        path,
+                        f"writing {info.name} calls {', '.join(f + '()' for f in forbidden)} (a column default or trigger)",
+                        _FIX_BY_ACTION["FUNCTION"],
+                    )
                 )
                 break
 
 
 def _compile_tools(
-    conn: sqlite3.Connection, guard: Guard, spec: WorldSpec, problems: list[Problem], warnings: list[str]
+    conn: sqlite3.Connection,
+    guard: Guard,
+    spec: WorldSpec,
+    problems: list[Problem],
+    warnings: list[str],
 ) -> dict[str, CompiledTool]:
     tools: dict[str, CompiledTool] = {}
     for i, tool in enumerate(spec.tools):
         path = f"world.tools[{i}]"
-        binder, param_problems = compile_parameters(tool.name, tool.parameters, f"{path}.parameters")
+        binder, param_problems = compile_parameters(
+            tool.name, tool.parameters, f"{path}.parameters"
+        )
         problems.extend(param_problems)
         properties = tool.parameters.get("properties")
-        declared = set(binder.names) if binder else set(properties) if isinstance(properties, dict) else set()
+        declared = (
+            set(binder.names)
+            if binder
+            else set(properties)
+            if isinstance(properties, dict)
+            else set()
+        )
         used: set[str] = set()
         writes: set[str] = set()
         ok = binder is not None
@@ -616,7 +707,9 @@ def _compile_tools(
             continue
         unused = [n for n in binder.names if n not in used]
         if unused:
-            warnings.append(f"{path} ({tool.name}): parameter(s) {', '.join(unused)} are declared but no statement uses them")
+            warnings.append(
+                f"{path} ({tool.name}): parameter(s) {', '.join(unused)} are declared but no statement uses them"
+            )
         if tool.effect == "write" and not writes:
             warnings.append(f"{path} ({tool.name}): effect is 'write' but no statement writes")
         tools[tool.name] = CompiledTool(
@@ -629,61 +722,82 @@ def _compile_tools(
     return tools
 
 
-def _tool_statement_rules(facts: StatementFacts, path: str, effect: str, declared: set[str]) -> list[Problem]:
+def _tool_statement_rules(
+    facts: StatementFacts, path: str, effect: str, declared: set[str]
+) -> list[Problem]:
     problems: list[Problem] = []
     shown = _shorten(facts.sql)
     for param in facts.parameters:
         if param == "?" or param[0] == "?":
-            problems.append(Problem(path, f"{shown!r} uses a positional parameter", "name every parameter :name"))
+            problems.append(
+                Problem(
+                    path, f"{shown!r} uses a positional parameter", "name every parameter :name"
+                )
+            )
         elif param[0] != ":":
-            problems.append(Problem(path, f"{shown!r} writes parameter {param!r}", f"write it :{param[1:]}"))
+            problems.append(
+                Problem(path, f"{shown!r} writes parameter {param!r}", f"write it :{param[1:]}")
+            )
         elif param[1:] not in declared:
             problems.append(
-                Problem(path, f"{shown!r} uses undeclared parameter {param!r}",
-                        f"declare '{param[1:]}' in parameters.properties or remove it from the SQL")
+                Problem(
+                    path,
+                    f"{shown!r} uses undeclared parameter {param!r}",
+                    f"declare '{param[1:]}' in parameters.properties or remove it from the SQL",
+                )
             )
     other_db = sorted({a.db for a in facts.actions if a.db not in (None, "main")})
     if other_db:
         problems.append(
-            Problem(path, f"{shown!r} reaches schema(s) {other_db}", "tools see only the world (main)")
+            Problem(
+                path, f"{shown!r} reaches schema(s) {other_db}", "tools see only the world (main)"
+            )
         )
     written = sorted({a.arg1 or "" for a in facts.writes if a.db == "main"})
     if effect == "read" and written:
         problems.append(
-            Problem(path, f"{shown!r} writes {', '.join(written)} but the tool's effect is 'read'",
-                    "set effect to 'write', or make the statement a SELECT")
+            Problem(
+                path,
+                f"{shown!r} writes {', '.join(written)} but the tool's effect is 'read'",
+                "set effect to 'write', or make the statement a SELECT",
+            )
         )
     if not facts.opcodes:
         problems.append(Problem(path, f"{shown!r} is empty", "write one SQL statement"))
     return problems
 
 
-def _install_tracking(conn: sqlite3.Connection, guard: Guard, tables: dict[str, TableInfo]) -> frozenset[str]:
-    """Temp triggers that log which rows each table had inserted, updated or deleted.
+def _install_tracking(
+    conn: sqlite3.Connection, guard: Guard, tables: dict[str, TableInfo]
+) -> frozenset[str]:
+    """Triggers that log which rows each table had inserted, updated or deleted.
 
-    The verifier then compares only those rows (and falls back to whole
-    tables when the row counts do not add up, e.g. after a REPLACE).
+    They live in the world's own schema (so a reset by ``deserialize``
+    restores them with an empty log). The verifier then compares only the
+    logged rows, and falls back to whole tables when the row counts do not
+    add up (a REPLACE deletes rows without firing delete triggers). Tables
+    without a rowid (WITHOUT ROWID) are always compared whole.
     """
     tracked: set[str] = set()
+    log = f"{TRACKING_PREFIX}changes"
     with guard.trust():
-        conn.execute(f"CREATE TEMP TABLE {TRACKING_PREFIX}changes(tbl TEXT, rid INTEGER, op TEXT)")
+        conn.execute(f"CREATE TABLE main.{log}(tbl TEXT NOT NULL, rid INTEGER, op TEXT NOT NULL)")
         for n, (key, info) in enumerate(sorted(tables.items())):
             if info.rowid is None:
                 continue
-            table = f"main.{quote_ident(info.name)}"
+            table = quote_ident(info.name)
             literal = "'" + key.replace("'", "''") + "'"
             rid = info.rowid
-            log = f"{TRACKING_PREFIX}changes"
             conn.execute(
-                f"CREATE TEMP TRIGGER {TRACKING_PREFIX}i{n} AFTER INSERT ON {table} "
+                f"CREATE TRIGGER main.{TRACKING_PREFIX}i{n} AFTER INSERT ON {table} "
                 f"BEGIN INSERT INTO {log} VALUES ({literal}, new.{rid}, 'i'); END"
             )
             conn.execute(
-                f"CREATE TEMP TRIGGER {TRACKING_PREFIX}d{n} AFTER DELETE ON {table} "
+                f"CREATE TRIGGER main.{TRACKING_PREFIX}d{n} AFTER DELETE ON {table} "
                 f"BEGIN INSERT INTO {log} VALUES ({literal}, old.{rid}, 'd'); END"
             )
             conn.execute(
-                f"CREATE TEMP TRIGGER {TRACKING_PREFIX}u{n} AFTER UPDATE ON {table} "
+                f"CREATE TRIGGER main.{TRACKING_PREFIX}u{n} AFTER UPDATE ON {table} "
                 f"BEGIN INSERT INTO {log} VALUES ({literal}, old.{rid}, 'u'), ({literal}, new.{rid}, 'u'); END"
             )
             tracked.add(key)
@@ -698,7 +812,9 @@ def compile_world(spec: WorldSpec, limits: Limits) -> CompiledWorld:
     """
     problems = _check_world_fields(spec)
     warnings: list[str] = []
-    conn, guard = open_world_connection(spec.now if _NOW.match(spec.now) else "2000-01-01 00:00:00", limits)
+    conn, guard = open_world_connection(
+        spec.now if _NOW.match(spec.now) else "2000-01-01 00:00:00", limits
+    )
     try:
         created, late = _create_schema(conn, guard, spec, problems)
         with guard.trust():
@@ -706,7 +822,7 @@ def compile_world(spec: WorldSpec, limits: Limits) -> CompiledWorld:
             tables = {
                 name.lower(): _table_info(conn, name)
                 for kind, name in objects
-                if kind == "table" and not name.lower().startswith("sqlite_")
+                if kind == "table" and not name.lower().startswith(("sqlite_", TRACKING_PREFIX))
             }
         views: set[str] = set()
         with guard.trust():
@@ -718,7 +834,9 @@ def compile_world(spec: WorldSpec, limits: Limits) -> CompiledWorld:
             objects = conn.execute("SELECT type, name FROM main.sqlite_master").fetchall()
         views = {name.lower() for kind, name in objects if kind == "view"}
         if not tables and not problems:
-            problems.append(Problem("world.schema", "creates no table", "declare at least one CREATE TABLE"))
+            problems.append(
+                Problem("world.schema", "creates no table", "declare at least one CREATE TABLE")
+            )
         with guard.trust():
             warnings.extend(_foreign_key_warnings(conn, tables))
             conn.execute("PRAGMA foreign_keys = ON")
@@ -727,11 +845,11 @@ def compile_world(spec: WorldSpec, limits: Limits) -> CompiledWorld:
         tools = _compile_tools(conn, guard, spec, problems, warnings)
         if problems:
             raise SpecError(problems)
+        tracked = _install_tracking(conn, guard, tables)
         with guard.trust():
             initial = conn.serialize()
             conn.execute("ATTACH ':memory:' AS initial")
             conn.deserialize(initial, name="initial")
-        tracked = _install_tracking(conn, guard, tables)
     except BaseException:
         conn.close()
         raise
@@ -766,13 +884,18 @@ def _compile_frame(
             else:
                 names = [t.name for t in world.tables.values()]
                 problems.append(
-                    Problem(path, f"no table {table_name!r} in the world{_did_you_mean(table_name, names)}",
-                            f"tables: {', '.join(names)}")
+                    Problem(
+                        path,
+                        f"no table {table_name!r} in the world{_did_you_mean(table_name, names)}",
+                        f"tables: {', '.join(names)}",
+                    )
                 )
             continue
         key = info.name.lower()
         if key in entries:
-            problems.append(Problem(path, f"table {info.name!r} is framed twice", "merge the two entries"))
+            problems.append(
+                Problem(path, f"table {info.name!r} is framed twice", "merge the two entries")
+            )
             continue
         if isinstance(rule, str) and rule.strip() == "*":
             entries[key] = FrameEntry(info, "any")
@@ -780,20 +903,54 @@ def _compile_frame(
         condition = rule if isinstance(rule, str) else rule.where
         cpath = path if isinstance(rule, str) else f"{path}.where"
         if not condition.strip():
-            problems.append(Problem(cpath, "the row condition is empty", "write a condition such as \"id = 17\", or \"*\""))
+            problems.append(
+                Problem(
+                    cpath,
+                    "the row condition is empty",
+                    'write a condition such as "id = 17", or "*"',
+                )
+            )
             continue
-        facts = explain(world.conn, world.guard, f"SELECT 1 FROM main.{quote_ident(info.name)} WHERE (\n{condition}\n)")
-        found = _statement_problems(facts, cpath, what="condition", fix="write an expression over the table's columns")
+        facts = explain(
+            world.conn,
+            world.guard,
+            f"SELECT 1 FROM main.{quote_ident(info.name)} WHERE (\n{condition}\n)",
+        )
+        found = _statement_problems(
+            facts, cpath, what="condition", fix="write an expression over the table's columns"
+        )
         if not found:
             if facts.selects != 1:
-                found.append(Problem(cpath, f"{_shorten(condition)!r} holds a subquery", "use only the table's own columns"))
+                found.append(
+                    Problem(
+                        cpath,
+                        f"{_shorten(condition)!r} holds a subquery",
+                        "use only the table's own columns",
+                    )
+                )
             others = sorted({a.arg1 or "" for a in facts.reads if (a.arg1 or "").lower() != key})
             if others:
-                found.append(Problem(cpath, f"{_shorten(condition)!r} reads {', '.join(others)}", "use only the table's own columns"))
+                found.append(
+                    Problem(
+                        cpath,
+                        f"{_shorten(condition)!r} reads {', '.join(others)}",
+                        "use only the table's own columns",
+                    )
+                )
             if facts.parameters:
-                found.append(Problem(cpath, f"{_shorten(condition)!r} uses parameters", "a frame condition has no parameters"))
+                found.append(
+                    Problem(
+                        cpath,
+                        f"{_shorten(condition)!r} uses parameters",
+                        "a frame condition has no parameters",
+                    )
+                )
             if facts.writes:
-                found.append(Problem(cpath, f"{_shorten(condition)!r} writes", "a frame condition only reads"))
+                found.append(
+                    Problem(
+                        cpath, f"{_shorten(condition)!r} writes", "a frame condition only reads"
+                    )
+                )
         if found:
             problems.extend(found)
             continue
@@ -805,20 +962,29 @@ def _compile_frame(
             real = info.column(column)
             if real is None:
                 problems.append(
-                    Problem(f"{path}.columns[{j}]", f"{info.name} has no column {column!r}{_did_you_mean(column, info.columns)}",
-                            f"columns: {', '.join(info.columns)}")
+                    Problem(
+                        f"{path}.columns[{j}]",
+                        f"{info.name} has no column {column!r}{_did_you_mean(column, info.columns)}",
+                        f"columns: {', '.join(info.columns)}",
+                    )
                 )
             elif real in info.key:
                 problems.append(
-                    Problem(f"{path}.columns[{j}]", f"{real!r} is part of {info.name}'s key; rows are matched by it",
-                            "use the condition form (a string) to allow key changes")
+                    Problem(
+                        f"{path}.columns[{j}]",
+                        f"{real!r} is part of {info.name}'s key; rows are matched by it",
+                        "use the condition form (a string) to allow key changes",
+                    )
                 )
             else:
                 columns.append(real)
         if not info.key:
             problems.append(
-                Problem(path, f"{info.name} has no primary key and no usable rowid, so rows cannot be matched",
-                        "use the condition form (a string) for this table")
+                Problem(
+                    path,
+                    f"{info.name} has no primary key and no usable rowid, so rows cannot be matched",
+                    "use the condition form (a string) for this table",
+                )
             )
             continue
         if len(columns) == len(rule.columns):
@@ -828,7 +994,9 @@ def _compile_frame(
     return entries
 
 
-def _check_solution(world: CompiledWorld, solution: Sequence[ToolCall], problems: list[Problem]) -> None:
+def _check_solution(
+    world: CompiledWorld, solution: Sequence[ToolCall], problems: list[Problem]
+) -> None:
     if not solution:
         problems.append(Problem("solution", "is empty", "end the reference solution with submit"))
         return
@@ -837,26 +1005,57 @@ def _check_solution(world: CompiledWorld, solution: Sequence[ToolCall], problems
         path = f"solution[{i}]"
         if call.tool == SUBMIT:
             if i != last:
-                problems.append(Problem(path, "submit comes before the last step", "submit exactly once, as the last step"))
+                problems.append(
+                    Problem(
+                        path,
+                        "submit comes before the last step",
+                        "submit exactly once, as the last step",
+                    )
+                )
             extra = sorted(set(call.arguments) - {"answer"})
             if extra:
-                problems.append(Problem(f"{path}.arguments", f"submit takes only 'answer', got {extra}", "pass submit({'answer': ...}) or submit({})"))
+                problems.append(
+                    Problem(
+                        f"{path}.arguments",
+                        f"submit takes only 'answer', got {extra}",
+                        "pass submit({'answer': ...}) or submit({})",
+                    )
+                )
             answer = call.arguments.get("answer")
             if answer is not None and not isinstance(answer, str):
-                problems.append(Problem(f"{path}.arguments.answer", f"must be a string, got {answer!r}", "pass the answer as text"))
+                problems.append(
+                    Problem(
+                        f"{path}.arguments.answer",
+                        f"must be a string, got {answer!r}",
+                        "pass the answer as text",
+                    )
+                )
             continue
         tool = world.tools.get(call.tool)
         if tool is None:
             problems.append(
-                Problem(f"{path}.tool", f"no tool {call.tool!r} in the world{_did_you_mean(call.tool, list(world.tools))}",
-                        f"tools: {', '.join(world.tools)}, submit")
+                Problem(
+                    f"{path}.tool",
+                    f"no tool {call.tool!r} in the world{_did_you_mean(call.tool, list(world.tools))}",
+                    f"tools: {', '.join(world.tools)}, submit",
+                )
             )
             continue
         _, error = tool.binder.bind(call.arguments)
         if error:
-            problems.append(Problem(f"{path}.arguments", error, "fix the arguments to match the tool's parameters"))
+            problems.append(
+                Problem(
+                    f"{path}.arguments", error, "fix the arguments to match the tool's parameters"
+                )
+            )
     if solution[last].tool != SUBMIT:
-        problems.append(Problem(f"solution[{last}]", f"the last step is {solution[last].tool!r}, not submit", "end the solution with submit"))
+        problems.append(
+            Problem(
+                f"solution[{last}]",
+                f"the last step is {solution[last].tool!r}, not submit",
+                "end the solution with submit",
+            )
+        )
 
 
 def compile_task(task: TaskSpec, world: CompiledWorld) -> CompiledTask:
@@ -868,48 +1067,93 @@ def compile_task(task: TaskSpec, world: CompiledWorld) -> CompiledTask:
     problems: list[Problem] = []
     if task.world_id != world.id:
         problems.append(
-            Problem("world", f"the task's world is {task.world_id}, not {world.id}", "run the task on its own world")
+            Problem(
+                "world",
+                f"the task's world is {task.world_id}, not {world.id}",
+                "run the task on its own world",
+            )
         )
         raise SpecError(problems)
     if task.id is not None and task.id != task.task_id:
         problems.append(
-            Problem("id", f"{task.id!r} does not match the content's id {task.task_id!r}",
-                    "remove the id (it is computed) or fix the record")
+            Problem(
+                "id",
+                f"{task.id!r} does not match the content's id {task.task_id!r}",
+                "remove the id (it is computed) or fix the record",
+            )
         )
     if not task.instruction.strip():
         problems.append(Problem("instruction", "is empty", "say what the user wants"))
     if task.lineage.parent is not None and not re.match(WORLD_ID_PATTERN, task.lineage.parent):
-        problems.append(Problem("lineage.parent", f"{task.lineage.parent!r} is not a task id", "use the parent's 'sha256:...' id"))
+        problems.append(
+            Problem(
+                "lineage.parent",
+                f"{task.lineage.parent!r} is not a task id",
+                "use the parent's 'sha256:...' id",
+            )
+        )
     checks: list[CompiledCheck] = []
     if not task.verifier.checks:
-        problems.append(Problem("verifier.checks", "is empty", "add at least one check (a SELECT returning 1 when the goal is met)"))
+        problems.append(
+            Problem(
+                "verifier.checks",
+                "is empty",
+                "add at least one check (a SELECT returning 1 when the goal is met)",
+            )
+        )
     seen: set[str] = set()
     for i, check in enumerate(task.verifier.checks):
         path = f"verifier.checks[{i}]"
         if not check.name.strip():
-            problems.append(Problem(f"{path}.name", "is empty", "name the check after what it verifies"))
+            problems.append(
+                Problem(f"{path}.name", "is empty", "name the check after what it verifies")
+            )
         if check.name in seen:
-            problems.append(Problem(f"{path}.name", f"{check.name!r} is used twice", "give every check its own name"))
+            problems.append(
+                Problem(
+                    f"{path}.name", f"{check.name!r} is used twice", "give every check its own name"
+                )
+            )
         seen.add(check.name)
         facts = explain(world.conn, world.guard, check.sql)
-        found = _statement_problems(facts, f"{path}.sql", what="check", fix="write one read-only SELECT")
+        found = _statement_problems(
+            facts, f"{path}.sql", what="check", fix="write one read-only SELECT"
+        )
         if not found:
             if facts.writes:
                 found.append(
-                    Problem(f"{path}.sql", f"check {_shorten(check.sql)!r} writes {facts.writes[0].arg1}",
-                            "a check is one read-only SELECT")
+                    Problem(
+                        f"{path}.sql",
+                        f"check {_shorten(check.sql)!r} writes {facts.writes[0].arg1}",
+                        "a check is one read-only SELECT",
+                    )
                 )
             if "ResultRow" not in facts.opcodes:
-                found.append(Problem(f"{path}.sql", f"check {_shorten(check.sql)!r} returns no rows", "a check is a SELECT"))
+                found.append(
+                    Problem(
+                        f"{path}.sql",
+                        f"check {_shorten(check.sql)!r} returns no rows",
+                        "a check is a SELECT",
+                    )
+                )
             for param in facts.parameters:
                 if param != ":answer":
                     found.append(
-                        Problem(f"{path}.sql", f"check {_shorten(check.sql)!r} uses parameter {param!r}",
-                                "the only parameter a check may use is :answer")
+                        Problem(
+                            f"{path}.sql",
+                            f"check {_shorten(check.sql)!r} uses parameter {param!r}",
+                            "the only parameter a check may use is :answer",
+                        )
                     )
             temp = sorted({a.db for a in facts.actions if a.db not in (None, "main", "initial")})
             if temp:
-                found.append(Problem(f"{path}.sql", f"check reaches schema(s) {temp}", "use main (final state) and initial"))
+                found.append(
+                    Problem(
+                        f"{path}.sql",
+                        f"check reaches schema(s) {temp}",
+                        "use main (final state) and initial",
+                    )
+                )
         if found:
             problems.extend(found)
             continue
@@ -922,7 +1166,9 @@ def compile_task(task: TaskSpec, world: CompiledWorld) -> CompiledTask:
     answer_step = task.solution[-1].arguments.get("answer") if task.solution else None
     if answer_step is not None and not any(c.uses_answer for c in checks):
         warnings.append("the solution submits an answer but no check reads :answer")
-    return CompiledTask(spec=task, id=task.task_id, checks=tuple(checks), frame=frame, warnings=tuple(warnings))
+    return CompiledTask(
+        spec=task, id=task.task_id, checks=tuple(checks), frame=frame, warnings=tuple(warnings)
+    )
 
 
 def is_parameter_name(name: str) -> bool:

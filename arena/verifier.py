@@ -51,10 +51,16 @@ def run_check(world: CompiledWorld, check: CompiledCheck, answer: str | None) ->
         width = len(cursor.description or ())
     except sqlite3.OperationalError as exc:
         if "interrupted" in str(exc):
-            return CheckOutcome(name=check.name, passed=False, reason=f"stopped after the verifier budget of {budget:,} VM instructions")
+            return CheckOutcome(
+                name=check.name,
+                passed=False,
+                reason=f"stopped after the verifier budget of {budget:,} VM instructions",
+            )
         return CheckOutcome(name=check.name, passed=False, reason=f"error: {exc}")
     except (sqlite3.Error, MemoryError, OverflowError, ValueError) as exc:
-        return CheckOutcome(name=check.name, passed=False, reason=f"error: {exc or type(exc).__name__}")
+        return CheckOutcome(
+            name=check.name, passed=False, reason=f"error: {exc or type(exc).__name__}"
+        )
     finally:
         if cursor is not None:
             cursor.close()
@@ -65,12 +71,16 @@ def run_check(world: CompiledWorld, check: CompiledCheck, answer: str | None) ->
     if len(rows) > 1:
         return CheckOutcome(name=check.name, passed=False, reason="returned more than one row")
     if width != 1:
-        return CheckOutcome(name=check.name, passed=False, reason=f"returned {width} columns, not 1")
+        return CheckOutcome(
+            name=check.name, passed=False, reason=f"returned {width} columns, not 1"
+        )
     value = rows[0][0]
     if value is None:
         return CheckOutcome(name=check.name, passed=False, reason="returned NULL")
     if isinstance(value, str):
-        return CheckOutcome(name=check.name, passed=False, reason=f"returned text {value[:40]!r}, not a number")
+        return CheckOutcome(
+            name=check.name, passed=False, reason=f"returned text {value[:40]!r}, not a number"
+        )
     if isinstance(value, bytes):
         return CheckOutcome(name=check.name, passed=False, reason="returned a BLOB, not a number")
     if value == 0:
@@ -85,7 +95,7 @@ def _restriction(info: TableInfo, key: str, restricted: bool) -> str:
     if not restricted or info.rowid is None:
         return "1"
     literal = "'" + key.replace("'", "''") + "'"
-    return f"{info.rowid} IN (SELECT rid FROM temp.{TRACKING_PREFIX}changes WHERE tbl = {literal})"
+    return f"{info.rowid} IN (SELECT rid FROM main.{TRACKING_PREFIX}changes WHERE tbl = {literal})"
 
 
 def _multiset_changes(
@@ -164,7 +174,11 @@ def _keyed_changes(
             total += 1
             if len(violations) < REPORTED_ROWS_PER_TABLE:
                 violations.append(
-                    FrameViolation(table=info.name, change=change, row={c: _shown(v) for c, v in zip(info.columns, row, strict=True)})  # type: ignore[arg-type]
+                    FrameViolation(
+                        table=info.name,
+                        change=change,
+                        row={c: _shown(v) for c, v in zip(info.columns, row, strict=True)},
+                    )  # type: ignore[arg-type]
                 )
     flags = ", ".join(
         f"(i.{quote_ident(c)} COLLATE BINARY IS NOT f.{quote_ident(c)})" for c in info.columns
@@ -202,7 +216,7 @@ def _keyed_changes(
 def _changed_tables(world: CompiledWorld) -> dict[str, int]:
     """Tables with tracked row events, and their net row-count change."""
     rows = world.conn.execute(
-        f"SELECT tbl, sum(op = 'i') - sum(op = 'd') FROM temp.{TRACKING_PREFIX}changes GROUP BY tbl"
+        f"SELECT tbl, sum(op = 'i') - sum(op = 'd') FROM main.{TRACKING_PREFIX}changes GROUP BY tbl"
     ).fetchall()
     return {table: net for table, net in rows}
 
@@ -240,7 +254,9 @@ def frame_violations(
                 if key not in changed:
                     continue
                 info = entry.table
-                restricted = _count(conn, "main", info) == _count(conn, "initial", info) + changed[key]
+                restricted = (
+                    _count(conn, "main", info) == _count(conn, "initial", info) + changed[key]
+                )
             compare = _keyed_changes if entry.kind == "columns" else _multiset_changes
             found, count = compare(conn, entry, key, restricted)
             violations.extend(found)

@@ -27,7 +27,6 @@ from coevo.arena.errors import EpisodeError
 from coevo.arena.limits import DEFAULT_LIMITS, Limits
 from coevo.arena.outcomes import Episode, Observation, Reward
 from coevo.arena.spec import SUBMIT, TaskSpec, ToolCall, WorldSpec
-from coevo.arena.sqlguard import TRACKING_PREFIX
 from coevo.arena.validation import (
     CompiledTask,
     CompiledTool,
@@ -47,7 +46,12 @@ SUBMIT_TOOL: dict[str, Any] = {
     ),
     "input_schema": {
         "type": "object",
-        "properties": {"answer": {"type": "string", "description": "The answer, when the user asked a question."}},
+        "properties": {
+            "answer": {
+                "type": "string",
+                "description": "The answer, when the user asked a question.",
+            }
+        },
         "additionalProperties": False,
     },
 }
@@ -78,6 +82,7 @@ class World:
         self._max_steps = limits.max_steps
         self._done = True
         self._submitted = False
+        self._tracked = True
 
     # -- properties ---------------------------------------------------------------
     @property
@@ -141,7 +146,9 @@ class World:
         key = task.task_id
         compiled = self._tasks.get(key)
         # The id covers world, instruction and verifier; the solution is checked too.
-        if compiled is None or (compiled.spec is not task and compiled.spec.solution != task.solution):
+        if compiled is None or (
+            compiled.spec is not task and compiled.spec.solution != task.solution
+        ):
             compiled = compile_task(task, self._w)
             self._tasks[key] = compiled
         return compiled
@@ -150,15 +157,16 @@ class World:
     def restore(self, state: bytes | None = None) -> None:
         """Put the database back in its initial state (or in ``state``, a :meth:`snapshot`).
 
-        The change log is cleared, so a restored ``state`` is verified by
-        comparing whole tables.
+        A restored ``state`` is verified by comparing whole tables until the
+        next reset, since the change log no longer describes it.
         """
         conn = self._conn
         with self._guard.trust():
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             conn.deserialize(self._w.initial if state is None else state)
-            conn.execute(f"DELETE FROM temp.{TRACKING_PREFIX}changes")
+        # The change log is exact only for states reached by tool calls from the initial state.
+        self._tracked = state is None
 
     def reset(self, task: TaskSpec, *, max_steps: int | None = None) -> Observation:
         """Start an episode of ``task`` on the initial state.
@@ -275,7 +283,9 @@ class World:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             guard.trusted = False
-            return Observation(step=step, tool=tool.name, ok=False, error=self._explain_error(tool, exc))
+            return Observation(
+                step=step, tool=tool.name, ok=False, error=self._explain_error(tool, exc)
+            )
         finally:
             guard.read_only = False
             guard.trusted = False
@@ -310,7 +320,14 @@ class World:
 
     def _submit(self, step: int, arguments: Any) -> Observation:
         if not isinstance(arguments, Mapping):
-            return self._after_error(Observation(step=step, tool=SUBMIT, ok=False, error="submit: arguments must be a JSON object"))
+            return self._after_error(
+                Observation(
+                    step=step,
+                    tool=SUBMIT,
+                    ok=False,
+                    error="submit: arguments must be a JSON object",
+                )
+            )
         extra = [k for k in arguments if k != "answer"]
         answer = arguments.get("answer")
         if extra:
@@ -324,13 +341,17 @@ class World:
         self._done = True
         self._submitted = True
         assert self._task is not None
-        reward = evaluate(self._w, self._task, answer, submitted=True, tracked=True)
+        reward = evaluate(self._w, self._task, answer, submitted=True, tracked=self._tracked)
         return Observation(step=step, tool=SUBMIT, done=True, reward=reward)
 
     def _after_error(self, obs: Observation) -> Observation:
         if self._steps >= self._max_steps:
             self._done = True
-            reward = Reward(value=0, submitted=False, reason=f"the step budget of {self._max_steps} calls ran out before submit")
+            reward = Reward(
+                value=0,
+                submitted=False,
+                reason=f"the step budget of {self._max_steps} calls ran out before submit",
+            )
             return replace(obs, done=True, reward=reward)
         return obs
 
@@ -339,7 +360,7 @@ class World:
         """The reward if the current episode submitted ``answer`` now (the episode goes on)."""
         if self._task is None:
             raise EpisodeError("no task: call reset(task) first")
-        return evaluate(self._w, self._task, answer, submitted=True, tracked=True)
+        return evaluate(self._w, self._task, answer, submitted=True, tracked=self._tracked)
 
     def verify_state(self, task: TaskSpec, state: bytes, answer: str | None = None) -> Reward:
         """The reward of ``task`` for a final ``state`` (bytes from :meth:`snapshot`).
@@ -432,7 +453,9 @@ def verify(
     """
     if isinstance(final_state, World):
         if final_state.task is None or final_state.task.task_id != task.task_id:
-            raise ValueError("the world's current episode is not this task; pass its snapshot() bytes instead")
+            raise ValueError(
+                "the world's current episode is not this task; pass its snapshot() bytes instead"
+            )
         return final_state.verify(answer)
     spec = task.world if isinstance(task.world, WorldSpec) else world
     if spec is None:

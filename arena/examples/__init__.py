@@ -1,0 +1,1 @@
+"""Example tasks shipped with coevo: ``examples.jsonl`` (retail, clinic, HR and payroll)."""
