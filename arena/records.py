@@ -135,15 +135,20 @@ def parse_record(obj: Any, *, line: int | None = None) -> TaskSpec | WorldSpec:
         raise RecordError(f"cannot read the record: {exc}", line=line, kind=kind) from None
 
 
+def _guess_kind(text: str) -> Literal["task", "world"]:
+    """The kind a line that is not valid JSON says it is, if it says."""
+    return "world" if f'"{WORLD_FORMAT}"' in text and f'"{TASK_FORMAT}"' not in text else "task"
+
+
 def _parse_text(text: str, line: int) -> Record | BadRecord:
     try:
         obj = _loads(text)
     except RecursionError:
-        return BadRecord(line, "task", "malformed JSON: nested too deeply")
+        return BadRecord(line, _guess_kind(text), "malformed JSON: nested too deeply")
     except json.JSONDecodeError as exc:
-        return BadRecord(line, "task", f"malformed JSON: {exc.msg} at column {exc.colno}")
+        return BadRecord(line, _guess_kind(text), f"malformed JSON: {exc.msg} at column {exc.colno}")
     except ValueError as exc:
-        return BadRecord(line, "task", f"malformed JSON: {exc}")
+        return BadRecord(line, _guess_kind(text), f"malformed JSON: {exc}")
     try:
         spec = parse_record(obj, line=line)
     except RecordError as exc:

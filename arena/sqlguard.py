@@ -18,6 +18,7 @@ statement touches and which parameters it has, without running it.
 
 from __future__ import annotations
 
+import itertools
 import re
 import sqlite3
 from collections.abc import Iterator
@@ -73,6 +74,7 @@ ALLOWED_TABLE_FUNCTIONS = frozenset({"json_each", "json_tree"})
 TRACKING_PREFIX = "coevo_"
 
 _TICK = 1000  # VM instructions between two progress-handler calls
+_EXPLAIN_IDS = itertools.count()
 
 
 def is_forbidden_function(name: str) -> bool:
@@ -114,6 +116,10 @@ class Action(NamedTuple):
         if a == "READ":
             return f"reads {x}{'.' + y if y else ''}{where}"
         if a in ("INSERT", "UPDATE", "DELETE"):
+            if (x or "").lower() in ("sqlite_master", "sqlite_schema", "sqlite_temp_master"):
+                if a == "UPDATE":  # how a built-in virtual table declares itself on first use
+                    return f"touches the schema ({x}): DDL, or a built-in virtual table such as pragma_* or dbstat{where}"
+                return f"changes the schema (DDL: it {a.lower()}s {x}){where}"
             return f"{a.lower()}s {x}{where}"
         if a == "PRAGMA":
             return f"runs PRAGMA {x}{where}"
@@ -419,7 +425,9 @@ def explain(conn: sqlite3.Connection, guard: Guard, sql: str) -> StatementFacts:
     error: str | None = None
     program: list[tuple[Any, ...]] = []
     try:
-        program = conn.execute("EXPLAIN " + sql, params).fetchall()
+        # A unique comment keeps the statement cache from handing back a statement
+        # compiled earlier, which would skip the authorizer and record nothing.
+        program = conn.execute(f"EXPLAIN /* coevo:{next(_EXPLAIN_IDS)} */ {sql}", params).fetchall()
     except sqlite3.ProgrammingError as exc:
         message = str(exc)
         if "one statement" in message:

@@ -228,9 +228,18 @@ def _did_you_mean(name: str, options: Sequence[str]) -> str:
     return f" (did you mean {hint[0]!r}?)" if hint else ""
 
 
+def _denied_by_weight(facts: StatementFacts) -> list[Any]:
+    """Refused actions, the telling ones first (a DROP before the sqlite_master write it implies)."""
+    internal = ("READ", "INSERT", "UPDATE", "DELETE")
+    return sorted(
+        facts.denied,
+        key=lambda a: (a.action in internal and (a.arg1 or "").lower().startswith("sqlite_"), a.action in internal),
+    )
+
+
 def _refusal(facts: StatementFacts) -> str | None:
     """Why the guard refused a statement, naming each refused action."""
-    denied = facts.denied
+    denied = _denied_by_weight(facts)
     if not denied:
         return None
     seen: list[str] = []
@@ -253,7 +262,11 @@ _FIX_BY_ACTION = {
 
 
 def _fix_for(facts: StatementFacts, default: str) -> str:
-    for action in facts.denied:
+    for action in _denied_by_weight(facts):
+        if action.action == "FUNCTION" and (action.arg2 or "").lower() in ("load_extension", "fts3_tokenizer"):
+            return "extensions are not allowed: worlds use SQLite's built-in functions only"
+        if action.action == "FUNCTION" and (action.arg2 or "").lower().startswith("sqlite_"):
+            return "sqlite_* functions describe the SQLite build, which differs between machines"
         if action.action in _FIX_BY_ACTION:
             return _FIX_BY_ACTION[action.action]
         if action.action.startswith(("CREATE", "DROP", "ALTER")) or action.action in (
@@ -262,6 +275,8 @@ def _fix_for(facts: StatementFacts, default: str) -> str:
         ):
             return "tools and checks cannot change the schema; put DDL in the world's schema"
         if action.action in ("INSERT", "UPDATE", "DELETE"):
+            if (action.arg1 or "").lower().startswith("sqlite_"):
+                return "tools and checks cannot change the schema; put DDL in the world's schema"
             return "write only to the world's own tables"
     return default
 

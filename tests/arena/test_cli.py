@@ -1,0 +1,130 @@
+"""The command line: `coevo check` output and exit codes, `coevo play`, `coevo schema`, help texts."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.factories import EXAMPLES, mini_task, mini_world
+
+KEYS = ["line", "kind", "id", "accepted", "checks", "error"]
+
+
+def coevo(*args: str, stdin: str | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    return subprocess.run(
+        [sys.executable, "-m", "coevo.arena.cli", *args], input=stdin, capture_output=True, text=True, timeout=120, env=env, cwd=cwd
+    )
+
+
+def test_check_accepts_the_examples_with_one_json_object_per_line():
+    """`coevo check --json` prints one object per record with exactly the documented keys; exit 0."""
+    result = coevo("check", str(EXAMPLES), "--json")
+    assert result.returncode == 0, result.stderr
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert len(lines) == len(EXAMPLES.read_text().splitlines())
+    for i, line in enumerate(lines, start=1):
+        assert list(line) == KEYS
+        assert line["line"] == i and line["accepted"] is True and line["error"] is None
+    tasks = [line for line in lines if line["kind"] == "task"]
+    assert all(set(t["checks"]) == {"valid", "oracle", "noop", "unsolved", "partial", "determinism", "grounded", "solvable"} for t in tasks)
+    assert all(t["checks"]["solvable"]["passed"] is None for t in tasks)
+
+
+def test_check_keeps_going_past_bad_lines_and_exits_2(tmp_path):
+    """Malformed JSON and wrong types give exit 2; every other line is still checked, in order."""
+    rejected = mini_task()
+    rejected["verifier"]["checks"] = [{"name": "trivial", "sql": "SELECT 1"}]
+    lines = [
+        json.dumps(mini_world()),
+        json.dumps(mini_task()),
+        "",
+        "{this is not json",
+        json.dumps({"format": "coevo.task/1", "world": 3, "instruction": ["not", "text"]}),
+        json.dumps(rejected),
+    ]
+    path = tmp_path / "mixed.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    result = coevo("check", str(path), "--json")
+    assert result.returncode == 2
+    out = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [o["line"] for o in out] == [1, 2, 4, 5, 6]
+    assert [o["accepted"] for o in out] == [True, True, False, False, False]
+    assert "malformed JSON" in out[2]["error"] and out[2]["checks"]["valid"]["passed"] is False
+    assert out[2]["checks"]["oracle"]["passed"] is None
+    assert "instruction" in out[3]["error"] and out[3]["id"] is None
+    assert out[4]["error"] is None and out[4]["checks"]["noop"]["passed"] is False
+
+
+def test_check_exits_1_when_a_task_is_rejected_and_explains_in_the_table(tmp_path):
+    """Without unreadable lines, a rejected task gives exit 1; the table names the failed check and why."""
+    rejected = mini_task()
+    rejected["verifier"]["checks"] = [{"name": "trivial", "sql": "SELECT 1"}]
+    path = tmp_path / "one.json"
+    path.write_text(json.dumps(rejected, indent=2))
+    result = coevo("check", str(path))
+    assert result.returncode == 1
+    assert "rejected" in result.stdout and "noop: submit() at once earns 1" in result.stdout
+    assert "1 rejected, 0 unreadable" in result.stdout
+
+
+def test_check_missing_file_is_a_clear_error():
+    """A path that does not exist gives exit 2 and says so."""
+    result = coevo("check", "no/such/file.jsonl")
+    assert result.returncode == 2 and "no such file" in result.stderr
+
+
+def test_play_solves_a_task_from_the_terminal():
+    """A person can call tools with JSON arguments, submit, and see reward 1."""
+    script = "\n".join(
+        [
+            'find_customer_by_email {"email": "ada@ex.io"}',
+            'list_orders {"customer_id": 1, "status": "pending"}',
+            "list_orders {oops",
+            'cancel_order {"order_id": 17}',
+            "submit",
+        ]
+    )
+    result = coevo("play", str(EXAMPLES), "--task", "1", stdin=script + "\n")
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "instruction: Ada Ode (ada@ex.io)" in out and "cancel_order(order_id: integer)" in out
+    assert "arguments are not JSON" in out
+    assert "reward 1: all 1 check(s) pass and the frame holds" in out
+
+
+def test_play_shows_failed_checks_and_rows_outside_the_frame():
+    """A wrong attempt shows which check failed and which row left the frame."""
+    script = 'cancel_order {"order_id": 14}\nsubmit\n'
+    result = coevo("play", str(EXAMPLES), "--task", "1", stdin=script)
+    assert "reward 0" in result.stdout
+    assert "check 'latest_pending_cancelled' failed" in result.stdout
+    assert "outside the frame: orders: row (id=14" in result.stdout
+
+
+def test_play_json_prints_one_observation_per_line():
+    """With --json, each observation is one JSON object."""
+    result = coevo("play", str(EXAMPLES), "--task", "3", "--json", stdin='find_patients {"name": "Maria Lopez"}\nsubmit {"answer": "x"}\n')
+    out = [json.loads(line) for line in result.stdout.splitlines()]
+    assert out[0]["rows"][0][:2] == [1, "Maria Lopez"] and out[-1]["done"] and out[-1]["reward"]["value"] == 0
+
+
+def test_schema_prints_json_schema_for_both_records():
+    """`coevo schema` prints a JSON Schema with a choice between the task and world records."""
+    result = coevo("schema")
+    schema = json.loads(result.stdout)
+    assert schema["$schema"].endswith("2020-12/schema") and len(schema["oneOf"]) == 2
+    task_only = json.loads(coevo("schema", "--record", "task").stdout)
+    assert "instruction" in task_only["properties"]
+
+
+@pytest.mark.parametrize("command", ["check", "play", "schema"])
+def test_every_command_has_help_with_an_example(command):
+    """`coevo COMMAND --help` exits 0 and shows an example."""
+    result = coevo(command, "--help")
+    assert result.returncode == 0 and "example" in result.stdout

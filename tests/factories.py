@@ -1,0 +1,99 @@
+"""Factories for tests: the shipped examples, broken variants of them, and a small support-desk world."""
+
+from __future__ import annotations
+
+import copy
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from coevo.arena import TaskSpec, WorldSpec, dump_record, load_records
+
+EXAMPLES = Path(str(resources.files("coevo.arena.examples") / "examples.jsonl"))
+
+
+def load_examples() -> tuple[list[TaskSpec], dict[str, WorldSpec]]:
+    return load_records(EXAMPLES)
+
+
+def example(domain: str, index: int = 0) -> tuple[TaskSpec, WorldSpec]:
+    """The index-th example task of a domain and its world."""
+    tasks, worlds = load_examples()
+    found = [t for t in tasks if worlds[t.world].domain == domain]
+    task = found[index]
+    return task, worlds[task.world]
+
+
+def variant(task: TaskSpec, world: WorldSpec, edit: Any = None, world_edit: Any = None) -> TaskSpec:
+    """A copy of ``task`` with an inline copy of its world, after ``edit(task_dict)`` and ``world_edit(world_dict)``."""
+    data = dump_record(task)
+    data.pop("id")
+    world_data = copy.deepcopy(dump_record(world))
+    world_data.pop("id")
+    if world_edit is not None:
+        world_edit(world_data)
+    data["world"] = world_data
+    if edit is not None:
+        edit(data)
+    return TaskSpec.model_validate(data)
+
+
+def call(tool: str, **arguments: Any) -> dict[str, Any]:
+    """A solution step as JSON."""
+    return {"tool": tool, "arguments": arguments}
+
+
+def tool(name: str, sql: list[str] | str, *, effect: str = "read", properties: dict[str, Any] | None = None, required: list[str] | None = None) -> dict[str, Any]:
+    """A tool record."""
+    return {
+        "name": name,
+        "description": f"test tool {name}",
+        "parameters": {"type": "object", "properties": properties or {}, "required": required or []},
+        "sql": [sql] if isinstance(sql, str) else sql,
+        "effect": effect,
+    }
+
+
+def mini_world(**overrides: Any) -> dict[str, Any]:
+    """A small support-desk world record (as JSON), for focused tests."""
+    world = {
+        "format": "coevo.world/1",
+        "domain": "support",
+        "now": "2026-11-29T12:00:00",
+        "schema": [
+            "CREATE TABLE accounts(id INTEGER PRIMARY KEY, name TEXT NOT NULL, email TEXT NOT NULL UNIQUE, plan TEXT NOT NULL DEFAULT 'basic')",
+            "CREATE TABLE tickets(id INTEGER PRIMARY KEY, account_id INTEGER NOT NULL REFERENCES accounts(id), subject TEXT NOT NULL, status TEXT NOT NULL CHECK (status IN ('open', 'closed')), priority INTEGER NOT NULL DEFAULT 3)",
+        ],
+        "data": {
+            "accounts": {"columns": ["id", "name", "email", "plan"], "rows": [[1, "Dana Reyes", "dana@acme.io", "pro"], [2, "Dan Reyes", "dan@acme.io", "basic"]]},
+            "tickets": {
+                "columns": ["id", "account_id", "subject", "status", "priority"],
+                "rows": [[10, 1, "VPN outage", "open", 2], [11, 1, "Invoice copy", "open", 4], [12, 2, "VPN outage", "open", 1], [13, 1, "Password reset", "closed", 3]],
+            },
+        },
+        "tools": [
+            tool("find_account", "SELECT id, name, plan FROM accounts WHERE email = :email", properties={"email": {"type": "string"}}, required=["email"]),
+            tool("list_tickets", "SELECT id, subject, status, priority FROM tickets WHERE account_id = :account_id ORDER BY id", properties={"account_id": {"type": "integer"}}, required=["account_id"]),
+            tool("close_ticket", "UPDATE tickets SET status = 'closed' WHERE id = :ticket_id", effect="write", properties={"ticket_id": {"type": "integer"}}, required=["ticket_id"]),
+            tool("set_priority", "UPDATE tickets SET priority = :priority WHERE id = :ticket_id", effect="write", properties={"ticket_id": {"type": "integer"}, "priority": {"type": "integer", "minimum": 1, "maximum": 5}}, required=["ticket_id", "priority"]),
+            tool("count_open", "SELECT count(*) AS open_tickets FROM tickets WHERE account_id = :account_id AND status = 'open'", properties={"account_id": {"type": "integer"}}, required=["account_id"]),
+        ],
+    }
+    world.update(overrides)
+    return world
+
+
+def mini_task(world: dict[str, Any] | None = None, **overrides: Any) -> dict[str, Any]:
+    """A valid task on the mini world (as JSON): close Dana's VPN ticket."""
+    task = {
+        "format": "coevo.task/1",
+        "world": world or mini_world(),
+        "instruction": "Close the open ticket about the VPN outage for dana@acme.io.",
+        "verifier": {
+            "checks": [{"name": "closed", "sql": "SELECT status = 'closed' FROM tickets WHERE id = (SELECT t.id FROM initial.tickets t JOIN initial.accounts a ON a.id = t.account_id WHERE a.email = 'dana@acme.io' AND t.subject = 'VPN outage')"}],
+            "frame": {"tickets": {"where": "id = 10", "columns": ["status"]}},
+        },
+        "solution": [call("find_account", email="dana@acme.io"), call("list_tickets", account_id=1), call("close_ticket", ticket_id=10), call("submit")],
+    }
+    task.update(overrides)
+    return task
