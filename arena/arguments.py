@@ -62,6 +62,7 @@ OBJECT_KEYWORDS = ANNOTATIONS | {
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 Check = Callable[[Any], str | None]
+_MISSING = object()
 
 
 def json_type(value: Any) -> str:
@@ -101,28 +102,49 @@ def _json_equal(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
 
 
+def _enum_key(value: Any) -> tuple[str, Any]:
+    """A hashable key with JSON equality: 1 and 1.0 share a key, true and 1 do not."""
+    if value is None:
+        return ("null", None)
+    if isinstance(value, bool):
+        return ("boolean", value)
+    if isinstance(value, (int, float)):
+        return ("number", value)
+    return (type(value).__name__, value)
+
+
 def _type_check(types: tuple[str, ...]) -> Callable[[Any], tuple[bool, Any]]:
     """A function returning (matches, bind value) for the allowed JSON types."""
+    allow_null = "null" in types
+    allow_bool = "boolean" in types
+    allow_str = "string" in types
+    allow_number = "number" in types
+    allow_int = "integer" in types or allow_number
 
     def check(value: Any) -> tuple[bool, Any]:
+        cls = value.__class__
+        if cls is str:
+            return allow_str, value
+        if cls is int:
+            return allow_int, value
         if value is None:
-            return "null" in types, None
-        if isinstance(value, bool):
-            return "boolean" in types, value
-        if isinstance(value, int):
-            if "integer" in types or "number" in types:
-                return True, value
-            return False, value
-        if isinstance(value, float):
+            return allow_null, None
+        if cls is bool:
+            return allow_bool, value
+        if cls is float or isinstance(value, float):
             if not math.isfinite(value):
                 return False, value
-            if "number" in types:
+            if allow_number:
                 return True, value
-            if "integer" in types and value.is_integer():
+            if allow_int and value.is_integer():
                 return True, int(value)
             return False, value
+        if isinstance(value, bool):
+            return allow_bool, bool(value)
+        if isinstance(value, int):
+            return allow_int, int(value)
         if isinstance(value, str):
-            return "string" in types, value
+            return allow_str, str(value)
         return False, value
 
     return check
@@ -157,9 +179,10 @@ class Binder:
         errors: list[str] | None = None
         seen = 0
         for name in self.names:
-            if name in arguments:
+            value = arguments.get(name, _MISSING)
+            if value is not _MISSING:
                 seen += 1
-                result = checks[name](arguments[name])
+                result = checks[name](value)
                 if result.__class__ is str:
                     errors = errors or []
                     errors.append(result)
@@ -277,6 +300,7 @@ def _compile_property(
                 return None
             lengths.append((key, value))
     enum_text = ", ".join(_shown(v, 30) for v in enum[:12]) if enum is not None else ""
+    enum_keys = frozenset(_enum_key(v) for v in enum) if enum is not None else None
 
     def check(value: Any) -> Any:
         ok, bound = type_ok(value)
@@ -286,7 +310,7 @@ def _compile_property(
             return (
                 f"argument '{name}' must be {type_text}, got {_shown(value)} ({json_type(value)})"
             )
-        if enum is not None and not any(_json_equal(value, v) for v in enum):
+        if enum_keys is not None and _enum_key(value) not in enum_keys:
             return f"argument '{name}' must be one of [{enum_text}], got {_shown(value)}"
         if bounds and _is_number(value):
             for key, limit in bounds:
@@ -303,11 +327,7 @@ def _compile_property(
                     key == "maxLength" and len(value) > limit
                 ):
                     return f"argument '{name}' has {len(value)} characters, {key} is {limit}"
-        if (
-            isinstance(bound, int)
-            and not isinstance(bound, bool)
-            and not (INT64_MIN <= bound <= INT64_MAX)
-        ):
+        if bound.__class__ is int and not (INT64_MIN <= bound <= INT64_MAX):
             return f"argument '{name}' = {bound} is outside SQLite's 64-bit integer range"
         return (bound,)
 

@@ -273,16 +273,15 @@ def cmd_play(args: argparse.Namespace) -> int:
 
 def json_schema(record: str = "all") -> dict[str, Any]:
     """The JSON Schema of the record formats (``task``, ``world`` or ``all``)."""
-    models = {"task": [TaskSpec], "world": [WorldSpec], "all": [TaskSpec, WorldSpec]}[record]
+    top: dict[str, Any] = {"$schema": "https://json-schema.org/draft/2020-12/schema"}
+    if record != "all":
+        model = TaskSpec if record == "task" else WorldSpec
+        return top | model.model_json_schema(by_alias=True)
     refs, schema = models_json_schema(
-        [(m, "validation") for m in models], by_alias=True, title="coevo records"
+        [(TaskSpec, "validation"), (WorldSpec, "validation")], by_alias=True, title="coevo records"
     )
-    top: dict[str, Any] = {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}
-    options = [refs[(m, "validation")] for m in models]
-    if len(options) == 1:
-        top |= options[0]
-    else:
-        top["oneOf"] = options
+    top |= schema
+    top["oneOf"] = [refs[(TaskSpec, "validation")], refs[(WorldSpec, "validation")]]
     return top
 
 

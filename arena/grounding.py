@@ -115,8 +115,7 @@ def ungrounded_arguments(
             if pool.holds(value):
                 continue
             if call.tool != SUBMIT and any(
-                (v == value
-                and type(v) is type(value))
+                (v == value and type(v) is type(value))
                 or (isinstance(v, (int, float)) and not isinstance(v, bool) and v == value)
                 for v in _enum_of(world, call.tool, name)
             ):

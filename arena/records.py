@@ -146,7 +146,9 @@ def _parse_text(text: str, line: int) -> Record | BadRecord:
     except RecursionError:
         return BadRecord(line, _guess_kind(text), "malformed JSON: nested too deeply")
     except json.JSONDecodeError as exc:
-        return BadRecord(line, _guess_kind(text), f"malformed JSON: {exc.msg} at column {exc.colno}")
+        return BadRecord(
+            line, _guess_kind(text), f"malformed JSON: {exc.msg} at column {exc.colno}"
+        )
     except ValueError as exc:
         return BadRecord(line, _guess_kind(text), f"malformed JSON: {exc}")
     try:

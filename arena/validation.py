@@ -233,7 +233,10 @@ def _denied_by_weight(facts: StatementFacts) -> list[Any]:
     internal = ("READ", "INSERT", "UPDATE", "DELETE")
     return sorted(
         facts.denied,
-        key=lambda a: (a.action in internal and (a.arg1 or "").lower().startswith("sqlite_"), a.action in internal),
+        key=lambda a: (
+            a.action in internal and (a.arg1 or "").lower().startswith("sqlite_"),
+            a.action in internal,
+        ),
     )
 
 
@@ -263,7 +266,10 @@ _FIX_BY_ACTION = {
 
 def _fix_for(facts: StatementFacts, default: str) -> str:
     for action in _denied_by_weight(facts):
-        if action.action == "FUNCTION" and (action.arg2 or "").lower() in ("load_extension", "fts3_tokenizer"):
+        if action.action == "FUNCTION" and (action.arg2 or "").lower() in (
+            "load_extension",
+            "fts3_tokenizer",
+        ):
             return "extensions are not allowed: worlds use SQLite's built-in functions only"
         if action.action == "FUNCTION" and (action.arg2 or "").lower().startswith("sqlite_"):
             return "sqlite_* functions describe the SQLite build, which differs between machines"

@@ -38,6 +38,9 @@ from coevo.arena.verifier import evaluate
 
 __all__ = ["SUBMIT_TOOL", "World", "verify"]
 
+_BATCH = 16  # rows fetched per call while checking the result caps
+_SIZED = (str, bytes)
+
 SUBMIT_TOOL: dict[str, Any] = {
     "name": SUBMIT,
     "description": (
@@ -76,6 +79,7 @@ class World:
         self._guard = self._w.guard
         self._limits = limits
         self._tools: dict[str, CompiledTool] = self._w.tools
+        self._columns: dict[str, tuple[str, ...]] = {}  # result columns by statement
         self._tasks: dict[str, CompiledTask] = {}
         self._task: CompiledTask | None = None
         self._steps = 0
@@ -247,28 +251,19 @@ class World:
                 guard.trusted = False
                 for sql in statements[:-1]:
                     conn.execute(sql, binds).close()
-            cursor = conn.execute(statements[-1], binds)
-            if cursor.description is None:
+            last = statements[-1]
+            cursor = conn.execute(last, binds)
+            description = cursor.description
+            if description is None:
                 columns = None
                 rows = None
                 rowcount: int | None = cursor.rowcount
                 truncated = False
             else:
-                columns = tuple(d[0] for d in cursor.description)
-                rows = []
-                max_rows, max_bytes = limits.max_rows, limits.max_result_bytes
-                size = 0
-                truncated = False
-                for row in cursor:
-                    if len(rows) >= max_rows:
-                        truncated = True
-                        break
-                    for value in row:
-                        size += len(value) if value.__class__ in (str, bytes) else 8
-                    if size > max_bytes:
-                        truncated = True
-                        break
-                    rows.append(row)
+                columns = self._columns.get(last)
+                if columns is None:
+                    columns = self._columns[last] = tuple(d[0] for d in description)
+                rows, truncated = self._fetch(cursor)
                 rowcount = None
             cursor.close()
             cursor = None
@@ -297,6 +292,22 @@ class World:
             rowcount=rowcount,
             truncated=truncated,
         )
+
+    def _fetch(self, cursor: sqlite3.Cursor) -> tuple[list[Any], bool]:
+        """Rows up to the row and byte caps, fetched in small batches so memory stays bounded."""
+        max_rows, max_bytes = self._limits.max_rows, self._limits.max_result_bytes
+        rows: list[Any] = []
+        size = 0
+        while True:
+            batch = cursor.fetchmany(min(_BATCH, max_rows + 1 - len(rows)))
+            if not batch:
+                return rows, False
+            for row in batch:
+                for value in row:
+                    size += len(value) if value.__class__ in _SIZED else 8
+                if size > max_bytes or len(rows) == max_rows:
+                    return rows, True
+                rows.append(row)
 
     def _explain_error(self, tool: CompiledTool, exc: BaseException) -> str:
         limits = self._limits

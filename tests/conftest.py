@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 from coevo.arena import TaskSpec, WorldSpec
+
 from tests.factories import load_examples
 
 

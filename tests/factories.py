@@ -43,12 +43,23 @@ def call(tool: str, **arguments: Any) -> dict[str, Any]:
     return {"tool": tool, "arguments": arguments}
 
 
-def tool(name: str, sql: list[str] | str, *, effect: str = "read", properties: dict[str, Any] | None = None, required: list[str] | None = None) -> dict[str, Any]:
+def tool(
+    name: str,
+    sql: list[str] | str,
+    *,
+    effect: str = "read",
+    properties: dict[str, Any] | None = None,
+    required: list[str] | None = None,
+) -> dict[str, Any]:
     """A tool record."""
     return {
         "name": name,
         "description": f"test tool {name}",
-        "parameters": {"type": "object", "properties": properties or {}, "required": required or []},
+        "parameters": {
+            "type": "object",
+            "properties": properties or {},
+            "required": required or [],
+        },
         "sql": [sql] if isinstance(sql, str) else sql,
         "effect": effect,
     }
@@ -65,18 +76,59 @@ def mini_world(**overrides: Any) -> dict[str, Any]:
             "CREATE TABLE tickets(id INTEGER PRIMARY KEY, account_id INTEGER NOT NULL REFERENCES accounts(id), subject TEXT NOT NULL, status TEXT NOT NULL CHECK (status IN ('open', 'closed')), priority INTEGER NOT NULL DEFAULT 3)",
         ],
         "data": {
-            "accounts": {"columns": ["id", "name", "email", "plan"], "rows": [[1, "Dana Reyes", "dana@acme.io", "pro"], [2, "Dan Reyes", "dan@acme.io", "basic"]]},
+            "accounts": {
+                "columns": ["id", "name", "email", "plan"],
+                "rows": [
+                    [1, "Dana Reyes", "dana@acme.io", "pro"],
+                    [2, "Dan Reyes", "dan@acme.io", "basic"],
+                ],
+            },
             "tickets": {
                 "columns": ["id", "account_id", "subject", "status", "priority"],
-                "rows": [[10, 1, "VPN outage", "open", 2], [11, 1, "Invoice copy", "open", 4], [12, 2, "VPN outage", "open", 1], [13, 1, "Password reset", "closed", 3]],
+                "rows": [
+                    [10, 1, "VPN outage", "open", 2],
+                    [11, 1, "Invoice copy", "open", 4],
+                    [12, 2, "VPN outage", "open", 1],
+                    [13, 1, "Password reset", "closed", 3],
+                ],
             },
         },
         "tools": [
-            tool("find_account", "SELECT id, name, plan FROM accounts WHERE email = :email", properties={"email": {"type": "string"}}, required=["email"]),
-            tool("list_tickets", "SELECT id, subject, status, priority FROM tickets WHERE account_id = :account_id ORDER BY id", properties={"account_id": {"type": "integer"}}, required=["account_id"]),
-            tool("close_ticket", "UPDATE tickets SET status = 'closed' WHERE id = :ticket_id", effect="write", properties={"ticket_id": {"type": "integer"}}, required=["ticket_id"]),
-            tool("set_priority", "UPDATE tickets SET priority = :priority WHERE id = :ticket_id", effect="write", properties={"ticket_id": {"type": "integer"}, "priority": {"type": "integer", "minimum": 1, "maximum": 5}}, required=["ticket_id", "priority"]),
-            tool("count_open", "SELECT count(*) AS open_tickets FROM tickets WHERE account_id = :account_id AND status = 'open'", properties={"account_id": {"type": "integer"}}, required=["account_id"]),
+            tool(
+                "find_account",
+                "SELECT id, name, plan FROM accounts WHERE email = :email",
+                properties={"email": {"type": "string"}},
+                required=["email"],
+            ),
+            tool(
+                "list_tickets",
+                "SELECT id, subject, status, priority FROM tickets WHERE account_id = :account_id ORDER BY id",
+                properties={"account_id": {"type": "integer"}},
+                required=["account_id"],
+            ),
+            tool(
+                "close_ticket",
+                "UPDATE tickets SET status = 'closed' WHERE id = :ticket_id",
+                effect="write",
+                properties={"ticket_id": {"type": "integer"}},
+                required=["ticket_id"],
+            ),
+            tool(
+                "set_priority",
+                "UPDATE tickets SET priority = :priority WHERE id = :ticket_id",
+                effect="write",
+                properties={
+                    "ticket_id": {"type": "integer"},
+                    "priority": {"type": "integer", "minimum": 1, "maximum": 5},
+                },
+                required=["ticket_id", "priority"],
+            ),
+            tool(
+                "count_open",
+                "SELECT count(*) AS open_tickets FROM tickets WHERE account_id = :account_id AND status = 'open'",
+                properties={"account_id": {"type": "integer"}},
+                required=["account_id"],
+            ),
         ],
     }
     world.update(overrides)
@@ -90,10 +142,20 @@ def mini_task(world: dict[str, Any] | None = None, **overrides: Any) -> dict[str
         "world": world or mini_world(),
         "instruction": "Close the open ticket about the VPN outage for dana@acme.io.",
         "verifier": {
-            "checks": [{"name": "closed", "sql": "SELECT status = 'closed' FROM tickets WHERE id = (SELECT t.id FROM initial.tickets t JOIN initial.accounts a ON a.id = t.account_id WHERE a.email = 'dana@acme.io' AND t.subject = 'VPN outage')"}],
+            "checks": [
+                {
+                    "name": "closed",
+                    "sql": "SELECT status = 'closed' FROM tickets WHERE id = (SELECT t.id FROM initial.tickets t JOIN initial.accounts a ON a.id = t.account_id WHERE a.email = 'dana@acme.io' AND t.subject = 'VPN outage')",
+                }
+            ],
             "frame": {"tickets": {"where": "id = 10", "columns": ["status"]}},
         },
-        "solution": [call("find_account", email="dana@acme.io"), call("list_tickets", account_id=1), call("close_ticket", ticket_id=10), call("submit")],
+        "solution": [
+            call("find_account", email="dana@acme.io"),
+            call("list_tickets", account_id=1),
+            call("close_ticket", ticket_id=10),
+            call("submit"),
+        ],
     }
     task.update(overrides)
     return task

@@ -6,10 +6,9 @@ from typing import Any
 
 import jsonschema
 import pytest
+from coevo.arena.arguments import compile_parameters
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from coevo.arena.arguments import compile_parameters
 
 
 def binder(properties: dict[str, Any], required: list[str] | None = None, **extra: Any):
@@ -41,14 +40,18 @@ def test_missing_optional_binds_null_and_integral_float_binds_int():
 )
 def test_unsupported_schemas_are_problems_with_a_fix(schema, fragment):
     """Each unsupported construct is named and the fix is given."""
-    _, problems = compile_parameters("t", {"type": "object", "properties": schema}, "world.tools[0].parameters")
+    _, problems = compile_parameters(
+        "t", {"type": "object", "properties": schema}, "world.tools[0].parameters"
+    )
     assert problems and fragment in str(problems[0])
     assert problems[0].path.startswith("world.tools[0].parameters")
 
 
 def test_required_must_be_declared():
     """A required name that is not a property is a problem."""
-    _, problems = compile_parameters("t", {"type": "object", "properties": {}, "required": ["x"]}, "p")
+    _, problems = compile_parameters(
+        "t", {"type": "object", "properties": {}, "required": ["x"]}, "p"
+    )
     assert "'x' is required but not declared" in str(problems[0])
 
 
@@ -97,7 +100,12 @@ def property_schemas(draw):
 def test_binder_agrees_with_jsonschema(props, required, open_, arguments):
     """For any supported schema and arguments, the binder accepts exactly what jsonschema (2020-12) accepts."""
     required = [r for r in required if r in props]
-    schema = {"type": "object", "properties": props, "required": required, "additionalProperties": open_}
+    schema = {
+        "type": "object",
+        "properties": props,
+        "required": required,
+        "additionalProperties": open_,
+    }
     compiled, problems = compile_parameters("t", schema, "p")
     assert not problems
     expected = jsonschema.Draft202012Validator(schema).is_valid(arguments)

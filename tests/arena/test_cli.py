@@ -15,10 +15,18 @@ from tests.factories import EXAMPLES, mini_task, mini_world
 KEYS = ["line", "kind", "id", "accepted", "checks", "error"]
 
 
-def coevo(*args: str, stdin: str | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def coevo(
+    *args: str, stdin: str | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
     return subprocess.run(
-        [sys.executable, "-m", "coevo.arena.cli", *args], input=stdin, capture_output=True, text=True, timeout=120, env=env, cwd=cwd
+        [sys.executable, "-m", "coevo.arena.cli", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=cwd,
     )
 
 
@@ -32,7 +40,11 @@ def test_check_accepts_the_examples_with_one_json_object_per_line():
         assert list(line) == KEYS
         assert line["line"] == i and line["accepted"] is True and line["error"] is None
     tasks = [line for line in lines if line["kind"] == "task"]
-    assert all(set(t["checks"]) == {"valid", "oracle", "noop", "unsolved", "partial", "determinism", "grounded", "solvable"} for t in tasks)
+    assert all(
+        set(t["checks"])
+        == {"valid", "oracle", "noop", "unsolved", "partial", "determinism", "grounded", "solvable"}
+        for t in tasks
+    )
     assert all(t["checks"]["solvable"]["passed"] is None for t in tasks)
 
 
@@ -109,9 +121,20 @@ def test_play_shows_failed_checks_and_rows_outside_the_frame():
 
 def test_play_json_prints_one_observation_per_line():
     """With --json, each observation is one JSON object."""
-    result = coevo("play", str(EXAMPLES), "--task", "3", "--json", stdin='find_patients {"name": "Maria Lopez"}\nsubmit {"answer": "x"}\n')
+    result = coevo(
+        "play",
+        str(EXAMPLES),
+        "--task",
+        "3",
+        "--json",
+        stdin='find_patients {"name": "Maria Lopez"}\nsubmit {"answer": "x"}\n',
+    )
     out = [json.loads(line) for line in result.stdout.splitlines()]
-    assert out[0]["rows"][0][:2] == [1, "Maria Lopez"] and out[-1]["done"] and out[-1]["reward"]["value"] == 0
+    assert (
+        out[0]["rows"][0][:2] == [1, "Maria Lopez"]
+        and out[-1]["done"]
+        and out[-1]["reward"]["value"] == 0
+    )
 
 
 def test_schema_prints_json_schema_for_both_records():

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
 from coevo.arena import CHECK_NAMES, TaskSpec, WorldCache, assess_task
 from coevo.arena.judge import perturb_answer
+
 from tests.factories import call, example, mini_task, mini_world, tool, variant
 
 
@@ -45,7 +45,9 @@ def test_examples_cover_question_distractor_and_two_writes_with_columns_frame(ex
     assert any(":answer" in c.sql for t in tasks for c in t.verifier.checks)
     assert any(t.features.get("distractors", 0) >= 1 for t in tasks)
     two_writes = [t for t in tasks if t.features.get("writes") == 2]
-    assert two_writes and any(not isinstance(rule, str) for t in two_writes for rule in t.verifier.frame.values())
+    assert two_writes and any(
+        not isinstance(rule, str) for t in two_writes for rule in t.verifier.frame.values()
+    )
 
 
 def test_mini_task_is_accepted(cache):
@@ -73,7 +75,9 @@ def test_always_true_verifier_fails_noop(cache):
 def test_verifier_the_reference_fails_is_caught_by_oracle(cache):
     """A check the reference solution cannot satisfy fails oracle, naming the check."""
     task = mini_task()
-    task["verifier"]["checks"] = [{"name": "priority_raised", "sql": "SELECT priority = 1 FROM tickets WHERE id = 10"}]
+    task["verifier"]["checks"] = [
+        {"name": "priority_raised", "sql": "SELECT priority = 1 FROM tickets WHERE id = 10"}
+    ]
     reason = _failed(assess(task, cache), "oracle")
     assert "priority_raised" in reason and "returned 0" in reason
 
@@ -97,7 +101,9 @@ def test_loose_answer_check_is_caught_by_partial():
     task, world = example("clinic")
 
     def edit(data):
-        data["verifier"]["checks"] = [{"name": "said_something", "sql": "SELECT length(:answer) > 0"}]
+        data["verifier"]["checks"] = [
+            {"name": "said_something", "sql": "SELECT length(:answer) > 0"}
+        ]
 
     reason = _failed(assess_task(variant(task, world, edit), WorldCache()), "partial")
     assert "does not pin the answer" in reason
@@ -124,7 +130,11 @@ def test_solution_changing_rows_outside_the_frame_fails_oracle_naming_the_rows(c
 def test_solution_changing_a_column_outside_the_frame_fails_oracle_naming_the_column(cache):
     """Changing the framed row's priority (only status may change) fails oracle, naming the column."""
     task = mini_task()
-    task["solution"] = [*task["solution"][:3], call("set_priority", ticket_id=10, priority=1), call("submit")]
+    task["solution"] = [
+        *task["solution"][:3],
+        call("set_priority", ticket_id=10, priority=1),
+        call("submit"),
+    ]
     reason = _failed(assess(task, cache), "oracle")
     assert "changed in priority" in reason and "id=10" in reason
 
@@ -132,7 +142,11 @@ def test_solution_changing_a_column_outside_the_frame_fails_oracle_naming_the_co
 def test_guessed_argument_fails_grounded(cache):
     """Cancelling by an id that nothing showed (skipping the look-up) fails grounded, though oracle passes."""
     task = mini_task()
-    task["solution"] = [call("find_account", email="dana@acme.io"), call("close_ticket", ticket_id=10), call("submit")]
+    task["solution"] = [
+        call("find_account", email="dana@acme.io"),
+        call("close_ticket", ticket_id=10),
+        call("submit"),
+    ]
     verdict = assess(task, cache)
     reason = _failed(verdict, "grounded")
     assert "ticket_id=10" in reason
@@ -200,7 +214,10 @@ def test_verifier_that_writes_is_invalid(cache):
 def test_column_default_with_random_is_invalid(cache):
     """random() hidden in a column DEFAULT is found through the compiled program."""
     world = mini_world()
-    world["schema"][1] = world["schema"][1].replace("priority INTEGER NOT NULL DEFAULT 3", "priority INTEGER NOT NULL DEFAULT (abs(random()) % 5)")
+    world["schema"][1] = world["schema"][1].replace(
+        "priority INTEGER NOT NULL DEFAULT 3",
+        "priority INTEGER NOT NULL DEFAULT (abs(random()) % 5)",
+    )
     reason = _failed(assess(mini_task(world), cache), "valid")
     assert "random()" in reason
 
@@ -208,7 +225,9 @@ def test_column_default_with_random_is_invalid(cache):
 def test_trigger_with_random_is_invalid(cache):
     """A trigger body calling random() is rejected at the schema statement that created it."""
     world = mini_world()
-    world["schema"].append("CREATE TRIGGER jitter AFTER UPDATE ON tickets BEGIN UPDATE accounts SET plan = plan || random() WHERE id = new.account_id; END")
+    world["schema"].append(
+        "CREATE TRIGGER jitter AFTER UPDATE ON tickets BEGIN UPDATE accounts SET plan = plan || random() WHERE id = new.account_id; END"
+    )
     reason = _failed(assess(mini_task(world), cache), "valid")
     assert "schema[2]" in reason and "random()" in reason
 
@@ -232,7 +251,13 @@ def test_unsolved_passes_question_tasks_without_state_checks(examples, cache):
 def test_failing_reference_step_fails_oracle_even_with_reward_one(cache):
     """A reference solution with a failing step is rejected even when it still ends with reward 1."""
     task = mini_task()
-    task["solution"] = [call("find_account", email="dana@acme.io"), call("list_tickets", account_id=1), call("set_priority", ticket_id=10, priority=9), call("close_ticket", ticket_id=10), call("submit")]
+    task["solution"] = [
+        call("find_account", email="dana@acme.io"),
+        call("list_tickets", account_id=1),
+        call("set_priority", ticket_id=10, priority=9),
+        call("close_ticket", ticket_id=10),
+        call("submit"),
+    ]
     verdict = assess(task, cache)
     # the bad argument is caught statically, before anything runs
     assert "priority" in _failed(verdict, "valid")
@@ -240,7 +265,14 @@ def test_failing_reference_step_fails_oracle_even_with_reward_one(cache):
 
 @pytest.mark.parametrize(
     ("answer", "expected"),
-    [("2026-12-03 14:30", "2026-12-03 14:31"), ("$12.50", "$13.50"), ("Ada Ode", "Ada Od"), ("7", "8"), ("A", "B"), ("", "x")],
+    [
+        ("2026-12-03 14:30", "2026-12-03 14:31"),
+        ("$12.50", "$13.50"),
+        ("Ada Ode", "Ada Od"),
+        ("7", "8"),
+        ("A", "B"),
+        ("", "x"),
+    ],
 )
 def test_perturbed_answers_differ(answer, expected):
     """The perturbation changes the last number, or else drops a character."""

@@ -5,10 +5,21 @@ from __future__ import annotations
 import io
 import json
 
+from coevo.arena import (
+    BadRecord,
+    Record,
+    RecordError,
+    TaskSpec,
+    WorldSpec,
+    dump_record,
+    iter_records,
+    load_records,
+    parse_record,
+    write_records,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from coevo.arena import BadRecord, Record, RecordError, TaskSpec, WorldSpec, dump_record, iter_records, load_records, parse_record, write_records
 from tests.factories import EXAMPLES, mini_task, mini_world
 
 
@@ -70,7 +81,9 @@ def test_json_document_with_an_array_reports_each_records_line():
     assert [i.kind for i in items] == ["world", "task"]
     assert items[0].line == 2 and items[1].line == 3 + world.count("\n")
     assert [i.line for i in records_of(json.dumps(mini_task()), "json")] == [1]
-    broken = records_of("[" + json.dumps(mini_world()) + " " + json.dumps(mini_world()) + "]", "json")
+    broken = records_of(
+        "[" + json.dumps(mini_world()) + " " + json.dumps(mini_world()) + "]", "json"
+    )
     assert isinstance(broken[-1], BadRecord) and "expected ','" in broken[-1].error
 
 
@@ -98,8 +111,14 @@ def test_load_records_raises_record_error_with_the_line():
 
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=20),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=20),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4)
+    ),
     max_leaves=20,
 )
 record_like = st.fixed_dictionaries(

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 import jsonschema
-
 from coevo.arena import TaskSpec, WorldSpec, canonical_json, dump_record, load_records
 from coevo.arena.cli import json_schema
+
 from tests.factories import EXAMPLES, example, mini_task
 
 RETAIL_WORLD_ID = "sha256:95acdefa7c40cd95de6d824c5876d0ab8673c471eefb73c67f0a434654e0776a"
@@ -28,9 +28,16 @@ def test_task_id_ignores_key_order_solution_and_metadata():
     base = TaskSpec.model_validate(data).task_id
     reordered = json.loads(json.dumps(dict(reversed(list(data.items())))))
     assert TaskSpec.model_validate(reordered).task_id == base
-    data2 = dict(data, solution=[{"tool": "submit", "arguments": {}}], features={"steps": 9}, provenance={"by": "me"})
+    data2 = dict(
+        data,
+        solution=[{"tool": "submit", "arguments": {}}],
+        features={"steps": 9},
+        provenance={"by": "me"},
+    )
     assert TaskSpec.model_validate(data2).task_id == base
-    assert TaskSpec.model_validate(dict(data, instruction=data["instruction"] + " ")).task_id != base
+    assert (
+        TaskSpec.model_validate(dict(data, instruction=data["instruction"] + " ")).task_id != base
+    )
 
 
 def test_inline_world_and_world_reference_give_the_same_task_id():

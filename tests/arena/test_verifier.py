@@ -5,15 +5,17 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from coevo.arena import Limits, TaskSpec, ToolCall, World
+from coevo.arena.verifier import REPORTED_ROWS_PER_TABLE
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from coevo.arena import Limits, TaskSpec, ToolCall, World
-from coevo.arena.verifier import REPORTED_ROWS_PER_TABLE
 from tests.factories import call, mini_task, mini_world, tool
 
 
-def world_and_task(checks=None, frame=None, *, world: dict[str, Any] | None = None) -> tuple[World, TaskSpec]:
+def world_and_task(
+    checks=None, frame=None, *, world: dict[str, Any] | None = None
+) -> tuple[World, TaskSpec]:
     built = World(world or mini_world())
     task = mini_task(world=built.id)
     if checks is not None:
@@ -52,7 +54,11 @@ def test_check_passes_only_on_one_nonzero_number(sql, passed, reason):
 def test_answer_is_bound_as_text():
     """:answer is the submitted text; every failed check is named in the detail."""
     world, task = world_and_task(
-        [{"name": "typed", "sql": "SELECT typeof(:answer) = 'text'"}, {"name": "exact", "sql": "SELECT :answer = '2'"}], {}
+        [
+            {"name": "typed", "sql": "SELECT typeof(:answer) = 'text'"},
+            {"name": "exact", "sql": "SELECT :answer = '2'"},
+        ],
+        {},
     )
     reward = world.run(task, [ToolCall("submit", {"answer": "3"})]).reward
     assert [c.passed for c in reward.checks] == [True, False]
@@ -62,14 +68,21 @@ def test_answer_is_bound_as_text():
 def test_checks_see_final_state_as_main_and_initial_state_as_initial():
     """main is the final state; initial is the state before the episode."""
     world, task = world_and_task(
-        [{"name": "moved", "sql": "SELECT (SELECT status FROM initial.tickets WHERE id = 10) = 'open' AND (SELECT status FROM tickets WHERE id = 10) = 'closed'"}]
+        [
+            {
+                "name": "moved",
+                "sql": "SELECT (SELECT status FROM initial.tickets WHERE id = 10) = 'open' AND (SELECT status FROM tickets WHERE id = 10) = 'closed'",
+            }
+        ]
     )
     assert world.run(task, task.solution).reward.value == 1
 
 
 def _violations(world, task, calls):
     reward = world.run(task, [*calls, ToolCall("submit")]).reward
-    return reward, {(v.table, v.change, tuple(v.columns), v.row.get("id")) for v in reward.violations}
+    return reward, {
+        (v.table, v.change, tuple(v.columns), v.row.get("id")) for v in reward.violations
+    }
 
 
 def test_tables_not_in_the_frame_must_be_unchanged():
@@ -101,26 +114,57 @@ def test_columns_frame_allows_only_listed_columns_of_matching_rows():
     """The columns form matches rows by key; other columns, other rows, inserts and deletes are violations."""
     extra = mini_world()
     extra["tools"] += [
-        tool("open_ticket", "INSERT INTO tickets(id, account_id, subject, status) VALUES (:id, 1, 'new', 'open')", effect="write", properties={"id": {"type": "integer"}}, required=["id"]),
-        tool("drop_ticket", "DELETE FROM tickets WHERE id = :id", effect="write", properties={"id": {"type": "integer"}}, required=["id"]),
+        tool(
+            "open_ticket",
+            "INSERT INTO tickets(id, account_id, subject, status) VALUES (:id, 1, 'new', 'open')",
+            effect="write",
+            properties={"id": {"type": "integer"}},
+            required=["id"],
+        ),
+        tool(
+            "drop_ticket",
+            "DELETE FROM tickets WHERE id = :id",
+            effect="write",
+            properties={"id": {"type": "integer"}},
+            required=["id"],
+        ),
     ]
-    world, task = world_and_task(frame={"tickets": {"where": "id = 10", "columns": ["status"]}}, world=extra)
+    world, task = world_and_task(
+        frame={"tickets": {"where": "id = 10", "columns": ["status"]}}, world=extra
+    )
     assert _violations(world, task, [ToolCall("close_ticket", {"ticket_id": 10})])[0].frame_ok
-    _, found = _violations(world, task, [ToolCall("set_priority", {"ticket_id": 10, "priority": 5})])
+    _, found = _violations(
+        world, task, [ToolCall("set_priority", {"ticket_id": 10, "priority": 5})]
+    )
     assert found == {("tickets", "changed", ("priority",), 10)}
     _, found = _violations(world, task, [ToolCall("close_ticket", {"ticket_id": 11})])
     assert found == {("tickets", "changed", ("status",), 11)}
-    _, found = _violations(world, task, [ToolCall("open_ticket", {"id": 50}), ToolCall("drop_ticket", {"id": 13})])
+    _, found = _violations(
+        world, task, [ToolCall("open_ticket", {"id": 50}), ToolCall("drop_ticket", {"id": 13})]
+    )
     assert found == {("tickets", "added", (), 50), ("tickets", "removed", (), 13)}
 
 
 def test_frame_compares_values_not_paths():
     """Writing a value back to what it was is no change; an upper-cased NOCASE value is one."""
     world_spec = mini_world()
-    world_spec["schema"][0] = world_spec["schema"][0].replace("name TEXT NOT NULL", "name TEXT NOT NULL COLLATE NOCASE")
-    world_spec["tools"].append(tool("rename", "UPDATE accounts SET name = :name WHERE id = 1", effect="write", properties={"name": {"type": "string"}}, required=["name"]))
+    world_spec["schema"][0] = world_spec["schema"][0].replace(
+        "name TEXT NOT NULL", "name TEXT NOT NULL COLLATE NOCASE"
+    )
+    world_spec["tools"].append(
+        tool(
+            "rename",
+            "UPDATE accounts SET name = :name WHERE id = 1",
+            effect="write",
+            properties={"name": {"type": "string"}},
+            required=["name"],
+        )
+    )
     world, task = world_and_task(frame={}, world=world_spec)
-    there_and_back = [ToolCall("set_priority", {"ticket_id": 10, "priority": 5}), ToolCall("set_priority", {"ticket_id": 10, "priority": 2})]
+    there_and_back = [
+        ToolCall("set_priority", {"ticket_id": 10, "priority": 5}),
+        ToolCall("set_priority", {"ticket_id": 10, "priority": 2}),
+    ]
     assert _violations(world, task, there_and_back)[0].frame_ok
     reward, found = _violations(world, task, [ToolCall("rename", {"name": "DANA REYES"})])
     assert not reward.frame_ok and ("accounts", "added", (), 1) in found
@@ -143,11 +187,19 @@ def test_replace_deleting_a_row_outside_the_frame_is_caught():
     """REPLACE deletes conflicting rows without firing delete triggers; the row count gives it away."""
     world_spec = mini_world()
     world_spec["tools"].append(
-        tool("claim_email", "INSERT OR REPLACE INTO accounts(id, name, email) VALUES (:id, 'New', :email)", effect="write", properties={"id": {"type": "integer"}, "email": {"type": "string"}}, required=["id", "email"])
+        tool(
+            "claim_email",
+            "INSERT OR REPLACE INTO accounts(id, name, email) VALUES (:id, 'New', :email)",
+            effect="write",
+            properties={"id": {"type": "integer"}, "email": {"type": "string"}},
+            required=["id", "email"],
+        )
     )
     world_spec["schema"][1] = world_spec["schema"][1].replace("REFERENCES accounts(id)", "")
     world, task = world_and_task(frame={"accounts": "id = 3"}, world=world_spec)
-    reward, found = _violations(world, task, [ToolCall("claim_email", {"id": 3, "email": "dan@acme.io"})])
+    reward, found = _violations(
+        world, task, [ToolCall("claim_email", {"id": 3, "email": "dan@acme.io"})]
+    )
     assert ("accounts", "removed", (), 2) in found
     assert reward == world.verify_state(task, world.snapshot())
 
@@ -174,33 +226,123 @@ DIFF_WORLD: dict[str, Any] = {
         "e": {"columns": ["code", "qty"], "rows": [["A", 1], ["B", 2]]},
     },
     "tools": [
-        tool("upsert_a", "INSERT OR REPLACE INTO a VALUES (:id, :k, :v)", effect="write", properties={"id": {"type": "integer"}, "k": {"type": "string"}, "v": {"type": "integer"}}, required=["id", "k", "v"]),
-        tool("update_a", "UPDATE a SET v = :v WHERE id = :id", effect="write", properties={"id": {"type": "integer"}, "v": {"type": "integer"}}, required=["id", "v"]),
-        tool("move_a", "UPDATE a SET id = :to WHERE id = :id", effect="write", properties={"id": {"type": "integer"}, "to": {"type": "integer"}}, required=["id", "to"]),
-        tool("delete_a", "DELETE FROM a WHERE id = :id", effect="write", properties={"id": {"type": "integer"}}, required=["id"]),
-        tool("insert_b", "INSERT INTO b VALUES (:x, :y)", effect="write", properties={"x": {"type": "integer"}, "y": {"type": "string"}}, required=["x", "y"]),
-        tool("delete_b", "DELETE FROM b WHERE x = :x", effect="write", properties={"x": {"type": "integer"}}, required=["x"]),
-        tool("update_b", "UPDATE b SET y = :y WHERE x = :x", effect="write", properties={"x": {"type": "integer"}, "y": {"type": "string"}}, required=["x", "y"]),
-        tool("put_c", "INSERT OR REPLACE INTO c VALUES (:p, :q, :w)", effect="write", properties={"p": {"type": "integer"}, "q": {"type": "integer"}, "w": {"type": "string"}}, required=["p", "q", "w"]),
-        tool("delete_c", "DELETE FROM c WHERE p = :p", effect="write", properties={"p": {"type": "integer"}}, required=["p"]),
-        tool("insert_d", "INSERT INTO d(a_id, note) VALUES (:a_id, :note)", effect="write", properties={"a_id": {"type": "integer"}, "note": {"type": "string"}}, required=["a_id", "note"]),
-        tool("put_e", "INSERT INTO e VALUES (:code, :qty) ON CONFLICT(code) DO UPDATE SET qty = excluded.qty", effect="write", properties={"code": {"type": "string"}, "qty": {"type": "integer"}}, required=["code", "qty"]),
-        tool("replace_e", "REPLACE INTO e VALUES (:code, :qty)", effect="write", properties={"code": {"type": "string"}, "qty": {"type": "integer"}}, required=["code", "qty"]),
+        tool(
+            "upsert_a",
+            "INSERT OR REPLACE INTO a VALUES (:id, :k, :v)",
+            effect="write",
+            properties={
+                "id": {"type": "integer"},
+                "k": {"type": "string"},
+                "v": {"type": "integer"},
+            },
+            required=["id", "k", "v"],
+        ),
+        tool(
+            "update_a",
+            "UPDATE a SET v = :v WHERE id = :id",
+            effect="write",
+            properties={"id": {"type": "integer"}, "v": {"type": "integer"}},
+            required=["id", "v"],
+        ),
+        tool(
+            "move_a",
+            "UPDATE a SET id = :to WHERE id = :id",
+            effect="write",
+            properties={"id": {"type": "integer"}, "to": {"type": "integer"}},
+            required=["id", "to"],
+        ),
+        tool(
+            "delete_a",
+            "DELETE FROM a WHERE id = :id",
+            effect="write",
+            properties={"id": {"type": "integer"}},
+            required=["id"],
+        ),
+        tool(
+            "insert_b",
+            "INSERT INTO b VALUES (:x, :y)",
+            effect="write",
+            properties={"x": {"type": "integer"}, "y": {"type": "string"}},
+            required=["x", "y"],
+        ),
+        tool(
+            "delete_b",
+            "DELETE FROM b WHERE x = :x",
+            effect="write",
+            properties={"x": {"type": "integer"}},
+            required=["x"],
+        ),
+        tool(
+            "update_b",
+            "UPDATE b SET y = :y WHERE x = :x",
+            effect="write",
+            properties={"x": {"type": "integer"}, "y": {"type": "string"}},
+            required=["x", "y"],
+        ),
+        tool(
+            "put_c",
+            "INSERT OR REPLACE INTO c VALUES (:p, :q, :w)",
+            effect="write",
+            properties={
+                "p": {"type": "integer"},
+                "q": {"type": "integer"},
+                "w": {"type": "string"},
+            },
+            required=["p", "q", "w"],
+        ),
+        tool(
+            "delete_c",
+            "DELETE FROM c WHERE p = :p",
+            effect="write",
+            properties={"p": {"type": "integer"}},
+            required=["p"],
+        ),
+        tool(
+            "insert_d",
+            "INSERT INTO d(a_id, note) VALUES (:a_id, :note)",
+            effect="write",
+            properties={"a_id": {"type": "integer"}, "note": {"type": "string"}},
+            required=["a_id", "note"],
+        ),
+        tool(
+            "put_e",
+            "INSERT INTO e VALUES (:code, :qty) ON CONFLICT(code) DO UPDATE SET qty = excluded.qty",
+            effect="write",
+            properties={"code": {"type": "string"}, "qty": {"type": "integer"}},
+            required=["code", "qty"],
+        ),
+        tool(
+            "replace_e",
+            "REPLACE INTO e VALUES (:code, :qty)",
+            effect="write",
+            properties={"code": {"type": "string"}, "qty": {"type": "integer"}},
+            required=["code", "qty"],
+        ),
     ],
 }
 
 FRAMES: list[dict[str, Any]] = [
     {},
     {"a": "v > 2", "b": "y = 'audit'"},
-    {"a": {"where": "k LIKE 'k%'", "columns": ["v"]}, "c": "*", "e": {"where": "code = 'A'", "columns": ["qty"]}},
-    {"b": "x < 3", "d": {"where": "1", "columns": ["note"]}, "c": {"where": "p = 1", "columns": ["w"]}},
+    {
+        "a": {"where": "k LIKE 'k%'", "columns": ["v"]},
+        "c": "*",
+        "e": {"where": "code = 'A'", "columns": ["qty"]},
+    },
+    {
+        "b": "x < 3",
+        "d": {"where": "1", "columns": ["note"]},
+        "c": {"where": "p = 1", "columns": ["w"]},
+    },
 ]
 
 small = st.integers(min_value=1, max_value=5)
 text = st.sampled_from(["k1", "k2", "k3", "k4", "x", "audit"])
 operations = st.lists(
     st.one_of(
-        st.builds(lambda i, k, v: ToolCall("upsert_a", {"id": i, "k": k, "v": v}), small, text, small),
+        st.builds(
+            lambda i, k, v: ToolCall("upsert_a", {"id": i, "k": k, "v": v}), small, text, small
+        ),
         st.builds(lambda i, v: ToolCall("update_a", {"id": i, "v": v}), small, small),
         st.builds(lambda i, t: ToolCall("move_a", {"id": i, "to": t + 5}), small, small),
         st.builds(lambda i: ToolCall("delete_a", {"id": i}), small),
@@ -210,8 +352,16 @@ operations = st.lists(
         st.builds(lambda p, q, w: ToolCall("put_c", {"p": p, "q": q, "w": w}), small, small, text),
         st.builds(lambda p: ToolCall("delete_c", {"p": p}), small),
         st.builds(lambda a, n: ToolCall("insert_d", {"a_id": a, "note": n}), small, text),
-        st.builds(lambda c, q: ToolCall("put_e", {"code": c, "qty": q}), st.sampled_from(["A", "B", "C"]), small),
-        st.builds(lambda c, q: ToolCall("replace_e", {"code": c, "qty": q}), st.sampled_from(["A", "B", "C"]), small),
+        st.builds(
+            lambda c, q: ToolCall("put_e", {"code": c, "qty": q}),
+            st.sampled_from(["A", "B", "C"]),
+            small,
+        ),
+        st.builds(
+            lambda c, q: ToolCall("replace_e", {"code": c, "qty": q}),
+            st.sampled_from(["A", "B", "C"]),
+            small,
+        ),
     ),
     max_size=8,
 )
@@ -237,10 +387,15 @@ def diff_world():
 
 
 def _summary(reward):
-    return reward.violation_count, sorted((v.table, v.change, tuple(v.columns), tuple(sorted(v.row.items())), v.count) for v in reward.violations)
+    return reward.violation_count, sorted(
+        (v.table, v.change, tuple(v.columns), tuple(sorted(v.row.items())), v.count)
+        for v in reward.violations
+    )
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(calls=operations, frame_index=st.integers(min_value=0, max_value=len(FRAMES) - 1))
 def test_row_tracked_frame_equals_whole_table_frame(diff_world, calls, frame_index):
     """For any sequence of writes (REPLACE, cascades, triggers, key moves, WITHOUT ROWID), both comparisons agree."""

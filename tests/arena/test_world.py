@@ -9,14 +9,26 @@ import textwrap
 from typing import Any
 
 import pytest
+from coevo.arena import (
+    Episode,
+    EpisodeError,
+    Limits,
+    SpecError,
+    TaskSpec,
+    ToolCall,
+    World,
+    WorldSpec,
+    verify,
+)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from coevo.arena import Episode, EpisodeError, Limits, SpecError, TaskSpec, ToolCall, World, WorldSpec, verify
 from tests.factories import example, mini_task, mini_world, tool
 
 
-def make(world: dict[str, Any] | None = None, *, limits: Limits | None = None, task_edit=None) -> tuple[World, TaskSpec]:
+def make(
+    world: dict[str, Any] | None = None, *, limits: Limits | None = None, task_edit=None
+) -> tuple[World, TaskSpec]:
     world = world or mini_world()
     built = World(world, limits=limits or Limits())
     task = mini_task(world=built.id)
@@ -135,12 +147,29 @@ def _world_with(*extra_tools, schema=(), **limits) -> tuple[World, TaskSpec]:
 def test_constraint_and_foreign_key_failures_change_nothing():
     """A CHECK or foreign-key failure is an observation; a multi-statement tool rolls back entirely."""
     world, task = _world_with(
-        tool("open_ticket", "INSERT INTO tickets(account_id, subject, status) VALUES (:account_id, :subject, 'open')", effect="write", properties={"account_id": {"type": "integer"}, "subject": {"type": "string"}}, required=["account_id", "subject"]),
-        tool("reopen_and_break", ["UPDATE tickets SET status = 'open' WHERE id = 13", "UPDATE tickets SET status = 'bogus' WHERE id = 10"], effect="write"),
+        tool(
+            "open_ticket",
+            "INSERT INTO tickets(account_id, subject, status) VALUES (:account_id, :subject, 'open')",
+            effect="write",
+            properties={"account_id": {"type": "integer"}, "subject": {"type": "string"}},
+            required=["account_id", "subject"],
+        ),
+        tool(
+            "reopen_and_break",
+            [
+                "UPDATE tickets SET status = 'open' WHERE id = 13",
+                "UPDATE tickets SET status = 'bogus' WHERE id = 10",
+            ],
+            effect="write",
+        ),
     )
     world.reset(task)
     fk = world.step(ToolCall("open_ticket", {"account_id": 99, "subject": "ghost"}))
-    assert not fk.ok and "FOREIGN KEY constraint failed" in fk.error and "nothing was changed" in fk.error
+    assert (
+        not fk.ok
+        and "FOREIGN KEY constraint failed" in fk.error
+        and "nothing was changed" in fk.error
+    )
     broken = world.step(ToolCall("reopen_and_break", {}))
     assert not broken.ok and "CHECK constraint failed" in broken.error
     rows = dict((r[0], r[2]) for r in world.step(ToolCall("list_tickets", {"account_id": 1})).rows)
@@ -160,7 +189,13 @@ def test_trigger_raise_reaches_the_agent_as_its_message():
 
 def test_recursive_cte_bomb_ends_with_a_budget_observation():
     """An endless recursive CTE stops at the VM-instruction budget; the next call works."""
-    world, task = _world_with(tool("bomb", "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"), vm_instructions=200_000)
+    world, task = _world_with(
+        tool(
+            "bomb",
+            "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c",
+        ),
+        vm_instructions=200_000,
+    )
     world.reset(task)
     obs = world.step(ToolCall("bomb", {}))
     assert not obs.ok and "budget of 200,000 SQLite VM instructions" in obs.error
@@ -194,7 +229,9 @@ def test_bombs_keep_memory_small_in_a_fresh_process():
         print(json.dumps({"errors": errors, "grew_kib": after - before}))
         """
     )
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
+    )
     report = json.loads(result.stdout)
     assert all(e and "failed" in e for e in report["errors"]), report
     assert report["grew_kib"] < 100_000, report  # < 100 MB growth, though zeroblob asked for 1 GB
@@ -203,8 +240,14 @@ def test_bombs_keep_memory_small_in_a_fresh_process():
 def test_result_caps_truncate_rows_and_bytes():
     """More rows than max_rows, or more bytes than max_result_bytes, are cut and flagged."""
     world, task = _world_with(
-        tool("many", "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < 1000) SELECT i FROM r"),
-        tool("fat", "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < 10) SELECT zeroblob(100000) FROM r"),
+        tool(
+            "many",
+            "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < 1000) SELECT i FROM r",
+        ),
+        tool(
+            "fat",
+            "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < 10) SELECT zeroblob(100000) FROM r",
+        ),
         max_rows=50,
         max_result_bytes=250_000,
     )
@@ -219,11 +262,23 @@ def test_result_caps_truncate_rows_and_bytes():
 def test_the_world_clock_is_fixed():
     """'now', current_timestamp and the zero-argument date functions read the world's clock."""
     world, task = _world_with(
-        tool("clock", "SELECT datetime('now'), date('now', '+1 day'), current_timestamp, current_date, strftime('%Y-%m', 'now'), unixepoch(), julianday('now') = julianday('2026-11-29 12:00:00'), time()")
+        tool(
+            "clock",
+            "SELECT datetime('now'), date('now', '+1 day'), current_timestamp, current_date, strftime('%Y-%m', 'now'), unixepoch(), julianday('now') = julianday('2026-11-29 12:00:00'), time()",
+        )
     )
     world.reset(task)
     row = world.step(ToolCall("clock", {})).rows[0]
-    assert row == ("2026-11-29 12:00:00", "2026-11-30", "2026-11-29 12:00:00", "2026-11-29", "2026-11", 1795953600, 1, "12:00:00")
+    assert row == (
+        "2026-11-29 12:00:00",
+        "2026-11-30",
+        "2026-11-29 12:00:00",
+        "2026-11-29",
+        "2026-11",
+        1795953600,
+        1,
+        "12:00:00",
+    )
 
 
 def test_column_default_current_timestamp_uses_the_world_clock():
@@ -231,10 +286,23 @@ def test_column_default_current_timestamp_uses_the_world_clock():
     task, spec = example("hr-payroll")
     with World(spec) as world:
         world.reset(task)
-        world.step(ToolCall("add_salary_history", {"employee_id": 9, "effective_on": "2027-01-01", "old_salary": 99000, "new_salary": 101000, "reason": "merit"}))
+        world.step(
+            ToolCall(
+                "add_salary_history",
+                {
+                    "employee_id": 9,
+                    "effective_on": "2027-01-01",
+                    "old_salary": 99000,
+                    "new_salary": 101000,
+                    "reason": "merit",
+                },
+            )
+        )
         conn = world.compiled.conn
         with world.compiled.guard.trust():
-            stamp = conn.execute("SELECT recorded_at FROM salary_history WHERE employee_id = 9").fetchone()[0]
+            stamp = conn.execute(
+                "SELECT recorded_at FROM salary_history WHERE employee_id = 9"
+            ).fetchone()[0]
         assert stamp == "2026-11-29 12:00:00"
 
 
@@ -270,7 +338,12 @@ def test_invalid_world_raises_spec_error_naming_every_problem():
     with pytest.raises(SpecError) as info:
         World(world)
     paths = {p.path for p in info.value.problems}
-    assert {"world.now", "world.tools[5].name", "world.data.tickets.rows[4]", "world.data.nope"} <= paths
+    assert {
+        "world.now",
+        "world.tools[5].name",
+        "world.data.tickets.rows[4]",
+        "world.data.nope",
+    } <= paths
     assert "reserved" in str(info.value)
 
 
@@ -303,16 +376,42 @@ def test_tool_definitions_end_with_submit(mini):
 
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(min_value=-(2**80), max_value=2**80) | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=30),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**80), max_value=2**80)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(max_size=30),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
     max_leaves=8,
 )
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
-    name=st.sampled_from(["find_account", "list_tickets", "close_ticket", "set_priority", "count_open", "submit", "nope", ""]),
-    arguments=st.one_of(st.dictionaries(st.sampled_from(["email", "account_id", "ticket_id", "priority", "answer", "x"]), json_values, max_size=4), json_values),
+    name=st.sampled_from(
+        [
+            "find_account",
+            "list_tickets",
+            "close_ticket",
+            "set_priority",
+            "count_open",
+            "submit",
+            "nope",
+            "",
+        ]
+    ),
+    arguments=st.one_of(
+        st.dictionaries(
+            st.sampled_from(["email", "account_id", "ticket_id", "priority", "answer", "x"]),
+            json_values,
+            max_size=4,
+        ),
+        json_values,
+    ),
 )
 def test_random_arguments_never_crash_step(mini, name, arguments):
     """Whatever the arguments, World.step returns an observation and never raises."""

@@ -1,0 +1,56 @@
+"""The repository keeps its promises: the README's two commands, CI running the same test command, lint."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def readme_commands() -> list[str]:
+    text = (ROOT / "README.md").read_text()
+    return re.findall(r"```(?:bash|sh)\n(.+?)\n```", text, flags=re.S)
+
+
+def test_readme_starts_with_the_two_commands():
+    """The README opens (after its title) with the install-and-run and install-and-test commands."""
+    text = (ROOT / "README.md").read_text()
+    first_lines = [line for line in text.splitlines() if line.strip()][:7]
+    assert first_lines[0].startswith("# coevo")
+    commands = readme_commands()
+    assert commands[0].startswith("python3 -m venv .venv") and "coevo " in commands[0]
+    assert commands[1].startswith("python3 -m venv .venv") and "pytest" in commands[1]
+    assert text.index(commands[1]) < text.index("\n## ")
+
+
+def test_ci_runs_exactly_the_readme_test_command():
+    """.ci/run ends with the README's test command, character for character."""
+    ci = (ROOT / ".ci" / "run").read_text().strip().splitlines()
+    assert ci[-1] == readme_commands()[1]
+
+
+def test_every_dependency_is_declared():
+    """Third-party modules imported by the package are declared in pyproject.toml."""
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    imported = set()
+    for folder in ("arena", "agents", "curricula"):
+        for path in (ROOT / folder).rglob("*.py"):
+            for match in re.finditer(
+                r"^(?:from|import) ([a-zA-Z_][\w]*)", path.read_text(), flags=re.M
+            ):
+                imported.add(match.group(1))
+    stdlib = set(sys.stdlib_module_names) | {"coevo", "__future__"}
+    for module in sorted(imported - stdlib):
+        assert f'"{module}' in pyproject, f"{module} is imported but not declared in pyproject.toml"
+
+
+def test_ruff_lint_and_format_pass():
+    """ruff check and ruff format --check are clean."""
+    for args in (["check", "."], ["format", "--check", "."]):
+        result = subprocess.run(
+            [sys.executable, "-m", "ruff", *args], cwd=ROOT, capture_output=True, text=True
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
