@@ -487,6 +487,22 @@ def _run_schema_statement(
     created[name.lower()] = i
 
 
+def _reserved_columns(
+    tables: dict[str, TableInfo], created: dict[str, int], problems: list[Problem]
+) -> None:
+    for key, info in tables.items():
+        for column in info.columns:
+            if column.lower().startswith(TRACKING_PREFIX):
+                index = created.get(key)
+                problems.append(
+                    Problem(
+                        f"world.schema[{index}]" if index is not None else "world.schema",
+                        f"column {info.name}.{column} starts with {TRACKING_PREFIX!r}, which coevo reserves",
+                        "rename the column",
+                    )
+                )
+
+
 def _table_info(conn: sqlite3.Connection, name: str) -> TableInfo:
     info = conn.execute(f"PRAGMA main.table_xinfo({quote_ident(name)})").fetchall()
     columns = tuple(row[1] for row in info if row[6] != 1)
@@ -648,6 +664,12 @@ def _check_schema_code(
         index = created.get((name or "").lower())
         return f"world.schema[{index}]" if index is not None else "world.schema"
 
+    triggers: dict[str, list[str]] = {}
+    with guard.trust():
+        for name, table in conn.execute(
+            "SELECT name, tbl_name FROM main.sqlite_master WHERE type = 'trigger'"
+        ):
+            triggers.setdefault(table.lower(), []).append(name)
     for view in sorted(views):
         facts = explain(conn, guard, f"SELECT * FROM main.{quote_ident(view)}")
         for p in _statement_problems(facts, where(view), what="view", fix="fix the view's SELECT"):
@@ -673,6 +695,18 @@ def _check_schema_code(
                         path,
                         f"writing {info.name} would run code that {refused}",
                         _fix_for(facts, "fix the trigger"),
+                    )
+                )
+                break
+            if facts.error:
+                fired = triggers.get(info.name.lower(), [])
+                problems.append(
+                    Problem(
+                        where(fired[0] if fired else info.name),
+                        f"writing {info.name} does not compile"
+                        + (f" (it fires trigger(s) {', '.join(fired)})" if fired else "")
+                        + f": {facts.error}",
+                        "fix the trigger (or foreign key) that runs when the table is written",
                     )
                 )
                 break
@@ -845,6 +879,7 @@ def compile_world(spec: WorldSpec, limits: Limits) -> CompiledWorld:
                 for kind, name in objects
                 if kind == "table" and not name.lower().startswith(("sqlite_", TRACKING_PREFIX))
             }
+        _reserved_columns(tables, created, problems)
         views: set[str] = set()
         with guard.trust():
             _load_data(conn, spec, tables, views, problems)

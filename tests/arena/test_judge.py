@@ -277,3 +277,23 @@ def test_failing_reference_step_fails_oracle_even_with_reward_one(cache):
 def test_perturbed_answers_differ(answer, expected):
     """The perturbation changes the last number, or else drops a character."""
     assert perturb_answer(answer) == expected
+
+
+def test_reserved_names_are_invalid(cache):
+    """Tables, triggers and columns named coevo_* would collide with the change log: rejected."""
+    world = mini_world()
+    world["schema"].append("CREATE TABLE coevo_changes(x)")
+    world["schema"][0] = world["schema"][0].replace("plan TEXT", "coevo_m TEXT")
+    world["data"]["accounts"]["columns"][3] = "coevo_m"
+    reason = _failed(assess(mini_task(world), cache), "valid")
+    assert "coevo_changes" in reason and "accounts.coevo_m" in reason and "reserves" in reason
+
+
+def test_trigger_referencing_a_missing_table_is_invalid(cache):
+    """A trigger whose body cannot compile makes the world invalid, pointing at the trigger."""
+    world = mini_world()
+    world["schema"].append(
+        "CREATE TRIGGER log_close AFTER UPDATE ON tickets BEGIN INSERT INTO audit_log VALUES (new.id); END"
+    )
+    reason = _failed(assess(mini_task(world), cache), "valid")
+    assert "schema[2]" in reason and "no such table" in reason and "audit_log" in reason

@@ -405,3 +405,67 @@ def test_row_tracked_frame_equals_whole_table_frame(diff_world, calls, frame_ind
     tracked = episode.reward
     whole = world.verify_state(task, world.snapshot())
     assert _summary(tracked) == _summary(whole)
+
+
+def test_quoted_identifiers_work_end_to_end():
+    """Tables and columns with spaces and mixed case work in tools, views, tracking and every frame form."""
+    world = {
+        "format": "coevo.world/1",
+        "domain": "test",
+        "now": "2026-11-29T12:00:00",
+        "schema": [
+            'CREATE TABLE "Order Items"("Item Id" INTEGER PRIMARY KEY, "Unit Price" REAL, "Note" TEXT)',
+            'CREATE VIEW "Cheap Items" AS SELECT "Item Id", "Unit Price" FROM "Order Items" WHERE "Unit Price" < 10',
+        ],
+        "data": {
+            "Order Items": {
+                "columns": ["Item Id", "Unit Price", "Note"],
+                "rows": [[1, 5.5, "a"], [2, 12.0, "b"]],
+            }
+        },
+        "tools": [
+            tool("cheap", 'SELECT * FROM "Cheap Items"'),
+            tool(
+                "reprice",
+                'UPDATE "Order Items" SET "Unit Price" = :price WHERE "Item Id" = :id',
+                effect="write",
+                properties={"id": {"type": "integer"}, "price": {"type": "number"}},
+                required=["id", "price"],
+            ),
+            tool(
+                "annotate",
+                'UPDATE "Order Items" SET "Note" = :note WHERE "Item Id" = :id',
+                effect="write",
+                properties={"id": {"type": "integer"}, "note": {"type": "string"}},
+                required=["id", "note"],
+            ),
+        ],
+    }
+    built = World(world)
+    for frame, calls, count in [
+        (
+            {"Order Items": {"where": '"Item Id" = 2', "columns": ["Unit Price"]}},
+            [ToolCall("reprice", {"id": 2, "price": 8})],
+            0,
+        ),
+        (
+            {"Order Items": {"where": '"Item Id" = 2', "columns": ["Unit Price"]}},
+            [ToolCall("annotate", {"id": 2, "note": "z"})],
+            1,
+        ),
+        ({"Order Items": '"Unit Price" > 1'}, [ToolCall("reprice", {"id": 1, "price": 0.5})], 1),
+        ({}, [ToolCall("reprice", {"id": 1, "price": 5.5})], 0),
+    ]:
+        task = TaskSpec.model_validate(
+            {
+                "format": "coevo.task/1",
+                "world": built.id,
+                "instruction": "x",
+                "verifier": {"checks": [{"name": "c", "sql": "SELECT 1"}], "frame": frame},
+                "solution": [call("submit")],
+            }
+        )
+        reward = built.run(task, [ToolCall("cheap", {}), *calls, ToolCall("submit")]).reward
+        assert reward.violation_count == count, (frame, reward.detail())
+        assert reward == built.verify_state(task, built.snapshot())
+    assert built.run(task, [ToolCall("cheap", {})]).observations[0].rows == [(1, 5.5)]
