@@ -117,6 +117,7 @@ class Reward(_Model):
         frame_ok: whether every row outside the frame is unchanged.
         violations: rows outside the frame (at most a few per table; see ``violation_count``).
         violation_count: the number of rows outside the frame in all.
+        frame_errors: tables whose comparison failed (e.g. over budget); the frame then does not hold.
         reason: one line saying why the reward is what it is.
     """
 
@@ -127,6 +128,7 @@ class Reward(_Model):
     frame_ok: bool = True
     violations: list[FrameViolation] = Field(default_factory=list)
     violation_count: int = 0
+    frame_errors: list[str] = Field(default_factory=list)
     reason: str
 
     @property
@@ -139,6 +141,7 @@ class Reward(_Model):
         lines = [f"reward {self.value}: {self.reason}"]
         lines += [f"  check {c.name!r} failed: {c.reason}" for c in self.failed_checks]
         lines += [f"  outside the frame: {v.describe()}" for v in self.violations]
+        lines += [f"  {error}" for error in self.frame_errors]
         shown = sum(v.count for v in self.violations)
         if self.violation_count > shown:
             lines.append(f"  ... and {self.violation_count - shown} more rows outside the frame")

@@ -227,8 +227,12 @@ def _count(conn: sqlite3.Connection, db: str, info: TableInfo) -> int:
 
 def frame_violations(
     world: CompiledWorld, task: CompiledTask, *, tracked: bool
-) -> tuple[list[FrameViolation], int]:
+) -> tuple[list[FrameViolation], int, list[str]]:
     """Every row outside the task's frame, comparing ``main`` with ``initial``.
+
+    Each table's comparison runs under the verifier's VM budget (a frame
+    condition is untrusted SQL); a table that cannot be compared within it
+    counts as outside the frame (fail closed).
 
     Args:
         world: the compiled world, in its final state.
@@ -238,11 +242,14 @@ def frame_violations(
             can be skipped and touched ones compared row by row.
 
     Returns:
-        Up to :data:`REPORTED_ROWS_PER_TABLE` violations per table, and the
-        total number of rows outside the frame.
+        Up to :data:`REPORTED_ROWS_PER_TABLE` violations per table, the
+        total number of rows outside the frame, and the tables that could
+        not be compared (with why).
     """
     conn, guard = world.conn, world.guard
+    budget = world.limits.verifier_vm_instructions
     violations: list[FrameViolation] = []
+    errors: list[str] = []
     total = 0
     with guard.trust():
         changed = _changed_tables(world) if tracked else {}
@@ -258,10 +265,20 @@ def frame_violations(
                     _count(conn, "main", info) == _count(conn, "initial", info) + changed[key]
                 )
             compare = _keyed_changes if entry.kind == "columns" else _multiset_changes
-            found, count = compare(conn, entry, key, restricted)
+            guard.budget(budget)
+            try:
+                found, count = compare(conn, entry, key, restricted)
+            except (sqlite3.Error, MemoryError, OverflowError) as exc:
+                text = str(exc)
+                if "interrupted" in text:
+                    text = f"stopped after the verifier budget of {budget:,} VM instructions"
+                errors.append(f"{entry.table.name}: the frame could not be checked ({text})")
+                continue
+            finally:
+                guard.unlimited()
             violations.extend(found)
             total += count
-    return violations, total
+    return violations, total, errors
 
 
 def evaluate(
@@ -280,9 +297,10 @@ def evaluate(
     if not submitted:
         return Reward(value=0, submitted=False, answer=None, reason="the episode did not submit")
     outcomes = [run_check(world, check, answer) for check in task.checks]
-    violations, total = frame_violations(world, task, tracked=tracked)
+    violations, total, errors = frame_violations(world, task, tracked=tracked)
     failed = [c for c in outcomes if not c.passed]
-    if not failed and total == 0:
+    frame_ok = total == 0 and not errors
+    if not failed and frame_ok:
         reason = f"all {len(outcomes)} check(s) pass and the frame holds"
     else:
         parts = [f"check {c.name!r} failed ({c.reason})" for c in failed[:3]]
@@ -290,14 +308,16 @@ def evaluate(
             parts.append(f"{len(failed) - 3} more checks failed")
         if total:
             parts.append(f"{total} row(s) outside the frame")
+        parts.extend(errors)
         reason = "; ".join(parts)
     return Reward(
-        value=1 if not failed and total == 0 else 0,
+        value=1 if not failed and frame_ok else 0,
         submitted=True,
         answer=answer,
         checks=outcomes,
-        frame_ok=total == 0,
+        frame_ok=frame_ok,
         violations=violations,
         violation_count=total,
+        frame_errors=errors,
         reason=reason,
     )

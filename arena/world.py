@@ -60,6 +60,16 @@ SUBMIT_TOOL: dict[str, Any] = {
 }
 
 
+def _as_call(call: Any) -> ToolCall:
+    if isinstance(call, ToolCall):
+        return call
+    if isinstance(call, Mapping) and "tool" in call:
+        return ToolCall(call["tool"], call.get("arguments", {}))
+    raise TypeError(
+        f"a step takes a ToolCall or {{'tool': ..., 'arguments': {{...}}}}, got {type(call).__name__}"
+    )
+
+
 class World:
     """One SQLite world: built and validated once, reset by restoring its bytes.
 
@@ -193,8 +203,10 @@ class World:
         self._submitted = False
         return Observation(step=0)
 
-    def step(self, call: ToolCall) -> Observation:
+    def step(self, call: ToolCall | Mapping[str, Any]) -> Observation:
         """Call one tool (or ``submit``) and observe the result.
+
+        ``call`` is a :class:`ToolCall` or a mapping ``{"tool": ..., "arguments": {...}}``.
 
         Raises:
             EpisodeError: no episode is running (call :meth:`reset` first).
@@ -205,12 +217,14 @@ class World:
             raise EpisodeError(
                 f"the episode is over after {self._steps} step(s); call reset(task) to start another"
             )
+        if call.__class__ is not ToolCall:
+            call = _as_call(call)
         self._steps += 1
         step = self._steps
         name = call.tool
         if name == SUBMIT:
             return self._submit(step, call.arguments)
-        tool = self._tools.get(name)
+        tool = self._tools.get(name) if name.__class__ is str else None
         if tool is None:
             obs = Observation(step=step, tool=name, ok=False, error=self._unknown_tool(name))
         else:

@@ -469,3 +469,19 @@ def test_quoted_identifiers_work_end_to_end():
         assert reward.violation_count == count, (frame, reward.detail())
         assert reward == built.verify_state(task, built.snapshot())
     assert built.run(task, [ToolCall("cheap", {})]).observations[0].rows == [(1, 5.5)]
+
+
+def test_frame_comparison_over_budget_fails_closed():
+    """A table too large to compare within the verifier budget makes the frame not hold, with the reason."""
+    world_spec = mini_world()
+    world_spec["schema"].append("CREATE TABLE log(n INTEGER)")
+    world_spec["data"]["log"] = {"columns": ["n"], "rows": [[i] for i in range(5000)]}
+    built = World(world_spec, limits=Limits(verifier_vm_instructions=20_000))
+    task = TaskSpec.model_validate(mini_task(world=built.id))
+    episode = built.run(task, task.solution)
+    assert episode.reward.value == 1  # row-tracked: the log table was not touched
+    whole = built.verify_state(task, built.snapshot())
+    assert whole.value == 0 and not whole.frame_ok
+    assert (
+        "log: the frame could not be checked" in whole.reason and "budget of 20,000" in whole.reason
+    )

@@ -421,3 +421,14 @@ def test_random_arguments_never_crash_step(mini, name, arguments):
     obs = world.step(ToolCall(name, arguments))
     assert obs.ok or obs.error
     json.dumps(obs.to_json(), default=str)
+
+
+def test_step_accepts_a_mapping_and_rejects_odd_tool_names(mini):
+    """A JSON-shaped call works like a ToolCall; a non-string tool name is an error observation."""
+    world, task = mini
+    world.reset(task)
+    assert world.step({"tool": "count_open", "arguments": {"account_id": 1}}).rows == [(2,)]
+    obs = world.step(ToolCall(["not", "a", "name"], {}))  # type: ignore[arg-type]
+    assert not obs.ok and "unknown tool" in obs.error
+    with pytest.raises(TypeError, match="ToolCall"):
+        world.step("count_open")  # type: ignore[arg-type]
