@@ -282,11 +282,18 @@ def dump_record(spec: TaskSpec | WorldSpec) -> dict[str, Any]:
 
 
 def write_records(path: str | Path, specs: Iterable[TaskSpec | WorldSpec]) -> int:
-    """Write records to ``path`` as JSON lines (ids filled in). Returns how many were written."""
-    count = 0
-    with Path(path).open("w", encoding="utf-8") as handle:
-        for spec in specs:
-            handle.write(json.dumps(dump_record(spec), ensure_ascii=False, sort_keys=False))
+    """Write records (ids filled in): JSON lines, or one indented JSON array for a ``.json`` path.
+
+    Returns:
+        How many records were written.
+    """
+    records = [dump_record(spec) for spec in specs]
+    target = Path(path)
+    with target.open("w", encoding="utf-8") as handle:
+        if target.suffix == ".json":
+            json.dump(records, handle, ensure_ascii=False, indent=2)
             handle.write("\n")
-            count += 1
-    return count
+        else:
+            for record in records:
+                handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+    return len(records)

@@ -22,7 +22,7 @@ from datetime import datetime
 from difflib import get_close_matches
 from typing import Any
 
-from coevo.arena.arguments import PARAMETER_NAME, Binder, compile_parameters
+from coevo.arena.arguments import Binder, compile_parameters
 from coevo.arena.errors import Problem, SpecError
 from coevo.arena.limits import Limits
 from coevo.arena.spec import (
@@ -1225,8 +1225,3 @@ def compile_task(task: TaskSpec, world: CompiledWorld) -> CompiledTask:
     return CompiledTask(
         spec=task, id=task.task_id, checks=tuple(checks), frame=frame, warnings=tuple(warnings)
     )
-
-
-def is_parameter_name(name: str) -> bool:
-    """Whether ``name`` can be an SQL parameter (``:name``)."""
-    return bool(PARAMETER_NAME.match(name))

@@ -97,6 +97,10 @@ def test_write_then_read_keeps_ids(tmp_path, examples):
     again_tasks, again_worlds = load_records(path)
     assert [t.task_id for t in again_tasks] == [t.task_id for t in tasks]
     assert list(again_worlds) == list(worlds)
+    pretty = tmp_path / "out.json"
+    write_records(pretty, tasks[:1])
+    assert pretty.read_text().startswith("[\n  {")
+    assert [t.task_id for t in load_records(pretty)[0]] == [tasks[0].task_id]
 
 
 def test_load_records_raises_record_error_with_the_line():
