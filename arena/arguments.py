@@ -61,7 +61,7 @@ OBJECT_KEYWORDS = ANNOTATIONS | {
 }
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
-Check = Callable[[Any], str | None]
+Check = Callable[[Any], "str | tuple[Any]"]  # an error message, or (bind value,)
 _MISSING = object()
 
 
@@ -183,7 +183,7 @@ class Binder:
             if value is not _MISSING:
                 seen += 1
                 result = checks[name](value)
-                if result.__class__ is str:
+                if type(result) is str:
                     errors = errors or []
                     errors.append(result)
                 else:

@@ -38,7 +38,7 @@ class Limits:
     max_result_bytes: int = 256_000
 
     def __post_init__(self) -> None:
-        for name in self.__slots__:  # type: ignore[attr-defined]
+        for name in self.__slots__:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"Limits.{name} must be a positive integer, got {value!r}")

@@ -154,7 +154,7 @@ def _parse_text(text: str, line: int) -> Record | BadRecord:
     try:
         spec = parse_record(obj, line=line)
     except RecordError as exc:
-        return BadRecord(line, exc.kind or "task", exc.message)  # type: ignore[arg-type]
+        return BadRecord(line, exc.kind or "task", exc.message)
     return Record(line, "world" if isinstance(spec, WorldSpec) else "task", spec)
 
 
@@ -196,7 +196,7 @@ def _json_document(text: str) -> Iterator[Record | BadRecord]:
         try:
             spec = parse_record(obj, line=line)
         except RecordError as exc:
-            yield BadRecord(line, exc.kind or "task", exc.message)  # type: ignore[arg-type]
+            yield BadRecord(line, exc.kind or "task", exc.message)
         else:
             yield Record(line, "world" if isinstance(spec, WorldSpec) else "task", spec)
         position = end

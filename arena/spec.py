@@ -17,7 +17,7 @@ import binascii
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Annotated, Any, Literal, Self
+from typing import Annotated, Any, Final, Literal, Self
 
 from pydantic import (
     BaseModel,
@@ -47,8 +47,8 @@ __all__ = [
     "WorldSpec",
 ]
 
-TASK_FORMAT = "coevo.task/1"
-WORLD_FORMAT = "coevo.world/1"
+TASK_FORMAT: Final = "coevo.task/1"
+WORLD_FORMAT: Final = "coevo.world/1"
 SUBMIT = "submit"
 WORLD_ID_PATTERN = r"^sha256:[0-9a-f]{64}$"
 

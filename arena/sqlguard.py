@@ -377,7 +377,7 @@ def open_world_connection(now: str, limits: Limits) -> tuple[sqlite3.Connection,
     return conn, guard
 
 
-class _RecordingParams(dict):  # type: ignore[type-arg]
+class _RecordingParams(dict):
     """A binding mapping that records which parameter names SQLite asks for."""
 
     def __init__(self) -> None:

@@ -178,7 +178,7 @@ def _keyed_changes(
                         table=info.name,
                         change=change,
                         row={c: _shown(v) for c, v in zip(info.columns, row, strict=True)},
-                    )  # type: ignore[arg-type]
+                    )
                 )
     flags = ", ".join(
         f"(i.{quote_ident(c)} COLLATE BINARY IS NOT f.{quote_ident(c)})" for c in info.columns

@@ -21,7 +21,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 from coevo.arena.errors import EpisodeError
 from coevo.arena.limits import DEFAULT_LIMITS, Limits
@@ -217,22 +217,21 @@ class World:
             raise EpisodeError(
                 f"the episode is over after {self._steps} step(s); call reset(task) to start another"
             )
-        if call.__class__ is not ToolCall:
-            call = _as_call(call)
+        tool_call = cast(ToolCall, call) if call.__class__ is ToolCall else _as_call(call)
         self._steps += 1
         step = self._steps
-        name = call.tool
+        name = tool_call.tool
         if name == SUBMIT:
-            return self._submit(step, call.arguments)
+            return self._submit(step, tool_call.arguments)
         tool = self._tools.get(name) if name.__class__ is str else None
         if tool is None:
             obs = Observation(step=step, tool=name, ok=False, error=self._unknown_tool(name))
         else:
-            binds, error = tool.binder.bind(call.arguments)
+            binds, error = tool.binder.bind(tool_call.arguments)
             if error is not None:
                 obs = Observation(step=step, tool=name, ok=False, error=error)
             else:
-                obs = self._run_tool(tool, binds, step)  # type: ignore[arg-type]
+                obs = self._run_tool(tool, binds, step)
         if step >= self._max_steps:
             self._done = True
             reward = Reward(

@@ -54,3 +54,11 @@ def test_ruff_lint_and_format_pass():
             [sys.executable, "-m", "ruff", *args], cwd=ROOT, capture_output=True, text=True
         )
         assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_mypy_passes():
+    """The packages type-check (mypy, settings in pyproject.toml)."""
+    result = subprocess.run(
+        [sys.executable, "-m", "mypy"], cwd=ROOT, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
