@@ -219,8 +219,7 @@ def check_determinism(task: TaskSpec, world: World, fresh: World) -> CheckResult
     steps = _steps_for(world, calls)
     first = world.run(task, calls, max_steps=steps)
     again = world.verify(answer)
-    state = world.snapshot()
-    whole = world.verify_state(task, state, answer)
+    whole = world.verify_whole(answer)
     other = fresh.run(task, calls, max_steps=steps)
     problems: list[str] = []
     if again != first.reward:

@@ -34,6 +34,7 @@ __all__ = [
     "Guard",
     "StatementFacts",
     "explain",
+    "fold",
     "is_forbidden_function",
     "open_world_connection",
     "quote_ident",
@@ -111,9 +112,17 @@ _TICK = 1000  # VM instructions between two progress-handler calls
 _EXPLAIN_IDS = itertools.count()
 
 
+_ASCII_FOLD = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def fold(name: str) -> str:
+    """``name`` case-folded as SQLite folds identifiers: ASCII letters only (``"Ä"`` and ``"ä"`` differ)."""
+    return name.translate(_ASCII_FOLD)
+
+
 def is_forbidden_function(name: str) -> bool:
     """Whether untrusted SQL may not call the function ``name``."""
-    lowered = name.lower()
+    lowered = fold(name)
     return lowered in FORBIDDEN_FUNCTIONS or lowered.startswith("sqlite_")
 
 
@@ -215,7 +224,7 @@ class Guard:
             return True
         if action == "FUNCTION":
             return not is_forbidden_function(arg2 or "")
-        table = (arg1 or "").lower()
+        table = fold(arg1 or "")
         internal = table.startswith("sqlite_")
         if action == "READ":
             if internal:
@@ -480,7 +489,7 @@ def explain(conn: sqlite3.Connection, guard: Guard, sql: str) -> StatementFacts:
         )
     opcodes = frozenset(str(row[1]) for row in program)
     variables: list[str] = []
-    functions = {a.arg2.lower() for a in actions if a.action == "FUNCTION" and a.arg2}
+    functions = {fold(a.arg2) for a in actions if a.action == "FUNCTION" and a.arg2}
     for row in program:
         opcode, p4 = row[1], row[5]
         if opcode == "Variable":
@@ -490,7 +499,7 @@ def explain(conn: sqlite3.Connection, guard: Guard, sql: str) -> StatementFacts:
         elif opcode in _FUNCTION_OPCODES and isinstance(p4, str):
             match = _P4_FUNCTION.match(p4)
             if match:
-                functions.add(match.group(1).lower())
+                functions.add(fold(match.group(1)))
     # Parameters the optimiser dropped from the program still have names.
     for name in params.asked:
         if not any(v[1:] == name for v in variables):

@@ -38,6 +38,7 @@ from coevo.arena.sqlguard import (
     Guard,
     StatementFacts,
     explain,
+    fold,
     is_forbidden_function,
     open_world_connection,
     quote_ident,
@@ -61,6 +62,7 @@ _CREATE = re.compile(
     r"^CREATE\s+(?:(TEMP|TEMPORARY)\s+)?(?:UNIQUE\s+)?(TABLE|INDEX|VIEW|TRIGGER|VIRTUAL\s+TABLE)\b",
     re.I,
 )
+_DEFERRED = re.compile(r"\bINITIALLY\s+DEFERRED\b", re.I)
 _MAX_ROW_PROBLEMS = 20
 _MAX_WARNED_ROWIDS = 8
 
@@ -94,8 +96,8 @@ class TableInfo:
 
     def column(self, name: str) -> str | None:
         """The declared spelling of column ``name`` (SQLite names are case-insensitive)."""
-        lowered = name.lower()
-        return next((c for c in self.columns if c.lower() == lowered), None)
+        folded = fold(name)
+        return next((c for c in self.columns if fold(c) == folded), None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,8 +132,10 @@ class CompiledWorld:
         tables: table name (lower-cased) to :class:`TableInfo`.
         views: lower-cased view names.
         tools: tool name to :class:`CompiledTool`.
-        initial: the built database's bytes, restored on every reset.
+        initial: the built database's bytes (the initial state).
         tracked: lower-cased tables whose changed rows are tracked row by row.
+        deferred_foreign_keys: some foreign key is DEFERRABLE INITIALLY DEFERRED
+            (checked after every write call, since an episode never commits).
         warnings: things worth knowing that do not make the world invalid.
     """
 
@@ -145,11 +149,12 @@ class CompiledWorld:
     tools: dict[str, CompiledTool]
     initial: bytes
     tracked: frozenset[str]
+    deferred_foreign_keys: bool = False
     warnings: list[str] = field(default_factory=list)
 
     def table(self, name: str) -> TableInfo | None:
         """The table called ``name`` (any case), or None."""
-        return self.tables.get(name.lower())
+        return self.tables.get(fold(name))
 
 
 @dataclass(frozen=True, slots=True)
@@ -476,7 +481,7 @@ def _run_schema_statement(
             )
         )
     name = made[0].arg1 or ""
-    if name.lower().startswith(TRACKING_PREFIX):
+    if fold(name).startswith(TRACKING_PREFIX):
         problems.append(
             Problem(
                 path,
@@ -484,7 +489,7 @@ def _run_schema_statement(
                 "rename the object",
             )
         )
-    created[name.lower()] = i
+    created[fold(name)] = i
 
 
 def _reserved_columns(
@@ -492,7 +497,7 @@ def _reserved_columns(
 ) -> None:
     for key, info in tables.items():
         for column in info.columns:
-            if column.lower().startswith(TRACKING_PREFIX):
+            if fold(column).startswith(TRACKING_PREFIX):
                 index = created.get(key)
                 problems.append(
                     Problem(
@@ -508,7 +513,7 @@ def _table_info(conn: sqlite3.Connection, name: str) -> TableInfo:
     columns = tuple(row[1] for row in info if row[6] != 1)
     insertable = tuple(row[1] for row in info if row[6] == 0)
     pk = tuple(row[1] for row in sorted((r for r in info if r[5] > 0), key=lambda r: r[5]))
-    lowered = {c.lower() for c in columns}
+    lowered = {fold(c) for c in columns}
     rowid = None
     for alias in ("rowid", "_rowid_", "oid"):
         if alias in lowered:
@@ -531,9 +536,9 @@ def _load_data(
 ) -> None:
     for table_name, table_data in spec.data.items():
         path = f"world.data.{table_name}"
-        info = tables.get(table_name.lower())
+        info = tables.get(fold(table_name))
         if info is None:
-            if table_name.lower() in views:
+            if fold(table_name) in views:
                 problems.append(
                     Problem(path, f"{table_name!r} is a view", "put the rows in its base tables")
                 )
@@ -661,7 +666,7 @@ def _check_schema_code(
     """Compile what runs implicitly — views, triggers, column defaults — to vet it like a tool."""
 
     def where(name: str | None) -> str:
-        index = created.get((name or "").lower())
+        index = created.get(fold(name or ""))
         return f"world.schema[{index}]" if index is not None else "world.schema"
 
     triggers: dict[str, list[str]] = {}
@@ -669,7 +674,7 @@ def _check_schema_code(
         for name, table in conn.execute(
             "SELECT name, tbl_name FROM main.sqlite_master WHERE type = 'trigger'"
         ):
-            triggers.setdefault(table.lower(), []).append(name)
+            triggers.setdefault(fold(table), []).append(name)
     for view in sorted(views):
         facts = explain(conn, guard, f"SELECT * FROM main.{quote_ident(view)}")
         for p in _statement_problems(facts, where(view), what="view", fix="fix the view's SELECT"):
@@ -699,7 +704,7 @@ def _check_schema_code(
                 )
                 break
             if facts.error:
-                fired = triggers.get(info.name.lower(), [])
+                fired = triggers.get(fold(info.name), [])
                 problems.append(
                     Problem(
                         where(fired[0] if fired else info.name),
@@ -757,7 +762,7 @@ def _compile_tools(
                 ok = False
                 continue
             used.update(facts.names)
-            writes.update((a.arg1 or "").lower() for a in facts.writes if a.db == "main")
+            writes.update(fold(a.arg1 or "") for a in facts.writes if a.db == "main")
         if not ok or binder is None:
             continue
         unused = [n for n in binder.names if n not in used]
@@ -875,9 +880,9 @@ def compile_world(spec: WorldSpec, limits: Limits) -> CompiledWorld:
         with guard.trust():
             objects = conn.execute("SELECT type, name FROM main.sqlite_master").fetchall()
             tables = {
-                name.lower(): _table_info(conn, name)
+                fold(name): _table_info(conn, name)
                 for kind, name in objects
-                if kind == "table" and not name.lower().startswith(("sqlite_", TRACKING_PREFIX))
+                if kind == "table" and not fold(name).startswith(("sqlite_", TRACKING_PREFIX))
             }
         _reserved_columns(tables, created, problems)
         views: set[str] = set()
@@ -888,7 +893,7 @@ def compile_world(spec: WorldSpec, limits: Limits) -> CompiledWorld:
             _run_schema_statement(conn, guard, i, kind, sql, created, problems)
         with guard.trust():
             objects = conn.execute("SELECT type, name FROM main.sqlite_master").fetchall()
-        views = {name.lower() for kind, name in objects if kind == "view"}
+        views = {fold(name) for kind, name in objects if kind == "view"}
         if not tables and not problems:
             problems.append(
                 Problem("world.schema", "creates no table", "declare at least one CREATE TABLE")
@@ -903,6 +908,12 @@ def compile_world(spec: WorldSpec, limits: Limits) -> CompiledWorld:
             raise SpecError(problems)
         tracked = _install_tracking(conn, guard, tables)
         with guard.trust():
+            deferred = any(
+                _DEFERRED.search(sql or "")
+                for (sql,) in conn.execute(
+                    "SELECT sql FROM main.sqlite_master WHERE type = 'table'"
+                )
+            )
             initial = conn.serialize()
             conn.execute("ATTACH ':memory:' AS initial")
             conn.deserialize(initial, name="initial")
@@ -920,6 +931,7 @@ def compile_world(spec: WorldSpec, limits: Limits) -> CompiledWorld:
         tools=tools,
         initial=initial,
         tracked=tracked,
+        deferred_foreign_keys=deferred,
         warnings=warnings,
     )
 
@@ -935,7 +947,7 @@ def _compile_frame(
         path = f"verifier.frame.{table_name}"
         info = world.table(table_name)
         if info is None:
-            if table_name.lower() in world.views:
+            if fold(table_name) in world.views:
                 problems.append(Problem(path, f"{table_name!r} is a view", "frame its base tables"))
             else:
                 names = [t.name for t in world.tables.values()]
@@ -947,7 +959,7 @@ def _compile_frame(
                     )
                 )
             continue
-        key = info.name.lower()
+        key = fold(info.name)
         if key in entries:
             problems.append(
                 Problem(path, f"table {info.name!r} is framed twice", "merge the two entries")
@@ -984,7 +996,7 @@ def _compile_frame(
                         "use only the table's own columns",
                     )
                 )
-            others = sorted({a.arg1 or "" for a in facts.reads if (a.arg1 or "").lower() != key})
+            others = sorted({a.arg1 or "" for a in facts.reads if fold(a.arg1 or "") != key})
             if others:
                 found.append(
                     Problem(

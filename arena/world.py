@@ -38,8 +38,12 @@ from coevo.arena.verifier import evaluate
 
 __all__ = ["SUBMIT_TOOL", "World", "verify"]
 
-_BATCH = 16  # rows fetched per call while checking the result caps
 _SIZED = (str, bytes)
+
+
+class _DeferredForeignKey(Exception):
+    """A write left a deferred foreign key broken."""
+
 
 SUBMIT_TOOL: dict[str, Any] = {
     "name": SUBMIT,
@@ -58,6 +62,13 @@ SUBMIT_TOOL: dict[str, Any] = {
         "additionalProperties": False,
     },
 }
+
+
+def _image(data: bytes) -> sqlite3.Connection:
+    """A bare connection holding a database image, used only as a backup source."""
+    image = sqlite3.connect(":memory:", check_same_thread=False)
+    image.deserialize(data)
+    return image
 
 
 def _as_call(call: Any) -> ToolCall:
@@ -88,6 +99,7 @@ class World:
         self._conn = self._w.conn
         self._guard = self._w.guard
         self._limits = limits
+        self._pristine = _image(self._w.initial)  # the initial state, copied in on every reset
         self._tools: dict[str, CompiledTool] = self._w.tools
         self._columns: dict[str, tuple[str, ...]] = {}  # result columns by statement
         self._tasks: dict[str, CompiledTask] = {}
@@ -97,6 +109,10 @@ class World:
         self._done = True
         self._submitted = False
         self._tracked = True
+        self._base_is_initial = True  # the committed database is the initial state
+        self._writes: list[
+            tuple[CompiledTool, dict[str, Any]]
+        ] = []  # this episode's successful writes
 
     # -- properties ---------------------------------------------------------------
     @property
@@ -171,15 +187,28 @@ class World:
     def restore(self, state: bytes | None = None) -> None:
         """Put the database back in its initial state (or in ``state``, a :meth:`snapshot`).
 
-        A restored ``state`` is verified by comparing whole tables until the
-        next reset, since the change log no longer describes it.
+        An episode runs inside one transaction; a reset rolls it back, which
+        costs in proportion to what the episode changed and keeps every
+        prepared statement valid. (Restoring bytes with ``deserialize`` would
+        replace main's schema, which SQLite 3.40's table-valued functions such
+        as json_each keep a pointer to: a use-after-free.) Loading another
+        ``state`` copies it in with the backup API; it is verified by comparing
+        whole tables, since the change log does not describe it.
         """
         conn = self._conn
         with self._guard.trust():
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
-            conn.deserialize(self._w.initial if state is None else state)
-        # The change log is exact only for states reached by tool calls from the initial state.
+            if state is not None:
+                image = _image(state)
+                image.backup(conn)
+                image.close()
+                self._base_is_initial = False
+            elif not self._base_is_initial:
+                self._pristine.backup(conn)
+                self._base_is_initial = True
+            conn.execute("BEGIN")
+        self._writes = []
         self._tracked = state is None
 
     def reset(self, task: TaskSpec, *, max_steps: int | None = None) -> Observation:
@@ -253,17 +282,17 @@ class World:
     def _run_tool(self, tool: CompiledTool, binds: dict[str, Any], step: int) -> Observation:
         conn, guard, limits = self._conn, self._guard, self._limits
         statements = tool.statements
-        several = len(statements) > 1
+        writes = tool.effect == "write"
         guard.budget(limits.vm_instructions)
-        guard.read_only = tool.effect == "read"
+        guard.read_only = not writes
         cursor = None
         try:
-            if several:
+            if writes:
                 guard.trusted = True
-                conn.execute("BEGIN")
+                conn.execute("SAVEPOINT coevo_call")
                 guard.trusted = False
-                for sql in statements[:-1]:
-                    conn.execute(sql, binds).close()
+            for sql in statements[:-1]:
+                conn.execute(sql, binds).close()
             last = statements[-1]
             cursor = conn.execute(last, binds)
             description = cursor.description
@@ -280,17 +309,18 @@ class World:
                 rowcount = None
             cursor.close()
             cursor = None
-            if several:
+            if writes:
                 guard.trusted = True
-                conn.execute("COMMIT")
+                if self._w.deferred_foreign_keys:
+                    self._check_deferred_foreign_keys()
+                conn.execute("RELEASE coevo_call")
                 guard.trusted = False
-        except (sqlite3.Error, OverflowError, MemoryError, ValueError) as exc:
+                self._writes.append((tool, binds))
+        except (sqlite3.Error, OverflowError, MemoryError, ValueError, _DeferredForeignKey) as exc:
             if cursor is not None:
                 cursor.close()
-            guard.trusted = True
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            guard.trusted = False
+            if writes:
+                self._undo_call()
             return Observation(
                 step=step, tool=tool.name, ok=False, error=self._explain_error(tool, exc)
             )
@@ -306,21 +336,44 @@ class World:
             truncated=truncated,
         )
 
+    def _check_deferred_foreign_keys(self) -> None:
+        """Deferred foreign keys are checked at COMMIT, which an episode never reaches: check now."""
+        if self._conn.execute("PRAGMA main.foreign_key_check").fetchone() is not None:
+            raise _DeferredForeignKey("FOREIGN KEY constraint failed (deferred)")
+
+    def _undo_call(self) -> None:
+        """Undo a failed write call; if it rolled back the whole episode, replay the episode's writes."""
+        conn, guard = self._conn, self._guard
+        guard.trusted = True
+        guard.unlimited()
+        try:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK TO coevo_call")
+                conn.execute("RELEASE coevo_call")
+                return
+            # RAISE(ROLLBACK) or OR ROLLBACK ended the episode's transaction; the
+            # successful calls before this one are deterministic: make them again.
+            conn.execute("BEGIN")
+            for tool, binds in self._writes:
+                guard.read_only = False
+                for sql in tool.statements:
+                    conn.execute(sql, binds).close()
+        finally:
+            guard.trusted = False
+
     def _fetch(self, cursor: sqlite3.Cursor) -> tuple[list[Any], bool]:
-        """Rows up to the row and byte caps, fetched in small batches so memory stays bounded."""
+        """Rows up to the row and byte caps, one at a time, so memory stays bounded by the caps."""
         max_rows, max_bytes = self._limits.max_rows, self._limits.max_result_bytes
         rows: list[Any] = []
         size = 0
-        while True:
-            batch = cursor.fetchmany(min(_BATCH, max_rows + 1 - len(rows)))
-            if not batch:
-                return rows, False
-            for row in batch:
-                for value in row:
-                    size += len(value) if value.__class__ in _SIZED else 8
-                if size > max_bytes or len(rows) == max_rows:
-                    return rows, True
-                rows.append(row)
+        fetch = cursor.fetchone
+        while (row := fetch()) is not None:
+            for value in row:
+                size += len(value) if value.__class__ in _SIZED else 8
+            if size > max_bytes or len(rows) == max_rows:
+                return rows, True
+            rows.append(row)
+        return rows, False
 
     def _explain_error(self, tool: CompiledTool, exc: BaseException) -> str:
         limits = self._limits
@@ -386,6 +439,12 @@ class World:
             raise EpisodeError("no task: call reset(task) first")
         return evaluate(self._w, self._task, answer, submitted=True, tracked=self._tracked)
 
+    def verify_whole(self, answer: str | None = None) -> Reward:
+        """Like :meth:`verify`, but comparing whole tables instead of the rows the change log names."""
+        if self._task is None:
+            raise EpisodeError("no task: call reset(task) first")
+        return evaluate(self._w, self._task, answer, submitted=True, tracked=False)
+
     def verify_state(self, task: TaskSpec, state: bytes, answer: str | None = None) -> Reward:
         """The reward of ``task`` for a final ``state`` (bytes from :meth:`snapshot`).
 
@@ -447,8 +506,12 @@ class World:
         )
 
     def close(self) -> None:
-        """Release the SQLite connection."""
+        """Release the SQLite connections."""
+        if self._conn.in_transaction:
+            with self._guard.trust():
+                self._conn.execute("ROLLBACK")
         self._conn.close()
+        self._pristine.close()
 
     def __enter__(self) -> World:
         return self

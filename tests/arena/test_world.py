@@ -432,3 +432,108 @@ def test_step_accepts_a_mapping_and_rejects_odd_tool_names(mini):
     assert not obs.ok and "unknown tool" in obs.error
     with pytest.raises(TypeError, match="ToolCall"):
         world.step("count_open")  # type: ignore[arg-type]
+
+
+def test_table_valued_functions_survive_resets():
+    """json_each/json_tree work across many resets (SQLite 3.40 crashed after deserialize; reset uses backup)."""
+    world, task = _world_with(
+        tool(
+            "pick",
+            "SELECT id, subject FROM tickets WHERE id IN (SELECT value FROM json_each(:ids)) ORDER BY id",
+            properties={"ids": {"type": "string"}},
+            required=["ids"],
+        ),
+        tool(
+            "tree",
+            "SELECT count(*) FROM json_tree(:doc)",
+            properties={"doc": {"type": "string"}},
+            required=["doc"],
+        ),
+    )
+    for _ in range(50):
+        world.reset(task)
+        assert world.step(ToolCall("pick", {"ids": "[10, 12]"})).rows == [
+            (10, "VPN outage"),
+            (12, "VPN outage"),
+        ]
+        assert world.step(ToolCall("tree", {"doc": '{"a": [1, 2]}'})).rows == [(4,)]
+        world.step(ToolCall("close_ticket", {"ticket_id": 10}))
+    state = world.snapshot()
+    world.verify_state(task, state)
+    assert world.step is not None and world.reset(task).step == 0
+    assert world.step(ToolCall("pick", {"ids": "[10]"})).rows == [(10, "VPN outage")]
+
+
+def test_failed_write_keeps_nothing_even_with_raise_fail():
+    """RAISE(FAIL) midway through an UPDATE leaves no partial write (each write call is atomic)."""
+    world = mini_world()
+    world["schema"].append(
+        "CREATE TRIGGER no_low_priority BEFORE UPDATE OF priority ON tickets WHEN new.priority > 3 AND old.id = 12 BEGIN SELECT RAISE(FAIL, 'too low'); END"
+    )
+    world["tools"].append(tool("lower_all", "UPDATE tickets SET priority = 4", effect="write"))
+    built, task = make(world)
+    built.reset(task)
+    obs = built.step(ToolCall("lower_all", {}))
+    assert not obs.ok and "too low" in obs.error and "nothing was changed" in obs.error
+    rows = {r[0]: r[3] for r in built.step(ToolCall("list_tickets", {"account_id": 1})).rows}
+    assert rows == {10: 2, 11: 4, 13: 3}
+
+
+def test_raise_rollback_undoes_only_the_failing_call():
+    """RAISE(ROLLBACK) ends SQLite's transaction; the episode's earlier writes are kept (replayed)."""
+    world = mini_world()
+    world["schema"].append(
+        "CREATE TRIGGER keep_closed BEFORE UPDATE OF status ON tickets WHEN old.status = 'closed' BEGIN SELECT RAISE(ROLLBACK, 'closed tickets stay closed'); END"
+    )
+    world["tools"].append(
+        tool(
+            "reopen",
+            "UPDATE tickets SET status = 'open' WHERE id = :id",
+            effect="write",
+            properties={"id": {"type": "integer"}},
+            required=["id"],
+        )
+    )
+    built, task = make(world)
+    built.reset(task)
+    assert built.step(ToolCall("close_ticket", {"ticket_id": 10})).ok
+    assert built.step(ToolCall("set_priority", {"ticket_id": 11, "priority": 1})).ok
+    obs = built.step(ToolCall("reopen", {"id": 13}))
+    assert not obs.ok and "closed tickets stay closed" in obs.error
+    rows = {
+        r[0]: (r[2], r[3]) for r in built.step(ToolCall("list_tickets", {"account_id": 1})).rows
+    }
+    assert rows == {10: ("closed", 2), 11: ("open", 1), 13: ("closed", 3)}
+    reward = built.step(ToolCall("submit")).reward
+    assert reward == built.verify_whole()
+
+
+def test_deferred_foreign_keys_are_checked_after_each_write():
+    """A DEFERRABLE INITIALLY DEFERRED foreign key still refuses a dangling row (episodes never commit)."""
+    world = mini_world()
+    world["schema"][1] = world["schema"][1].replace(
+        "REFERENCES accounts(id)", "REFERENCES accounts(id) DEFERRABLE INITIALLY DEFERRED"
+    )
+    world["tools"].append(
+        tool(
+            "orphan",
+            "INSERT INTO tickets(account_id, subject, status) VALUES (99, 'x', 'open')",
+            effect="write",
+        )
+    )
+    built, task = make(world)
+    built.reset(task)
+    obs = built.step(ToolCall("orphan", {}))
+    assert not obs.ok and "FOREIGN KEY constraint failed (deferred)" in obs.error
+    assert built.step(ToolCall("count_open", {"account_id": 99})).rows == [(0,)]
+
+
+def test_loading_a_state_then_resetting_returns_to_the_initial_state(mini):
+    """verify_state loads other bytes; the next reset is back at the initial state."""
+    world, task = mini
+    world.run(task, task.solution)
+    closed = world.snapshot()
+    assert world.verify_state(task, closed).value == 1
+    world.reset(task)
+    assert world.step(ToolCall("list_tickets", {"account_id": 1})).rows[0][2] == "open"
+    assert world.run(task, [ToolCall("submit")]).reward.value == 0
