@@ -28,6 +28,10 @@ class Limits:
         max_rows: rows a tool returns; more are cut off and the observation
             says so.
         max_result_bytes: bytes of text and BLOB values a tool returns.
+        max_call_seconds: a wall-clock backstop for one tool call or one
+            verifier check. The instruction budget is the deterministic limit;
+            this only stops statements that do megabytes of work per
+            instruction (e.g. ``replace`` on 1 MB strings in a loop).
     """
 
     max_steps: int = 40
@@ -36,12 +40,14 @@ class Limits:
     max_value_bytes: int = 1_000_000
     max_rows: int = 200
     max_result_bytes: int = 256_000
+    max_call_seconds: float = 10.0
 
     def __post_init__(self) -> None:
         for name in self.__slots__:
             value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"Limits.{name} must be a positive integer, got {value!r}")
+            kinds = (int, float) if name == "max_call_seconds" else (int,)
+            if not isinstance(value, kinds) or isinstance(value, bool) or value <= 0:
+                raise ValueError(f"Limits.{name} must be a positive number, got {value!r}")
 
 
 DEFAULT_LIMITS = Limits()

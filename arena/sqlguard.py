@@ -21,6 +21,7 @@ from __future__ import annotations
 import itertools
 import re
 import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -108,7 +109,7 @@ ALLOWED_TABLE_FUNCTIONS = frozenset({"json_each", "json_tree"})
 #: an episode changed (reserved: a world may not name its own objects so).
 TRACKING_PREFIX = "coevo_"
 
-_TICK = 1000  # VM instructions between two progress-handler calls
+_TICK = 100  # VM instructions between two progress-handler calls
 _EXPLAIN_IDS = itertools.count()
 
 
@@ -185,11 +186,14 @@ class Guard:
     """
 
     __slots__ = (
+        "allowed_functions",
+        "deadline",
         "known",
         "max_ticks",
         "read_only",
         "record",
         "schema_phase",
+        "stopped_by",
         "ticks",
         "trusted",
     )
@@ -202,6 +206,17 @@ class Guard:
         self.known: frozenset[str] | None = None  # lower-cased main tables and views
         self.ticks = 0
         self.max_ticks = 1 << 62
+        self.deadline = float("inf")
+        self.stopped_by = ""
+        #: functions untrusted SQL may call (None: everything not forbidden)
+        self.allowed_functions: frozenset[str] | None = None
+
+    def allows_function(self, name: str) -> bool:
+        """Whether untrusted SQL may call ``name``: a built-in of SQLite's core, not a forbidden one."""
+        folded = fold(name)
+        if is_forbidden_function(folded):
+            return False
+        return self.allowed_functions is None or folded in self.allowed_functions
 
     # -- authorizer ---------------------------------------------------------------
     def authorize(
@@ -223,7 +238,7 @@ class Guard:
         if action in ("SELECT", "RECURSIVE"):
             return True
         if action == "FUNCTION":
-            return not is_forbidden_function(arg2 or "")
+            return self.allows_function(arg2 or "")
         table = fold(arg1 or "")
         internal = table.startswith("sqlite_")
         if action == "READ":
@@ -248,30 +263,44 @@ class Guard:
 
     # -- VM budget ----------------------------------------------------------------
     def progress(self) -> int:
-        """The progress handler: stop the statement once the budget is spent."""
+        """The progress handler: stop the statement once the budget (or the backstop) is spent."""
         self.ticks += 1
-        return 1 if self.ticks > self.max_ticks else 0
+        if self.ticks > self.max_ticks:
+            self.stopped_by = "budget"
+            return 1
+        if time.monotonic() > self.deadline:
+            self.stopped_by = "time"
+            return 1
+        return 0
 
-    def budget(self, instructions: int) -> None:
-        """Start a budget of ``instructions`` VM instructions (rounded up to 1000s)."""
+    def budget(self, instructions: int, seconds: float = float("inf")) -> None:
+        """Start a budget of ``instructions`` VM instructions (rounded up to 100s).
+
+        ``seconds`` is a wall-clock backstop for statements that do megabytes of
+        work per instruction (``replace`` on a 1 MB string); the instruction
+        budget is the deterministic limit.
+        """
         self.ticks = 0
         self.max_ticks = max(1, -(-instructions // _TICK))
+        self.deadline = time.monotonic() + seconds
+        self.stopped_by = ""
 
     def unlimited(self) -> None:
         """Lift the budget (for coevo's own statements)."""
         self.ticks = 0
         self.max_ticks = 1 << 62
+        self.deadline = float("inf")
 
     @contextmanager
     def trust(self) -> Iterator[None]:
         """Compile the statements inside as coevo's own: no authorizer limits, no budget."""
-        before, ticks, limit = self.trusted, self.ticks, self.max_ticks
+        before, ticks, limit, deadline = self.trusted, self.ticks, self.max_ticks, self.deadline
         self.trusted = True
         self.unlimited()
         try:
             yield
         finally:
-            self.trusted, self.ticks, self.max_ticks = before, ticks, limit
+            self.trusted, self.ticks, self.max_ticks, self.deadline = before, ticks, limit, deadline
 
 
 def sqlite_now(now: str) -> str:
@@ -279,6 +308,7 @@ def sqlite_now(now: str) -> str:
     return now.replace("T", " ", 1)
 
 
+_ZONE_MODIFIERS = frozenset({"localtime", "utc"})
 _TIME_ARG = {  # which argument of each date function is the time value
     "date": 0,
     "time": 0,
@@ -304,7 +334,8 @@ def _install_clock(conn: sqlite3.Connection, now: str) -> None:
         query_cache: dict[int, str] = {}
 
         def fn(*args: Any) -> Any:
-            values = list(args)
+            # SQLite reads a BLOB argument as text, so x'6e6f77' is 'now' too.
+            values = [v.decode("utf-8", "replace") if isinstance(v, bytes) else v for v in args]
             if len(values) <= position:
                 values.extend([None] * (position - len(values)))
                 values.append(fixed)
@@ -312,6 +343,13 @@ def _install_clock(conn: sqlite3.Connection, now: str) -> None:
                 value = values[position]
                 if isinstance(value, str) and value.strip().lower() == "now":
                     values[position] = fixed
+                # The world clock has no time zone: 'localtime' and 'utc' would read the
+                # machine's, so they are no-ops here.
+                values = values[: position + 1] + [
+                    v
+                    for v in values[position + 1 :]
+                    if not (isinstance(v, str) and v.strip().lower() in _ZONE_MODIFIERS)
+                ]
             sql = query_cache.get(len(values))
             if sql is None:
                 sql = f"SELECT {name}({','.join('?' * len(values))})"
@@ -358,6 +396,16 @@ def _install_forbidden(conn: sqlite3.Connection) -> None:
         conn.create_function(name, arity, refuse)
 
 
+def _core_functions(conn: sqlite3.Connection) -> frozenset[str] | None:
+    """SQLite's own built-in functions (not those of extensions such as FTS5 or R-Tree), before coevo's overrides."""
+    try:
+        rows = conn.execute("PRAGMA function_list").fetchall()
+    except sqlite3.Error:  # SQLite < 3.30 or built without introspection pragmas
+        return None
+    core = {fold(name) for name, builtin, *_ in rows if builtin}
+    return frozenset(core | set(_TIME_ARG) | {"current_date", "current_time", "current_timestamp"})
+
+
 def open_world_connection(now: str, limits: Limits) -> tuple[sqlite3.Connection, Guard]:
     """An in-memory SQLite connection with coevo's guards, clock and limits installed.
 
@@ -369,6 +417,7 @@ def open_world_connection(now: str, limits: Limits) -> tuple[sqlite3.Connection,
         ":memory:", isolation_level=None, check_same_thread=False, cached_statements=512
     )
     guard = Guard()
+    guard.allowed_functions = _core_functions(conn)
     conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, limits.max_value_bytes)
     conn.setlimit(sqlite3.SQLITE_LIMIT_SQL_LENGTH, 1_000_000)
     conn.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 999)
@@ -418,6 +467,7 @@ class StatementFacts:
         functions: lower-cased names of every function the program calls,
             including those in column defaults, views and triggers.
         opcodes: the VDBE opcodes of the main program.
+        disallowed_functions: the functions called that untrusted SQL may not call.
     """
 
     sql: str
@@ -426,6 +476,7 @@ class StatementFacts:
     parameters: tuple[str, ...]
     functions: frozenset[str]
     opcodes: frozenset[str]
+    disallowed_functions: tuple[str, ...] = ()
 
     @property
     def denied(self) -> list[Action]:
@@ -511,4 +562,5 @@ def explain(conn: sqlite3.Connection, guard: Guard, sql: str) -> StatementFacts:
         parameters=tuple(variables),
         functions=frozenset(functions),
         opcodes=opcodes,
+        disallowed_functions=tuple(sorted(f for f in functions if not guard.allows_function(f))),
     )

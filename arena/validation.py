@@ -34,12 +34,12 @@ from coevo.arena.spec import (
     WorldSpec,
 )
 from coevo.arena.sqlguard import (
+    FORBIDDEN_FUNCTIONS,
     TRACKING_PREFIX,
     Guard,
     StatementFacts,
     explain,
     fold,
-    is_forbidden_function,
     open_world_connection,
     quote_ident,
 )
@@ -79,6 +79,7 @@ class TableInfo:
         rowid: the name that reaches the table's rowid (``rowid``,
             ``_rowid_`` or ``oid``), or None for WITHOUT ROWID tables and
             tables whose columns shadow all three.
+        rowid_alias: the INTEGER PRIMARY KEY column that is the rowid, if any.
     """
 
     name: str
@@ -86,13 +87,22 @@ class TableInfo:
     insertable: tuple[str, ...]
     primary_key: tuple[str, ...]
     rowid: str | None
+    rowid_alias: tuple[str, ...] = ()
 
     @property
     def key(self) -> tuple[str, ...]:
-        """The columns rows are matched by: the primary key, else the rowid."""
-        if self.primary_key and not (self.rowid and self.primary_key == (self.rowid,)):
-            return self.primary_key
+        """What rows are matched by: the rowid, or the primary key of a WITHOUT ROWID table.
+
+        The rowid, not a declared primary key, because in a rowid table a
+        primary key that is not INTEGER PRIMARY KEY may hold NULLs, which do
+        not identify a row.
+        """
         return (self.rowid,) if self.rowid else self.primary_key
+
+    @property
+    def fixed_columns(self) -> tuple[str, ...]:
+        """Columns whose change moves a row to another key (INTEGER PRIMARY KEY, or a WITHOUT ROWID key)."""
+        return self.rowid_alias if self.rowid else self.primary_key
 
     def column(self, name: str) -> str | None:
         """The declared spelling of column ``name`` (SQLite names are case-insensitive)."""
@@ -278,6 +288,8 @@ def _fix_for(facts: StatementFacts, default: str) -> str:
             return "extensions are not allowed: worlds use SQLite's built-in functions only"
         if action.action == "FUNCTION" and (action.arg2 or "").lower().startswith("sqlite_"):
             return "sqlite_* functions describe the SQLite build, which differs between machines"
+        if action.action == "FUNCTION" and fold(action.arg2 or "") not in FORBIDDEN_FUNCTIONS:
+            return "only SQLite's core built-in functions are allowed (extension functions such as FTS5's or R-Tree's differ between builds)"
         if action.action in _FIX_BY_ACTION:
             return _FIX_BY_ACTION[action.action]
         if action.action.startswith(("CREATE", "DROP", "ALTER")) or action.action in (
@@ -301,7 +313,7 @@ def _statement_problems(facts: StatementFacts, path: str, *, what: str, fix: str
         problems.append(Problem(path, f"{what} {shown!r} {refused}", _fix_for(facts, fix)))
     elif facts.error:
         problems.append(Problem(path, f"{what} {shown!r} does not compile: {facts.error}", fix))
-    forbidden = sorted(f for f in facts.functions if is_forbidden_function(f))
+    forbidden = facts.disallowed_functions
     if forbidden and not refused:
         problems.append(
             Problem(
@@ -524,7 +536,16 @@ def _table_info(conn: sqlite3.Connection, name: str) -> TableInfo:
             break  # WITHOUT ROWID
         rowid = alias
         break
-    return TableInfo(name=name, columns=columns, insertable=insertable, primary_key=pk, rowid=rowid)
+    declared = {row[1]: (row[2] or "").upper() for row in info}
+    alias_column = pk if rowid and len(pk) == 1 and declared.get(pk[0]) == "INTEGER" else ()
+    return TableInfo(
+        name=name,
+        columns=columns,
+        insertable=insertable,
+        primary_key=pk,
+        rowid=rowid,
+        rowid_alias=alias_column,
+    )
 
 
 def _load_data(
@@ -692,7 +713,7 @@ def _check_schema_code(
             facts = explain(conn, guard, probe)
             culprit = next((a.inner for a in facts.denied if a.inner), None)
             path = where(culprit or info.name)
-            forbidden = sorted(f for f in facts.functions if is_forbidden_function(f))
+            forbidden = facts.disallowed_functions
             refused = _refusal(facts)
             if refused:
                 problems.append(
@@ -1036,11 +1057,11 @@ def _compile_frame(
                         f"columns: {', '.join(info.columns)}",
                     )
                 )
-            elif real in info.key:
+            elif real in info.fixed_columns:
                 problems.append(
                     Problem(
                         f"{path}.columns[{j}]",
-                        f"{real!r} is part of {info.name}'s key; rows are matched by it",
+                        f"{real!r} identifies {info.name}'s rows; rows are matched by it",
                         "use the condition form (a string) to allow key changes",
                     )
                 )

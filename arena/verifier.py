@@ -42,20 +42,21 @@ def run_check(world: CompiledWorld, check: CompiledCheck, answer: str | None) ->
     """Run one check on the world's current state (``main``) against ``initial``."""
     conn, guard = world.conn, world.guard
     budget = world.limits.verifier_vm_instructions
-    guard.budget(budget)
+    guard.budget(budget, world.limits.max_call_seconds)
     guard.read_only = True
     cursor = None
     try:
         cursor = conn.execute(check.sql, {"answer": answer})
-        rows = cursor.fetchmany(2)
+        rows = [row for row in (cursor.fetchone(), cursor.fetchone()) if row is not None]
         width = len(cursor.description or ())
     except sqlite3.OperationalError as exc:
         if "interrupted" in str(exc):
-            return CheckOutcome(
-                name=check.name,
-                passed=False,
-                reason=f"stopped after the verifier budget of {budget:,} VM instructions",
+            limit = (
+                f"{world.limits.max_call_seconds:g} seconds (wall-clock backstop)"
+                if guard.stopped_by == "time"
+                else f"the verifier budget of {budget:,} VM instructions"
             )
+            return CheckOutcome(name=check.name, passed=False, reason=f"stopped after {limit}")
         return CheckOutcome(name=check.name, passed=False, reason=f"error: {exc}")
     except (sqlite3.Error, MemoryError, OverflowError, ValueError) as exc:
         return CheckOutcome(
@@ -265,7 +266,7 @@ def frame_violations(
                     _count(conn, "main", info) == _count(conn, "initial", info) + changed[key]
                 )
             compare = _keyed_changes if entry.kind == "columns" else _multiset_changes
-            guard.budget(budget)
+            guard.budget(budget, world.limits.max_call_seconds)
             try:
                 found, count = compare(conn, entry, key, restricted)
             except (sqlite3.Error, MemoryError, OverflowError) as exc:

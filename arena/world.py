@@ -283,7 +283,7 @@ class World:
         conn, guard, limits = self._conn, self._guard, self._limits
         statements = tool.statements
         writes = tool.effect == "write"
-        guard.budget(limits.vm_instructions)
+        guard.budget(limits.vm_instructions, limits.max_call_seconds)
         guard.read_only = not writes
         cursor = None
         try:
@@ -382,6 +382,11 @@ class World:
             reason = "ran out of memory (SQLite's heap limit); narrow the query"
         elif isinstance(exc, OverflowError):
             reason = f"a value is out of range ({text})"
+        elif "interrupted" in text and self._guard.stopped_by == "time":
+            reason = (
+                f"stopped after {limits.max_call_seconds:g} seconds (the wall-clock backstop: the call does "
+                "too much work per SQLite instruction); narrow the query"
+            )
         elif "interrupted" in text:
             reason = f"stopped after its budget of {limits.vm_instructions:,} SQLite VM instructions; narrow the query"
         elif "too big" in text:

@@ -485,3 +485,63 @@ def test_frame_comparison_over_budget_fails_closed():
     assert (
         "log: the frame could not be checked" in whole.reason and "budget of 20,000" in whole.reason
     )
+
+
+def test_rows_with_null_primary_keys_are_matched_by_rowid():
+    """A nullable TEXT primary key (rowid table) cannot match rows: inserts and deletes of NULL-key rows are caught."""
+    world = {
+        "format": "coevo.world/1",
+        "domain": "test",
+        "now": "2026-11-29T12:00:00",
+        "schema": ["CREATE TABLE k(code TEXT PRIMARY KEY, v TEXT)"],
+        "data": {"k": {"columns": ["code", "v"], "rows": [[None, "a"], [None, "b"], ["x", "c"]]}},
+        "tools": [
+            tool("drop_b", "DELETE FROM k WHERE v = 'b'", effect="write"),
+            tool("add_null", "INSERT INTO k VALUES (NULL, 'd')", effect="write"),
+            tool("touch_x", "UPDATE k SET v = 'z' WHERE code = 'x'", effect="write"),
+        ],
+    }
+    built = World(world)
+    task = TaskSpec.model_validate(
+        {
+            "format": "coevo.task/1",
+            "world": built.id,
+            "instruction": "x",
+            "verifier": {
+                "checks": [{"name": "c", "sql": "SELECT 1"}],
+                "frame": {"k": {"where": "code IS NULL OR code = 'x'", "columns": ["v"]}},
+            },
+            "solution": [call("submit")],
+        }
+    )
+    for name, expected in (("drop_b", 1), ("add_null", 1), ("touch_x", 0)):
+        tracked = built.run(task, [ToolCall(name, {}), ToolCall("submit")]).reward
+        assert tracked.violation_count == expected, (name, tracked.detail())
+        assert tracked == built.verify_whole()
+
+
+def test_tables_differing_only_in_non_ascii_case_are_distinct():
+    """SQLite folds only ASCII letters: tables "Ä" and "ä" are two tables, each framed and tracked."""
+    world = {
+        "format": "coevo.world/1",
+        "domain": "test",
+        "now": "2026-11-29T12:00:00",
+        "schema": [
+            'CREATE TABLE "Ä"(id INTEGER PRIMARY KEY)',
+            'CREATE TABLE "ä"(id INTEGER PRIMARY KEY)',
+        ],
+        "tools": [tool("fill_upper", 'INSERT INTO "Ä" VALUES (1)', effect="write")],
+    }
+    built = World(world)
+    assert set(built.compiled.tables) == {"Ä", "ä"}
+    task = TaskSpec.model_validate(
+        {
+            "format": "coevo.task/1",
+            "world": built.id,
+            "instruction": "x",
+            "verifier": {"checks": [{"name": "c", "sql": "SELECT 1"}], "frame": {}},
+            "solution": [call("submit")],
+        }
+    )
+    reward = built.run(task, [ToolCall("fill_upper", {}), ToolCall("submit")]).reward
+    assert reward.value == 0 and reward.violations[0].table == "Ä"

@@ -537,3 +537,73 @@ def test_loading_a_state_then_resetting_returns_to_the_initial_state(mini):
     world.reset(task)
     assert world.step(ToolCall("list_tickets", {"account_id": 1})).rows[0][2] == "open"
     assert world.run(task, [ToolCall("submit")]).reward.value == 0
+
+
+def test_the_clock_cannot_be_escaped_by_blobs_or_time_zones():
+    """'now' as a BLOB reads the world clock too; 'localtime'/'utc' are no-ops (the world clock has no zone)."""
+    world, task = _world_with(
+        tool(
+            "escape",
+            "SELECT datetime(CAST('now' AS BLOB)), strftime('%s', x'6e6f77'), datetime('now', 'localtime'), datetime('2026-01-01 10:00', 'utc'), date('now', x'6c6f63616c74696d65')",
+        )
+    )
+    world.reset(task)
+    row = world.step(ToolCall("escape", {})).rows[0]
+    assert row == (
+        "2026-11-29 12:00:00",
+        "1795953600",
+        "2026-11-29 12:00:00",
+        "2026-01-01 10:00:00",
+        "2026-11-29",
+    )
+
+
+def test_same_clock_in_every_time_zone():
+    """A process in another time zone sees the same results."""
+    script = textwrap.dedent(
+        """
+        from coevo.arena import World, TaskSpec, ToolCall
+        from tests.factories import mini_world, mini_task, tool
+        w = mini_world()
+        w["tools"].append(tool("clock", "SELECT datetime('now', 'localtime'), datetime(x'6e6f77'), time('now', 'utc')"))
+        world = World(w)
+        world.reset(TaskSpec.model_validate(mini_task(world=world.id)))
+        print(world.step(ToolCall("clock", {})).rows)
+        """
+    )
+    outputs = set()
+    for zone in ("UTC", "Asia/Tokyo", "America/Los_Angeles"):
+        env = dict(__import__("os").environ, TZ=zone)
+        result = subprocess.run(
+            [sys.executable, "-c", script],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+            env=env,
+        )
+        outputs.add(result.stdout)
+    assert outputs == {"[('2026-11-29 12:00:00', '2026-11-29 12:00:00', '12:00:00')]\n"}
+
+
+def test_only_core_functions_are_allowed():
+    """Extension functions (FTS5's source id, R-Tree checks) differ between builds: refused."""
+    world = mini_world()
+    world["tools"].append(tool("build", "SELECT fts5_source_id()"))
+    with pytest.raises(SpecError, match="fts5_source_id"):
+        World(world)
+
+
+def test_wall_clock_backstop_stops_heavy_work_per_instruction():
+    """A call doing megabytes of work per instruction is stopped by the backstop, with that reason."""
+    world, task = _world_with(
+        tool(
+            "grind",
+            "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < 100000) SELECT count(replace(printf('%.*c', 900000, 'x'), 'x', 'y')) FROM r",
+        ),
+        max_call_seconds=0.3,
+    )
+    world.reset(task)
+    obs = world.step(ToolCall("grind", {}))
+    assert not obs.ok and "wall-clock backstop" in obs.error
+    assert world.step(ToolCall("count_open", {"account_id": 1})).ok
