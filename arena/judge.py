@@ -31,6 +31,7 @@ from coevo.arena.grounding import ungrounded_arguments
 from coevo.arena.limits import DEFAULT_LIMITS, Limits
 from coevo.arena.outcomes import CheckResult, Episode, Verdict
 from coevo.arena.spec import SUBMIT, TaskSpec, ToolCall, WorldSpec
+from coevo.arena.sqlguard import TRACKING_PREFIX, fold
 from coevo.arena.verifier import run_check
 from coevo.arena.world import World
 
@@ -78,6 +79,22 @@ def _failed_step(episode: Episode) -> str | None:
     return None
 
 
+def _shift_last_number(answer: str, delta: int) -> str | None:
+    matches = list(re.finditer(r"\d+(?:\.\d+)?", answer))
+    if not matches:
+        return None
+    last = matches[-1]
+    text = last.group(0)
+    if "." in text:
+        decimals = len(text.split(".")[1])
+        shifted = f"{float(text) + delta:.{decimals}f}"
+    else:
+        shifted = str(int(text) + delta)
+    if shifted.startswith("-"):
+        return None
+    return answer[: last.start()] + shifted + answer[last.end() :]
+
+
 def perturb_answer(answer: str) -> str:
     """A different answer that a correct verifier must reject.
 
@@ -85,19 +102,35 @@ def perturb_answer(answer: str) -> str:
     an answer without digits loses its last character (one character is
     shifted to the next).
     """
-    matches = list(re.finditer(r"\d+(?:\.\d+)?", answer))
-    if matches:
-        last = matches[-1]
-        text = last.group(0)
-        if "." in text:
-            decimals = len(text.split(".")[1])
-            bumped = f"{float(text) + 1:.{decimals}f}"
-        else:
-            bumped = str(int(text) + 1)
-        return answer[: last.start()] + bumped + answer[last.end() :]
+    shifted = _shift_last_number(answer, 1)
+    if shifted is not None:
+        return shifted
     if len(answer) > 1:
         return answer[:-1]
     return chr(ord(answer) + 1) if answer else "x"
+
+
+def wrong_answers(answer: str | None) -> list[str | None]:
+    """Answers a verifier that pins the answer must reject, given the right one.
+
+    No answer, the empty answer, the answer perturbed up (and, for a number,
+    down: a one-sided bound lets it through), and a hedge that lists the
+    answer next to a wrong one (a "contains" check lets it through, and an
+    agent would learn to list candidates).
+    """
+    found: list[str | None] = []
+    candidates: list[str | None] = [None, ""]
+    if answer:
+        up = perturb_answer(answer)
+        candidates.append(up)
+        down = _shift_last_number(answer, -1)
+        if down is not None:
+            candidates.append(down)
+        candidates.append(f"{answer} or {up}")
+    for candidate in candidates:
+        if candidate != answer and candidate not in found:
+            found.append(candidate)
+    return found
 
 
 def check_valid(task: TaskSpec, world: World) -> CheckResult:
@@ -129,9 +162,38 @@ def check_oracle(task: TaskSpec, world: World) -> tuple[CheckResult, Episode]:
         return CheckResult(
             passed=False, reason=f"the reference solution earns 1 but {failed}"
         ), episode
-    return CheckResult(
-        passed=True, reason=f"the reference solution earns 1 in {len(calls)} steps"
-    ), episode
+    reason = f"the reference solution earns 1 in {len(calls)} steps"
+    loose = _loose_frame(task, world)
+    if loose:
+        reason += "; warning: " + "; ".join(loose)
+    return CheckResult(passed=True, reason=reason), episode
+
+
+#: A ``"*"`` frame entry is worth a warning when the solution changes at most this many rows of the table.
+LOOSE_FRAME_ROWS = 5
+
+
+def _loose_frame(task: TaskSpec, world: World) -> list[str]:
+    """Frame entries ``"*"`` that allow far more than the reference solution changes (call after its run)."""
+    compiled = world.prepare(task)
+    broad = [entry for entry in compiled.frame.values() if entry.kind == "any"]
+    if not broad:
+        return []
+    with world.compiled.guard.trust():
+        touched = dict(
+            world.compiled.conn.execute(
+                f"SELECT tbl, count(DISTINCT rid) FROM main.{TRACKING_PREFIX}changes GROUP BY tbl"
+            ).fetchall()
+        )
+    notes = []
+    for entry in broad:
+        rows = touched.get(fold(entry.table.name), 0)
+        if rows <= LOOSE_FRAME_ROWS:
+            notes.append(
+                f"the frame lets anything in {entry.table.name} change, but the reference solution "
+                f"changes {rows} row(s) of it; a condition or columns frame would reject more wrong solutions"
+            )
+    return notes
 
 
 def check_noop(task: TaskSpec, world: World) -> CheckResult:
@@ -189,13 +251,9 @@ def check_partial(task: TaskSpec, world: World) -> CheckResult:
                 )
                 break
     if compiled.uses_answer:
-        variants: list[dict[str, Any]] = []
-        if answer is not None:
-            variants.append({})
-        if answer != "":
-            variants.append({"answer": ""})
-        if answer:
-            variants.append({"answer": perturb_answer(answer)})
+        variants: list[dict[str, Any]] = [
+            {} if wrong is None else {"answer": wrong} for wrong in wrong_answers(answer)
+        ]
         for args in variants:
             calls = [*prefix_calls, ToolCall(SUBMIT, args)]
             episode = world.run(task, calls, max_steps=_steps_for(world, calls))
@@ -380,7 +438,10 @@ def assess_task(task: TaskSpec, worlds: WorldCache) -> Verdict:
     accepted = (
         all(r.passed is not False for r in results.values()) and results["valid"].passed is True
     )
-    warnings = [w for w in world.warnings]
+    warnings = list(world.warnings)
+    for result in results.values():
+        if result.passed and "; warning: " in result.reason:
+            warnings.append(result.reason.split("; warning: ", 1)[1])
     return Verdict(
         task_id=task_id,
         world_id=task.world_id,

@@ -102,6 +102,28 @@ def _kind_of(obj: Any) -> Literal["task", "world"]:
     return "task"
 
 
+def find_unencodable(obj: Any, path: str = "record") -> str | None:
+    """The path of the first string (or key) that cannot be encoded as UTF-8, or None."""
+    stack: list[tuple[Any, str]] = [(obj, path)]
+    while stack:
+        value, where = stack.pop()
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                return where
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                try:
+                    str(key).encode("utf-8")
+                except UnicodeEncodeError:
+                    return f"{where} (a key)"
+                stack.append((item, f"{where}.{key}"))
+        elif isinstance(value, list):
+            stack.extend((item, f"{where}[{i}]") for i, item in enumerate(value))
+    return None
+
+
 def parse_record(obj: Any, *, line: int | None = None) -> TaskSpec | WorldSpec:
     """Turn a JSON value into a :class:`TaskSpec` or :class:`WorldSpec`.
 
@@ -123,6 +145,14 @@ def parse_record(obj: Any, *, line: int | None = None) -> TaskSpec | WorldSpec:
     if fmt not in (TASK_FORMAT, WORLD_FORMAT):
         raise RecordError(
             f"unknown format {fmt!r}: this coevo reads {TASK_FORMAT} and {WORLD_FORMAT}",
+            line=line,
+            kind=kind,
+        )
+    bad_text = find_unencodable(obj)
+    if bad_text is not None:
+        raise RecordError(
+            f"{bad_text}: text holds an unpaired UTF-16 surrogate (e.g. \\ud800), which is not valid "
+            "Unicode; write the character itself or its surrogate pair",
             line=line,
             kind=kind,
         )

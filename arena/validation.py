@@ -347,8 +347,23 @@ def _schema_kind(sql: str) -> tuple[str | None, str | None]:
 # -- worlds -----------------------------------------------------------------------
 
 
+def _unencodable(spec: WorldSpec | TaskSpec, root: str) -> list[Problem]:
+    from coevo.arena.records import find_unencodable
+
+    where = find_unencodable(spec.model_dump(mode="python", by_alias=True), root)
+    if where is None:
+        return []
+    return [
+        Problem(
+            where, "holds an unpaired UTF-16 surrogate, which is not valid Unicode", "fix the text"
+        )
+    ]
+
+
 def _check_world_fields(spec: WorldSpec) -> list[Problem]:
-    problems: list[Problem] = []
+    problems: list[Problem] = _unencodable(spec, "world")
+    if problems:
+        raise SpecError(problems)
     if spec.id is not None and spec.id != spec.world_id:
         problems.append(
             Problem(
@@ -1153,7 +1168,9 @@ def compile_task(task: TaskSpec, world: CompiledWorld) -> CompiledTask:
     Raises:
         SpecError: naming every problem found.
     """
-    problems: list[Problem] = []
+    problems: list[Problem] = _unencodable(task.model_copy(update={"world": task.world_id}), "task")
+    if problems:
+        raise SpecError(problems)
     if task.world_id != world.id:
         problems.append(
             Problem(

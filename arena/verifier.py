@@ -272,7 +272,11 @@ def frame_violations(
             except (sqlite3.Error, MemoryError, OverflowError) as exc:
                 text = str(exc)
                 if "interrupted" in text:
-                    text = f"stopped after the verifier budget of {budget:,} VM instructions"
+                    text = (
+                        f"stopped after {world.limits.max_call_seconds:g} seconds (wall-clock backstop)"
+                        if guard.stopped_by == "time"
+                        else f"stopped after the verifier budget of {budget:,} VM instructions"
+                    )
                 errors.append(f"{entry.table.name}: the frame could not be checked ({text})")
                 continue
             finally:

@@ -297,3 +297,45 @@ def test_trigger_referencing_a_missing_table_is_invalid(cache):
     )
     reason = _failed(assess(mini_task(world), cache), "valid")
     assert "schema[2]" in reason and "no such table" in reason and "audit_log" in reason
+
+
+@pytest.mark.parametrize(
+    ("check", "wrong"),
+    [
+        ("SELECT instr(:answer, '2026-12-03 14:30') > 0", "or"),
+        (
+            "SELECT CAST(substr(:answer, 12, 2) AS INTEGER) BETWEEN 1 AND 14 AND :answer LIKE '2026-12-03%'",
+            "14:30",
+        ),
+    ],
+)
+def test_answer_checks_that_accept_hedges_or_one_sided_bounds_fail_partial(check, wrong):
+    """A 'contains' check passes a hedged answer; a one-sided bound passes a smaller one: partial catches both."""
+    task, world = example("clinic")
+
+    def edit(data):
+        data["verifier"]["checks"] = [{"name": "loose", "sql": check}]
+
+    reason = _failed(assess_task(variant(task, world, edit), WorldCache()), "partial")
+    assert "does not pin the answer" in reason
+
+
+def test_wrong_answers_cover_missing_empty_up_down_and_hedge():
+    """The wrong answers tried for a question include both neighbours of a number and a hedge."""
+    from coevo.arena.judge import wrong_answers
+
+    assert wrong_answers("42") == [None, "", "43", "41", "42 or 43"]
+    assert wrong_answers("Ada Ode") == [None, "", "Ada Od", "Ada Ode or Ada Od"]
+
+
+def test_star_frame_for_a_one_row_change_is_a_warning(cache):
+    """A '*' frame where the solution changes one row is accepted with a warning in oracle and the verdict."""
+    task = mini_task()
+    task["verifier"]["frame"] = {"tickets": "*"}
+    verdict = assess(task, cache)
+    assert verdict.accepted
+    assert (
+        "warning" in verdict.checks["oracle"].reason
+        and "changes 1 row(s)" in verdict.checks["oracle"].reason
+    )
+    assert any("tickets" in w for w in verdict.warnings)

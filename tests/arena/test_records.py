@@ -169,3 +169,15 @@ def test_deeply_nested_json_is_a_bad_record():
     """Nesting deep enough to exhaust the parser is reported, not raised."""
     items = records_of("[" * 100_000 + "]" * 100_000)
     assert isinstance(items[0], BadRecord)
+
+
+def test_unpaired_surrogate_is_a_bad_record_not_a_crash():
+    """A lone \\ud800 escape cannot be hashed or stored: the line is reported, the others still read."""
+    bad = json.dumps(mini_task()).replace("Close the open", "Close \\ud800 the open")
+    items = records_of(bad + "\n" + json.dumps(mini_task()))
+    assert (
+        isinstance(items[0], BadRecord)
+        and "surrogate" in items[0].error
+        and "instruction" in items[0].error
+    )
+    assert isinstance(items[1], Record)
