@@ -150,23 +150,26 @@ def check_oracle(task: TaskSpec, world: World) -> tuple[CheckResult, Episode]:
     Returns:
         The result and the solution's episode (for ``grounded``).
     """
+    result, episode, _ = _run_oracle(task, world)
+    return result, episode
+
+
+def _run_oracle(task: TaskSpec, world: World) -> tuple[CheckResult, Episode, list[str]]:
+    """:func:`check_oracle`, plus the warnings about frames wider than the solution needs."""
     calls = list(task.solution)
     episode = world.run(task, calls, max_steps=_steps_for(world, calls), solver="reference")
     failed = _failed_step(episode)
     if episode.reward.value != 1:
-        return CheckResult(
-            passed=False,
-            reason="the reference solution earns 0: " + episode.reward.detail().replace("\n", "; "),
-        ), episode
+        reason = "the reference solution earns 0: " + episode.reward.detail().replace("\n", "; ")
+        return CheckResult(passed=False, reason=reason), episode, []
     if failed:
-        return CheckResult(
-            passed=False, reason=f"the reference solution earns 1 but {failed}"
-        ), episode
+        reason = f"the reference solution earns 1 but {failed}"
+        return CheckResult(passed=False, reason=reason), episode, []
     reason = f"the reference solution earns 1 in {len(calls)} steps"
     loose = _loose_frame(task, world)
     if loose:
         reason += "; warning: " + "; ".join(loose)
-    return CheckResult(passed=True, reason=reason), episode
+    return CheckResult(passed=True, reason=reason), episode, loose
 
 
 #: A ``"*"`` frame entry is worth a warning when the solution changes at most this many rows of the table.
@@ -396,7 +399,7 @@ def assess_task(task: TaskSpec, worlds: WorldCache) -> Verdict:
     """
     results: dict[str, CheckResult] = {}
     spec = worlds.spec_of(task)
-    task_id = task.task_id if spec is not None or isinstance(task.world, str) else None
+    task_id = task.task_id
     if spec is None:
         results["valid"] = CheckResult(
             passed=False,
@@ -417,10 +420,12 @@ def assess_task(task: TaskSpec, worlds: WorldCache) -> Verdict:
             results[name] = CheckResult(passed=None, reason=_NOT_VALID)
         return Verdict(task_id=task_id, world_id=task.world_id, accepted=False, checks=results)
     episode: list[Episode] = []
+    warnings = list(world.warnings) + list(world.prepare(task).warnings)
 
     def oracle() -> CheckResult:
-        result, ep = check_oracle(task, world)
+        result, ep, loose = _run_oracle(task, world)
         episode.append(ep)
+        warnings.extend(loose)
         return result
 
     results["oracle"] = _guarded(oracle)
@@ -438,10 +443,6 @@ def assess_task(task: TaskSpec, worlds: WorldCache) -> Verdict:
     accepted = (
         all(r.passed is not False for r in results.values()) and results["valid"].passed is True
     )
-    warnings = list(world.warnings)
-    for result in results.values():
-        if result.passed and "; warning: " in result.reason:
-            warnings.append(result.reason.split("; warning: ", 1)[1])
     return Verdict(
         task_id=task_id,
         world_id=task.world_id,

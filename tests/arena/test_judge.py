@@ -339,3 +339,16 @@ def test_star_frame_for_a_one_row_change_is_a_warning(cache):
         and "changes 1 row(s)" in verdict.checks["oracle"].reason
     )
     assert any("tickets" in w for w in verdict.warnings)
+
+
+def test_verdict_lists_each_warning_once():
+    """World, task and oracle warnings each appear once in the verdict."""
+    world = mini_world()
+    world["data"]["tickets"]["rows"].append([14, 77, "orphan", "open", 3])
+    task = mini_task(world)
+    task["verifier"]["frame"] = {"tickets": "*"}
+    verdict = assess(task, WorldCache())
+    assert len(verdict.warnings) == 2 and len(set(verdict.warnings)) == 2
+    assert any("foreign key" in w for w in verdict.warnings) and any(
+        "anything in tickets" in w for w in verdict.warnings
+    )
