@@ -13,7 +13,6 @@ Reading never stops at a bad record: :func:`iter_records` yields a
 
 from __future__ import annotations
 
-import io
 import json
 import sys
 from collections.abc import Iterable, Iterator
@@ -181,6 +180,11 @@ def _parse_text(text: str, line: int) -> Record | BadRecord:
         )
     except ValueError as exc:
         return BadRecord(line, _guess_kind(text), f"malformed JSON: {exc}")
+    return _to_item(obj, line)
+
+
+def _to_item(obj: Any, line: int) -> Record | BadRecord:
+    """A parsed JSON value as a :class:`Record`, or a :class:`BadRecord` saying what is wrong."""
     try:
         spec = parse_record(obj, line=line)
     except RecordError as exc:
@@ -223,12 +227,7 @@ def _json_document(text: str) -> Iterator[Record | BadRecord]:
         except ValueError as exc:
             yield BadRecord(line, "task", f"malformed JSON: {getattr(exc, 'msg', exc)}")
             return
-        try:
-            spec = parse_record(obj, line=line)
-        except RecordError as exc:
-            yield BadRecord(line, exc.kind or "task", exc.message)
-        else:
-            yield Record(line, "world" if isinstance(spec, WorldSpec) else "task", spec)
+        yield _to_item(obj, line)
         position = end
         expect_value = False
 
@@ -259,7 +258,7 @@ def iter_records(
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
     if fmt == "jsonl":
-        for number, raw in enumerate(io.BytesIO(data).read().split(b"\n"), start=1):
+        for number, raw in enumerate(data.split(b"\n"), start=1):
             if not raw.strip():
                 continue
             try:

@@ -716,13 +716,12 @@ def _check_schema_code(
         for p in _statement_problems(facts, where(view), what="view", fix="fix the view's SELECT"):
             problems.append(p)
     for info in tables.values():
-        settable = [c for c in info.insertable]
         probes = [
             f"INSERT INTO main.{quote_ident(info.name)} DEFAULT VALUES",
             f"DELETE FROM main.{quote_ident(info.name)}",
         ]
-        if settable:
-            assignments = ", ".join(f"{quote_ident(c)} = {quote_ident(c)}" for c in settable)
+        if info.insertable:
+            assignments = ", ".join(f"{quote_ident(c)} = {quote_ident(c)}" for c in info.insertable)
             probes.append(f"UPDATE main.{quote_ident(info.name)} SET {assignments}")
         for probe in probes:
             facts = explain(conn, guard, probe)

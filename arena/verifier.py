@@ -181,12 +181,10 @@ def _keyed_changes(
                         row={c: _shown(v) for c, v in zip(info.columns, row, strict=True)},
                     )
                 )
-    flags = ", ".join(
+    differs = [
         f"(i.{quote_ident(c)} COLLATE BINARY IS NOT f.{quote_ident(c)})" for c in info.columns
-    )
-    any_change = " OR ".join(
-        f"(i.{quote_ident(c)} COLLATE BINARY IS NOT f.{quote_ident(c)})" for c in info.columns
-    )
+    ]
+    flags, any_change = ", ".join(differs), " OR ".join(differs)
     finals = ", ".join(f"f.{quote_ident(c)}" for c in info.columns)
     sql = (
         f"SELECT i.coevo_m, {flags}, {finals} FROM "

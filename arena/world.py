@@ -99,7 +99,6 @@ class World:
         self._conn = self._w.conn
         self._guard = self._w.guard
         self._limits = limits
-        self._pristine = _image(self._w.initial)  # the initial state, copied in on every reset
         self._tools: dict[str, CompiledTool] = self._w.tools
         self._columns: dict[str, tuple[str, ...]] = {}  # result columns by statement
         self._tasks: dict[str, CompiledTask] = {}
@@ -205,7 +204,9 @@ class World:
                 image.close()
                 self._base_is_initial = False
             elif not self._base_is_initial:
-                self._pristine.backup(conn)
+                image = _image(self._w.initial)
+                image.backup(conn)
+                image.close()
                 self._base_is_initial = True
             conn.execute("BEGIN")
         self._writes = []
@@ -261,15 +262,7 @@ class World:
                 obs = Observation(step=step, tool=name, ok=False, error=error)
             else:
                 obs = self._run_tool(tool, binds, step)
-        if step >= self._max_steps:
-            self._done = True
-            reward = Reward(
-                value=0,
-                submitted=False,
-                reason=f"the step budget of {self._max_steps} calls ran out before submit",
-            )
-            obs = replace(obs, done=True, reward=reward)
-        return obs
+        return self._spend_step(obs)
 
     def _unknown_tool(self, name: Any) -> str:
         from difflib import get_close_matches
@@ -402,7 +395,7 @@ class World:
 
     def _submit(self, step: int, arguments: Any) -> Observation:
         if not isinstance(arguments, Mapping):
-            return self._after_error(
+            return self._spend_step(
                 Observation(
                     step=step,
                     tool=SUBMIT,
@@ -419,14 +412,15 @@ class World:
         else:
             error = None
         if error:
-            return self._after_error(Observation(step=step, tool=SUBMIT, ok=False, error=error))
+            return self._spend_step(Observation(step=step, tool=SUBMIT, ok=False, error=error))
         self._done = True
         self._submitted = True
         assert self._task is not None
         reward = evaluate(self._w, self._task, answer, submitted=True, tracked=self._tracked)
         return Observation(step=step, tool=SUBMIT, done=True, reward=reward)
 
-    def _after_error(self, obs: Observation) -> Observation:
+    def _spend_step(self, obs: Observation) -> Observation:
+        """``obs``, or ``obs`` ending the episode with reward 0 if that was the last step allowed."""
         if self._steps >= self._max_steps:
             self._done = True
             reward = Reward(
@@ -511,12 +505,11 @@ class World:
         )
 
     def close(self) -> None:
-        """Release the SQLite connections."""
+        """Release the SQLite connection."""
         if self._conn.in_transaction:
             with self._guard.trust():
                 self._conn.execute("ROLLBACK")
         self._conn.close()
-        self._pristine.close()
 
     def __enter__(self) -> World:
         return self
