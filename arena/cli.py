@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from coevo.arena.errors import RecordError, SpecError
-from coevo.arena.judge import CHECK_NAMES, WorldCache, assess_task
-from coevo.arena.outcomes import CheckResult, Observation
+from coevo.arena.judge import CHECK_NAMES, WorldCache, assess_task, check_world_valid
+from coevo.arena.outcomes import Observation
 from coevo.arena.records import BadRecord, Record, iter_records, load_records
 from coevo.arena.spec import TaskSpec, ToolCall, WorldSpec
 from coevo.arena.world import World
@@ -51,15 +51,7 @@ def _check_line(item: Record | BadRecord, cache: WorldCache) -> dict[str, Any]:
         }
     if isinstance(item.spec, WorldSpec):
         world_id = cache.add(item.spec)
-        try:
-            world = cache.world(item.spec)
-        except SpecError as exc:
-            valid = CheckResult(passed=False, reason=exc.summary())
-        else:
-            notes = world.warnings
-            valid = CheckResult(
-                passed=True, reason="ok" if not notes else "ok; warning: " + "; ".join(notes)
-            )
+        valid = check_world_valid(item.spec, cache)
         return {
             "line": item.line,
             "kind": "world",
