@@ -1,0 +1,1 @@
+"""Offline Synthesizers: procedural domains, a miner for real SQLite databases, mutation operators."""

@@ -1,0 +1,1010 @@
+"""Task families over a :class:`~coevo.agents.synthesizers.catalog.Catalog`: plans, realisation, difficulty.
+
+A :class:`Plan` is a task's structure as data: which row the instruction
+names, which foreign keys the agent must walk (and how each step picks its
+row: the only one, the one with a stated status, the most recent, every one
+that matches), and what it must do at the end (answer a question, act, act
+conditionally). :func:`realize` turns a plan into a ``coevo.task/1`` record
+against a world's initial state:
+
+* the **instruction** states the goal and how to recognise the rows, never a key;
+* the **verifier** restates the goal in SQL over the ``initial`` schema (the
+  target row is found by the same picks, as a subquery) and frames exactly the
+  rows and columns the goal may change; it is derived from the plan and the
+  initial state, never from running the solution;
+* the **reference solution** makes the look-ups a careful agent would make,
+  with every key copied from an earlier observation;
+* the **features** are measured on the realised task.
+
+:func:`sample_plan` draws plans for a family and a difficulty target;
+mutation operators (:mod:`coevo.agents.synthesizers.mutation`) edit plans.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import sqlite3
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Final
+
+from coevo.agents.synthesizers.catalog import Action, Catalog, Hop, quote, sql_literal
+from coevo.arena.errors import CoevoError
+from coevo.arena.spec import (
+    SUBMIT,
+    CheckSpec,
+    FrameColumns,
+    Lineage,
+    TaskSpec,
+    ToolCall,
+    VerifierSpec,
+    WorldSpec,
+)
+
+__all__ = [
+    "FAMILIES",
+    "FEATURE_NAMES",
+    "LEVELS",
+    "Pick",
+    "Plan",
+    "Target",
+    "TaskSampler",
+    "Unfit",
+    "difficulty",
+    "realize",
+]
+
+FAMILIES: Final = ("question", "action", "conditional", "bulk")
+"""Task families: answer a question, act on one row, act on a condition, act on every matching row."""
+
+FEATURE_NAMES: Final = (
+    "difficulty",
+    "steps",
+    "hops",
+    "writes",
+    "distractors",
+    "branching",
+    "result_rows",
+    "aggregates",
+    "question",
+)
+"""Features every generated task carries (all measured on the task itself)."""
+
+LEVELS: Final[Mapping[int, Mapping[str, tuple[float, float]]]] = {
+    1: {"difficulty": (0, 3.5)},
+    2: {"difficulty": (4, 5)},
+    3: {"difficulty": (5.5, 6.5)},
+    4: {"difficulty": (7, 8)},
+    5: {"difficulty": (8.5, float("inf"))},
+}
+"""Difficulty levels as ranges (inclusive) of the ``difficulty`` feature (see :func:`difficulty`)."""
+
+
+def difficulty(features: Mapping[str, float]) -> float:
+    """One number for how hard a task is, from its features (a multiple of 0.5).
+
+    Every tool call counts 1; a branch the agent must decide counts 1.5 more;
+    each look-alike row to rule out (up to 8) and each pick by an extreme
+    value ("most recent") count 0.5. Levels are bands of this number, so a
+    question with a long walk and a short conditional can both be level 4.
+    """
+    return (
+        features.get("steps", 0)
+        + 1.5 * features.get("branching", 0)
+        + 0.5 * min(features.get("distractors", 0), 8)
+        + 0.5 * features.get("aggregates", 0)
+    )
+
+
+FAMILY_LEVELS: Final[Mapping[str, tuple[int, ...]]] = {
+    "question": (1, 2, 3, 4, 5),
+    "action": (1, 2, 3, 4, 5),
+    "bulk": (2, 3, 4, 5),
+    "conditional": (3, 4, 5),
+}
+"""The levels each family spans: a conditional task has at least four steps and a branch, so it starts at 3."""
+
+LEVEL_FAMILIES: Final[Mapping[int, tuple[str, ...]]] = {
+    level: tuple(f for f in FAMILIES if level in FAMILY_LEVELS[f]) for level in LEVELS
+}
+"""The families a level draws from when the request names none."""
+
+BULK_SIZE: Final = (2, 4)
+
+
+class Unfit(CoevoError):
+    """A plan cannot be realised in this world (ambiguous pick, failed precondition, ...)."""
+
+
+@dataclass(frozen=True)
+class Pick:
+    """How a down hop picks its row(s) from the listed rows.
+
+    Attributes:
+        filter: index into the hop's filters, or ``None``.
+        value: the filter's value when the filter leaves it open.
+        order: index into the hop's orders, or ``None`` (then exactly one row may remain).
+        highest: take the highest value of the order (else the lowest).
+        every: take every remaining row (bulk tasks, last hop only).
+    """
+
+    filter: int | None = None
+    value: Any = None
+    order: int | None = None
+    highest: bool = True
+    every: bool = False
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A task's structure: start row, foreign-key walk, goal.
+
+    Attributes:
+        family: one of :data:`FAMILIES`.
+        anchor: index into the catalog's anchors.
+        row: the key of the anchor row.
+        hops: indices into the catalog's hops, in walking order.
+        picks: for each hop, its :class:`Pick` (``None`` for an up hop).
+        goal: an attribute index (question) or action indices (one, or first
+            choice then fallback for a conditional task).
+        choices: the values the instruction states for the actions' choices.
+    """
+
+    family: str
+    anchor: int
+    row: Any
+    hops: tuple[int, ...] = ()
+    picks: tuple[Pick | None, ...] = ()
+    goal: tuple[int, ...] = ()
+    choices: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """The plan as JSON-ready data (kept in a task's ``provenance``)."""
+        data = asdict(self)
+        data["hops"] = list(self.hops)
+        data["goal"] = list(self.goal)
+        data["picks"] = [None if p is None else asdict(p) for p in self.picks]
+        data["choices"] = dict(self.choices)
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Plan:
+        """The plan stored by :meth:`to_json`."""
+        return cls(
+            family=data["family"],
+            anchor=int(data["anchor"]),
+            row=data["row"],
+            hops=tuple(int(h) for h in data.get("hops", ())),
+            picks=tuple(None if p is None else Pick(**p) for p in data.get("picks", ())),
+            goal=tuple(int(g) for g in data.get("goal", ())),
+            choices=dict(data.get("choices") or {}),
+        )
+
+
+@dataclass(frozen=True)
+class Target:
+    """What a generator should aim for: feature ranges (inclusive) and the families to use.
+
+    Attributes:
+        ranges: feature name → (low, high); missing features are free.
+        families: the families to draw from.
+    """
+
+    ranges: Mapping[str, tuple[float, float]]
+    families: tuple[str, ...]
+
+    @classmethod
+    def of(
+        cls,
+        level: int | None = None,
+        features: Mapping[str, tuple[float | None, float | None]] | None = None,
+        families: Sequence[str] | None = None,
+    ) -> Target:
+        """The target for a level (1–5) and/or explicit feature ranges (which win).
+
+        Raises:
+            ValueError: an unknown level or family, or a range whose low end is above its high end.
+        """
+        if level is not None and level not in LEVELS:
+            raise ValueError(f"level {level} is not one of {sorted(LEVELS)}")
+        ranges: dict[str, tuple[float, float]] = dict(LEVELS[level]) if level else {}
+        for name, (low, high) in (features or {}).items():
+            lo = float("-inf") if low is None else float(low)
+            hi = float("inf") if high is None else float(high)
+            if lo > hi:
+                raise ValueError(f"features.{name}: low {low} is above high {high}")
+            ranges[name] = (lo, hi)
+        chosen = tuple(families) if families else LEVEL_FAMILIES[level] if level else FAMILIES
+        unknown = [f for f in chosen if f not in FAMILIES]
+        if unknown:
+            raise ValueError(
+                f"unknown task family {unknown[0]!r}; choose from {', '.join(FAMILIES)}"
+            )
+        if level is not None:
+            chosen = tuple(f for f in chosen if level in FAMILY_LEVELS[f])
+            if not chosen:
+                spans = "; ".join(f"{f}: {min(FAMILY_LEVELS[f])}–5" for f in families or ())
+                raise ValueError(f"no family asked for reaches level {level} ({spans})")
+        return cls(ranges=ranges, families=chosen)
+
+    def admits(self, features: Mapping[str, float]) -> bool:
+        """Whether measured features lie in every range."""
+        return all(lo <= features.get(name, 0) <= hi for name, (lo, hi) in self.ranges.items())
+
+    def bounds(self, name: str, default: tuple[int, int]) -> tuple[int, int]:
+        """A feature's range clipped to ``default`` (for drawing integers); may be empty (low > high)."""
+        lo, hi = self.ranges.get(name, default)
+        lo_i = max(default[0], math.ceil(lo)) if lo != float("-inf") else default[0]
+        hi_i = min(default[1], math.floor(hi)) if hi != float("inf") else default[1]
+        return lo_i, hi_i
+
+
+# --------------------------------------------------------------------------- the walk
+
+
+class _Db:
+    """Read queries against a world's initial state (a plain SQLite connection)."""
+
+    def __init__(self, conn: sqlite3.Connection, catalog: Catalog):
+        self.conn = conn
+        self.conn.row_factory = sqlite3.Row
+        self.catalog = catalog
+        self._keys: dict[str, list[Any]] = {}
+
+    def key(self, table: str) -> str:
+        return self.catalog.keys[table]
+
+    def row(self, table: str, key: Any) -> dict[str, Any] | None:
+        found = self.conn.execute(
+            f"SELECT * FROM {quote(table)} WHERE {quote(self.key(table))} IS ?", (key,)
+        ).fetchone()
+        return dict(found) if found is not None else None
+
+    def keys_of(self, table: str) -> list[Any]:
+        if table not in self._keys:
+            self._keys[table] = [
+                r[0]
+                for r in self.conn.execute(
+                    f"SELECT {quote(self.key(table))} FROM {quote(table)} "
+                    f"WHERE {quote(self.key(table))} IS NOT NULL ORDER BY 1"
+                )
+            ]
+        return self._keys[table]
+
+    def value(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        found = self.conn.execute(sql, tuple(params)).fetchone()
+        return None if found is None else found[0]
+
+    def children(
+        self, hop: Hop, parent: Any, where: str = "", params: Sequence[Any] = ()
+    ) -> list[dict[str, Any]]:
+        key = quote(self.key(hop.target))
+        sql = f"SELECT * FROM {quote(hop.target)} WHERE {quote(hop.fk)} IS ? {where} ORDER BY {key}"
+        return [dict(r) for r in self.conn.execute(sql, (parent, *params))]
+
+
+def _filter_sql(hop: Hop, pick: Pick) -> tuple[str, Any]:
+    """The pick's filter as SQL over the listed table, with its value."""
+    assert pick.filter is not None
+    filt = hop.filters[pick.filter]
+    value = filt.value if filt.value is not None else pick.value
+    return f"({filt.column}) IS {sql_literal(value)}", value
+
+
+def _filter_words(hop: Hop, pick: Pick) -> tuple[str, str]:
+    """The filter's phrase, as (before the noun, after the noun)."""
+    if pick.filter is None:
+        return "", ""
+    filt = hop.filters[pick.filter]
+    value = filt.value if filt.value is not None else pick.value
+    words = filt.words.format(value=value)
+    return ("", " " + words) if filt.after else (words + " ", "")
+
+
+@dataclass
+class _Walk:
+    """A plan followed through the initial state."""
+
+    phrase: str
+    expr: str  # SQL (over the initial schema) giving the current row's key
+    table: str
+    rows: list[dict[str, Any]]
+    calls: list[ToolCall]
+    distractors: int = 0
+    result_rows: int = 0
+    aggregates: int = 0
+    every_exprs: list[str] = field(default_factory=list)
+
+
+def _walk(plan: Plan, catalog: Catalog, db: _Db) -> _Walk:
+    """Follow the plan's anchor and hops; raises :class:`Unfit` where a pick is not unique."""
+    if not 0 <= plan.anchor < len(catalog.anchors):
+        raise Unfit(f"anchor {plan.anchor} is not in the catalog")
+    anchor = catalog.anchors[plan.anchor]
+    table, key = anchor.table, db.key(anchor.table)
+    row = db.row(table, plan.row)
+    if row is None:
+        raise Unfit(f"{table} has no row with key {plan.row!r}")
+    value = row.get(anchor.column)
+    if value is None or value == "":
+        raise Unfit(f"the anchor row has no {anchor.column}")
+    conditions = [f"{quote(anchor.column)} IS {sql_literal(value)}"]
+    for column in anchor.disambiguate:
+        if row.get(column) is None:
+            raise Unfit(f"the anchor row has no {column} to tell it apart")
+        conditions.append(f"{quote(column)} IS {sql_literal(row[column])}")
+    where = " AND ".join(conditions)
+    if db.value(f"SELECT count(*) FROM {quote(table)} WHERE {where}") != 1:
+        raise Unfit("the anchor's description fits more than one row")
+    same_name = db.value(f"SELECT count(*) FROM {quote(table)} WHERE {conditions[0]}")
+    walk = _Walk(
+        phrase=anchor.phrase.format(**row),
+        expr=f"(SELECT {quote(key)} FROM {{db}}{quote(table)} WHERE {where})",
+        table=table,
+        rows=[row],
+        calls=[ToolCall(anchor.tool, {anchor.param: value})],
+        distractors=same_name - 1,
+        result_rows=same_name,
+    )
+    if len(plan.picks) != len(plan.hops):
+        raise Unfit("the plan has a pick for each hop only when their counts match")
+    for i, (index, pick) in enumerate(zip(plan.hops, plan.picks, strict=True)):
+        if not 0 <= index < len(catalog.hops):
+            raise Unfit(f"hop {index} is not in the catalog")
+        hop = catalog.hops[index]
+        if hop.source != walk.table or len(walk.rows) != 1:
+            raise Unfit(f"hop {hop.tool} does not start at {walk.table}")
+        if hop.down:
+            if pick is None:
+                raise Unfit("a down hop needs a pick")
+            if pick.every and i != len(plan.hops) - 1:
+                raise Unfit("only the last hop may pick every row")
+            _down(walk, hop, pick, db)
+        else:
+            _up(walk, hop, db)
+    return walk
+
+
+def _down(walk: _Walk, hop: Hop, pick: Pick, db: _Db) -> None:
+    source = walk.rows[0]
+    parent = source[db.key(hop.source)]
+    listed = db.children(hop, parent)
+    if not listed:
+        raise Unfit(f"no {hop.plural} for this {hop.source} row")
+    if len(listed) > hop.limit:
+        raise Unfit(f"{len(listed)} {hop.plural} is more than {hop.tool} shows")
+    conditions = [f"{quote(hop.fk)} IS {walk.expr}"]
+    where_local = ""
+    if pick.filter is not None:
+        if not 0 <= pick.filter < len(hop.filters):
+            raise Unfit("the pick's filter is not in the catalog")
+        clause, _ = _filter_sql(hop, pick)
+        conditions.append(clause)
+        where_local = f"AND {clause}"
+    candidates = db.children(hop, parent, where_local)
+    key = db.key(hop.target)
+    before, after = _filter_words(hop, pick)
+    if pick.every:
+        low, high = BULK_SIZE
+        if not low <= len(candidates) <= high:
+            raise Unfit(f"{len(candidates)} matching {hop.plural}, not {low}–{high}")
+        base = " AND ".join(conditions)
+        walk.every_exprs = [
+            f"(SELECT {quote(key)} FROM {{db}}{quote(hop.target)} WHERE {base} "
+            f"ORDER BY {quote(key)} LIMIT 1 OFFSET {n})"
+            for n in range(len(candidates))
+        ]
+        walk.phrase = f"every {before}{hop.noun}{after} {hop.of} {walk.phrase}"
+        walk.rows = candidates
+        walk.expr = ""
+    elif pick.order is not None:
+        if not 0 <= pick.order < len(hop.orders):
+            raise Unfit("the pick's order is not in the catalog")
+        order = hop.orders[pick.order]
+        direction = "DESC" if pick.highest else "ASC"
+        ranked = db.conn.execute(
+            f"SELECT {quote(key)}, ({order.expr}) FROM {quote(hop.target)} "
+            f"WHERE {quote(hop.fk)} IS ? {where_local} AND ({order.expr}) IS NOT NULL "
+            f"ORDER BY 2 {direction} LIMIT 2",
+            (parent,),
+        ).fetchall()
+        if not ranked:
+            raise Unfit(f"no {hop.plural} with a value to rank by")
+        if len(ranked) == 2 and ranked[0][1] == ranked[1][1]:
+            raise Unfit(
+                f"two {hop.plural} tie for {order.highest if pick.highest else order.lowest}"
+            )
+        superlative = order.highest if pick.highest else order.lowest
+        conditions.append(f"({order.expr}) IS NOT NULL")
+        walk.expr = (
+            f"(SELECT {quote(key)} FROM {{db}}{quote(hop.target)} WHERE {' AND '.join(conditions)} "
+            f"ORDER BY ({order.expr}) {direction} LIMIT 1)"
+        )
+        walk.rows = [r for r in candidates if r[key] == ranked[0][0]]
+        walk.phrase = f"the {superlative} {before}{hop.noun}{after} {hop.of} {walk.phrase}"
+        walk.distractors += len(candidates) - 1
+        walk.aggregates += 1
+    else:
+        if len(candidates) != 1:
+            raise Unfit(f"{len(candidates)} {hop.plural} match where exactly one must")
+        walk.expr = (
+            f"(SELECT {quote(key)} FROM {{db}}{quote(hop.target)} WHERE {' AND '.join(conditions)})"
+        )
+        walk.rows = candidates
+        walk.phrase = f"the {before}{hop.noun}{after} {hop.of} {walk.phrase}"
+    walk.table = hop.target
+    walk.result_rows += len(listed)
+    walk.calls.append(ToolCall(hop.tool, {hop.param: parent}))
+
+
+def _up(walk: _Walk, hop: Hop, db: _Db) -> None:
+    source = walk.rows[0]
+    reference = source.get(hop.fk)
+    if reference is None:
+        raise Unfit(f"this {hop.source} row has no {hop.fk}")
+    row = db.row(hop.target, reference)
+    if row is None:
+        raise Unfit(f"{hop.fk} = {reference!r} references no {hop.target} row")
+    walk.expr = (
+        f"(SELECT {quote(hop.fk)} FROM {{db}}{quote(hop.source)} "
+        f"WHERE {quote(db.key(hop.source))} IS {walk.expr})"
+    )
+    walk.rows = [row]
+    walk.table = hop.target
+    walk.phrase = f"the {hop.noun} {hop.of} {walk.phrase}"
+    walk.result_rows += 1
+    walk.calls.append(ToolCall(hop.tool, {hop.param: reference}))
+
+
+# --------------------------------------------------------------------------- goals
+
+
+def _holds(db: _Db, action: Action, table: str, key: Any, choices: Mapping[str, Any]) -> bool:
+    condition = _format_sql(action.when, target="", key=key, choices=choices, db="", row={})
+    return bool(
+        db.value(
+            f"SELECT ({condition}) FROM {quote(table)} WHERE {quote(db.key(table))} IS ?", (key,)
+        )
+    )
+
+
+def _action_call(
+    action: Action, row: Mapping[str, Any], key: Any, choices: Mapping[str, Any]
+) -> ToolCall:
+    arguments: dict[str, Any] = {}
+    for param, source in action.args.items():
+        if source == "key":
+            arguments[param] = key
+        elif source.startswith("col:"):
+            arguments[param] = row[source[4:]]
+        elif source.startswith("choice:"):
+            arguments[param] = choices[source[7:]]
+        else:
+            raise ValueError(
+                f"action {action.name}: argument source {source!r} is not key, col:NAME or choice:NAME"
+            )
+    return ToolCall(action.tool, arguments)
+
+
+def _format_sql(
+    template: str,
+    *,
+    target: str,
+    key: Any,
+    choices: Mapping[str, Any],
+    db: str,
+    row: Mapping[str, Any],
+) -> str:
+    """Fill an action's SQL template (see :class:`~coevo.agents.synthesizers.catalog.Action`)."""
+    literals = {name: sql_literal(value) for name, value in choices.items()}
+    return template.format(
+        target=target.format(db=db),
+        key=sql_literal(key),
+        db=db,
+        row=_Literals(row),
+        **literals,
+    )
+
+
+class _Literals(dict[str, str]):
+    """A row whose values read as SQL literals (``{row[order_id]}`` in a template)."""
+
+    def __init__(self, row: Mapping[str, Any]):
+        super().__init__()
+        self._row = row
+
+    def __missing__(self, column: str) -> str:
+        return sql_literal(self._row[column])
+
+
+def _frame_of(
+    action: Action, key: Any, choices: Mapping[str, Any], row: Mapping[str, Any]
+) -> dict[str, Any]:
+    frame: dict[str, Any] = {}
+    for table, rule in action.frame.items():
+        fill = {"target": "", "key": key, "choices": choices, "db": "", "row": row}
+        if isinstance(rule, str):
+            frame[table] = rule if rule == "*" else _format_sql(rule, **fill)
+        else:
+            frame[table] = {
+                "where": _format_sql(rule["where"], **fill),
+                "columns": list(rule["columns"]),
+            }
+    return frame
+
+
+def _merge_frames(frames: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """One frame allowing what any of ``frames`` allows."""
+    merged: dict[str, Any] = {}
+    for frame in frames:
+        for table, rule in frame.items():
+            old = merged.get(table)
+            if old is None:
+                merged[table] = rule
+            elif old == "*" or rule == "*":
+                merged[table] = "*"
+            elif isinstance(old, dict) and isinstance(rule, dict):
+                columns = list(dict.fromkeys([*old["columns"], *rule["columns"]]))
+                where = (
+                    old["where"]
+                    if old["where"] == rule["where"]
+                    else f"({old['where']}) OR ({rule['where']})"
+                )
+                merged[table] = {"where": where, "columns": columns}
+            else:
+                left = old if isinstance(old, str) else old["where"]
+                right = rule if isinstance(rule, str) else rule["where"]
+                merged[table] = left if left == right else f"({left}) OR ({right})"
+    return merged
+
+
+def _quoted(choices: Mapping[str, Any]) -> dict[str, str]:
+    """Choices as words (templates put quotes where the value is free text)."""
+    return {name: str(value) for name, value in choices.items()}
+
+
+def _sentence(text: str) -> str:
+    text = text.strip()
+    return text[:1].upper() + text[1:] + ("" if text.endswith((".", "?")) else ".")
+
+
+@dataclass(frozen=True)
+class Realized:
+    """A plan made concrete: the task and the measured features."""
+
+    task: TaskSpec
+    features: dict[str, float]
+
+
+def realize(
+    plan: Plan,
+    catalog: Catalog,
+    conn: sqlite3.Connection,
+    world: WorldSpec,
+    *,
+    provenance: Mapping[str, Any] | None = None,
+    lineage: Mapping[str, Any] | None = None,
+) -> TaskSpec:
+    """The task ``plan`` describes in ``world`` (whose initial state ``conn`` holds).
+
+    Raises:
+        Unfit: the plan does not describe one well-defined task in this world
+            (a pick is ambiguous, a precondition does not hold, ...).
+    """
+    db = _Db(conn, catalog)
+    walk = _walk(plan, catalog, db)
+    table, key_column = walk.table, db.key(walk.table)
+    checks: list[CheckSpec] = []
+    frames: list[dict[str, Any]] = []
+    calls = list(walk.calls)
+    writes = branching = question = 0
+    if plan.family == "question":
+        if len(plan.goal) != 1 or not 0 <= plan.goal[0] < len(catalog.attributes):
+            raise Unfit("a question needs one attribute")
+        attribute = catalog.attributes[plan.goal[0]]
+        if attribute.table != table or len(walk.rows) != 1:
+            raise Unfit(f"attribute {attribute.phrase!r} is not about {table}")
+        key = walk.rows[0][key_column]
+        answer = db.value(
+            f"SELECT ({attribute.expr}) FROM {quote(table)} WHERE {quote(key_column)} IS ?", (key,)
+        )
+        if answer is None or isinstance(answer, bytes) or str(answer).strip() == "":
+            raise Unfit(f"{attribute.phrase} is empty for this row")
+        answer = str(answer)
+        if answer != answer.strip():
+            raise Unfit("the answer has surrounding spaces")
+        target = walk.expr.format(db="initial.")
+        checks.append(
+            CheckSpec(
+                name="answer",
+                sql=(
+                    f"SELECT lower(trim(:answer)) = lower((SELECT {attribute.expr} FROM initial.{quote(table)} "
+                    f"WHERE {quote(key_column)} = {target}))"
+                ),
+            )
+        )
+        calls.append(ToolCall(SUBMIT, {"answer": answer}))
+        instruction = _sentence(
+            f"What is {attribute.phrase} of {walk.phrase}? Answer with the value {attribute.hint}"
+        )
+        question = 1
+    elif plan.family in ("action", "bulk"):
+        if len(plan.goal) != 1 or not 0 <= plan.goal[0] < len(catalog.actions):
+            raise Unfit("an action task needs one action")
+        action = catalog.actions[plan.goal[0]]
+        if action.table != table:
+            raise Unfit(f"action {action.name} does not act on {table}")
+        if plan.family == "bulk" and not action.bulk:
+            raise Unfit(f"{action.name} cannot be asked for every row at once")
+        if (plan.family == "bulk") != bool(walk.every_exprs):
+            raise Unfit("a bulk task ends with a pick of every row, and only a bulk task does")
+        targets = walk.every_exprs or [walk.expr]
+        for n, (row, expr) in enumerate(zip(walk.rows, targets, strict=True)):
+            key = row[key_column]
+            if not _holds(db, action, table, key, plan.choices):
+                raise Unfit(f"{action.name} does not apply to this row (needs {action.when})")
+            calls.append(_action_call(action, row, key, plan.choices))
+            suffix = f"_{n + 1}" if len(targets) > 1 else ""
+            checks.append(
+                CheckSpec(
+                    name=f"{action.name}{suffix}",
+                    sql=_format_sql(
+                        action.check,
+                        target=expr,
+                        key=key,
+                        choices=plan.choices,
+                        db="initial.",
+                        row=row,
+                    ),
+                )
+            )
+            frames.append(_frame_of(action, key, plan.choices, row))
+        writes = len(targets)
+        instruction = _sentence(action.ask.format(target=walk.phrase, **_quoted(plan.choices)))
+        calls.append(ToolCall(SUBMIT, {}))
+    elif plan.family == "conditional":
+        if len(plan.goal) != 2 or not all(0 <= g < len(catalog.actions) for g in plan.goal):
+            raise Unfit("a conditional task needs a first-choice and a fallback action")
+        first, fallback = (catalog.actions[g] for g in plan.goal)
+        if first.table != table or fallback.table != table or len(walk.rows) != 1:
+            raise Unfit("both actions of a conditional task act on the target's table")
+        if not first.blocked or not fallback.instead:
+            raise Unfit(f"{first.name} / {fallback.name} cannot be phrased as a condition")
+        row = walk.rows[0]
+        key = row[key_column]
+        first_ok = _holds(db, first, table, key, plan.choices)
+        fallback_ok = _holds(db, fallback, table, key, plan.choices)
+        if first_ok == fallback_ok:
+            raise Unfit("exactly one of the two actions must apply to the target")
+        taken = first if first_ok else fallback
+        calls.append(_action_call(taken, row, key, plan.choices))
+        frames.append(_frame_of(taken, key, plan.choices, row))
+        target = walk.expr.format(db="initial.")
+
+        def check_of(action: Action) -> str:
+            return _format_sql(
+                action.check,
+                target=walk.expr,
+                key=key,
+                choices=plan.choices,
+                db="initial.",
+                row=row,
+            )
+
+        condition = _format_sql(
+            first.when, target=walk.expr, key=key, choices=plan.choices, db="initial.", row=row
+        )
+        checks.append(
+            CheckSpec(
+                name="done_as_asked",
+                sql=(
+                    f"SELECT CASE WHEN (SELECT ({condition}) FROM initial.{quote(table)} "
+                    f"WHERE {quote(key_column)} = {target}) THEN ({check_of(first)}) "
+                    f"ELSE ({check_of(fallback)}) END"
+                ),
+            )
+        )
+        words = _quoted(plan.choices)
+        instruction = _sentence(
+            f"{first.ask.format(target=walk.phrase, **words)}; "
+            f"{first.blocked}, {fallback.instead.format(target='it', **words)}"
+        )
+        writes, branching = 1, 1
+        calls.append(ToolCall(SUBMIT, {}))
+    else:
+        raise Unfit(f"unknown family {plan.family!r}")
+    hops = sum(1 for c in walk.calls)
+    features: dict[str, float] = {
+        "difficulty": 0.0,
+        "steps": len(calls),
+        "hops": hops,
+        "writes": writes,
+        "distractors": walk.distractors,
+        "branching": branching,
+        "result_rows": walk.result_rows,
+        "aggregates": walk.aggregates,
+        "question": question,
+    }
+    features["difficulty"] = difficulty(features)
+    verifier = VerifierSpec(
+        checks=checks,
+        frame={
+            t: FrameColumns(**r) if isinstance(r, dict) else r
+            for t, r in _merge_frames(frames).items()
+        },
+    )
+    return TaskSpec(
+        world=world,
+        instruction=instruction,
+        verifier=verifier,
+        solution=calls,
+        features=features,
+        lineage=Lineage(**(lineage or {})),
+        provenance={**(provenance or {}), "plan": plan.to_json()},
+    )
+
+
+# --------------------------------------------------------------------------- sampling
+
+
+def _goal_options(catalog: Catalog, family: str, table: str) -> list[tuple[int, ...]]:
+    if family == "question":
+        return [(i,) for i, a in enumerate(catalog.attributes) if a.table == table]
+    if family == "action":
+        return [(i,) for i, a in enumerate(catalog.actions) if a.table == table]
+    if family == "bulk":
+        return [(i,) for i, a in enumerate(catalog.actions) if a.table == table and a.bulk]
+    index = {id(a): i for i, a in enumerate(catalog.actions)}
+    return [(index[id(a)], index[id(b)]) for a, b in catalog.branch_pairs(table)]
+
+
+def _draw_choices(
+    rng: random.Random, catalog: Catalog, goal: tuple[int, ...], family: str
+) -> dict[str, Any]:
+    if family == "question":
+        return {}
+    choices: dict[str, Any] = {}
+    for g in goal:
+        for name, values in catalog.actions[g].choices.items():
+            choices.setdefault(name, rng.choice(values))
+    return choices
+
+
+def _draw_pick(
+    rng: random.Random, hop: Hop, listed: list[dict[str, Any]], *, every: bool, unfiltered: bool
+) -> Pick:
+    """A pick for a down hop, drawn so that it usually singles out one row.
+
+    ``unfiltered``: state no condition on the rows (the last hop of a
+    conditional task, where a stated status would give the branch away).
+    """
+    intended = rng.choice(listed)
+    filter_index: int | None = None
+    value: Any = None
+    if hop.filters and not unfiltered and (every or rng.random() < 0.6):
+        filter_index = rng.randrange(len(hop.filters))
+        filt = hop.filters[filter_index]
+        value = None if filt.value is not None else _column_value(intended, filt.column)
+        if filt.value is None and value is None:
+            filter_index = None
+    if every:
+        return Pick(filter=filter_index, value=value, every=True)
+    order_index = (
+        rng.randrange(len(hop.orders))
+        if hop.orders and (len(listed) > 1 or rng.random() < 0.3)
+        else None
+    )
+    return Pick(filter=filter_index, value=value, order=order_index, highest=rng.random() < 0.6)
+
+
+def _column_value(row: Mapping[str, Any], column: str) -> Any:
+    bare = column.strip('"').replace('""', '"')
+    return row.get(bare, row.get(column))
+
+
+class TaskSampler:
+    """Draws tasks in one world for a :class:`Target` (family, level, feature ranges).
+
+    Walks are goal-directed: a hop is only taken when the walk can still end,
+    at the chosen depth, on a table where the family has a goal; a draw that
+    still does not fit (an ambiguous pick, a failed precondition, features
+    outside the target) is redrawn.
+
+    Args:
+        catalog: the world's catalog.
+        conn: the world's initial state (see :func:`~coevo.agents.synthesizers.initial.initial_state`).
+        world: the world record the tasks refer to.
+    """
+
+    MAX_DEPTH: Final = 5
+
+    def __init__(self, catalog: Catalog, conn: sqlite3.Connection, world: WorldSpec):
+        self.catalog = catalog
+        self.conn = conn
+        self.world = world
+        self.db = _Db(conn, catalog)
+        self._reach: dict[str, list[set[str]]] = {}
+
+    def reach(self, family: str) -> list[set[str]]:
+        """For each depth d, the tables from which a walk of d hops can end at a goal of ``family``."""
+        if family not in self._reach:
+            goal_tables = {t for t in self.catalog.keys if _goal_options(self.catalog, family, t)}
+            levels: list[set[str]] = [set() if family == "bulk" else set(goal_tables)]
+            for depth in range(1, self.MAX_DEPTH + 1):
+                found = set()
+                for hop in self.catalog.hops:
+                    if depth == 1 and family == "bulk":
+                        if hop.down and hop.target in goal_tables:
+                            found.add(hop.source)
+                    elif hop.target in levels[depth - 1]:
+                        found.add(hop.source)
+                levels.append(found)
+            self._reach[family] = levels
+        return self._reach[family]
+
+    def _depths(self, family: str, table: str, target: Target) -> list[int]:
+        low, high = target.bounds("hops", (1, self.MAX_DEPTH + 1))
+        reach = self.reach(family)
+        depths = [d for d in range(max(low - 1, 0), min(high, len(reach))) if table in reach[d]]
+        if "difficulty" in target.ranges:
+            lo, hi = target.ranges["difficulty"]
+            extra = {"question": 0.0, "action": 1.0, "conditional": 3.0, "bulk": 3.0}[family]
+            near = [d for d in depths if lo - 1.5 <= 2.5 + 1.5 * d + extra <= hi + 1.5]
+            depths = near or depths
+        return depths
+
+    def _next_hop(
+        self,
+        rng: random.Random,
+        family: str,
+        table: str,
+        row: Mapping[str, Any],
+        remaining: int,
+        previous: Hop | None,
+    ) -> int | None:
+        reach = self.reach(family)
+        options = [
+            i
+            for i, h in enumerate(self.catalog.hops)
+            if h.source == table
+            and not (previous and h.target == previous.source and h.fk == previous.fk)
+            and (
+                (h.down and h.target in _goal_tables(self.catalog, family))
+                if family == "bulk" and remaining == 1
+                else h.target in reach[remaining - 1]
+            )
+        ]
+        rng.shuffle(options)
+        for index in options:
+            hop = self.catalog.hops[index]
+            if hop.down:
+                if self.db.value(
+                    f"SELECT EXISTS (SELECT 1 FROM {quote(hop.target)} WHERE {quote(hop.fk)} IS ?)",
+                    (row[self.db.key(table)],),
+                ):
+                    return index
+            elif row.get(hop.fk) is not None:
+                return index
+        return None
+
+    def sample(
+        self,
+        rng: random.Random,
+        target: Target,
+        *,
+        attempts: int = 400,
+        provenance: Mapping[str, Any] | None = None,
+    ) -> TaskSpec:
+        """A task drawn for ``target``.
+
+        Raises:
+            Unfit: no task meeting the target was found in ``attempts`` draws;
+                the message names the target and the commonest misses.
+        """
+        catalog, db = self.catalog, self.db
+        reasons: dict[str, int] = {}
+
+        def miss(reason: str) -> None:
+            reasons[reason] = reasons.get(reason, 0) + 1
+
+        wants_distractors = target.ranges.get("distractors", (0, 0))[0] > 0 or (
+            target.ranges.get("difficulty", (0, 0))[0] >= 5
+        )
+        families = list(target.families)
+        rng.shuffle(families)
+        for attempt in range(attempts):
+            # one family at a time, so a family that is easy to draw does not crowd out the others
+            family = families[attempt * len(families) // attempts]
+            anchors = [
+                i
+                for i, a in enumerate(catalog.anchors)
+                if db.keys_of(a.table) and self._depths(family, a.table, target)
+            ]
+            if not anchors:
+                miss(f"no {family} walk of the wanted length")
+                continue
+            twins = [i for i in anchors if not catalog.anchors[i].unique]
+            anchor_index = rng.choice(
+                twins if twins and wants_distractors and rng.random() < 0.7 else anchors
+            )
+            anchor = catalog.anchors[anchor_index]
+            row_key = rng.choice(db.keys_of(anchor.table))
+            depth = rng.choice(self._depths(family, anchor.table, target))
+            hops: list[int] = []
+            picks: list[Pick | None] = []
+            table = anchor.table
+            row: Mapping[str, Any] = db.row(table, row_key) or {}
+            previous: Hop | None = None
+            failed = None
+            for step in range(depth):
+                index = self._next_hop(rng, family, table, row, depth - step, previous)
+                if index is None:
+                    failed = "dead end"
+                    break
+                hop = catalog.hops[index]
+                pick: Pick | None = None
+                if hop.down:
+                    listed = db.children(hop, row[db.key(table)])
+                    last = step == depth - 1
+                    pick = _draw_pick(
+                        rng,
+                        hop,
+                        listed,
+                        every=family == "bulk" and last,
+                        unfiltered=family == "conditional" and last,
+                    )
+                hops.append(index)
+                picks.append(pick)
+                try:
+                    partial = _walk(
+                        Plan(family, anchor_index, row_key, tuple(hops), tuple(picks)), catalog, db
+                    )
+                except Unfit as exc:
+                    failed = str(exc).split(" (")[0]
+                    break
+                row = partial.rows[0]
+                table = hop.target
+                previous = hop
+            if failed:
+                miss(failed)
+                continue
+            goals = _goal_options(catalog, family, table)
+            if not goals:
+                miss(f"no {family} goal on {table}")
+                continue
+            goal = rng.choice(goals)
+            plan = Plan(
+                family=family,
+                anchor=anchor_index,
+                row=row_key,
+                hops=tuple(hops),
+                picks=tuple(picks),
+                goal=goal,
+                choices=_draw_choices(rng, catalog, goal, family),
+            )
+            try:
+                task = realize(plan, catalog, self.conn, self.world, provenance=provenance)
+            except Unfit as exc:
+                miss(str(exc).split(" (")[0])
+                continue
+            if target.admits(task.features):
+                return task
+            miss("features outside the target")
+        common = ", ".join(
+            f"{r} ({n})" for r, n in sorted(reasons.items(), key=lambda kv: -kv[1])[:3]
+        )
+        raise Unfit(
+            f"no {'/'.join(target.families)} task meeting {dict(target.ranges)} found in {attempts} "
+            f"draws in {self.world.domain} (commonest misses: {common or 'none'}); relax the target "
+            "or choose another domain"
+        )
+
+
+def _goal_tables(catalog: Catalog, family: str) -> set[str]:
+    return {t for t in catalog.keys if _goal_options(catalog, family, t)}
+
+
+def with_plan(task: TaskSpec, **changes: Any) -> Plan:
+    """The plan stored in ``task``'s provenance, with ``changes`` applied."""
+    return replace(Plan.from_json(task.provenance["plan"]), **changes)

@@ -1,0 +1,155 @@
+"""What a procedural domain is: a seeded world builder and the catalog of its tasks.
+
+Each domain module (``retail.py``, ``airline.py``, ...) defines one
+:class:`Domain`. ``retail.py`` is the template new domains copy: the schema,
+a ``build_world(seed)`` that fills it with realistic rows (deterministic by
+seed), the tools, and the :class:`~coevo.agents.synthesizers.catalog.Catalog`
+that tells the planner how to name rows, walk foreign keys, ask and act.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+from typing import Any
+
+from coevo.agents.synthesizers.catalog import Catalog
+from coevo.agents.synthesizers.procedural.names import EMAIL_DOMAINS, FIRST_NAMES, LAST_NAMES
+from coevo.arena.spec import TableData, ToolSpec, WorldSpec
+
+__all__ = ["NOW", "Domain", "People", "day", "make_world", "money", "read_tool", "write_tool"]
+
+NOW = datetime(2026, 11, 29, 12, 0, 0)
+"""Every procedural world's fixed clock."""
+
+
+@dataclass(frozen=True)
+class Domain:
+    """A procedural domain.
+
+    Attributes:
+        name: the domain's name (``--domain``).
+        description: one line for ``coevo synth --list`` and the README.
+        build_world: seed → a world record (deterministic by seed).
+        catalog: how the planner makes tasks in this domain's worlds.
+    """
+
+    name: str
+    description: str
+    build_world: Callable[[int], WorldSpec]
+    catalog: Catalog
+
+
+def day(offset: int) -> str:
+    """The ISO date ``offset`` days from the fixed clock (negative: in the past)."""
+    return (NOW.date() + timedelta(days=offset)).isoformat()
+
+
+def stamp(offset_days: int, minutes: int) -> str:
+    """An ISO date and time (``YYYY-MM-DD HH:MM``) relative to the fixed clock."""
+    moment = datetime.combine(NOW.date() + timedelta(days=offset_days), datetime.min.time())
+    return (moment + timedelta(minutes=minutes)).strftime("%Y-%m-%d %H:%M")
+
+
+def money(cents: int) -> str:
+    """Cents as the tools show money (``"1234.50"``)."""
+    return f"{cents / 100:.2f}"
+
+
+class People:
+    """Draws people's names and unique emails, with a share of same-name "twins" (distractors)."""
+
+    def __init__(self, rng: random.Random, twin_share: float = 0.15):
+        self.rng = rng
+        self.twin_share = twin_share
+        self.names: list[str] = []
+        self.emails: set[str] = set()
+
+    def name(self) -> str:
+        """A full name; sometimes one already given (a different person with the same name)."""
+        if self.names and self.rng.random() < self.twin_share:
+            return self.rng.choice(self.names)
+        full = f"{self.rng.choice(FIRST_NAMES)} {self.rng.choice(LAST_NAMES)}"
+        self.names.append(full)
+        return full
+
+    def email(self, full_name: str) -> str:
+        """A unique, plausible email for ``full_name``."""
+        first, *rest = full_name.lower().split()
+        last = re.sub(r"[^a-z]", "", "".join(rest)) or "x"
+        patterns = (f"{first}.{last}", f"{first[0]}{last}", f"{first}{last[:1]}", f"{last}.{first}")
+        for attempt in range(50):
+            local = patterns[attempt % len(patterns)] + ("" if attempt < 4 else str(attempt))
+            address = f"{local}@{self.rng.choice(EMAIL_DOMAINS)}"
+            if address not in self.emails:
+                self.emails.add(address)
+                return address
+        raise RuntimeError("could not draw a unique email")  # pragma: no cover
+
+
+def read_tool(
+    name: str,
+    description: str,
+    params: dict[str, Any],
+    sql: str,
+    required: Sequence[str] | None = None,
+) -> ToolSpec:
+    """A read tool; ``params`` maps a parameter to its JSON Schema (all required unless ``required``)."""
+    return ToolSpec(
+        name=name,
+        description=description,
+        parameters={
+            "type": "object",
+            "properties": params,
+            "required": list(params if required is None else required),
+        },
+        sql=[sql],
+        effect="read",
+    )
+
+
+def write_tool(
+    name: str,
+    description: str,
+    params: dict[str, Any],
+    sql: Sequence[str],
+    required: Sequence[str] | None = None,
+) -> ToolSpec:
+    """A write tool (its statements run as one transaction)."""
+    return ToolSpec(
+        name=name,
+        description=description,
+        parameters={
+            "type": "object",
+            "properties": params,
+            "required": list(params if required is None else required),
+        },
+        sql=list(sql),
+        effect="write",
+    )
+
+
+def make_world(
+    domain: str,
+    schema: Sequence[str],
+    tables: dict[str, tuple[Sequence[str], list[list[Any]]]],
+    tools: Sequence[ToolSpec],
+) -> WorldSpec:
+    """A world record from a schema, rows per table (columns, rows) and tools."""
+    return WorldSpec(
+        domain=domain,
+        now=NOW.isoformat(),
+        schema_sql=list(schema),
+        data={
+            name: TableData(columns=list(cols), rows=rows) for name, (cols, rows) in tables.items()
+        },
+        tools=list(tools),
+    )
+
+
+def date_between(rng: random.Random, start: date, end: date) -> date:
+    """A date drawn uniformly in [start, end]."""
+    return start + timedelta(days=rng.randint(0, (end - start).days))

@@ -1,0 +1,128 @@
+"""The procedural Synthesizer role: tasks in seeded professional worlds, aimed at a difficulty target."""
+
+from __future__ import annotations
+
+import random
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+from coevo.agents.protocols import ProposalRequest
+from coevo.agents.synthesizers.initial import initial_state
+from coevo.agents.synthesizers.planner import Target, TaskSampler, Unfit
+from coevo.agents.synthesizers.procedural.base import Domain
+from coevo.arena.errors import CoevoError
+from coevo.arena.spec import TaskSpec, WorldSpec
+
+__all__ = ["ProceduralSynthesizer", "domain_named"]
+
+
+def domain_named(name: str) -> Domain:
+    """The registered domain called ``name``.
+
+    Raises:
+        CoevoError: no such domain; the message lists the domains and the closest name.
+    """
+    import difflib
+
+    from coevo.agents.synthesizers.procedural import DOMAINS
+
+    if name in DOMAINS:
+        return DOMAINS[name]
+    close = difflib.get_close_matches(name, list(DOMAINS), n=1)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    raise CoevoError(f"unknown domain {name!r}; {hint}choose from {', '.join(DOMAINS)}")
+
+
+class ProceduralSynthesizer:
+    """Proposes tasks in procedural worlds (no network, no API key).
+
+    One world per (domain, world seed) serves every task drawn in it; task
+    ``i`` of a request is drawn with ``Random(f"{seed}:{i}")``, so the same
+    request gives the same tasks, byte for byte.
+
+    Args:
+        domains: the domains to draw from (default: every registered domain).
+        world_pool: when set, world seeds are ``seed % world_pool``, so many
+            requests share a few worlds (what a long run wants); by default
+            each request seed gets its own world.
+        attempts: draws per task before giving up on a target.
+    """
+
+    name = "procedural"
+
+    def __init__(
+        self,
+        domains: Sequence[str] | None = None,
+        *,
+        world_pool: int | None = None,
+        attempts: int = 400,
+    ):
+        from coevo.agents.synthesizers.procedural import DOMAINS
+
+        self.domains = [domain_named(d).name for d in domains] if domains else list(DOMAINS)
+        if world_pool is not None and world_pool < 1:
+            raise ValueError(f"world_pool must be at least 1, not {world_pool}")
+        self.world_pool = world_pool
+        self.attempts = attempts
+        self._samplers: OrderedDict[tuple[str, int], TaskSampler] = OrderedDict()
+        self.misses: list[str] = []
+
+    def world_seed(self, seed: int) -> int:
+        """The seed of the world a request seed draws its tasks in."""
+        return seed % self.world_pool if self.world_pool else seed
+
+    def sampler(self, domain: str, world_seed: int) -> TaskSampler:
+        """The task sampler of one world (built once, a few kept)."""
+        key = (domain, world_seed)
+        if key in self._samplers:
+            self._samplers.move_to_end(key)
+            return self._samplers[key]
+        spec = domain_named(domain).build_world(world_seed)
+        sampler = TaskSampler(domain_named(domain).catalog, initial_state(spec), spec)
+        self._samplers[key] = sampler
+        while len(self._samplers) > 8:
+            _, old = self._samplers.popitem(last=False)
+            old.conn.close()
+        return sampler
+
+    def world(self, domain: str, seed: int) -> WorldSpec:
+        """The world record a request with ``seed`` draws ``domain`` tasks in."""
+        return self.sampler(domain, self.world_seed(seed)).world
+
+    def propose(self, request: ProposalRequest) -> list[TaskSpec]:
+        """``request.n`` tasks for the request's level, features, domains and families.
+
+        A task whose target cannot be met in its domain is left out and the
+        reason kept in :attr:`misses`.
+
+        Raises:
+            CoevoError: an unknown domain, level or family, or not one task could be made.
+            ValueError: an impossible target (a family asked for at a level it does not reach).
+        """
+        domains = (
+            [domain_named(d).name for d in request.domains] if request.domains else self.domains
+        )
+        target = Target.of(request.level, request.features, request.families)
+        tasks: list[TaskSpec] = []
+        self.misses = []
+        for i in range(request.n):
+            rng = random.Random(f"{request.seed}:{i}")
+            domain = domains[rng.randrange(len(domains))]
+            sampler = self.sampler(domain, self.world_seed(request.seed))
+            provenance: dict[str, Any] = {
+                "synthesizer": f"procedural/{domain}",
+                "seed": request.seed,
+                "index": i,
+            }
+            if request.level is not None:
+                provenance["level"] = request.level
+            try:
+                tasks.append(
+                    sampler.sample(rng, target, attempts=self.attempts, provenance=provenance)
+                )
+            except Unfit as exc:
+                self.misses.append(str(exc))
+        if request.n and not tasks:
+            raise CoevoError(self.misses[0])
+        return tasks
