@@ -398,6 +398,7 @@ def _down(walk: _Walk, hop: Hop, pick: Pick, db: _Db) -> None:
         walk.phrase = f"every {before}{hop.noun}{after} {hop.of} {walk.phrase}"
         walk.rows = candidates
         walk.expr = ""
+        walk.distractors += len(listed) - len(candidates)  # listed rows the agent must skip
     elif pick.order is not None:
         if not 0 <= pick.order < len(hop.orders):
             raise Unfit("the pick's order is not in the catalog")

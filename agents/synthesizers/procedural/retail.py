@@ -173,7 +173,7 @@ def build_world(seed: int) -> WorldSpec:
     shipments: list[list[Any]] = []
     returns: list[list[Any]] = []
     for customer in customers:
-        for _ in range(rng.choice([1, 2, 2, 3, 3, 4, 5, 6])):
+        for _ in range(rng.choice([1, 2, 2, 3, 3, 4, 5, 6, 8, 11])):
             oid = len(orders) + 1
             age = rng.randint(0, 200)
             status = (
