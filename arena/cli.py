@@ -3,6 +3,9 @@
 ``coevo check FILE``   run the Judge's checks on every record of a .jsonl/.json file
 ``coevo play FILE``    attempt a task yourself in the terminal
 ``coevo schema``       print the JSON Schema of the record formats
+``coevo synth``        make procedural tasks (offline)
+``coevo mine DB``      make a world and tasks from a real SQLite database
+``coevo mutate FILE``  make harder or easier children of tasks
 
 Every command has ``--help`` with an example.
 """
@@ -347,6 +350,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     schema.add_argument("--json", action="store_true", help="(the output is always JSON)")
     schema.set_defaults(func=cmd_schema)
+
+    from coevo.agents.synthesizers.cli import add_commands
+
+    add_commands(sub, fmt)
     return parser
 
 

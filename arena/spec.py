@@ -69,7 +69,9 @@ class _Model(BaseModel):
         """A copy, with ``update`` applied; cached ids are recomputed, never copied."""
         copied = super().model_copy(update=update, deep=deep)
         for name in _CACHED:
-            copied.__dict__.pop(name, None)
+            # only cached properties: WorldSpec.data is a field, Blob.data is cached
+            if isinstance(getattr(type(self), name, None), cached_property):
+                copied.__dict__.pop(name, None)
         return copied
 
 

@@ -2,12 +2,12 @@
 
 Task generators read a world's seed rows (to pick rows, check that a pick is
 unique, compute an answer); they never write, and they never run agent SQL,
-so a plain in-memory connection without the runtime's guard is enough. The
-views and triggers of the schema are left out: plans read tables only.
+so a plain in-memory connection without the runtime's guard is enough.
 """
 
 from __future__ import annotations
 
+import re
 import sqlite3
 
 from coevo.agents.synthesizers.catalog import quote
@@ -15,15 +15,23 @@ from coevo.arena.spec import Blob, WorldSpec
 
 __all__ = ["initial_state"]
 
+_VIEW_OR_TRIGGER = re.compile(
+    r"\s*(?:--[^\n]*\n\s*|/\*.*?\*/\s*)*CREATE\s+(?:TEMP(?:ORARY)?\s+)?(?:VIEW|TRIGGER)\b",
+    re.IGNORECASE | re.DOTALL,
+)
+
 
 def initial_state(world: WorldSpec) -> sqlite3.Connection:
-    """A new in-memory database holding ``world``'s tables and seed rows."""
+    """A new in-memory database holding ``world``'s schema and seed rows.
+
+    Tables and indexes are made first, then the rows go in, then views and
+    triggers (as the runtime builds a world), so no trigger fires on seed rows.
+    """
     conn = sqlite3.connect(":memory:", check_same_thread=False)
+    later = [s for s in world.schema_sql if _VIEW_OR_TRIGGER.match(s)]
     for statement in world.schema_sql:
-        head = " ".join(statement.split()[:4]).upper()
-        if "VIEW" in head or "TRIGGER" in head:
-            continue
-        conn.execute(statement)
+        if not _VIEW_OR_TRIGGER.match(statement):
+            conn.execute(statement)
     for table, data in world.data.items():
         if not data.rows:
             continue
@@ -33,5 +41,7 @@ def initial_state(world: WorldSpec) -> sqlite3.Connection:
             f"INSERT INTO {quote(table)} ({columns}) VALUES ({marks})",
             ([c.data if isinstance(c, Blob) else c for c in row] for row in data.rows),
         )
+    for statement in later:
+        conn.execute(statement)
     conn.commit()
     return conn

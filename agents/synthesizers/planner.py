@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -255,9 +256,14 @@ class _Db:
     def key(self, table: str) -> str:
         return self.catalog.keys[table]
 
+    def columns(self, table: str) -> str:
+        """``*``, with the rowid first when the table's key is its rowid (tables without a one-column key)."""
+        return "rowid AS rowid, *" if self.key(table) == "rowid" else "*"
+
     def row(self, table: str, key: Any) -> dict[str, Any] | None:
         found = self.conn.execute(
-            f"SELECT * FROM {quote(table)} WHERE {quote(self.key(table))} IS ?", (key,)
+            f"SELECT {self.columns(table)} FROM {quote(table)} WHERE {quote(self.key(table))} IS ?",
+            (key,),
         ).fetchone()
         return dict(found) if found is not None else None
 
@@ -280,8 +286,24 @@ class _Db:
         self, hop: Hop, parent: Any, where: str = "", params: Sequence[Any] = ()
     ) -> list[dict[str, Any]]:
         key = quote(self.key(hop.target))
-        sql = f"SELECT * FROM {quote(hop.target)} WHERE {quote(hop.fk)} IS ? {where} ORDER BY {key}"
+        sql = (
+            f"SELECT {self.columns(hop.target)} FROM {quote(hop.target)} "
+            f"WHERE {quote(hop.fk)} IS ? {where} ORDER BY {key}"
+        )
         return [dict(r) for r in self.conn.execute(sql, (parent, *params))]
+
+
+def slot(name: str) -> str:
+    """A column name as a format-string field (anything but letters, digits and ``_`` becomes ``_``)."""
+    return re.sub(r"\W", "_", name, flags=re.ASCII) or "_"
+
+
+def slots(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A row's values by column name and by :func:`slot` name, for filling phrases."""
+    filled = dict(row)
+    for name, value in row.items():
+        filled.setdefault(slot(name), value)
+    return filled
 
 
 def _filter_sql(hop: Hop, pick: Pick) -> tuple[str, Any]:
@@ -339,7 +361,7 @@ def _walk(plan: Plan, catalog: Catalog, db: _Db) -> _Walk:
         raise Unfit("the anchor's description fits more than one row")
     same_name = db.value(f"SELECT count(*) FROM {quote(table)} WHERE {conditions[0]}")
     walk = _Walk(
-        phrase=anchor.phrase.format(**row),
+        phrase=anchor.phrase.format_map(slots(row)),
         expr=f"(SELECT {quote(key)} FROM {{db}}{quote(table)} WHERE {where})",
         table=table,
         rows=[row],
@@ -613,6 +635,14 @@ def realize(
         if answer is None or isinstance(answer, bytes) or str(answer).strip() == "":
             raise Unfit(f"{attribute.phrase} is empty for this row")
         answer = str(answer)
+        if re.search(rf"(?<!\w){re.escape(answer.lower())}(?!\w)", walk.phrase.lower()):
+            raise Unfit("the instruction already states the answer")
+        if not db.value(
+            f"SELECT lower(trim(?)) = lower((SELECT {attribute.expr} FROM {quote(table)} "
+            f"WHERE {quote(key_column)} IS ?))",
+            (answer, key),
+        ):
+            raise Unfit(f"{attribute.phrase} cannot be written as text that SQL compares equal")
         if answer != answer.strip():
             raise Unfit("the answer has surrounding spaces")
         target = walk.expr.format(db="initial.")

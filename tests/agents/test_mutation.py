@@ -86,5 +86,5 @@ def test_unknown_operator_and_plain_tasks_are_refused(examples) -> None:
     tasks, worlds = examples
     with pytest.raises(KeyError, match="add_hop"):
         Mutator().mutate(tasks[0], "add_wings", seed=0)
-    with pytest.raises(Unfit, match="no plan|keeps no plan|pass its world"):
+    with pytest.raises(Unfit, match=r"keeps no plan|pass its world"):
         Mutator().mutate(tasks[0], "add_hop", seed=0, world=worlds[tasks[0].world_id])

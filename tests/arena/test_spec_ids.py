@@ -72,3 +72,12 @@ def test_every_example_record_validates_against_the_exported_schema():
         assert not list(validator.iter_errors(dump_record(spec)))
     assert isinstance(schema["oneOf"], list) and len(schema["oneOf"]) == 2
     assert WorldSpec.model_json_schema(by_alias=True)["properties"]["schema"]["type"] == "array"
+
+
+def test_model_copy_keeps_world_data_and_recomputes_ids(examples) -> None:
+    """Copying a world with an update keeps its seed rows (a field) and gives the copy its own id."""
+    _, worlds = examples
+    world = next(iter(worlds.values()))
+    copied = world.model_copy(update={"domain": "elsewhere"})
+    assert copied.data == world.data
+    assert copied.world_id != world.world_id

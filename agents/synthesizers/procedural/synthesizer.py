@@ -100,29 +100,30 @@ class ProceduralSynthesizer:
             CoevoError: an unknown domain, level or family, or not one task could be made.
             ValueError: an impossible target (a family asked for at a level it does not reach).
         """
+        self.misses = []
+        tasks = [t for i in range(request.n) if (t := self.draw(request, i)) is not None]
+        if request.n and not tasks:
+            raise CoevoError(self.misses[0])
+        return tasks
+
+    def draw(self, request: ProposalRequest, index: int) -> TaskSpec | None:
+        """Task ``index`` of ``request`` (drawn with ``Random(f"{seed}:{index}")``), or None with the miss recorded."""
         domains = (
             [domain_named(d).name for d in request.domains] if request.domains else self.domains
         )
         target = Target.of(request.level, request.features, request.families)
-        tasks: list[TaskSpec] = []
-        self.misses = []
-        for i in range(request.n):
-            rng = random.Random(f"{request.seed}:{i}")
-            domain = domains[rng.randrange(len(domains))]
-            sampler = self.sampler(domain, self.world_seed(request.seed))
-            provenance: dict[str, Any] = {
-                "synthesizer": f"procedural/{domain}",
-                "seed": request.seed,
-                "index": i,
-            }
-            if request.level is not None:
-                provenance["level"] = request.level
-            try:
-                tasks.append(
-                    sampler.sample(rng, target, attempts=self.attempts, provenance=provenance)
-                )
-            except Unfit as exc:
-                self.misses.append(str(exc))
-        if request.n and not tasks:
-            raise CoevoError(self.misses[0])
-        return tasks
+        rng = random.Random(f"{request.seed}:{index}")
+        domain = domains[rng.randrange(len(domains))]
+        sampler = self.sampler(domain, self.world_seed(request.seed))
+        provenance: dict[str, Any] = {
+            "synthesizer": f"procedural/{domain}",
+            "seed": request.seed,
+            "index": index,
+        }
+        if request.level is not None:
+            provenance["level"] = request.level
+        try:
+            return sampler.sample(rng, target, attempts=self.attempts, provenance=provenance)
+        except Unfit as exc:
+            self.misses.append(str(exc))
+            return None

@@ -1,0 +1,260 @@
+"""Real-world-shaped SQLite databases for the miner's tests, written here (nothing is downloaded).
+
+``build_shop``: mixed-case identifiers with spaces, a composite primary key, a
+table without keys, a view, triggers (one writing an audit log), BLOBs, NULLs,
+dates as text, a declared foreign key and an undeclared one (``CustomerId``),
+foreign-key violations in the data, and a 120,000-row table.
+
+``build_library``: snake_case with no declared foreign keys at all (every
+link inferred: ``author_id`` → ``authors.id``), a WITHOUT ROWID table keyed by
+text, AUTOINCREMENT, a generated column, NULL-heavy columns, an empty table,
+and a full-text (virtual) table with its shadow tables.
+
+``build_empty``: tables, no rows.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import sqlite3
+from pathlib import Path
+
+FIRST = [
+    "Ana",
+    "Ben",
+    "Chloe",
+    "Dev",
+    "Eva",
+    "Farid",
+    "Gita",
+    "Hugo",
+    "Ines",
+    "Jon",
+    "Kemi",
+    "Luis",
+]
+LAST = ["Silva", "Okoro", "Berg", "Nakamura", "Haddad", "Kowalski", "Reyes", "Moreau", "Osei"]
+CITIES = ["Lisbon", "Oslo", "Lagos", "Kyoto", "Quito", "Perth"]
+
+
+def build_shop(path: Path, *, views: int = 120_000) -> Path:
+    """The shop database (see the module docstring)."""
+    rng = random.Random(1)
+    conn = sqlite3.connect(path)
+    conn.executescript(
+        """
+        CREATE TABLE "Customer" (
+            "CustomerId" INTEGER PRIMARY KEY,
+            "First Name" TEXT NOT NULL,
+            "Last Name" TEXT NOT NULL,
+            "Email" TEXT UNIQUE,
+            "City" TEXT,
+            "Status" TEXT NOT NULL DEFAULT 'active' CHECK ("Status" IN ('active', 'suspended', 'closed'))
+        );
+        CREATE TABLE "Order" (
+            "OrderId" INTEGER PRIMARY KEY,
+            "CustomerId" INTEGER,
+            "Order Date" TEXT,
+            "Status" TEXT NOT NULL,
+            "Total" REAL
+        );
+        CREATE TABLE "Product" (sku TEXT PRIMARY KEY, "Name" TEXT NOT NULL, photo BLOB, price REAL);
+        CREATE TABLE "Order Details" (
+            "OrderId" INTEGER NOT NULL REFERENCES "Order"("OrderId"),
+            sku TEXT NOT NULL REFERENCES "Product"(sku),
+            qty INTEGER NOT NULL,
+            PRIMARY KEY ("OrderId", sku)
+        );
+        CREATE TABLE audit_log (at TEXT, message TEXT);
+        CREATE TABLE page_views (
+            id INTEGER PRIMARY KEY,
+            customer_id INTEGER REFERENCES "Customer"("CustomerId"),
+            url TEXT,
+            viewed_at TEXT
+        );
+        CREATE INDEX "Order by customer" ON "Order"("CustomerId");
+        CREATE VIEW "Big Spenders" AS
+            SELECT c."Email", sum(o."Total") AS spent FROM "Customer" c JOIN "Order" o USING ("CustomerId")
+            GROUP BY c."CustomerId" HAVING spent > 500;
+        CREATE TRIGGER "log status" AFTER UPDATE OF "Status" ON "Order"
+            BEGIN INSERT INTO audit_log VALUES (datetime('now'), 'order ' || new."OrderId" || ' -> ' || new."Status"); END;
+        CREATE TRIGGER no_closed_orders BEFORE INSERT ON "Order"
+            WHEN (SELECT "Status" FROM "Customer" WHERE "CustomerId" = new."CustomerId") = 'closed'
+            BEGIN SELECT RAISE(ABORT, 'the customer account is closed'); END;
+        """
+    )
+    customers = []
+    for cid in range(1, 61):
+        first, last = rng.choice(FIRST), rng.choice(LAST)
+        email = None if cid % 17 == 0 else f"{first}.{last}.{cid}@example.org".lower()
+        customers.append(
+            (
+                cid,
+                first,
+                last,
+                email,
+                rng.choice([*CITIES, None]),
+                rng.choice(["active"] * 5 + ["suspended"]),
+            )
+        )
+    conn.executemany('INSERT INTO "Customer" VALUES (?, ?, ?, ?, ?, ?)', customers)
+    products = [
+        (
+            f"SKU-{n:03d}",
+            name,
+            bytes(rng.randrange(256) for _ in range(24)) if n % 3 else None,
+            round(rng.uniform(2, 300), 2),
+        )
+        for n, name in enumerate(
+            ["Kettle", "Lamp", "Desk", "Chair", "Mug", "Rug", "Clock", "Fan", "Shelf", "Vase"], 1
+        )
+    ]
+    conn.executemany('INSERT INTO "Product" VALUES (?, ?, ?, ?)', products)
+    orders, details = [], []
+    for oid in range(1, 241):
+        cid = (
+            rng.randint(1, 60) if oid % 50 else 9_999
+        )  # a few orders of customers that do not exist
+        date = None if oid % 37 == 0 else f"2025-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"
+        orders.append((oid, cid, date, rng.choice(["new", "paid", "shipped", "refunded"]), None))
+        total = 0.0
+        for sku, _, _, price in rng.sample(products, rng.randint(1, 4)):
+            qty = rng.randint(1, 3)
+            details.append((oid, sku, qty))
+            total += qty * price
+        orders[-1] = (*orders[-1][:4], round(total, 2))
+    conn.executemany('INSERT INTO "Order" VALUES (?, ?, ?, ?, ?)', orders)
+    conn.executemany('INSERT INTO "Order Details" VALUES (?, ?, ?)', details)
+    conn.executemany(
+        "INSERT INTO audit_log VALUES (?, ?)",
+        [(f"2025-01-{d:02d}", f"import batch {d}") for d in range(1, 20)],
+    )
+    conn.executemany(
+        "INSERT INTO page_views VALUES (?, ?, ?, ?)",
+        (
+            (
+                n,
+                5_555 if n % 9_000 == 0 else rng.randint(1, 60),
+                f"/p/{rng.randint(1, 10)}",
+                f"2025-06-{rng.randint(1, 28):02d}",
+            )
+            for n in range(1, views + 1)
+        ),
+    )
+    conn.commit()
+    conn.close()
+    return path
+
+
+def build_library(path: Path) -> Path:
+    """The library database (see the module docstring)."""
+    rng = random.Random(2)
+    conn = sqlite3.connect(path)
+    conn.executescript(
+        """
+        CREATE TABLE authors (id INTEGER PRIMARY KEY AUTOINCREMENT, full_name TEXT NOT NULL, country TEXT, born TEXT);
+        CREATE TABLE genres (code TEXT PRIMARY KEY, label TEXT NOT NULL) WITHOUT ROWID;
+        CREATE TABLE books (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            author_id INTEGER,
+            genre_code TEXT,
+            title TEXT NOT NULL,
+            isbn TEXT UNIQUE,
+            pages INTEGER,
+            published_on TEXT,
+            title_length INTEGER GENERATED ALWAYS AS (length(title)) VIRTUAL
+        );
+        CREATE TABLE members (id INTEGER PRIMARY KEY, name TEXT NOT NULL, email TEXT UNIQUE, tier TEXT);
+        CREATE TABLE loans (
+            id INTEGER PRIMARY KEY,
+            book_id INTEGER NOT NULL,
+            member_id INTEGER NOT NULL,
+            loaned_on TEXT NOT NULL,
+            due_on TEXT,
+            state TEXT NOT NULL DEFAULT 'out'
+        );
+        CREATE TABLE reservations (id INTEGER PRIMARY KEY, book_id INTEGER, member_id INTEGER);
+        """
+    )
+    with contextlib.suppress(sqlite3.OperationalError):  # no FTS5: every other quirk remains
+        conn.execute("CREATE VIRTUAL TABLE book_search USING fts5(title, content='')")
+    conn.executemany(
+        "INSERT INTO genres VALUES (?, ?)",
+        [("FIC", "Fiction"), ("SCI", "Science"), ("HIS", "History"), ("POE", "Poetry")],
+    )
+    authors = [
+        (
+            None,
+            f"{rng.choice(FIRST)} {rng.choice(LAST)}",
+            rng.choice([*CITIES, None]),
+            None if n % 4 else f"19{rng.randint(30, 99)}-01-01",
+        )
+        for n in range(25)
+    ]
+    conn.executemany("INSERT INTO authors VALUES (?, ?, ?, ?)", authors)
+    words = [
+        "River",
+        "Night",
+        "Glass",
+        "Garden",
+        "Winter",
+        "Atlas",
+        "Salt",
+        "Orchard",
+        "Signal",
+        "Harbor",
+    ]
+    books = []
+    for n in range(1, 121):
+        title = f"The {rng.choice(words)} {rng.choice(words)}"
+        books.append(
+            (
+                None,
+                rng.randint(1, 25),
+                rng.choice(["FIC", "SCI", "HIS", "POE", None]),
+                title,
+                f"978-{n:07d}",
+                rng.randint(90, 700) if n % 5 else None,
+                f"20{rng.randint(0, 24):02d}-0{rng.randint(1, 9)}-1{rng.randint(0, 9)}",
+            )
+        )
+    conn.executemany(
+        "INSERT INTO books (id, author_id, genre_code, title, isbn, pages, published_on) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        books,
+    )
+    members = [
+        (
+            n,
+            f"{rng.choice(FIRST)} {rng.choice(LAST)}",
+            f"m{n}@library.example",
+            rng.choice(["basic", "plus", None]),
+        )
+        for n in range(1, 41)
+    ]
+    conn.executemany("INSERT INTO members VALUES (?, ?, ?, ?)", members)
+    loans = [
+        (
+            n,
+            rng.randint(1, 120),
+            rng.randint(1, 40),
+            f"2025-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}",
+            None if n % 6 == 0 else f"2026-0{rng.randint(1, 9)}-15",
+            rng.choice(["out", "returned", "returned", "lost"]),
+        )
+        for n in range(1, 301)
+    ]
+    conn.executemany("INSERT INTO loans VALUES (?, ?, ?, ?, ?, ?)", loans)
+    conn.commit()
+    conn.close()
+    return path
+
+
+def build_empty(path: Path) -> Path:
+    """Tables with no rows."""
+    conn = sqlite3.connect(path)
+    conn.executescript(
+        "CREATE TABLE a (id INTEGER PRIMARY KEY, name TEXT); CREATE TABLE b (id INTEGER PRIMARY KEY, a_id INTEGER REFERENCES a(id));"
+    )
+    conn.close()
+    return path
