@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 import subprocess
 import sys
@@ -38,10 +39,11 @@ def test_every_dependency_is_declared():
     imported = set()
     for folder in ("arena", "agents", "curricula"):
         for path in (ROOT / folder).rglob("*.py"):
-            for match in re.finditer(
-                r"^(?:from|import) ([a-zA-Z_][\w]*)", path.read_text(), flags=re.M
-            ):
-                imported.add(match.group(1))
+            for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+                if isinstance(node, ast.Import):
+                    imported.update(alias.name.split(".")[0] for alias in node.names)
+                elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                    imported.add(node.module.split(".")[0])
     stdlib = set(sys.stdlib_module_names) | {"coevo", "__future__"}
     for module in sorted(imported - stdlib):
         assert f'"{module}' in pyproject, f"{module} is imported but not declared in pyproject.toml"

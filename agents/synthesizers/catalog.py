@@ -108,6 +108,10 @@ class Filter:
         value: the value compared with; ``None`` means "the value the target has",
             chosen when the task is made, and ``words`` is formatted with ``{value}``.
         after: put the phrase after the noun ("order *that has shipped*").
+
+    The filter runs on the listed table alone (no ``{db}``), and a filter whose
+    value is left open needs :attr:`column` to be a plain column name, so
+    the value can be read off the target row.
     """
 
     column: str

@@ -15,6 +15,7 @@ add_distractor  harder    name the start row by a name it shares with others, or
 add_condition   harder    turn an action into "do A; if it cannot be done, do B instead"
 swap_target     same      the same task shape about another row of the same table
 drop_step       easier    walk one foreign key less; the goal moves to the row before
+drop_condition  easier    turn "do A; if it cannot be done, do B" into the one that applies
 =============== ========= ==================================================
 
 An operator that does not apply to a task (no hop to add, no twin to name)
@@ -189,6 +190,13 @@ def _add_condition(plan: Plan, ctx: Context) -> Iterator[Plan]:
         yield replace(plan, family="conditional", goal=goal, choices=choices, picks=tuple(picks))
 
 
+def _drop_condition(plan: Plan, ctx: Context) -> Iterator[Plan]:
+    if plan.family != "conditional":
+        return
+    for goal in plan.goal:  # only the branch that applies to the target realises
+        yield replace(plan, family="action", goal=(goal,))
+
+
 def _swap_target(plan: Plan, ctx: Context) -> Iterator[Plan]:
     table = ctx.catalog.anchors[plan.anchor].table
     others = [k for k in ctx.keys(table) if k != plan.row]
@@ -229,6 +237,12 @@ OPERATORS: Final[Mapping[str, Operator]] = {
             "easier",
             _drop_step,
             "walk one foreign key less; the goal moves to the row before",
+        ),
+        Operator(
+            "drop_condition",
+            "easier",
+            _drop_condition,
+            "turn 'do A; if it cannot be done, do B' into the one that applies",
         ),
     )
 }

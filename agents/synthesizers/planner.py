@@ -813,7 +813,7 @@ def _draw_pick(
     intended = rng.choice(listed)
     filter_index: int | None = None
     value: Any = None
-    if hop.filters and not unfiltered and (every or rng.random() < 0.6):
+    if hop.filters and not unfiltered and rng.random() < (0.8 if every else 0.6):
         filter_index = rng.randrange(len(hop.filters))
         filt = hop.filters[filter_index]
         value = None if filt.value is not None else _column_value(intended, filt.column)
@@ -880,8 +880,9 @@ class TaskSampler:
         depths = [d for d in range(max(low - 1, 0), min(high, len(reach))) if table in reach[d]]
         if "difficulty" in target.ranges:
             lo, hi = target.ranges["difficulty"]
-            extra = {"question": 0.0, "action": 1.0, "conditional": 3.0, "bulk": 3.0}[family]
-            near = [d for d in depths if lo - 1.5 <= 2.5 + 1.5 * d + extra <= hi + 1.5]
+            # a rough guess of the difficulty a walk of depth d gives; draws are checked anyway
+            extra = {"question": 0.0, "action": 1.0, "conditional": 3.0, "bulk": 2.0}[family]
+            near = [d for d in depths if lo - 2 <= 2.5 + 1.5 * d + extra <= hi + 2]
             depths = near or depths
         return depths
 

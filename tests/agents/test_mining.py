@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from coevo.agents.protocols import ProposalRequest
 from coevo.agents.synthesizers.mining import (
+    _CATALOGS,
     Miner,
     NothingToMine,
-    _CATALOGS,
     catalog_of_world,
     open_source,
 )

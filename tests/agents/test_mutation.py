@@ -15,16 +15,25 @@ MECHANICAL = [c for c in CHECK_NAMES if c != "solvable"]
 @pytest.fixture(scope="module")
 def parents() -> dict[str, list[TaskSpec]]:
     synth = ProceduralSynthesizer()
-    return {
-        domain: [
+    parents: dict[str, list[TaskSpec]] = {}
+    for domain in DOMAINS:
+        mixed = [
             task
             for level in (1, 2, 3, 4)
             for task in synth.propose(
                 ProposalRequest(n=4, seed=40 + level, level=level, domains=[domain])
             )
         ]
-        for domain in DOMAINS
-    }
+        actions = synth.propose(
+            ProposalRequest(n=10, seed=7, level=2, domains=[domain], families=["action"])
+        )
+        conditionals = synth.propose(
+            ProposalRequest(n=6, seed=8, level=3, domains=[domain], families=["conditional"])
+        )
+        # actions on tables where a condition can be added: the conditionals without their branch
+        unconditioned = [Mutator().mutate(t, "drop_condition", seed=0) for t in conditionals]
+        parents[domain] = mixed + actions + conditionals + unconditioned
+    return parents
 
 
 @pytest.mark.parametrize("domain", list(DOMAINS))

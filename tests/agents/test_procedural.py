@@ -10,9 +10,9 @@ import pytest
 from coevo.agents.protocols import ProposalRequest, Synthesizer
 from coevo.agents.synthesizers.planner import FAMILY_LEVELS, LEVELS, Target
 from coevo.agents.synthesizers.procedural import DOMAINS, ProceduralSynthesizer
+from coevo.agents.synthesizers.procedural.checking import stated_numbers
 from coevo.arena import CHECK_NAMES, World, WorldCache, assess_task, dump_record
 from coevo.arena.errors import CoevoError
-from coevo.arena.grounding import _numbers_in
 
 MECHANICAL = [c for c in CHECK_NAMES if c != "solvable"]
 
@@ -134,12 +134,12 @@ def test_write_keys_are_never_in_the_instruction(synth: ProceduralSynthesizer) -
     for task in tasks:
         world = task.world
         writes = {t.name for t in world.tools if t.effect == "write"}
-        stated = _numbers_in(task.instruction)
+        stated = stated_numbers(task.instruction)
         for call in task.solution:
             if call.tool in writes:
                 for name, value in call.arguments.items():
                     if isinstance(value, int) and name.endswith("_id"):
-                        assert float(value) not in stated, f"{task.instruction}: {call}"
+                        assert value not in stated, f"{task.instruction}: {call}"
 
 
 def test_verifier_does_not_depend_on_the_solution_path(synth: ProceduralSynthesizer) -> None:

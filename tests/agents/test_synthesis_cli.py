@@ -112,6 +112,7 @@ def test_mutate_lists_operators_and_refuses_unknown_ones(tmp_path: Path) -> None
         "add_condition",
         "swap_target",
         "drop_step",
+        "drop_condition",
     ]
     result = coevo("mutate", str(tmp_path / "t.jsonl"), "--op", "fly")
     assert result.returncode == 2 and "unknown operator" in result.stderr

@@ -12,6 +12,7 @@ with the task's instruction.
 from __future__ import annotations
 
 import importlib
+import re
 import random
 import sys
 from collections.abc import Sequence
@@ -19,11 +20,17 @@ from collections.abc import Sequence
 from coevo.agents.synthesizers.initial import initial_state
 from coevo.agents.synthesizers.planner import FAMILY_LEVELS, Target, TaskSampler, Unfit
 from coevo.agents.synthesizers.procedural.base import Domain
-from coevo.arena.grounding import _numbers_in
 from coevo.arena.judge import CHECK_NAMES, WorldCache, assess_task
 from coevo.arena.world import World
 
-__all__ = ["check_domain"]
+__all__ = ["check_domain", "stated_numbers"]
+
+_STANDALONE = re.compile(r"(?<![\w.])\d+(?![\w])")
+
+
+def stated_numbers(text: str) -> set[int]:
+    """Whole numbers written on their own in ``text`` ("order 17", not the 1 in code "LDS1")."""
+    return {int(m.group(0)) for m in _STANDALONE.finditer(text)}
 
 
 def _world_problems(domain: Domain, seed: int) -> list[str]:
@@ -79,13 +86,13 @@ def check_domain(domain: Domain, *, seeds: Sequence[int] = (1, 2), per_level: in
                         if bad:
                             problems.append(f"{where}: {task.instruction}\n    {bad}")
                         writes = {t.name for t in spec.tools if t.effect == "write"}
-                        stated = _numbers_in(task.instruction)
+                        stated = stated_numbers(task.instruction)
                         for call in task.solution:
                             for name, value in call.arguments.items():
                                 if (
                                     call.tool in writes
                                     and isinstance(value, int)
-                                    and float(value) in stated
+                                    and value in stated
                                     and name.endswith("id")
                                 ):
                                     problems.append(
