@@ -12,8 +12,8 @@ with the task's instruction.
 from __future__ import annotations
 
 import importlib
-import re
 import random
+import re
 import sys
 from collections.abc import Sequence
 
