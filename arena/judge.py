@@ -295,6 +295,7 @@ def check_determinism(task: TaskSpec, world: World, fresh: World) -> CheckResult
     first = world.run(task, calls, max_steps=steps)
     again = world.verify(answer)
     whole = world.verify_whole(answer)
+    fresh.adopt(world.prepare(task))  # the same checks: what differs is the build and the runs
     other = fresh.run(task, calls, max_steps=steps)
     problems: list[str] = []
     if again != first.reward:

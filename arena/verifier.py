@@ -17,7 +17,7 @@ without firing them) is compared whole.
 from __future__ import annotations
 
 import sqlite3
-from typing import Any
+from typing import Any, Literal
 
 from coevo.arena.outcomes import CheckOutcome, FrameViolation, Reward, encode_value
 from coevo.arena.sqlguard import TRACKING_PREFIX, quote_ident
@@ -92,15 +92,33 @@ def run_check(world: CompiledWorld, check: CompiledCheck, answer: str | None) ->
 # -- frame ------------------------------------------------------------------------
 
 
-def _restriction(info: TableInfo, key: str, restricted: bool) -> str:
-    if not restricted or info.rowid is None:
+Restriction = Literal["none", "tracked", "differing"]
+"""Which rows a frame comparison looks at: all of them, those the change log names, or those
+whose values differ from the row with the same rowid (found by comparing the data itself)."""
+
+
+def _restriction(info: TableInfo, key: str, restricted: Restriction | bool) -> str:
+    if not restricted or restricted == "none" or info.rowid is None:
         return "1"
+    if restricted == "differing":
+        # Rows equal in both states (same rowid, same values) appear in both multisets and
+        # cancel out; leaving them out changes no difference and spares sorting whole tables.
+        table, rid = quote_ident(info.name), info.rowid
+        same = " AND ".join(
+            f"f.{quote_ident(c)} COLLATE BINARY IS i.{quote_ident(c)}" for c in info.columns
+        )
+        return (
+            f"{rid} IN (SELECT f.{rid} FROM main.{table} AS f LEFT JOIN initial.{table} AS i "
+            f"ON i.{rid} = f.{rid} WHERE i.{rid} IS NULL OR NOT ({same}) "
+            f"UNION SELECT i.{rid} FROM initial.{table} AS i WHERE NOT EXISTS "
+            f"(SELECT 1 FROM main.{table} AS f WHERE f.{rid} = i.{rid}))"
+        )
     literal = "'" + key.replace("'", "''") + "'"
     return f"{info.rowid} IN (SELECT rid FROM main.{TRACKING_PREFIX}changes WHERE tbl = {literal})"
 
 
 def _multiset_changes(
-    conn: sqlite3.Connection, entry: FrameEntry, key: str, restricted: bool
+    conn: sqlite3.Connection, entry: FrameEntry, key: str, restricted: Restriction | bool
 ) -> tuple[list[FrameViolation], int]:
     """Rows whose multiplicity differs between initial and final (outside the condition, if any)."""
     info = entry.table
@@ -145,7 +163,7 @@ def _multiset_changes(
 
 
 def _keyed_changes(
-    conn: sqlite3.Connection, entry: FrameEntry, key: str, restricted: bool
+    conn: sqlite3.Connection, entry: FrameEntry, key: str, restricted: Restriction | bool
 ) -> tuple[list[FrameViolation], int]:
     """The ``columns`` form: rows matched by key; matching rows may change only the listed columns."""
     info = entry.table
@@ -277,19 +295,20 @@ def frame_violations(
         for key, entry in task.frame.items():
             if entry.kind == "any":
                 continue
-            restricted = False
+            restricted: Restriction = "none"
             if tracked and key in world.tracked:
                 if key not in changed:
                     continue
                 info = entry.table
-                restricted = (
-                    _count(conn, "main", info) == _count(conn, "initial", info) + changed[key]
-                )
+                if _count(conn, "main", info) == _count(conn, "initial", info) + changed[key]:
+                    restricted = "tracked"
             compare = _keyed_changes if entry.kind == "columns" else _multiset_changes
             guard.budget(budget, world.limits.max_call_seconds)
             try:
-                if not restricted and _identical(conn, entry.table):
-                    continue
+                if restricted == "none":
+                    if _identical(conn, entry.table):
+                        continue
+                    restricted = "differing"
                 found, count = compare(conn, entry, key, restricted)
             except (sqlite3.Error, MemoryError, OverflowError) as exc:
                 text = str(exc)

@@ -182,6 +182,18 @@ class World:
             self._tasks[key] = compiled
         return compiled
 
+    def adopt(self, compiled: CompiledTask) -> None:
+        """Use a task compiled by another build of this same world (compiling is deterministic).
+
+        Raises:
+            ValueError: ``compiled`` belongs to another world.
+        """
+        if compiled.spec.world_id != self.id:
+            raise ValueError(
+                f"task {compiled.id} is for world {compiled.spec.world_id}, not {self.id}"
+            )
+        self._tasks[compiled.id] = compiled
+
     # -- episodes -----------------------------------------------------------------
     def restore(self, state: bytes | None = None) -> None:
         """Put the database back in its initial state (or in ``state``, a :meth:`snapshot`).

@@ -88,7 +88,8 @@ class Order:
     """A way to pick one row of a list by an extreme value ("most recent", "most expensive").
 
     Attributes:
-        expr: SQL over the listed table's columns to order by.
+        expr: SQL over the listed table's columns to order by (``{db}`` before
+            any other table it reads).
         highest: the phrase for the row with the highest value.
         lowest: the phrase for the row with the lowest value.
     """
@@ -109,7 +110,7 @@ class Filter:
             chosen when the task is made, and ``words`` is formatted with ``{value}``.
         after: put the phrase after the noun ("order *that has shipped*").
 
-    The filter runs on the listed table alone (no ``{db}``), and a filter whose
+    The column may read other tables with ``{db}`` before their names; a filter whose
     value is left open needs :attr:`column` to be a plain column name, so
     the value can be read off the target row.
     """
@@ -161,6 +162,9 @@ class Hop:
 @dataclass(frozen=True)
 class Attribute:
     """Something a question task can ask about a row.
+
+    Every tool that can reach a row of :attr:`table` (its anchor look-ups, the
+    hops into it) must show the value, since a question may stop at any of them.
 
     Attributes:
         table: the row's table.

@@ -300,7 +300,8 @@ class Mutator:
         conn = self._state(spec)
         rng = random.Random(f"mutate:{operator}:{seed}:{task.task_id}")
         op = OPERATORS[operator]
-        candidates = op.candidates(plan, Context(catalog, rng, _Db(conn, catalog).keys_of))
+        db = _Db(conn, catalog)
+        candidates = op.candidates(plan, Context(catalog, rng, db.keys_of))
         provenance = {k: v for k, v in task.provenance.items() if k != "plan"}
         provenance["mutation_seed"] = seed
         lineage = {"parent": task.task_id, "operator": operator}

@@ -252,6 +252,10 @@ class _Db:
         self.conn.row_factory = sqlite3.Row
         self.catalog = catalog
         self._keys: dict[str, list[Any]] = {}
+        # the initial state never changes, so every answer can be kept
+        self._rows: dict[tuple[str, Any], dict[str, Any] | None] = {}
+        self._values: dict[tuple[str, tuple[Any, ...]], Any] = {}
+        self._children: dict[tuple[str, str, Any, str], list[dict[str, Any]]] = {}
 
     def key(self, table: str) -> str:
         return self.catalog.keys[table]
@@ -261,11 +265,14 @@ class _Db:
         return "rowid AS rowid, *" if self.key(table) == "rowid" else "*"
 
     def row(self, table: str, key: Any) -> dict[str, Any] | None:
-        found = self.conn.execute(
-            f"SELECT {self.columns(table)} FROM {quote(table)} WHERE {quote(self.key(table))} IS ?",
-            (key,),
-        ).fetchone()
-        return dict(found) if found is not None else None
+        cached = (table, key)
+        if cached not in self._rows:
+            found = self.conn.execute(
+                f"SELECT {self.columns(table)} FROM {quote(table)} WHERE {quote(self.key(table))} IS ?",
+                (key,),
+            ).fetchone()
+            self._rows[cached] = dict(found) if found is not None else None
+        return self._rows[cached]
 
     def keys_of(self, table: str) -> list[Any]:
         if table not in self._keys:
@@ -279,18 +286,29 @@ class _Db:
         return self._keys[table]
 
     def value(self, sql: str, params: Sequence[Any] = ()) -> Any:
-        found = self.conn.execute(sql, tuple(params)).fetchone()
-        return None if found is None else found[0]
+        cached = (sql, tuple(params))
+        if cached not in self._values:
+            found = self.conn.execute(sql, cached[1]).fetchone()
+            self._values[cached] = None if found is None else found[0]
+        return self._values[cached]
 
-    def children(
-        self, hop: Hop, parent: Any, where: str = "", params: Sequence[Any] = ()
-    ) -> list[dict[str, Any]]:
-        key = quote(self.key(hop.target))
-        sql = (
-            f"SELECT {self.columns(hop.target)} FROM {quote(hop.target)} "
-            f"WHERE {quote(hop.fk)} IS ? {where} ORDER BY {key}"
-        )
-        return [dict(r) for r in self.conn.execute(sql, (parent, *params))]
+    def rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        cached = ("rows:" + sql, tuple(params))
+        if cached not in self._values:
+            self._values[cached] = [tuple(r) for r in self.conn.execute(sql, cached[1])]
+        result: list[tuple[Any, ...]] = self._values[cached]
+        return result
+
+    def children(self, hop: Hop, parent: Any, where: str = "") -> list[dict[str, Any]]:
+        cached = (hop.target, hop.fk, parent, where)
+        if cached not in self._children:
+            key = quote(self.key(hop.target))
+            sql = (
+                f"SELECT {self.columns(hop.target)} FROM {quote(hop.target)} "
+                f"WHERE {quote(hop.fk)} IS ? {where} ORDER BY {key}"
+            )
+            self._children[cached] = [dict(r) for r in self.conn.execute(sql, (parent,))]
+        return self._children[cached]
 
 
 def slot(name: str) -> str:
@@ -306,12 +324,17 @@ def slots(row: Mapping[str, Any]) -> dict[str, Any]:
     return filled
 
 
+def _template_literal(value: Any) -> str:
+    """An SQL literal to embed in an expression that is later filled with ``{db}``."""
+    return sql_literal(value).replace("{", "{{").replace("}", "}}")
+
+
 def _filter_sql(hop: Hop, pick: Pick) -> tuple[str, Any]:
     """The pick's filter as SQL over the listed table, with its value."""
     assert pick.filter is not None
     filt = hop.filters[pick.filter]
     value = filt.value if filt.value is not None else pick.value
-    return f"({filt.column}) IS {sql_literal(value)}", value
+    return f"({filt.column}) IS {_template_literal(value)}", value
 
 
 def _filter_words(hop: Hop, pick: Pick) -> tuple[str, str]:
@@ -351,15 +374,15 @@ def _walk(plan: Plan, catalog: Catalog, db: _Db) -> _Walk:
     value = row.get(anchor.column)
     if value is None or value == "":
         raise Unfit(f"the anchor row has no {anchor.column}")
-    conditions = [f"{quote(anchor.column)} IS {sql_literal(value)}"]
+    conditions = [f"{quote(anchor.column)} IS {_template_literal(value)}"]
     for column in anchor.disambiguate:
         if row.get(column) is None:
             raise Unfit(f"the anchor row has no {column} to tell it apart")
-        conditions.append(f"{quote(column)} IS {sql_literal(row[column])}")
+        conditions.append(f"{quote(column)} IS {_template_literal(row[column])}")
     where = " AND ".join(conditions)
-    if db.value(f"SELECT count(*) FROM {quote(table)} WHERE {where}") != 1:
+    if db.value(f"SELECT count(*) FROM {quote(table)} WHERE {where.format(db='')}") != 1:
         raise Unfit("the anchor's description fits more than one row")
-    same_name = db.value(f"SELECT count(*) FROM {quote(table)} WHERE {conditions[0]}")
+    same_name = db.value(f"SELECT count(*) FROM {quote(table)} WHERE {conditions[0].format(db='')}")
     walk = _Walk(
         phrase=anchor.phrase.format_map(slots(row)),
         expr=f"(SELECT {quote(key)} FROM {{db}}{quote(table)} WHERE {where})",
@@ -403,7 +426,7 @@ def _down(walk: _Walk, hop: Hop, pick: Pick, db: _Db) -> None:
             raise Unfit("the pick's filter is not in the catalog")
         clause, _ = _filter_sql(hop, pick)
         conditions.append(clause)
-        where_local = f"AND {clause}"
+        where_local = f"AND {clause.format(db='')}"
     candidates = db.children(hop, parent, where_local)
     key = db.key(hop.target)
     before, after = _filter_words(hop, pick)
@@ -426,12 +449,12 @@ def _down(walk: _Walk, hop: Hop, pick: Pick, db: _Db) -> None:
             raise Unfit("the pick's order is not in the catalog")
         order = hop.orders[pick.order]
         direction = "DESC" if pick.highest else "ASC"
-        ranked = db.conn.execute(
-            f"SELECT {quote(key)}, ({order.expr}) FROM {quote(hop.target)} "
-            f"WHERE {quote(hop.fk)} IS ? {where_local} AND ({order.expr}) IS NOT NULL "
+        ranked = db.rows(
+            f"SELECT {quote(key)}, ({order.expr.format(db='')}) FROM {quote(hop.target)} "
+            f"WHERE {quote(hop.fk)} IS ? {where_local} AND ({order.expr.format(db='')}) IS NOT NULL "
             f"ORDER BY 2 {direction} LIMIT 2",
             (parent,),
-        ).fetchall()
+        )
         if not ranked:
             raise Unfit(f"no {hop.plural} with a value to rank by")
         if len(ranked) == 2 and ranked[0][1] == ranked[1][1]:
@@ -608,14 +631,17 @@ def realize(
     *,
     provenance: Mapping[str, Any] | None = None,
     lineage: Mapping[str, Any] | None = None,
+    db: _Db | None = None,
 ) -> TaskSpec:
     """The task ``plan`` describes in ``world`` (whose initial state ``conn`` holds).
+
+    ``db``: a shared reader of the same initial state (its answers are kept between calls).
 
     Raises:
         Unfit: the plan does not describe one well-defined task in this world
             (a pick is ambiguous, a precondition does not hold, ...).
     """
-    db = _Db(conn, catalog)
+    db = db if db is not None else _Db(conn, catalog)
     walk = _walk(plan, catalog, db)
     table, key_column = walk.table, db.key(walk.table)
     checks: list[CheckSpec] = []
@@ -1016,7 +1042,7 @@ class TaskSampler:
                 choices=_draw_choices(rng, catalog, goal, family),
             )
             try:
-                task = realize(plan, catalog, self.conn, self.world, provenance=provenance)
+                task = realize(plan, catalog, self.conn, self.world, provenance=provenance, db=db)
             except Unfit as exc:
                 miss(str(exc).split(" (")[0])
                 continue

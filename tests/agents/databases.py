@@ -1,6 +1,6 @@
 """Real-world-shaped SQLite databases for the miner's tests, written here (nothing is downloaded).
 
-``build_shop``: mixed-case identifiers with spaces, a composite primary key, a
+``build_shop``: mixed-case identifiers with spaces, JSON text with braces, a composite primary key, a
 table without keys, a view, triggers (one writing an audit log), BLOBs, NULLs,
 dates as text, a declared foreign key and an undeclared one (``CustomerId``),
 foreign-key violations in the data, and a 120,000-row table.
@@ -50,7 +50,8 @@ def build_shop(path: Path, *, views: int = 120_000) -> Path:
             "Last Name" TEXT NOT NULL,
             "Email" TEXT UNIQUE,
             "City" TEXT,
-            "Status" TEXT NOT NULL DEFAULT 'active' CHECK ("Status" IN ('active', 'suspended', 'closed'))
+            "Status" TEXT NOT NULL DEFAULT 'active' CHECK ("Status" IN ('active', 'suspended', 'closed')),
+            "Prefs" TEXT
         );
         CREATE TABLE "Order" (
             "OrderId" INTEGER PRIMARY KEY,
@@ -96,9 +97,10 @@ def build_shop(path: Path, *, views: int = 120_000) -> Path:
                 email,
                 rng.choice([*CITIES, None]),
                 rng.choice(["active"] * 5 + ["suspended"]),
+                None if cid % 3 else '{"newsletter": ' + ("true" if cid % 2 else "false") + "}",
             )
         )
-    conn.executemany('INSERT INTO "Customer" VALUES (?, ?, ?, ?, ?, ?)', customers)
+    conn.executemany('INSERT INTO "Customer" VALUES (?, ?, ?, ?, ?, ?, ?)', customers)
     products = [
         (
             f"SKU-{n:03d}",

@@ -11,12 +11,14 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Final
 
-from coevo.agents.synthesizers.procedural import retail, warehouse
+from coevo.agents.synthesizers.procedural import airline, retail, warehouse
 from coevo.agents.synthesizers.procedural.base import Domain
 
 __all__ = ["DOMAINS", "Domain"]
 
-DOMAINS: Final = MappingProxyType({d.name: d for d in (retail.DOMAIN, warehouse.DOMAIN)})
+DOMAINS: Final = MappingProxyType(
+    {d.name: d for d in (retail.DOMAIN, airline.DOMAIN, warehouse.DOMAIN)}
+)
 """Every procedural domain by name."""
 
 from coevo.agents.synthesizers.procedural.synthesizer import ProceduralSynthesizer, domain_named  # noqa: E402
