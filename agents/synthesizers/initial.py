@@ -2,7 +2,8 @@
 
 Task generators read a world's seed rows (to pick rows, check that a pick is
 unique, compute an answer); they never write, and they never run agent SQL,
-so a plain in-memory connection without the runtime's guard is enough.
+so a plain in-memory connection without the runtime's guard is enough; the
+date functions see the world's fixed clock, as they do in the runtime.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import sqlite3
 
 from coevo.agents.synthesizers.catalog import quote
 from coevo.arena.spec import Blob, WorldSpec
+from coevo.arena.sqlguard import _install_clock
 
 __all__ = ["initial_state"]
 
@@ -28,6 +30,8 @@ def initial_state(world: WorldSpec) -> sqlite3.Connection:
     triggers (as the runtime builds a world), so no trigger fires on seed rows.
     """
     conn = sqlite3.connect(":memory:", check_same_thread=False)
+    # date('now') and friends see the world's fixed clock here too, as in the runtime
+    _install_clock(conn, world.now)
     later = [s for s in world.schema_sql if _VIEW_OR_TRIGGER.match(s)]
     for statement in world.schema_sql:
         if not _VIEW_OR_TRIGGER.match(statement):

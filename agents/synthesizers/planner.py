@@ -926,7 +926,14 @@ class TaskSampler:
             i
             for i, h in enumerate(self.catalog.hops)
             if h.source == table
-            and not (previous and h.target == previous.source and h.fk == previous.fk)
+            # down then straight back up returns to the same row; up then down reaches siblings
+            and not (
+                previous
+                and previous.down
+                and not h.down
+                and h.target == previous.source
+                and h.fk == previous.fk
+            )
             and (
                 (h.down and h.target in _goal_tables(self.catalog, family))
                 if family == "bulk" and remaining == 1

@@ -11,13 +11,13 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Final
 
-from coevo.agents.synthesizers.procedural import airline, retail, warehouse
+from coevo.agents.synthesizers.procedural import airline, clinic, hr, retail, warehouse
 from coevo.agents.synthesizers.procedural.base import Domain
 
 __all__ = ["DOMAINS", "Domain"]
 
 DOMAINS: Final = MappingProxyType(
-    {d.name: d for d in (retail.DOMAIN, airline.DOMAIN, warehouse.DOMAIN)}
+    {d.name: d for d in (retail.DOMAIN, airline.DOMAIN, clinic.DOMAIN, hr.DOMAIN, warehouse.DOMAIN)}
 )
 """Every procedural domain by name."""
 

@@ -25,11 +25,11 @@ from coevo.arena.world import World
 
 __all__ = ["check_domain", "stated_numbers"]
 
-_STANDALONE = re.compile(r"(?<![\w.])\d+(?![\w])")
+_STANDALONE = re.compile(r"(?<![\w.:-])\d+(?![\w:-]|\.\d)")
 
 
 def stated_numbers(text: str) -> set[int]:
-    """Whole numbers written on their own in ``text`` ("order 17", not the 1 in code "LDS1")."""
+    """Whole numbers written on their own in ``text`` ("order 17"; not the 1 of "LDS1", nor the parts of "2026-03-12" or "14:30")."""
     return {int(m.group(0)) for m in _STANDALONE.finditer(text)}
 
 
