@@ -287,12 +287,22 @@ def check_partial(task: TaskSpec, world: World) -> CheckResult:
     return CheckResult(passed=True, reason=f"all {tried} shortcut(s) earn 0")
 
 
-def check_determinism(task: TaskSpec, world: World, fresh: World) -> CheckResult:
-    """Same final state, same reward: twice, by whole-table comparison, and on a freshly built world."""
+def check_determinism(
+    task: TaskSpec, world: World, fresh: World, *, oracle: Episode | None = None
+) -> CheckResult:
+    """Same final state, same reward: twice, by whole-table comparison, and on a freshly built world.
+
+    Args:
+        task: the task.
+        world: its built world.
+        fresh: a second, independent build of the same world.
+        oracle: the reference solution's episode when ``world`` is still in its
+            final state (it is not run again).
+    """
     calls = list(task.solution)
     answer = _answer(task)
     steps = _steps_for(world, calls)
-    first = world.run(task, calls, max_steps=steps)
+    first = oracle if oracle is not None else world.run(task, calls, max_steps=steps)
     again = world.verify(answer)
     whole = world.verify_whole(answer)
     fresh.adopt(world.prepare(task))  # the same checks: what differs is the build and the runs
@@ -444,10 +454,15 @@ def assess_task(task: TaskSpec, worlds: WorldCache) -> Verdict:
         return result
 
     results["oracle"] = _guarded(oracle)
+    # right after the oracle, while the world still holds the oracle's final state
+    results["determinism"] = _guarded(
+        lambda: check_determinism(
+            task, world, worlds.fresh(spec), oracle=episode[0] if episode else None
+        )
+    )
     results["noop"] = _guarded(lambda: check_noop(task, world))
     results["unsolved"] = _guarded(lambda: check_unsolved(task, world))
     results["partial"] = _guarded(lambda: check_partial(task, world))
-    results["determinism"] = _guarded(lambda: check_determinism(task, world, worlds.fresh(spec)))
     if episode:
         results["grounded"] = _guarded(lambda: check_grounded(task, world, episode[0]))
     else:
@@ -455,6 +470,7 @@ def assess_task(task: TaskSpec, worlds: WorldCache) -> Verdict:
             passed=None, reason="not run: the reference solution did not run"
         )
     results["solvable"] = CheckResult(passed=None, reason=_SOLVABLE_PENDING)
+    results = {name: results[name] for name in CHECK_NAMES}  # the documented order
     accepted = (
         all(r.passed is not False for r in results.values()) and results["valid"].passed is True
     )

@@ -92,27 +92,18 @@ def run_check(world: CompiledWorld, check: CompiledCheck, answer: str | None) ->
 # -- frame ------------------------------------------------------------------------
 
 
-Restriction = Literal["none", "tracked", "differing"]
-"""Which rows a frame comparison looks at: all of them, those the change log names, or those
-whose values differ from the row with the same rowid (found by comparing the data itself)."""
+Restriction = Literal["none", "tracked"] | tuple[int, ...]
+"""Which rows a frame comparison looks at: all of them, those the change log names, or the
+rowids listed (those whose values differ between the two states, found from the data itself)."""
 
 
 def _restriction(info: TableInfo, key: str, restricted: Restriction | bool) -> str:
-    if not restricted or restricted == "none" or info.rowid is None:
-        return "1"
-    if restricted == "differing":
+    if isinstance(restricted, tuple):
         # Rows equal in both states (same rowid, same values) appear in both multisets and
         # cancel out; leaving them out changes no difference and spares sorting whole tables.
-        table, rid = quote_ident(info.name), info.rowid
-        same = " AND ".join(
-            f"f.{quote_ident(c)} COLLATE BINARY IS i.{quote_ident(c)}" for c in info.columns
-        )
-        return (
-            f"{rid} IN (SELECT f.{rid} FROM main.{table} AS f LEFT JOIN initial.{table} AS i "
-            f"ON i.{rid} = f.{rid} WHERE i.{rid} IS NULL OR NOT ({same}) "
-            f"UNION SELECT i.{rid} FROM initial.{table} AS i WHERE NOT EXISTS "
-            f"(SELECT 1 FROM main.{table} AS f WHERE f.{rid} = i.{rid}))"
-        )
+        return f"{info.rowid} IN ({', '.join(str(int(r)) for r in restricted) or 'NULL'})"
+    if not restricted or restricted == "none" or info.rowid is None:
+        return "1"
     literal = "'" + key.replace("'", "''") + "'"
     return f"{info.rowid} IN (SELECT rid FROM main.{TRACKING_PREFIX}changes WHERE tbl = {literal})"
 
@@ -230,26 +221,33 @@ def _keyed_changes(
     return violations, total
 
 
-def _identical(conn: sqlite3.Connection, info: TableInfo) -> bool:
-    """Whether a rowid table holds the same rows (by rowid, compared as values) in both states.
+def _differing_rowids(conn: sqlite3.Connection, info: TableInfo) -> tuple[int, ...] | None:
+    """The rowids whose rows differ between the states (added, removed or changed), or None.
 
-    A fast path for whole-table comparisons of a table that did not change:
-    one pass joined on rowid instead of grouping both copies. Equal row
-    counts and every final row matching the initial row with its rowid imply
-    equal multisets; anything else falls through to the full comparison.
+    ``None`` when the table has no rowid (compare it whole). One pass joined on
+    rowid tells an unchanged table (the common case) apart; only a changed
+    table pays for listing its differing rows.
     """
     if info.rowid is None:
-        return False
-    table = quote_ident(info.name)
+        return None
+    table, rid = quote_ident(info.name), info.rowid
     same = " AND ".join(
         f"f.{quote_ident(c)} COLLATE BINARY IS i.{quote_ident(c)}" for c in info.columns
     )
-    row = conn.execute(
+    counts = conn.execute(
         f"SELECT (SELECT count(*) FROM main.{table}), (SELECT count(*) FROM initial.{table}), "
         f"(SELECT count(*) FROM main.{table} AS f JOIN initial.{table} AS i "
-        f"ON i.{info.rowid} = f.{info.rowid} WHERE {same})"
+        f"ON i.{rid} = f.{rid} WHERE {same})"
     ).fetchone()
-    return bool(row[0] == row[1] == row[2])
+    if counts[0] == counts[1] == counts[2]:
+        return ()
+    rows = conn.execute(
+        f"SELECT f.{rid} FROM main.{table} AS f LEFT JOIN initial.{table} AS i "
+        f"ON i.{rid} = f.{rid} WHERE i.{rid} IS NULL OR NOT ({same}) "
+        f"UNION SELECT i.{rid} FROM initial.{table} AS i WHERE NOT EXISTS "
+        f"(SELECT 1 FROM main.{table} AS f WHERE f.{rid} = i.{rid})"
+    ).fetchall()
+    return tuple(sorted(r[0] for r in rows))
 
 
 def _changed_tables(world: CompiledWorld) -> dict[str, int]:
@@ -265,7 +263,11 @@ def _count(conn: sqlite3.Connection, db: str, info: TableInfo) -> int:
 
 
 def frame_violations(
-    world: CompiledWorld, task: CompiledTask, *, tracked: bool
+    world: CompiledWorld,
+    task: CompiledTask,
+    *,
+    tracked: bool,
+    writable: frozenset[str] | None = None,
 ) -> tuple[list[FrameViolation], int, list[str]]:
     """Every row outside the task's frame, comparing ``main`` with ``initial``.
 
@@ -279,6 +281,10 @@ def frame_violations(
         tracked: the tracking log is valid for this state (the state was
             reached by tool calls since the last reset), so untouched tables
             can be skipped and touched ones compared row by row.
+        writable: when the state was reached by tool calls, the tables those
+            calls can change at all (from compiling them: triggers and
+            foreign-key actions included); other tables are not compared.
+            ``None``: compare every table.
 
     Returns:
         Up to :data:`REPORTED_ROWS_PER_TABLE` violations per table, the
@@ -293,7 +299,7 @@ def frame_violations(
     with guard.trust():
         changed = _changed_tables(world) if tracked else {}
         for key, entry in task.frame.items():
-            if entry.kind == "any":
+            if entry.kind == "any" or (writable is not None and key not in writable):
                 continue
             restricted: Restriction = "none"
             if tracked and key in world.tracked:
@@ -306,9 +312,11 @@ def frame_violations(
             guard.budget(budget, world.limits.max_call_seconds)
             try:
                 if restricted == "none":
-                    if _identical(conn, entry.table):
+                    differing = _differing_rowids(conn, entry.table)
+                    if differing == ():
                         continue
-                    restricted = "differing"
+                    if differing is not None:
+                        restricted = differing
                 found, count = compare(conn, entry, key, restricted)
             except (sqlite3.Error, MemoryError, OverflowError) as exc:
                 text = str(exc)
@@ -328,7 +336,13 @@ def frame_violations(
 
 
 def evaluate(
-    world: CompiledWorld, task: CompiledTask, answer: str | None, *, submitted: bool, tracked: bool
+    world: CompiledWorld,
+    task: CompiledTask,
+    answer: str | None,
+    *,
+    submitted: bool,
+    tracked: bool,
+    writable: frozenset[str] | None = None,
 ) -> Reward:
     """The reward for the world's current state: all checks pass and the frame holds.
 
@@ -339,11 +353,12 @@ def evaluate(
         submitted: whether the episode called submit; if not, the reward is 0
             and nothing is run.
         tracked: see :func:`frame_violations`.
+        writable: see :func:`frame_violations`.
     """
     if not submitted:
         return Reward(value=0, submitted=False, answer=None, reason="the episode did not submit")
     outcomes = [run_check(world, check, answer) for check in task.checks]
-    violations, total, errors = frame_violations(world, task, tracked=tracked)
+    violations, total, errors = frame_violations(world, task, tracked=tracked, writable=writable)
     failed = [c for c in outcomes if not c.passed]
     frame_ok = total == 0 and not errors
     if not failed and frame_ok:

@@ -451,10 +451,20 @@ class World:
         return evaluate(self._w, self._task, answer, submitted=True, tracked=self._tracked)
 
     def verify_whole(self, answer: str | None = None) -> Reward:
-        """Like :meth:`verify`, but comparing whole tables instead of the rows the change log names."""
+        """Like :meth:`verify`, but comparing whole tables instead of the rows the change log names.
+
+        Every table a tool can write (by compiling it: triggers and foreign-key
+        actions included) is compared in full; tables no tool can write cannot
+        have changed in an episode of tool calls.
+        """
         if self._task is None:
             raise EpisodeError("no task: call reset(task) first")
-        return evaluate(self._w, self._task, answer, submitted=True, tracked=False)
+        writable = None
+        if self._tracked:
+            writable = frozenset(name for tool in self._w.tools.values() for name in tool.writes)
+        return evaluate(
+            self._w, self._task, answer, submitted=True, tracked=False, writable=writable
+        )
 
     def verify_state(self, task: TaskSpec, state: bytes, answer: str | None = None) -> Reward:
         """The reward of ``task`` for a final ``state`` (bytes from :meth:`snapshot`).

@@ -395,20 +395,38 @@ def _walk(plan: Plan, catalog: Catalog, db: _Db) -> _Walk:
     if len(plan.picks) != len(plan.hops):
         raise Unfit("the plan has a pick for each hop only when their counts match")
     for i, (index, pick) in enumerate(zip(plan.hops, plan.picks, strict=True)):
-        if not 0 <= index < len(catalog.hops):
-            raise Unfit(f"hop {index} is not in the catalog")
-        hop = catalog.hops[index]
-        if hop.source != walk.table or len(walk.rows) != 1:
-            raise Unfit(f"hop {hop.tool} does not start at {walk.table}")
-        if hop.down:
-            if pick is None:
-                raise Unfit("a down hop needs a pick")
-            if pick.every and i != len(plan.hops) - 1:
-                raise Unfit("only the last hop may pick every row")
-            _down(walk, hop, pick, db)
-        else:
-            _up(walk, hop, db)
+        _step(walk, catalog, index, pick, db, last=i == len(plan.hops) - 1)
     return walk
+
+
+def _step(
+    walk: _Walk, catalog: Catalog, index: int, pick: Pick | None, db: _Db, *, last: bool
+) -> None:
+    """Take one hop of a walk (in place)."""
+    if not 0 <= index < len(catalog.hops):
+        raise Unfit(f"hop {index} is not in the catalog")
+    hop = catalog.hops[index]
+    if hop.source != walk.table or len(walk.rows) != 1:
+        raise Unfit(f"hop {hop.tool} does not start at {walk.table}")
+    if hop.down:
+        if pick is None:
+            raise Unfit("a down hop needs a pick")
+        if pick.every and not last:
+            raise Unfit("only the last hop may pick every row")
+        _down(walk, hop, pick, db)
+    else:
+        _up(walk, hop, db)
+
+
+def _extended(
+    walk: _Walk, catalog: Catalog, index: int, pick: Pick | None, db: _Db, *, last: bool
+) -> _Walk:
+    """A copy of ``walk`` one hop further (the original is left as it was)."""
+    longer = replace(
+        walk, rows=list(walk.rows), calls=list(walk.calls), every_exprs=list(walk.every_exprs)
+    )
+    _step(longer, catalog, index, pick, db, last=last)
+    return longer
 
 
 def _down(walk: _Walk, hop: Hop, pick: Pick, db: _Db) -> None:
@@ -632,17 +650,19 @@ def realize(
     provenance: Mapping[str, Any] | None = None,
     lineage: Mapping[str, Any] | None = None,
     db: _Db | None = None,
+    walk: _Walk | None = None,
 ) -> TaskSpec:
     """The task ``plan`` describes in ``world`` (whose initial state ``conn`` holds).
 
-    ``db``: a shared reader of the same initial state (its answers are kept between calls).
+    ``db``: a shared reader of the same initial state (its answers are kept between calls);
+    ``walk``: the plan's walk when the caller has already followed it.
 
     Raises:
         Unfit: the plan does not describe one well-defined task in this world
             (a pick is ambiguous, a precondition does not hold, ...).
     """
     db = db if db is not None else _Db(conn, catalog)
-    walk = _walk(plan, catalog, db)
+    walk = walk if walk is not None else _walk(plan, catalog, db)
     table, key_column = walk.table, db.key(walk.table)
     checks: list[CheckSpec] = []
     frames: list[dict[str, Any]] = []
@@ -1002,6 +1022,11 @@ class TaskSampler:
             row: Mapping[str, Any] = db.row(table, row_key) or {}
             previous: Hop | None = None
             failed = None
+            try:
+                walk = _walk(Plan(family, anchor_index, row_key), catalog, db)
+            except Unfit as exc:
+                miss(str(exc).split(" (")[0])
+                continue
             for step in range(depth):
                 index = self._next_hop(rng, family, table, row, depth - step, previous)
                 if index is None:
@@ -1022,13 +1047,11 @@ class TaskSampler:
                 hops.append(index)
                 picks.append(pick)
                 try:
-                    partial = _walk(
-                        Plan(family, anchor_index, row_key, tuple(hops), tuple(picks)), catalog, db
-                    )
+                    walk = _extended(walk, catalog, index, pick, db, last=step == depth - 1)
                 except Unfit as exc:
                     failed = str(exc).split(" (")[0]
                     break
-                row = partial.rows[0]
+                row = walk.rows[0]
                 table = hop.target
                 previous = hop
             if failed:
@@ -1049,7 +1072,9 @@ class TaskSampler:
                 choices=_draw_choices(rng, catalog, goal, family),
             )
             try:
-                task = realize(plan, catalog, self.conn, self.world, provenance=provenance, db=db)
+                task = realize(
+                    plan, catalog, self.conn, self.world, provenance=provenance, db=db, walk=walk
+                )
             except Unfit as exc:
                 miss(str(exc).split(" (")[0])
                 continue
