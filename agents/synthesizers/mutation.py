@@ -82,12 +82,14 @@ class Operator:
         direction: ``"harder"``, ``"easier"`` or ``"same"``.
         candidates: parent plan, :class:`Context` → candidate child plans.
         description: one line for ``coevo mutate --help``.
+        needs: what a task must offer for the operator to apply (said when it does not).
     """
 
     name: str
     direction: str
     candidates: Candidates
     description: str
+    needs: str = ""
 
 
 def _regoal(plan: Plan, catalog: Catalog, table: str, rng: random.Random) -> Iterator[Plan]:
@@ -213,36 +215,42 @@ OPERATORS: Final[Mapping[str, Operator]] = {
             "harder",
             _add_hop,
             "walk one foreign key further; the goal moves to the new row",
+            needs="a foreign key leading on from the last row to a row the same kind of goal can use (not after a bulk pick)",
         ),
         Operator(
             "add_distractor",
             "harder",
             _add_distractor,
             "name the start row by a shared name, or rank a list instead of filtering it to one row",
+            needs="a start row named by a unique value that has a name-and-detail alternative, or a list pick without a ranking",
         ),
         Operator(
             "add_condition",
             "harder",
             _add_condition,
             "turn an action into 'do A; if it cannot be done, do B instead'",
+            needs="an action on a table with a pair of actions that exclude each other (like cancel / open a return)",
         ),
         Operator(
             "swap_target",
             "same",
             _swap_target,
             "the same task shape about another row of the same table",
+            needs="another row of the start table for which the same walk and goal work",
         ),
         Operator(
             "drop_step",
             "easier",
             _drop_step,
             "walk one foreign key less; the goal moves to the row before",
+            needs="at least one foreign-key step, and a goal of the same family on the row before it",
         ),
         Operator(
             "drop_condition",
             "easier",
             _drop_condition,
             "turn 'do A; if it cannot be done, do B' into the one that applies",
+            needs="a conditional task",
         ),
     )
 }
@@ -305,7 +313,7 @@ class Mutator:
         provenance = {k: v for k, v in task.provenance.items() if k != "plan"}
         provenance["mutation_seed"] = seed
         lineage = {"parent": task.task_id, "operator": operator}
-        last = "no candidate"
+        last = f"it needs {op.needs}"
         for n, candidate in enumerate(candidates):
             if n >= self.attempts:
                 break
