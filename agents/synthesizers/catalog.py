@@ -187,8 +187,11 @@ class Action:
     and :attr:`blocked`: ``{target}`` is the row in words and each choice its
     value as written (put quotes around free text in the template). In :attr:`check` and :attr:`frame`: ``{target}`` is an SQL
     expression for the row's key computed from the initial state, ``{key}``
-    the key as a literal, each choice an SQL literal, and ``{db}`` the schema
-    prefix of the initial state.
+    the key as a literal, ``{row[col]}`` a column of the target row as a
+    literal, ``{last[table]}`` the largest rowid of a table in the initial
+    state (so an insert's frame can allow new rows only: ``id > {last[returns]}``),
+    each choice an SQL literal, and ``{db}`` the schema prefix of the initial
+    state. Preconditions (:attr:`when`) see the world's fixed clock.
 
     Attributes:
         name: the action's name ("cancel").

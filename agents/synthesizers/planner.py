@@ -559,6 +559,7 @@ def _format_sql(
     choices: Mapping[str, Any],
     db: str,
     row: Mapping[str, Any],
+    reader: _Db | None = None,
 ) -> str:
     """Fill an action's SQL template (see :class:`~coevo.agents.synthesizers.catalog.Action`)."""
     literals = {name: sql_literal(value) for name, value in choices.items()}
@@ -567,8 +568,27 @@ def _format_sql(
         key=sql_literal(key),
         db=db,
         row=_Literals(row),
+        last=_LastRowids(reader),
         **literals,
     )
+
+
+class _LastRowids(dict[str, str]):
+    """``{last[returns]}``: the largest rowid of a table in the initial state (0 when empty).
+
+    A frame such as ``id > {last[returns]} AND order_id = {key}`` then allows
+    only rows the episode added, not existing rows that happen to match.
+    """
+
+    def __init__(self, reader: _Db | None):
+        super().__init__()
+        self._reader = reader
+
+    def __missing__(self, table: str) -> str:
+        if self._reader is None:
+            raise KeyError(f"{{last[{table}]}} needs the initial state")
+        value = self._reader.value(f"SELECT ifnull(max(rowid), 0) FROM {quote(table)}")
+        return sql_literal(value)
 
 
 class _Literals(dict[str, str]):
@@ -583,11 +603,22 @@ class _Literals(dict[str, str]):
 
 
 def _frame_of(
-    action: Action, key: Any, choices: Mapping[str, Any], row: Mapping[str, Any]
+    action: Action,
+    key: Any,
+    choices: Mapping[str, Any],
+    row: Mapping[str, Any],
+    reader: _Db | None = None,
 ) -> dict[str, Any]:
     frame: dict[str, Any] = {}
     for table, rule in action.frame.items():
-        fill = {"target": "", "key": key, "choices": choices, "db": "", "row": row}
+        fill = {
+            "target": "",
+            "key": key,
+            "choices": choices,
+            "db": "",
+            "row": row,
+            "reader": reader,
+        }
         if isinstance(rule, str):
             frame[table] = rule if rule == "*" else _format_sql(rule, **fill)
         else:
@@ -736,7 +767,7 @@ def realize(
                     ),
                 )
             )
-            frames.append(_frame_of(action, key, plan.choices, row))
+            frames.append(_frame_of(action, key, plan.choices, row, db))
         writes = len(targets)
         instruction = _sentence(action.ask.format(target=walk.phrase, **_quoted(plan.choices)))
         calls.append(ToolCall(SUBMIT, {}))
@@ -756,7 +787,7 @@ def realize(
             raise Unfit("exactly one of the two actions must apply to the target")
         taken = first if first_ok else fallback
         calls.append(_action_call(taken, row, key, plan.choices))
-        frames.append(_frame_of(taken, key, plan.choices, row))
+        frames.append(_frame_of(taken, key, plan.choices, row, db))
         target = walk.expr.format(db="initial.")
 
         def check_of(action: Action) -> str:

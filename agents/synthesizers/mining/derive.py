@@ -590,7 +590,13 @@ def _insert_action(
                 f"SELECT count(*) = 1 FROM {quote(child.name)} WHERE {quote(fk)} = {{target}} AND {conditions} "
                 f"AND {ident} NOT IN (SELECT {ident} FROM {{db}}{quote(child.name)})"
             ),
-            frame={child.name: f"{quote(fk)} = {{key}} AND {conditions}"},
+            frame={
+                child.name: (
+                    f"{quote(fk)} = {{key}} AND {conditions}"
+                    if child.key == "rowid"
+                    else f"{ident} > {{last[{child.name}]}} AND {quote(fk)} = {{key}} AND {conditions}"
+                )
+            },
             choices={f"v_{slot(c.name)}": tuple(values) for c, values in stated},
         )
     )

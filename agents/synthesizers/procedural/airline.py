@@ -873,7 +873,7 @@ CATALOG = Catalog(
             ask="request a refund for {target} with the reason '{reason}'",
             check="SELECT count(*) = 1 FROM refunds WHERE booking_id = {target} AND reason = {reason} "
             "AND status = 'requested' AND id NOT IN (SELECT id FROM {db}refunds)",
-            frame={"refunds": "booking_id = {key} AND reason = {reason}"},
+            frame={"refunds": "id > {last[refunds]} AND booking_id = {key} AND reason = {reason}"},
             choices={"reason": REFUND_REASONS},
             instead="request a refund for {target} with the reason '{reason}' instead",
             blocked="if none of its flights has departed yet",

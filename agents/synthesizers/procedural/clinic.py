@@ -851,7 +851,7 @@ CATALOG = Catalog(
             check=f"SELECT count(*) = 1 FROM invoices WHERE appointment_id = {{target}} AND kind = 'no-show fee' "
             f"AND amount_cents = {NO_SHOW_FEE_CENTS} AND status = 'open' "
             "AND id NOT IN (SELECT id FROM {db}invoices)",
-            frame={"invoices": "appointment_id = {key}"},
+            frame={"invoices": "id > {last[invoices]} AND appointment_id = {key}"},
             instead="charge the no-show fee for {target} instead",
             blocked="if it is still upcoming",
         ),
@@ -882,7 +882,7 @@ CATALOG = Catalog(
             "WHERE p.invoice_id = i.id AND p.method = {method} AND p.id NOT IN (SELECT id FROM {db}payments)) = 1 "
             "FROM invoices i WHERE i.id = {target}",
             frame={
-                "payments": "invoice_id = {key} AND method = {method}",
+                "payments": "id > {last[payments]} AND invoice_id = {key} AND method = {method}",
                 "invoices": {"where": "id = {key}", "columns": ["status"]},
             },
             choices={"method": PAYMENT_METHODS},

@@ -1131,7 +1131,7 @@ CATALOG = Catalog(
             ask="request the cancellation of {target}",
             check="SELECT count(*) = 1 FROM leave_cancellations WHERE leave_id = {target} AND status = 'open' "
             "AND id NOT IN (SELECT id FROM {db}leave_cancellations)",
-            frame={"leave_cancellations": "leave_id = {key}"},
+            frame={"leave_cancellations": "id > {last[leave_cancellations]} AND leave_id = {key}"},
             instead="request its cancellation instead",
             blocked="if it is still awaiting approval",
         ),
@@ -1173,7 +1173,7 @@ CATALOG = Catalog(
             "FROM employees e JOIN {db}employees i ON i.id = e.id WHERE e.id = {target}",
             frame={
                 "employees": {"where": "id = {key}", "columns": ["salary_cents"]},
-                "salary_changes": "employee_id = {key} AND reason = {reason}",
+                "salary_changes": "id > {last[salary_changes]} AND employee_id = {key} AND reason = {reason}",
             },
             choices={"percent": (3, 4, 5, 6, 8, 10), "reason": RAISE_REASONS},
         ),

@@ -511,7 +511,7 @@ CATALOG = Catalog(
             ask="open a return for {target} with the reason '{reason}'",
             check="SELECT count(*) = 1 FROM returns WHERE order_id = {target} AND reason = {reason} "
             "AND status = 'open' AND id NOT IN (SELECT id FROM {db}returns)",
-            frame={"returns": "order_id = {key} AND reason = {reason}"},
+            frame={"returns": "id > {last[returns]} AND order_id = {key} AND reason = {reason}"},
             choices={"reason": RETURN_REASONS},
             instead="open a return for {target} with the reason '{reason}' instead",
             blocked="if it has not shipped yet",
@@ -568,7 +568,9 @@ CATALOG = Catalog(
             ask="report a {kind} issue with {target} to the quality team",
             check="SELECT count(*) = 1 FROM product_issues WHERE product_id = {target} AND kind = {kind} "
             "AND status = 'new' AND id NOT IN (SELECT id FROM {db}product_issues)",
-            frame={"product_issues": "product_id = {key} AND kind = {kind}"},
+            frame={
+                "product_issues": "id > {last[product_issues]} AND product_id = {key} AND kind = {kind}"
+            },
             choices={"kind": ISSUE_KINDS},
         ),
         Action(

@@ -877,7 +877,7 @@ CATALOG = Catalog(
             check="SELECT count(*) = 1 FROM supplier_claims WHERE po_id = {target} AND reason = {reason} "
             "AND status = 'open' AND id NOT IN (SELECT id FROM {db}supplier_claims)",
             frame={
-                "supplier_claims": f"po_id = {{key}} AND reason = {{reason}} AND status = 'open' "
+                "supplier_claims": f"id > {{last[supplier_claims]}} AND po_id = {{key}} AND reason = {{reason}} AND status = 'open' "
                 f"AND opened_on = '{TODAY}'"
             },
             choices={"reason": CLAIM_REASONS},
@@ -938,7 +938,7 @@ CATALOG = Catalog(
             check="SELECT count(*) = 1 FROM cycle_counts WHERE stock_level_id = {target} AND status = 'open' "
             "AND id NOT IN (SELECT id FROM {db}cycle_counts)",
             frame={
-                "cycle_counts": f"stock_level_id = {{key}} AND status = 'open' AND requested_on = '{TODAY}'"
+                "cycle_counts": f"id > {{last[cycle_counts]}} AND stock_level_id = {{key}} AND status = 'open' AND requested_on = '{TODAY}'"
             },
         ),
         Action(
