@@ -971,11 +971,14 @@ class TaskSampler:
         row: Mapping[str, Any],
         remaining: int,
         previous: Hop | None,
+        taken: Sequence[int] = (),
     ) -> int | None:
         reach = self.reach(family)
         options = [
             i
             for i, h in enumerate(self.catalog.hops)
+            # "the manager of the manager" reads fine; a third time does not
+            if taken.count(i) < 2
             if h.source == table
             # down then straight back up returns to the same row; up then down reaches siblings
             and not (
@@ -1059,7 +1062,7 @@ class TaskSampler:
                 miss(str(exc).split(" (")[0])
                 continue
             for step in range(depth):
-                index = self._next_hop(rng, family, table, row, depth - step, previous)
+                index = self._next_hop(rng, family, table, row, depth - step, previous, hops)
                 if index is None:
                     failed = "dead end"
                     break
