@@ -71,13 +71,19 @@ def rollout(world: World, task: TaskSpec, rng: random.Random | None) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--n", type=int, default=60, help="tasks per level (default 60)")
-    parser.add_argument("--k", type=int, default=20, help="row-guesser episodes per task (default 20)")
+    parser.add_argument(
+        "--k", type=int, default=20, help="row-guesser episodes per task (default 20)"
+    )
     args = parser.parse_args()
     synth = ProceduralSynthesizer()
     worlds: dict[str, World] = {}
-    print(f"{'level':>5} {'tasks':>6} {'difficulty':>10} {'reference':>9} {'row guesser':>11} {'first row':>9}")
+    print(
+        f"{'level':>5} {'tasks':>6} {'difficulty':>10} {'reference':>9} {'row guesser':>11} {'first row':>9}"
+    )
     for level in range(1, 6):
         tasks = synth.propose(ProposalRequest(n=args.n, seed=500 + level, level=level))
         guess, first, reference = [], [], []
