@@ -221,6 +221,10 @@ def _keyed_changes(
     return violations, total
 
 
+MAX_LISTED_ROWIDS = 2_000
+"""Above this many differing rows a whole-table comparison does not list them (SQL text stays small)."""
+
+
 def _differing_rowids(conn: sqlite3.Connection, info: TableInfo) -> tuple[int, ...] | None:
     """The rowids whose rows differ between the states (added, removed or changed), or None.
 
@@ -241,6 +245,8 @@ def _differing_rowids(conn: sqlite3.Connection, info: TableInfo) -> tuple[int, .
     ).fetchone()
     if counts[0] == counts[1] == counts[2]:
         return ()
+    if max(counts[0], counts[1]) - counts[2] > MAX_LISTED_ROWIDS:
+        return None  # too many to list in the SQL text: compare the whole table
     rows = conn.execute(
         f"SELECT f.{rid} FROM main.{table} AS f LEFT JOIN initial.{table} AS i "
         f"ON i.{rid} = f.{rid} WHERE i.{rid} IS NULL OR NOT ({same}) "

@@ -129,6 +129,13 @@ def cmd_mine(args: argparse.Namespace) -> int:
     except CoevoError as exc:
         print(f"coevo mine: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except Exception as exc:  # a database shape coevo does not handle yet: say so, no traceback
+        print(
+            f"coevo mine: could not mine {args.db} ({type(exc).__name__}: {exc}); "
+            "this is a coevo bug: please report it with the database's schema (sqlite3 DB .schema)",
+            file=sys.stderr,
+        )
+        return EXIT_FAILED
     report = miner.report
     print(
         f"mined {args.db}: {report.world_rows} of {report.source_rows:,} rows from {report.source_tables} tables; "

@@ -308,7 +308,7 @@ class Mutator:
         conn = self._state(spec)
         rng = random.Random(f"mutate:{operator}:{seed}:{task.task_id}")
         op = OPERATORS[operator]
-        db = _Db(conn, catalog)
+        db = _Db(conn, catalog, spec)
         candidates = op.candidates(plan, Context(catalog, rng, db.keys_of))
         provenance = {k: v for k, v in task.provenance.items() if k != "plan"}
         provenance["mutation_seed"] = seed

@@ -247,10 +247,11 @@ class Target:
 class _Db:
     """Read queries against a world's initial state (a plain SQLite connection)."""
 
-    def __init__(self, conn: sqlite3.Connection, catalog: Catalog):
+    def __init__(self, conn: sqlite3.Connection, catalog: Catalog, world: WorldSpec | None = None):
         self.conn = conn
         self.conn.row_factory = sqlite3.Row
         self.catalog = catalog
+        self.tools = {t.name: t for t in world.tools} if world is not None else {}
         self._keys: dict[str, list[Any]] = {}
         # the initial state never changes, so every answer can be kept
         self._rows: dict[tuple[str, Any], dict[str, Any] | None] = {}
@@ -299,6 +300,44 @@ class _Db:
         result: list[tuple[Any, ...]] = self._values[cached]
         return result
 
+    def shows(self, tool: str, arguments: Mapping[str, Any], column: str, value: Any) -> bool:
+        """Whether calling read tool ``tool`` returns a row whose ``column`` holds ``value``.
+
+        A search tool may cap its rows (``LIMIT 20``) or match more than the
+        exact value (``LIKE``): the row a task starts from must be among what
+        the agent is shown. True when the tool is unknown (nothing to check).
+        """
+        spec = self.tools.get(tool)
+        if spec is None:
+            return True
+        properties = spec.parameters.get("properties") or {}
+        binds: dict[str, Any] = {name: None for name in properties}
+        binds.update({k: self.coerce(tool, k, v) for k, v in arguments.items()})
+        cached = ("shows:" + tool + ":" + repr(sorted(binds.items())), ())
+        if cached not in self._values:
+            try:
+                cursor = self.conn.execute(spec.sql[-1], binds)
+                names = [d[0] for d in cursor.description or ()]
+                self._values[cached] = (names, [tuple(r) for r in cursor.fetchall()])
+            except sqlite3.Error:
+                self._values[cached] = ([], [])
+        names, rows = self._values[cached]
+        if column not in names:
+            return False
+        at = names.index(column)
+        return any(row[at] == value for row in rows)
+
+    def coerce(self, tool: str, param: str, value: Any) -> Any:
+        """``value`` as the tool's parameter type (a text key '34' for an integer parameter)."""
+        spec = self.tools.get(tool)
+        prop = ((spec.parameters.get("properties") or {}).get(param) if spec else None) or {}
+        kind = prop.get("type") if isinstance(prop, Mapping) else None
+        if kind == "string" and isinstance(value, (int, float)) and not isinstance(value, bool):
+            return str(value)
+        if kind == "integer" and isinstance(value, str) and value.strip().lstrip("-").isdigit():
+            return int(value)
+        return value
+
     def children(self, hop: Hop, parent: Any, where: str = "") -> list[dict[str, Any]]:
         cached = (hop.target, hop.fk, parent, where)
         if cached not in self._children:
@@ -322,6 +361,11 @@ def slots(row: Mapping[str, Any]) -> dict[str, Any]:
     for name, value in row.items():
         filled.setdefault(slot(name), value)
     return filled
+
+
+def _tq(name: str) -> str:
+    """A quoted identifier to embed in an expression that is later filled with ``{db}``."""
+    return quote(name).replace("{", "{{").replace("}", "}}")
 
 
 def _template_literal(value: Any) -> str:
@@ -374,21 +418,23 @@ def _walk(plan: Plan, catalog: Catalog, db: _Db) -> _Walk:
     value = row.get(anchor.column)
     if value is None or value == "":
         raise Unfit(f"the anchor row has no {anchor.column}")
-    conditions = [f"{quote(anchor.column)} IS {_template_literal(value)}"]
+    conditions = [f"{_tq(anchor.column)} IS {_template_literal(value)}"]
     for column in anchor.disambiguate:
         if row.get(column) is None:
             raise Unfit(f"the anchor row has no {column} to tell it apart")
-        conditions.append(f"{quote(column)} IS {_template_literal(row[column])}")
+        conditions.append(f"{_tq(column)} IS {_template_literal(row[column])}")
     where = " AND ".join(conditions)
     if db.value(f"SELECT count(*) FROM {quote(table)} WHERE {where.format(db='')}") != 1:
         raise Unfit("the anchor's description fits more than one row")
     same_name = db.value(f"SELECT count(*) FROM {quote(table)} WHERE {conditions[0].format(db='')}")
+    if not db.shows(anchor.tool, {anchor.param: value}, key, row[key]):
+        raise Unfit(f"{anchor.tool} does not show the row the task starts from")
     walk = _Walk(
         phrase=anchor.phrase.format_map(slots(row)),
-        expr=f"(SELECT {quote(key)} FROM {{db}}{quote(table)} WHERE {where})",
+        expr=f"(SELECT {_tq(key)} FROM {{db}}{_tq(table)} WHERE {where})",
         table=table,
         rows=[row],
-        calls=[ToolCall(anchor.tool, {anchor.param: value})],
+        calls=[ToolCall(anchor.tool, {anchor.param: db.coerce(anchor.tool, anchor.param, value)})],
         distractors=same_name - 1,
         result_rows=same_name,
     )
@@ -437,7 +483,7 @@ def _down(walk: _Walk, hop: Hop, pick: Pick, db: _Db) -> None:
         raise Unfit(f"no {hop.plural} for this {hop.source} row")
     if len(listed) > hop.limit:
         raise Unfit(f"{len(listed)} {hop.plural} is more than {hop.tool} shows")
-    conditions = [f"{quote(hop.fk)} IS {walk.expr}"]
+    conditions = [f"{_tq(hop.fk)} IS {walk.expr}"]
     where_local = ""
     if pick.filter is not None:
         if not 0 <= pick.filter < len(hop.filters):
@@ -454,8 +500,8 @@ def _down(walk: _Walk, hop: Hop, pick: Pick, db: _Db) -> None:
             raise Unfit(f"{len(candidates)} matching {hop.plural}, not {low}–{high}")
         base = " AND ".join(conditions)
         walk.every_exprs = [
-            f"(SELECT {quote(key)} FROM {{db}}{quote(hop.target)} WHERE {base} "
-            f"ORDER BY {quote(key)} LIMIT 1 OFFSET {n})"
+            f"(SELECT {_tq(key)} FROM {{db}}{_tq(hop.target)} WHERE {base} "
+            f"ORDER BY {_tq(key)} LIMIT 1 OFFSET {n})"
             for n in range(len(candidates))
         ]
         walk.phrase = f"every {before}{hop.noun}{after} {hop.of} {walk.phrase}"
@@ -482,7 +528,7 @@ def _down(walk: _Walk, hop: Hop, pick: Pick, db: _Db) -> None:
         superlative = order.highest if pick.highest else order.lowest
         conditions.append(f"({order.expr}) IS NOT NULL")
         walk.expr = (
-            f"(SELECT {quote(key)} FROM {{db}}{quote(hop.target)} WHERE {' AND '.join(conditions)} "
+            f"(SELECT {_tq(key)} FROM {{db}}{_tq(hop.target)} WHERE {' AND '.join(conditions)} "
             f"ORDER BY ({order.expr}) {direction} LIMIT 1)"
         )
         walk.rows = [r for r in candidates if r[key] == ranked[0][0]]
@@ -493,13 +539,13 @@ def _down(walk: _Walk, hop: Hop, pick: Pick, db: _Db) -> None:
         if len(candidates) != 1:
             raise Unfit(f"{len(candidates)} {hop.plural} match where exactly one must")
         walk.expr = (
-            f"(SELECT {quote(key)} FROM {{db}}{quote(hop.target)} WHERE {' AND '.join(conditions)})"
+            f"(SELECT {_tq(key)} FROM {{db}}{_tq(hop.target)} WHERE {' AND '.join(conditions)})"
         )
         walk.rows = candidates
         walk.phrase = f"the {before}{hop.noun}{after} {hop.of} {walk.phrase}"
     walk.table = hop.target
     walk.result_rows += len(listed)
-    walk.calls.append(ToolCall(hop.tool, {hop.param: parent}))
+    walk.calls.append(ToolCall(hop.tool, {hop.param: db.coerce(hop.tool, hop.param, parent)}))
 
 
 def _up(walk: _Walk, hop: Hop, db: _Db) -> None:
@@ -511,14 +557,14 @@ def _up(walk: _Walk, hop: Hop, db: _Db) -> None:
     if row is None:
         raise Unfit(f"{hop.fk} = {reference!r} references no {hop.target} row")
     walk.expr = (
-        f"(SELECT {quote(hop.fk)} FROM {{db}}{quote(hop.source)} "
-        f"WHERE {quote(db.key(hop.source))} IS {walk.expr})"
+        f"(SELECT {_tq(hop.fk)} FROM {{db}}{_tq(hop.source)} "
+        f"WHERE {_tq(db.key(hop.source))} IS {walk.expr})"
     )
     walk.rows = [row]
     walk.table = hop.target
     walk.phrase = f"the {hop.noun} {hop.of} {walk.phrase}"
     walk.result_rows += 1
-    walk.calls.append(ToolCall(hop.tool, {hop.param: reference}))
+    walk.calls.append(ToolCall(hop.tool, {hop.param: db.coerce(hop.tool, hop.param, reference)}))
 
 
 # --------------------------------------------------------------------------- goals
@@ -534,7 +580,7 @@ def _holds(db: _Db, action: Action, table: str, key: Any, choices: Mapping[str, 
 
 
 def _action_call(
-    action: Action, row: Mapping[str, Any], key: Any, choices: Mapping[str, Any]
+    action: Action, row: Mapping[str, Any], key: Any, choices: Mapping[str, Any], db: _Db
 ) -> ToolCall:
     arguments: dict[str, Any] = {}
     for param, source in action.args.items():
@@ -548,7 +594,7 @@ def _action_call(
             raise ValueError(
                 f"action {action.name}: argument source {source!r} is not key, col:NAME or choice:NAME"
             )
-    return ToolCall(action.tool, arguments)
+    return ToolCall(action.tool, {k: db.coerce(action.tool, k, v) for k, v in arguments.items()})
 
 
 def _format_sql(
@@ -692,7 +738,7 @@ def realize(
         Unfit: the plan does not describe one well-defined task in this world
             (a pick is ambiguous, a precondition does not hold, ...).
     """
-    db = db if db is not None else _Db(conn, catalog)
+    db = db if db is not None else _Db(conn, catalog, world)
     walk = walk if walk is not None else _walk(plan, catalog, db)
     table, key_column = walk.table, db.key(walk.table)
     checks: list[CheckSpec] = []
@@ -752,7 +798,7 @@ def realize(
             key = row[key_column]
             if not _holds(db, action, table, key, plan.choices):
                 raise Unfit(f"{action.name} does not apply to this row (needs {action.when})")
-            calls.append(_action_call(action, row, key, plan.choices))
+            calls.append(_action_call(action, row, key, plan.choices, db))
             suffix = f"_{n + 1}" if len(targets) > 1 else ""
             checks.append(
                 CheckSpec(
@@ -786,7 +832,7 @@ def realize(
         if first_ok == fallback_ok:
             raise Unfit("exactly one of the two actions must apply to the target")
         taken = first if first_ok else fallback
-        calls.append(_action_call(taken, row, key, plan.choices))
+        calls.append(_action_call(taken, row, key, plan.choices, db))
         frames.append(_frame_of(taken, key, plan.choices, row, db))
         target = walk.expr.format(db="initial.")
 
@@ -931,7 +977,7 @@ class TaskSampler:
         self.catalog = catalog
         self.conn = conn
         self.world = world
-        self.db = _Db(conn, catalog)
+        self.db = _Db(conn, catalog, world)
         self._reach: dict[str, list[set[str]]] = {}
 
     def reach(self, family: str) -> list[set[str]]:

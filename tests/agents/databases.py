@@ -260,3 +260,81 @@ def build_empty(path: Path) -> Path:
     )
     conn.close()
     return path
+
+
+def build_odd(path: Path) -> Path:
+    """Shapes that trip naive miners.
+
+    Two links between the same tables (a flight's origin and destination),
+    a self-reference (an employee's manager), a text primary key referenced by
+    an integer column, names that a ``LIKE`` search over-matches ("Name 1"
+    matches "Name 10" … "Name 19"), a date column holding some non-dates, and
+    a table and a column whose names hold braces.
+    """
+    rng = random.Random(3)
+    conn = sqlite3.connect(path)
+    conn.executescript(
+        """
+        CREATE TABLE airports (id INTEGER PRIMARY KEY, code TEXT UNIQUE NOT NULL, city TEXT NOT NULL);
+        CREATE TABLE flights (
+            id INTEGER PRIMARY KEY, flight_no TEXT UNIQUE NOT NULL,
+            origin_id INTEGER REFERENCES airports(id), dest_id INTEGER REFERENCES airports(id),
+            status TEXT NOT NULL
+        );
+        CREATE TABLE staff (
+            id INTEGER PRIMARY KEY, email TEXT UNIQUE NOT NULL, name TEXT NOT NULL, city TEXT NOT NULL,
+            manager_id INTEGER REFERENCES staff(id)
+        );
+        CREATE TABLE visits (id INTEGER PRIMARY KEY, staff_id INTEGER REFERENCES staff(id), visited_on TEXT, note TEXT);
+        CREATE TABLE codes (id TEXT PRIMARY KEY, label TEXT UNIQUE NOT NULL);
+        CREATE TABLE uses (id INTEGER PRIMARY KEY, codes_id INTEGER REFERENCES codes(id), amount INTEGER);
+        CREATE TABLE "p{x}" (id INTEGER PRIMARY KEY, "na{m}e" TEXT UNIQUE, city TEXT);
+        """
+    )
+    cities = ["Oslo", "Rome", "Lima", "Kyiv", "Doha", "Pune", "Cork", "Bern", "Riga", "Nice"]
+    conn.executemany(
+        "INSERT INTO airports VALUES (?, ?, ?)",
+        [(i, c[:3].upper() + "X", c) for i, c in enumerate(cities, 1)],
+    )
+    flights = []
+    for i in range(1, 61):
+        origin, dest = rng.sample(range(1, 11), 2)
+        flights.append(
+            (i, f"XY{100 + i}", origin, dest, rng.choice(["scheduled", "departed", "landed"]))
+        )
+    conn.executemany("INSERT INTO flights VALUES (?, ?, ?, ?, ?)", flights)
+    staff = [
+        (
+            i,
+            f"s{i}@corp.example",
+            f"Name {i % 25}",
+            rng.choice(cities),
+            None if i <= 3 else rng.randint(1, i - 1),
+        )
+        for i in range(1, 61)
+    ]
+    conn.executemany("INSERT INTO staff VALUES (?, ?, ?, ?, ?)", staff)
+    visits = [
+        (
+            i,
+            rng.randint(1, 60),
+            rng.choice(["2024-01-15", "2024-06-30", "2025-02-01", "not recorded"]),
+            f"note {i}",
+        )
+        for i in range(1, 121)
+    ]
+    conn.executemany("INSERT INTO visits VALUES (?, ?, ?, ?)", visits)
+    conn.executemany(
+        "INSERT INTO codes VALUES (?, ?)", [(str(i), f"code {i}") for i in range(1, 31)]
+    )
+    conn.executemany(
+        "INSERT INTO uses VALUES (?, ?, ?)",
+        [(i, rng.randint(1, 30), rng.randint(1, 99)) for i in range(1, 91)],
+    )
+    conn.executemany(
+        'INSERT INTO "p{x}" VALUES (?, ?, ?)',
+        [(i, f"p{i}", rng.choice(cities)) for i in range(1, 30)],
+    )
+    conn.commit()
+    conn.close()
+    return path

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import sqlite3
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from coevo.agents.synthesizers.planner import Unfit
 from coevo.arena import CHECK_NAMES, Blob, World, WorldCache, assess_task
 from coevo.arena.errors import CoevoError
 
-from tests.agents.databases import build_empty, build_library, build_shop
+from tests.agents.databases import build_empty, build_library, build_odd, build_shop
 
 MECHANICAL = [c for c in CHECK_NAMES if c != "solvable"]
 
@@ -210,3 +211,50 @@ def test_a_database_without_keys_or_links_still_mines_or_says_why(tmp_path: Path
     conn.close()
     with pytest.raises(NothingToMine, match="no tasks can be made"):
         Miner(path).propose(ProposalRequest(n=3, seed=0))
+
+
+@pytest.fixture(scope="module")
+def odd_miner(tmp_path_factory: pytest.TempPathFactory) -> Miner:
+    return Miner(build_odd(tmp_path_factory.mktemp("odd") / "odd.sqlite"), seed=2)
+
+
+def test_odd_shapes_give_accepted_unambiguous_tasks(odd_miner: Miner) -> None:
+    """Two links to one table and self-references say which key they follow; every task passes the Judge."""
+    tasks = odd_miner.propose(ProposalRequest(n=60, seed=4))
+    assert len(tasks) >= 50, odd_miner.misses[:2]
+    _assert_accepted(tasks, odd_miner.world)
+    up = [h for h in odd_miner.catalog.hops if h.source == "flights" and h.target == "airports"]
+    assert sorted(h.noun for h in up) == ["dest airport", "origin airport"]
+    own = [h for h in odd_miner.catalog.hops if h.source == h.target == "staff"]
+    assert {(h.down, h.noun, h.of) for h in own} == {
+        (True, "staff", "whose manager is"),
+        (False, "manager staff", "of"),
+    }
+    for task in tasks:
+        assert not re.search(
+            r"the airport of the flight|the flight of the airport", task.instruction
+        )
+
+
+def test_odd_shapes_are_handled_not_crashed_on(odd_miner: Miner) -> None:
+    """Brace-named tables stay data only; a date column with non-dates is not ranked; text keys are coerced."""
+    assert "p{x}" in odd_miner.world.data
+    assert not any("{" in t.name for t in odd_miner.world.tools)
+    visits = [h for h in odd_miner.catalog.hops if h.target == "visits"]
+    assert visits and all(o.expr != '"visited_on"' for h in visits for o in h.orders)
+    assert any(h.target == "uses" for h in odd_miner.catalog.hops), (
+        "the text-keyed link is walkable"
+    )
+
+
+def test_a_search_that_over_matches_never_hides_the_start_row(odd_miner: Miner) -> None:
+    """When a name search returns more rows than it shows, tasks do not start from a row the agent cannot see."""
+    world = World(odd_miner.world)
+    for task in odd_miner.propose(ProposalRequest(n=60, seed=5)):
+        first = task.solution[0]
+        if first.tool.startswith("search_"):
+            world.reset(task)
+            shown = world.step(first)
+            assert shown.rows, task.instruction
+            assert len(shown.rows) <= 20
+    world.close()

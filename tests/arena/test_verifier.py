@@ -545,3 +545,43 @@ def test_tables_differing_only_in_non_ascii_case_are_distinct():
     )
     reward = built.run(task, [ToolCall("fill_upper", {}), ToolCall("submit")]).reward
     assert reward.value == 0 and reward.violations[0].table == "Ä"
+
+
+def test_whole_table_comparison_of_many_changed_rows_with_huge_rowids() -> None:
+    """20,000 changed rows with rowids near 4e18: tracked, whole-table and state verification all agree."""
+    from coevo.arena import TaskSpec, ToolCall, World, WorldSpec
+
+    rows = [[i * 1_000_003 + 4_000_000_000_000_000_000, i] for i in range(20_000)]
+    spec = WorldSpec(
+        domain="t",
+        now="2026-01-01T00:00:00",
+        schema_sql=["CREATE TABLE t(id INTEGER PRIMARY KEY, v INTEGER)"],
+        data={"t": {"columns": ["id", "v"], "rows": rows}},
+        tools=[
+            {
+                "name": "bump",
+                "description": "Add one to every value.",
+                "parameters": {"type": "object", "properties": {}},
+                "sql": ["UPDATE t SET v = v + 1"],
+                "effect": "write",
+            }
+        ],
+    )
+    task = TaskSpec(
+        world=spec,
+        instruction="Add one to every value.",
+        verifier={
+            "checks": [
+                {
+                    "name": "c",
+                    "sql": "SELECT (SELECT sum(v) FROM t) > (SELECT sum(v) FROM initial.t)",
+                }
+            ],
+            "frame": {"t": {"where": "1", "columns": ["v"]}},
+        },
+        solution=[ToolCall("bump"), ToolCall("submit")],
+    )
+    with World(spec) as world:
+        assert world.run(task, task.solution).reward.value == 1
+        assert world.verify_whole().value == 1
+        assert world.verify_state(task, world.snapshot()).value == 1

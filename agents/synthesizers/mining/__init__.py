@@ -219,9 +219,15 @@ def mine_world(
     for _ in range(10):
         candidate = _without(derived, exclude)
         if not candidate.tools:
+            braces = [t for t in schema.tables if "{" in t or "}" in t]
             raise NothingToMine(
-                f"{path}: no table has a one-column key or rowid and rows to look up; "
-                "no tools, so no tasks can be made"
+                f"{path}: no table has a one-column key or rowid and rows to look up"
+                + (
+                    f" (tables named with braces are not used: {', '.join(braces)})"
+                    if braces
+                    else ""
+                )
+                + "; no tools, so no tasks can be made"
             )
         world = bare.model_copy(update={"tools": candidate.tools})
         try:
@@ -279,6 +285,12 @@ class Miner:
     ):
         self.path = Path(path)
         self.world, self.catalog, self.report = mine_world(path, seed=seed, per_table=per_table)
+        if not self.catalog.anchors:
+            raise NothingToMine(
+                f"{self.path}: no column can name a row a task starts from: a task needs a unique "
+                "text column (an email, a code) or a name plus a second column that tells "
+                "namesakes apart; no tasks can be made"
+            )
         self.sampler = TaskSampler(self.catalog, initial_state(self.world), self.world)
         self.attempts = attempts
         self.misses: list[str] = []
@@ -325,4 +337,14 @@ class Miner:
             return self.sampler.sample(rng, target, attempts=self.attempts, provenance=provenance)
         except Unfit as exc:
             self.misses.append(str(exc))
+            return None
+        except (
+            sqlite3.Error,
+            ValueError,
+            TypeError,
+            KeyError,
+        ) as exc:  # data coevo cannot plan over
+            self.misses.append(
+                f"task {index}: the planner failed on this data ({type(exc).__name__}: {exc})"
+            )
             return None

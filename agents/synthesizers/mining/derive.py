@@ -36,7 +36,6 @@ __all__ = ["Derived", "derive"]
 
 LIST_LIMIT = 50
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}")
-_DATE_NAME = re.compile(r"(date|time|_at$|_on$|At$|On$|day$|year$)", re.IGNORECASE)
 
 
 def snake(name: str) -> str:
@@ -58,6 +57,10 @@ def singular(phrase: str) -> str:
     elif last.endswith("s") and not last.endswith(("ss", "us", "is")):
         last = last[:-1]
     return f"{head} {last}".strip()
+
+
+def _article(noun: str) -> str:
+    return "an" if noun[:1].lower() in "aeiou" else "a"
 
 
 def _plural(noun: str) -> str:
@@ -129,8 +132,37 @@ def _json_type(column: Column, profile: _Profile) -> dict[str, Any]:
     return {"type": "string"}
 
 
+def _plain(name: str) -> bool:
+    """Whether an identifier can appear in task templates (braces would read as placeholders)."""
+    return "{" not in name and "}" not in name
+
+
+def _templatable(schema: SchemaGraph) -> SchemaGraph:
+    """The schema without tables and columns whose names hold braces (kept in the world, not used by tasks)."""
+    tables = {
+        name: replace(table, columns=tuple(c for c in table.columns if _plain(c.name)))
+        for name, table in schema.tables.items()
+        if _plain(name)
+    }
+    links = [
+        link
+        for link in schema.links
+        if link.child in tables
+        and link.parent in tables
+        and all(_plain(c) for c in (*link.child_columns, *link.parent_columns))
+    ]
+    return replace(schema, tables=tables, links=links)
+
+
 def derive(conn: sqlite3.Connection, schema: SchemaGraph) -> Derived:
-    """The tools and catalog for the world whose initial state ``conn`` holds."""
+    """The tools and catalog for the world whose initial state ``conn`` holds.
+
+    Tables and columns whose names hold ``{`` or ``}`` get no tools (their
+    names would read as template placeholders); their rows stay in the world.
+    """
+    # rows of any table (used by tasks or not) may reference a row: such rows are never deleted
+    referenced = {link.parent for link in schema.links if link.parent != link.child}
+    schema = _templatable(schema)
     names = _Names()
     tools: list[ToolSpec] = []
     keys: dict[str, str] = {}
@@ -141,7 +173,6 @@ def derive(conn: sqlite3.Connection, schema: SchemaGraph) -> Derived:
     profiles: dict[tuple[str, str], _Profile] = {}
     shown: dict[str, str] = {}
     get_tool: dict[str, tuple[str, str]] = {}
-    referenced = {link.parent for link in schema.links if link.parent != link.child}
     fk_columns = {(link.child, c) for link in schema.links for c in link.child_columns}
     for name in sorted(schema.tables):
         table = schema.tables[name]
@@ -470,9 +501,7 @@ def _hops_of(
             in {(lk.child, c) for lk in schema.links for c in lk.child_columns}
         ):
             continue
-        if p.dates == p.nonnull or (
-            _DATE_NAME.search(column.name) and p.texts == p.nonnull and p.dates
-        ):
+        if p.dates == p.nonnull:  # every value ISO 8601, so text order is time order
             orders.append(Order(quote(column.name), "most recent", "earliest"))
         elif p.numbers == p.nonnull and p.distinct > 2:
             label = words(column.name)
@@ -481,6 +510,17 @@ def _hops_of(
         Filter(quote(c.name), f"with {words(c.name)} '{{value}}'", after=True)
         for c in _status_columns(child, profiles)[:2]
     )
+    # Two links between the same tables (a flight's origin and destination airports), or a
+    # link from a table to itself (an employee's manager): "the airport of the flight" would
+    # have two readings, so such hops say which key they follow.
+    ambiguous = (
+        link.child == link.parent
+        or sum(
+            1 for other in schema.links if {other.child, other.parent} == {link.child, link.parent}
+        )
+        > 1
+    )
+    role = re.sub(r"\s*(?:id|code|key|no|number)$", "", words(fk)) or words(fk)
     hops.append(
         Hop(
             parent.name,
@@ -493,6 +533,7 @@ def _hops_of(
             orders=tuple(orders[:3]),
             filters=filters,
             limit=LIST_LIMIT,
+            of=f"whose {role} is" if ambiguous else "of",
         )
     )
     parent_key = keys[parent.name]
@@ -505,7 +546,7 @@ def _hops_of(
                 fk,
                 get_name,
                 get_param,
-                parent_noun,
+                f"{role} {parent_noun}" if ambiguous and role != parent_noun else parent_noun,
                 _plural(parent_noun),
                 down=False,
             )
@@ -585,7 +626,7 @@ def _insert_action(
             tool,
             args,
             "1",
-            ask=f"add a {child_noun} with {phrase} to {{target}}",
+            ask=f"add {_article(child_noun)} {child_noun} with {phrase} to {{target}}",
             check=(
                 f"SELECT count(*) = 1 FROM {quote(child.name)} WHERE {quote(fk)} = {{target}} AND {conditions} "
                 f"AND {ident} NOT IN (SELECT {ident} FROM {{db}}{quote(child.name)})"
