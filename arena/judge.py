@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from coevo.arena.errors import SpecError
 from coevo.arena.grounding import ungrounded_arguments
@@ -244,39 +243,38 @@ def check_unsolved(task: TaskSpec, world: World) -> CheckResult:
 
 
 def check_partial(task: TaskSpec, world: World) -> CheckResult:
-    """No shortcut earns 1: prefixes before the last write, and wrong or missing answers."""
+    """No shortcut earns 1: prefixes before the last write, and wrong or missing answers.
+
+    One episode runs the solution's steps; before each step up to the last
+    write, and after the last step for each wrong answer, the state is
+    verified as if the agent submitted there (``World.verify``): the same
+    state and the same verifier as a separate episode ``S[:k] + submit``.
+    """
     compiled = world.prepare(task)
     prefix_calls = list(task.solution[:-1])
     answer = _answer(task)
-    final = ToolCall(SUBMIT, {"answer": answer} if answer is not None else {})
     tools = world.compiled.tools
     writes = [
         i for i, c in enumerate(prefix_calls) if c.tool in tools and tools[c.tool].effect == "write"
     ]
+    last_write = writes[-1] if writes else -1
     failures: list[str] = []
     tried = 0
-    if writes:
-        last_write = writes[-1]
-        for k in range(last_write + 1):
-            calls = [*prefix_calls[:k], final]
-            episode = world.run(task, calls, max_steps=_steps_for(world, calls))
+    world.reset(task, max_steps=len(prefix_calls) + 1)
+    for k, call in enumerate(prefix_calls):
+        if k <= last_write and not failures:
             tried += 1
-            if episode.reward.value == 1:
+            if world.verify(answer).value == 1:
                 failures.append(
                     f"the first {k} step(s) then submit earn 1, before the last write "
                     f"(step {last_write}, {prefix_calls[last_write].tool})"
                 )
-                break
+        world.step(call)
     if compiled.uses_answer:
-        variants: list[dict[str, Any]] = [
-            {} if wrong is None else {"answer": wrong} for wrong in wrong_answers(answer)
-        ]
-        for args in variants:
-            calls = [*prefix_calls, ToolCall(SUBMIT, args)]
-            episode = world.run(task, calls, max_steps=_steps_for(world, calls))
+        for wrong in wrong_answers(answer):
             tried += 1
-            if episode.reward.value == 1:
-                shown = f"submit(answer={args['answer']!r})" if args else "submit()"
+            if world.verify(wrong).value == 1:
+                shown = "submit()" if wrong is None else f"submit(answer={wrong!r})"
                 failures.append(
                     f"the solution's steps then {shown} earn 1: the verifier does not pin the answer"
                 )

@@ -26,7 +26,7 @@ import math
 import random
 import re
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Final
 
@@ -728,11 +728,13 @@ def realize(
     lineage: Mapping[str, Any] | None = None,
     db: _Db | None = None,
     walk: _Walk | None = None,
+    admits: Callable[[Mapping[str, float]], bool] | None = None,
 ) -> TaskSpec:
     """The task ``plan`` describes in ``world`` (whose initial state ``conn`` holds).
 
     ``db``: a shared reader of the same initial state (its answers are kept between calls);
-    ``walk``: the plan's walk when the caller has already followed it.
+    ``walk``: the plan's walk when the caller has already followed it;
+    ``admits``: a test of the measured features (no record is built when it fails).
 
     Raises:
         Unfit: the plan does not describe one well-defined task in this world
@@ -744,7 +746,6 @@ def realize(
     checks: list[CheckSpec] = []
     frames: list[dict[str, Any]] = []
     calls = list(walk.calls)
-    writes = branching = question = 0
     if plan.family == "question":
         if len(plan.goal) != 1 or not 0 <= plan.goal[0] < len(catalog.attributes):
             raise Unfit("a question needs one attribute")
@@ -782,7 +783,6 @@ def realize(
         instruction = _sentence(
             f"What is {attribute.phrase} of {walk.phrase}? Answer with the value {attribute.hint}"
         )
-        question = 1
     elif plan.family in ("action", "bulk"):
         if len(plan.goal) != 1 or not 0 <= plan.goal[0] < len(catalog.actions):
             raise Unfit("an action task needs one action")
@@ -814,7 +814,6 @@ def realize(
                 )
             )
             frames.append(_frame_of(action, key, plan.choices, row, db))
-        writes = len(targets)
         instruction = _sentence(action.ask.format(target=walk.phrase, **_quoted(plan.choices)))
         calls.append(ToolCall(SUBMIT, {}))
     elif plan.family == "conditional":
@@ -864,23 +863,12 @@ def realize(
             f"{first.ask.format(target=walk.phrase, **words)}; "
             f"{first.blocked}, {fallback.instead.format(target='it', **words)}"
         )
-        writes, branching = 1, 1
         calls.append(ToolCall(SUBMIT, {}))
     else:
         raise Unfit(f"unknown family {plan.family!r}")
-    hops = sum(1 for c in walk.calls)
-    features: dict[str, float] = {
-        "difficulty": 0.0,
-        "steps": len(calls),
-        "hops": hops,
-        "writes": writes,
-        "distractors": walk.distractors,
-        "branching": branching,
-        "result_rows": walk.result_rows,
-        "aggregates": walk.aggregates,
-        "question": question,
-    }
-    features["difficulty"] = difficulty(features)
+    features = _features(walk, plan.family)
+    if admits is not None and not admits(features):
+        raise Unfit("features outside the target")
     verifier = VerifierSpec(
         checks=checks,
         frame={
@@ -897,6 +885,24 @@ def realize(
         lineage=Lineage(**(lineage or {})),
         provenance={**(provenance or {}), "plan": plan.to_json()},
     )
+
+
+def _features(walk: _Walk, family: str) -> dict[str, float]:
+    """A task's features, known once its walk is followed and its family chosen."""
+    writes = 0 if family == "question" else len(walk.rows) if family == "bulk" else 1
+    features: dict[str, float] = {
+        "difficulty": 0.0,
+        "steps": len(walk.calls) + writes + 1,
+        "hops": len(walk.calls),
+        "writes": writes,
+        "distractors": walk.distractors,
+        "branching": 1 if family == "conditional" else 0,
+        "result_rows": walk.result_rows,
+        "aggregates": walk.aggregates,
+        "question": 1 if family == "question" else 0,
+    }
+    features["difficulty"] = difficulty(features)
+    return features
 
 
 # --------------------------------------------------------------------------- sampling
@@ -933,23 +939,48 @@ def _draw_pick(
     ``unfiltered``: state no condition on the rows (the last hop of a
     conditional task, where a stated status would give the branch away).
     """
+    if every:
+        return _draw_every(rng, hop, listed)
     intended = rng.choice(listed)
     filter_index: int | None = None
     value: Any = None
-    if hop.filters and not unfiltered and rng.random() < (0.8 if every else 0.6):
+    if hop.filters and not unfiltered and rng.random() < 0.6:
         filter_index = rng.randrange(len(hop.filters))
         filt = hop.filters[filter_index]
         value = None if filt.value is not None else _column_value(intended, filt.column)
         if filt.value is None and value is None:
             filter_index = None
-    if every:
-        return Pick(filter=filter_index, value=value, every=True)
     order_index = (
         rng.randrange(len(hop.orders))
         if hop.orders and (len(listed) > 1 or rng.random() < 0.3)
         else None
     )
     return Pick(filter=filter_index, value=value, order=order_index, highest=rng.random() < 0.6)
+
+
+def _draw_every(rng: random.Random, hop: Hop, listed: list[dict[str, Any]]) -> Pick:
+    """A pick of every row matching a stated condition, drawn so that 2–4 rows match."""
+    low, high = BULK_SIZE
+    options: list[Pick] = []
+    for index, filt in enumerate(hop.filters):
+        if filt.value is not None:
+            count = sum(1 for r in listed if _column_value(r, filt.column) == filt.value)
+            if low <= count <= high:
+                options.append(Pick(filter=index, every=True))
+            continue
+        counts: dict[Any, int] = {}
+        for r in listed:
+            v = _column_value(r, filt.column)
+            if v is not None:
+                counts[v] = counts.get(v, 0) + 1
+        options += [
+            Pick(filter=index, value=v, every=True)
+            for v, n in sorted(counts.items(), key=lambda kv: repr(kv[0]))
+            if low <= n <= high
+        ]
+    if low <= len(listed) <= high and (not options or rng.random() < 0.25):
+        return Pick(every=True)
+    return rng.choice(options) if options else Pick(every=True)
 
 
 def _column_value(row: Mapping[str, Any], column: str) -> Any:
@@ -979,6 +1010,50 @@ class TaskSampler:
         self.world = world
         self.db = _Db(conn, catalog, world)
         self._reach: dict[str, list[set[str]]] = {}
+        self._goal_cache: dict[tuple[str, str], list[tuple[int, ...]]] = {}
+        self._goal_tables: dict[str, set[str]] = {}
+
+    def _applicable_goal(
+        self,
+        rng: random.Random,
+        family: str,
+        table: str,
+        goals: list[tuple[int, ...]],
+        walk: _Walk,
+    ) -> tuple[tuple[int, ...] | None, dict[str, Any]]:
+        """A goal whose actions' preconditions hold on the rows the walk reached, with its choices.
+
+        Goals are tried in a seeded order, so every goal of the table gets its
+        turn instead of the ones that apply most often crowding the rest out.
+        """
+        order = list(goals)
+        rng.shuffle(order)
+        key = self.db.key(table)
+        for goal in order:
+            choices = _draw_choices(rng, self.catalog, goal, family)
+            if family == "question":
+                return goal, choices
+            holds = [
+                [_holds(self.db, self.catalog.actions[g], table, row[key], choices) for g in goal]
+                for row in walk.rows
+            ]
+            if family == "conditional":
+                if sum(holds[0]) == 1:
+                    return goal, choices
+            elif all(h[0] for h in holds):
+                return goal, choices
+        return None, {}
+
+    def _tables_with_goals(self, family: str) -> set[str]:
+        if family not in self._goal_tables:
+            self._goal_tables[family] = _goal_tables(self.catalog, family)
+        return self._goal_tables[family]
+
+    def _goals(self, family: str, table: str) -> list[tuple[int, ...]]:
+        key = (family, table)
+        if key not in self._goal_cache:
+            self._goal_cache[key] = _goal_options(self.catalog, family, table)
+        return self._goal_cache[key]
 
     def reach(self, family: str) -> list[set[str]]:
         """For each depth d, the tables from which a walk of d hops can end at a goal of ``family``."""
@@ -1035,7 +1110,7 @@ class TaskSampler:
                 and h.fk == previous.fk
             )
             and (
-                (h.down and h.target in _goal_tables(self.catalog, family))
+                (h.down and h.target in self._tables_with_goals(family))
                 if family == "bulk" and remaining == 1
                 else h.target in reach[remaining - 1]
             )
@@ -1137,11 +1212,17 @@ class TaskSampler:
             if failed:
                 miss(failed)
                 continue
-            goals = _goal_options(catalog, family, table)
+            goals = self._goals(family, table)
             if not goals:
                 miss(f"no {family} goal on {table}")
                 continue
-            goal = rng.choice(goals)
+            if not target.admits(_features(walk, family)):
+                miss("features outside the target")
+                continue
+            goal, choices = self._applicable_goal(rng, family, table, goals, walk)
+            if goal is None:
+                miss(f"no {family} goal applies to the rows reached")
+                continue
             plan = Plan(
                 family=family,
                 anchor=anchor_index,
@@ -1149,11 +1230,18 @@ class TaskSampler:
                 hops=tuple(hops),
                 picks=tuple(picks),
                 goal=goal,
-                choices=_draw_choices(rng, catalog, goal, family),
+                choices=choices,
             )
             try:
                 task = realize(
-                    plan, catalog, self.conn, self.world, provenance=provenance, db=db, walk=walk
+                    plan,
+                    catalog,
+                    self.conn,
+                    self.world,
+                    provenance=provenance,
+                    db=db,
+                    walk=walk,
+                    admits=target.admits,
                 )
             except Unfit as exc:
                 miss(str(exc).split(" (")[0])

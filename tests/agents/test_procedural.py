@@ -188,3 +188,16 @@ def test_initial_state_matches_the_world(synth: ProceduralSynthesizer) -> None:
     finally:
         conn.close()
     assert isinstance(conn, sqlite3.Connection)
+
+
+def test_features_are_measured_on_the_task_itself(synth: ProceduralSynthesizer) -> None:
+    """steps, hops, writes, question and branching agree with the solution and the verifier."""
+    for task in synth.propose(ProposalRequest(n=40, seed=31, level=4)):
+        writes = {t.name for t in task.world.tools if t.effect == "write"}
+        calls = task.solution
+        f = task.features
+        assert f["steps"] == len(calls)
+        assert f["writes"] == sum(c.tool in writes for c in calls)
+        assert f["hops"] == sum(c.tool not in writes and c.tool != "submit" for c in calls)
+        assert f["question"] == ("answer" in calls[-1].arguments)
+        assert f["branching"] == ("; if " in task.instruction), task.instruction
