@@ -90,6 +90,14 @@ class People:
         raise RuntimeError("could not draw a unique email")  # pragma: no cover
 
 
+def _object_schema(params: dict[str, Any], required: Sequence[str] | None) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": params,
+        "required": list(params if required is None else required),
+    }
+
+
 def read_tool(
     name: str,
     description: str,
@@ -101,11 +109,7 @@ def read_tool(
     return ToolSpec(
         name=name,
         description=description,
-        parameters={
-            "type": "object",
-            "properties": params,
-            "required": list(params if required is None else required),
-        },
+        parameters=_object_schema(params, required),
         sql=[sql],
         effect="read",
     )
@@ -122,11 +126,7 @@ def write_tool(
     return ToolSpec(
         name=name,
         description=description,
-        parameters={
-            "type": "object",
-            "properties": params,
-            "required": list(params if required is None else required),
-        },
+        parameters=_object_schema(params, required),
         sql=list(sql),
         effect="write",
     )
