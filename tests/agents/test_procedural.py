@@ -201,3 +201,16 @@ def test_features_are_measured_on_the_task_itself(synth: ProceduralSynthesizer) 
         assert f["hops"] == sum(c.tool not in writes and c.tool != "submit" for c in calls)
         assert f["question"] == ("answer" in calls[-1].arguments)
         assert f["branching"] == ("; if " in task.instruction), task.instruction
+
+
+def test_a_world_pool_shares_worlds_across_request_seeds() -> None:
+    """With world_pool=2, seeds 1 and 3 draw in one world yet make different tasks; seed 2 uses another world."""
+    synth = ProceduralSynthesizer(["retail"], world_pool=2)
+    one = synth.propose(ProposalRequest(n=5, seed=1))
+    three = synth.propose(ProposalRequest(n=5, seed=3))
+    two = synth.propose(ProposalRequest(n=5, seed=2))
+    assert {t.world_id for t in one} == {t.world_id for t in three}
+    assert {t.world_id for t in one}.isdisjoint({t.world_id for t in two})
+    assert {t.task_id for t in one}.isdisjoint({t.task_id for t in three})
+    with pytest.raises(ValueError, match="world_pool"):
+        ProceduralSynthesizer(world_pool=0)
