@@ -404,6 +404,16 @@ class _Walk:
     result_rows: int = 0
     aggregates: int = 0
     every_exprs: list[str] = field(default_factory=list)
+    visited: set[tuple[str, Any]] = field(default_factory=set)
+
+    def enter(self, table: str, rows: list[dict[str, Any]], key: str) -> None:
+        """Move to ``rows`` of ``table``; a walk never comes back to a row it has been on."""
+        keys = {(table, r.get(key)) for r in rows}
+        if keys & self.visited:
+            raise Unfit("the walk comes back to a row it has been on")
+        self.visited |= keys
+        self.rows = rows
+        self.table = table
 
 
 def _walk(plan: Plan, catalog: Catalog, db: _Db) -> _Walk:
@@ -437,6 +447,7 @@ def _walk(plan: Plan, catalog: Catalog, db: _Db) -> _Walk:
         calls=[ToolCall(anchor.tool, {anchor.param: db.coerce(anchor.tool, anchor.param, value)})],
         distractors=same_name - 1,
         result_rows=same_name,
+        visited={(table, row[key])},
     )
     if len(plan.picks) != len(plan.hops):
         raise Unfit("the plan has a pick for each hop only when their counts match")
@@ -469,7 +480,11 @@ def _extended(
 ) -> _Walk:
     """A copy of ``walk`` one hop further (the original is left as it was)."""
     longer = replace(
-        walk, rows=list(walk.rows), calls=list(walk.calls), every_exprs=list(walk.every_exprs)
+        walk,
+        rows=list(walk.rows),
+        calls=list(walk.calls),
+        every_exprs=list(walk.every_exprs),
+        visited=set(walk.visited),
     )
     _step(longer, catalog, index, pick, db, last=last)
     return longer
@@ -505,7 +520,7 @@ def _down(walk: _Walk, hop: Hop, pick: Pick, db: _Db) -> None:
             for n in range(len(candidates))
         ]
         walk.phrase = f"every {before}{hop.noun}{after} {hop.of} {walk.phrase}"
-        walk.rows = candidates
+        walk.enter(hop.target, candidates, key)
         walk.expr = ""
         walk.distractors += len(listed) - len(candidates)  # listed rows the agent must skip
     elif pick.order is not None:
@@ -531,19 +546,19 @@ def _down(walk: _Walk, hop: Hop, pick: Pick, db: _Db) -> None:
             f"(SELECT {_tq(key)} FROM {{db}}{_tq(hop.target)} WHERE {' AND '.join(conditions)} "
             f"ORDER BY ({order.expr}) {direction} LIMIT 1)"
         )
-        walk.rows = [r for r in candidates if r[key] == ranked[0][0]]
+        walk.enter(hop.target, [r for r in candidates if r[key] == ranked[0][0]], key)
         walk.phrase = f"the {superlative} {before}{hop.noun}{after} {hop.of} {walk.phrase}"
         walk.distractors += len(candidates) - 1
-        walk.aggregates += 1
+        if len(candidates) > 1:  # ranking a single row asks for no comparison
+            walk.aggregates += 1
     else:
         if len(candidates) != 1:
             raise Unfit(f"{len(candidates)} {hop.plural} match where exactly one must")
         walk.expr = (
             f"(SELECT {_tq(key)} FROM {{db}}{_tq(hop.target)} WHERE {' AND '.join(conditions)})"
         )
-        walk.rows = candidates
+        walk.enter(hop.target, candidates, key)
         walk.phrase = f"the {before}{hop.noun}{after} {hop.of} {walk.phrase}"
-    walk.table = hop.target
     walk.result_rows += len(listed)
     walk.calls.append(ToolCall(hop.tool, {hop.param: db.coerce(hop.tool, hop.param, parent)}))
 
@@ -560,8 +575,7 @@ def _up(walk: _Walk, hop: Hop, db: _Db) -> None:
         f"(SELECT {_tq(hop.fk)} FROM {{db}}{_tq(hop.source)} "
         f"WHERE {_tq(db.key(hop.source))} IS {walk.expr})"
     )
-    walk.rows = [row]
-    walk.table = hop.target
+    walk.enter(hop.target, [row], db.key(hop.target))
     walk.phrase = f"the {hop.noun} {hop.of} {walk.phrase}"
     walk.result_rows += 1
     walk.calls.append(ToolCall(hop.tool, {hop.param: db.coerce(hop.tool, hop.param, reference)}))
@@ -770,15 +784,11 @@ def realize(
         if answer != answer.strip():
             raise Unfit("the answer has surrounding spaces")
         target = walk.expr.format(db="initial.")
-        checks.append(
-            CheckSpec(
-                name="answer",
-                sql=(
-                    f"SELECT lower(trim(:answer)) = lower((SELECT {attribute.expr} FROM initial.{quote(table)} "
-                    f"WHERE {quote(key_column)} = {target}))"
-                ),
-            )
+        expected = (
+            f"(SELECT {attribute.expr} FROM initial.{quote(table)} "
+            f"WHERE {quote(key_column)} = {target})"
         )
+        checks.append(CheckSpec(name="answer", sql=_answer_check(answer, expected)))
         calls.append(ToolCall(SUBMIT, {"answer": answer}))
         instruction = _sentence(
             f"What is {attribute.phrase} of {walk.phrase}? Answer with the value {attribute.hint}"
@@ -884,6 +894,28 @@ def realize(
         features=features,
         lineage=Lineage(**(lineage or {})),
         provenance={**(provenance or {}), "plan": plan.to_json()},
+    )
+
+
+_NUMBER: Final = re.compile(r"-?\d+(?:\.\d+)?")
+
+# the submitted answer without spaces, a currency sign or thousands separators
+_GIVEN: Final = "replace(replace(replace(trim(:answer), ' ', ''), '$', ''), ',', '')"
+
+
+def _answer_check(answer: str, expected: str) -> str:
+    """The check of a submitted answer against ``expected`` (SQL computing it from the initial state).
+
+    Text compares ignoring case and surrounding spaces. A number compares by
+    value, so ``$1,234.50``, ``1234.5`` and ``1234.50`` are the same answer,
+    while anything that is not a single number (``"12 or 13"``, ``""``, no
+    answer) fails.
+    """
+    if not _NUMBER.fullmatch(answer):
+        return f"SELECT lower(trim(:answer)) = lower({expected})"
+    return (
+        f"SELECT CASE WHEN {_GIVEN} = '' OR {_GIVEN} GLOB '*[^0-9.-]*' OR {_GIVEN} GLOB '*.*.*' "
+        f"OR {_GIVEN} GLOB '?*-*' THEN 0 ELSE CAST({_GIVEN} AS REAL) = CAST({expected} AS REAL) END"
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import statistics
 
@@ -214,3 +215,36 @@ def test_a_world_pool_shares_worlds_across_request_seeds() -> None:
     assert {t.task_id for t in one}.isdisjoint({t.task_id for t in three})
     with pytest.raises(ValueError, match="world_pool"):
         ProceduralSynthesizer(world_pool=0)
+
+
+def test_numeric_answers_compare_by_value_and_hedges_fail(synth: ProceduralSynthesizer) -> None:
+    """A money or count answer is accepted as $1,234.50 or 1234.5; '12 or 13', '' and a neighbour fail."""
+    from coevo.arena import ToolCall
+
+    tasks = synth.propose(ProposalRequest(n=60, seed=12, families=["question"], domains=["retail"]))
+    numeric = [t for t in tasks if re.fullmatch(r"\d+(\.\d+)?", t.solution[-1].arguments["answer"])]
+    assert numeric
+    for task in numeric[:8]:
+        answer = task.solution[-1].arguments["answer"]
+        value = float(answer)
+        with World(task.world) as world:
+            for given, earned in [
+                (f"${value:,.2f}", 1),
+                (f" {value:g} ", 1),
+                (f"{answer} or {value + 1:g}", 0),
+                ("", 0),
+                (f"{value + 1:g}", 0),
+            ]:
+                calls = [*task.solution[:-1], ToolCall("submit", {"answer": given})]
+                assert world.run(task, calls).reward.value == earned, (task.instruction, given)
+
+
+def test_walks_never_return_to_a_row(synth: ProceduralSynthesizer) -> None:
+    """No reference solution looks the same row up twice (no 'the department of the head of Finance')."""
+    for task in synth.propose(ProposalRequest(n=80, seed=13, level=4)):
+        reads = [
+            (c.tool, tuple(sorted(c.arguments.items())))
+            for c in task.solution
+            if c.tool != "submit" and not c.tool.startswith(("cancel", "set", "open", "change"))
+        ]
+        assert len(reads) == len(set(reads)), task.instruction

@@ -734,7 +734,7 @@ CATALOG = Catalog(
             "booking",
             "bookings",
             orders=(
-                Order("booked_at", "most recent", "oldest"),
+                Order("booked_at", "most recently booked", "earliest-booked"),
                 Order("fare_cents", "most expensive", "cheapest"),
             ),
             filters=(STATUS, Filter("cabin", "{value} class")),

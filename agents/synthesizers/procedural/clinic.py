@@ -895,7 +895,7 @@ CATALOG = Catalog(
             {"claim_id": "key", "note": "choice:note"},
             "status = 'denied'",
             ask="appeal {target} with the note '{note}'",
-            check="SELECT status = 'appealed' AND appeal_note = {note} FROM claims WHERE id = {target}",
+            check="SELECT status = 'appealed' AND lower(trim(appeal_note)) = lower({note}) FROM claims WHERE id = {target}",
             frame={
                 "claims": {
                     "where": "id = {key}",

@@ -8,8 +8,9 @@ already approved (request its cancellation from the manager instead, a row in
 ``leave_cancellations``), whether an expense claim is within the 1000.00
 approval limit (approve it) or above it (escalate it to finance), whether an
 employee has another emergency contact (only then may one be removed), and
-what a payslip shows. Department heads sit in the Executive Office (the
-leadership team), so "the head of the department of ..." never loops back.
+what a payslip shows. A department head sits in the department they lead;
+walks never return to a row they have been on, so "the department of the
+head of Finance" is never asked.
 """
 
 from __future__ import annotations
@@ -408,10 +409,10 @@ def build_world(seed: int) -> WorldSpec:
 
     for n, (name, code, head, lead, staff, size) in enumerate(DEPARTMENTS, start=1):
         departments.append([n, code, name, rng.choice(CITIES[:16]), f"CC-{cost_centers[n - 1]}"])
-        # department heads sit in the Executive Office (the leadership team) and report to a
-        # chief; the Executive Office itself has no head, the CEO reports to the board
+        # a department head sits in the department they lead and reports to a chief; the
+        # Executive Office's head is the CEO, who reports to the board
         boss = chiefs[rng.randrange(len(chiefs))] if chiefs else None
-        head_id = add_employee(1, head, boss, "head", (400, 3600))
+        head_id = add_employee(n, head, boss, "head", (400, 3600))
         departments[-1].append(head_id if chiefs else None)
         if not chiefs:
             chiefs.append(head_id)
@@ -978,8 +979,16 @@ CATALOG = Catalog(
             "employees",
             of="in",
             orders=(
-                Order("hire_date", "most recently hired", "longest-serving"),
-                Order("salary_cents", "highest-paid", "lowest-paid"),
+                Order(
+                    "CASE WHEN status <> 'terminated' THEN hire_date END",
+                    "most recently hired",
+                    "longest-serving",
+                ),
+                Order(
+                    "CASE WHEN status <> 'terminated' THEN salary_cents END",
+                    "highest-paid",
+                    "lowest-paid",
+                ),
             ),
             filters=(
                 Filter("status", "active", value="active"),
@@ -1026,7 +1035,7 @@ CATALOG = Catalog(
             "leave requests",
             of="from",
             orders=(
-                Order("requested_on", "most recently submitted", "oldest"),
+                Order("requested_on", "most recently submitted", "earliest-submitted"),
                 Order("days", "longest", "shortest"),
             ),
             filters=(STATUS, Filter("leave_type", "{value}")),
@@ -1065,7 +1074,7 @@ CATALOG = Catalog(
             "employee_id",
             "emergency contact",
             "emergency contacts",
-            orders=(Order("priority", "last-listed", "primary"),),
+            orders=(Order("priority", "lowest-priority", "primary"),),
         ),
     ),
     attributes=(

@@ -178,13 +178,13 @@ def build_world(seed: int) -> WorldSpec:
             age = rng.randint(0, 200)
             status = (
                 "pending"
-                if age < 6
+                if age < 8
                 else rng.choice(["pending", "shipped", "shipped"])
                 if age < 14
                 else rng.choice(["delivered"] * 5 + ["cancelled"])
             )
             total = 0
-            for product in rng.sample(products, rng.choice([1, 1, 2, 2, 3, 4])):
+            for product in rng.sample(products, rng.choice([1, 1, 2, 2, 3, 3, 4])):
                 quantity = rng.choice([1, 1, 1, 2, 3])
                 items.append([len(items) + 1, oid, product[0], quantity, product[4]])
                 total += quantity * product[4]
@@ -429,7 +429,7 @@ CATALOG = Catalog(
             "line item",
             "line items",
             of="in",
-            orders=(Order("quantity * unit_price_cents", "most expensive", "cheapest"),),
+            orders=(Order("quantity * unit_price_cents", "highest-total", "lowest-total"),),
         ),
         Hop(
             "order_items",
@@ -509,9 +509,11 @@ CATALOG = Catalog(
             {"order_id": "key", "reason": "choice:reason"},
             "status IN ('shipped', 'delivered')",
             ask="open a return for {target} with the reason '{reason}'",
-            check="SELECT count(*) = 1 FROM returns WHERE order_id = {target} AND reason = {reason} "
+            check="SELECT count(*) = 1 FROM returns WHERE order_id = {target} AND lower(trim(reason)) = lower({reason}) "
             "AND status = 'open' AND id NOT IN (SELECT id FROM {db}returns)",
-            frame={"returns": "id > {last[returns]} AND order_id = {key} AND reason = {reason}"},
+            frame={
+                "returns": "id > {last[returns]} AND order_id = {key} AND lower(trim(reason)) = lower({reason})"
+            },
             choices={"reason": RETURN_REASONS},
             instead="open a return for {target} with the reason '{reason}' instead",
             blocked="if it has not shipped yet",

@@ -726,7 +726,7 @@ CATALOG = Catalog(
             "purchase orders",
             orders=(
                 Order("created_on", "most recent", "oldest"),
-                Order("total_cents", "largest", "smallest"),
+                Order("total_cents", "highest-value", "lowest-value"),
             ),
             filters=(STATUS,),
         ),
@@ -740,7 +740,7 @@ CATALOG = Catalog(
             "lines",
             of="on",
             orders=(
-                Order("quantity * unit_cost_cents", "most expensive", "cheapest"),
+                Order("quantity * unit_cost_cents", "highest-total", "lowest-total"),
                 Order("quantity", "highest-quantity", "lowest-quantity"),
             ),
             filters=(Filter("received_qty < quantity", "short-delivered", value=1),),
