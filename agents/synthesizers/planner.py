@@ -1087,10 +1087,16 @@ class TaskSampler:
             self._goal_cache[key] = _goal_options(self.catalog, family, table)
         return self._goal_cache[key]
 
-    def reach(self, family: str) -> list[set[str]]:
-        """For each depth d, the tables from which a walk of d hops can end at a goal of ``family``."""
-        if family not in self._reach:
-            goal_tables = {t for t in self.catalog.keys if _goal_options(self.catalog, family, t)}
+    def reach(self, family: str, goal_table: str | None = None) -> list[set[str]]:
+        """For each depth d, the tables from which a walk of d hops can end at a goal of ``family``.
+
+        With ``goal_table``, walks that end at that table only.
+        """
+        cache = family if goal_table is None else f"{family}\0{goal_table}"
+        if cache not in self._reach:
+            goal_tables = self._tables_with_goals(family)
+            if goal_table is not None:
+                goal_tables = goal_tables & {goal_table}
             levels: list[set[str]] = [set() if family == "bulk" else set(goal_tables)]
             for depth in range(1, self.MAX_DEPTH + 1):
                 found = set()
@@ -1101,12 +1107,12 @@ class TaskSampler:
                     elif hop.target in levels[depth - 1]:
                         found.add(hop.source)
                 levels.append(found)
-            self._reach[family] = levels
-        return self._reach[family]
+            self._reach[cache] = levels
+        return self._reach[cache]
 
-    def _depths(self, family: str, table: str, target: Target) -> list[int]:
+    def _depths(self, family: str, table: str, target: Target, goal_table: str) -> list[int]:
         low, high = target.bounds("hops", (1, self.MAX_DEPTH + 1))
-        reach = self.reach(family)
+        reach = self.reach(family, goal_table)
         depths = [d for d in range(max(low - 1, 0), min(high, len(reach))) if table in reach[d]]
         if "difficulty" in target.ranges:
             lo, hi = target.ranges["difficulty"]
@@ -1124,9 +1130,10 @@ class TaskSampler:
         row: Mapping[str, Any],
         remaining: int,
         previous: Hop | None,
-        taken: Sequence[int] = (),
+        taken: Sequence[int],
+        goal_table: str,
     ) -> int | None:
-        reach = self.reach(family)
+        reach = self.reach(family, goal_table)
         options = [
             i
             for i, h in enumerate(self.catalog.hops)
@@ -1142,7 +1149,7 @@ class TaskSampler:
                 and h.fk == previous.fk
             )
             and (
-                (h.down and h.target in self._tables_with_goals(family))
+                (h.down and h.target == goal_table)
                 if family == "bulk" and remaining == 1
                 else h.target in reach[remaining - 1]
             )
@@ -1188,10 +1195,17 @@ class TaskSampler:
         for attempt in range(attempts):
             # one family at a time, so a family that is easy to draw does not crowd out the others
             family = families[attempt * len(families) // attempts]
+            # the table the task ends at first, so every table's goals get their share
+            # (short walks to the start table's own goals would otherwise dominate)
+            goal_tables = sorted(self._tables_with_goals(family))
+            if not goal_tables:
+                miss(f"no {family} goal in this world")
+                continue
+            goal_table = rng.choice(goal_tables)
             anchors = [
                 i
                 for i, a in enumerate(catalog.anchors)
-                if db.keys_of(a.table) and self._depths(family, a.table, target)
+                if db.keys_of(a.table) and self._depths(family, a.table, target, goal_table)
             ]
             if not anchors:
                 miss(f"no {family} walk of the wanted length")
@@ -1202,7 +1216,7 @@ class TaskSampler:
             )
             anchor = catalog.anchors[anchor_index]
             row_key = rng.choice(db.keys_of(anchor.table))
-            depth = rng.choice(self._depths(family, anchor.table, target))
+            depth = rng.choice(self._depths(family, anchor.table, target, goal_table))
             hops: list[int] = []
             picks: list[Pick | None] = []
             table = anchor.table
@@ -1215,7 +1229,9 @@ class TaskSampler:
                 miss(str(exc).split(" (")[0])
                 continue
             for step in range(depth):
-                index = self._next_hop(rng, family, table, row, depth - step, previous, hops)
+                index = self._next_hop(
+                    rng, family, table, row, depth - step, previous, hops, goal_table
+                )
                 if index is None:
                     failed = "dead end"
                     break
