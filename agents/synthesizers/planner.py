@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Final
 
-from coevo.agents.synthesizers.catalog import Action, Catalog, Hop, quote, sql_literal
+from coevo.agents.synthesizers.catalog import Action, Catalog, Filter, Hop, quote, sql_literal
 from coevo.arena.errors import CoevoError
 from coevo.arena.spec import (
     SUBMIT,
@@ -963,8 +963,26 @@ def _draw_choices(
     return choices
 
 
+def _filter_value(db: _Db, hop: Hop, filt: Filter, row: Mapping[str, Any]) -> Any:
+    """The value a filter's column has on ``row`` (computed by SQL for an expression)."""
+    value = _column_value(row, filt.column)
+    if value is None and filt.column.strip('"') not in row:
+        key = db.key(hop.target)
+        value = db.value(
+            f"SELECT ({filt.column.format(db='')}) FROM {quote(hop.target)} WHERE {quote(key)} IS ?",
+            (row.get(key),),
+        )
+    return value
+
+
 def _draw_pick(
-    rng: random.Random, hop: Hop, listed: list[dict[str, Any]], *, every: bool, unfiltered: bool
+    rng: random.Random,
+    hop: Hop,
+    listed: list[dict[str, Any]],
+    db: _Db,
+    *,
+    every: bool,
+    unfiltered: bool,
 ) -> Pick:
     """A pick for a down hop, drawn so that it usually singles out one row.
 
@@ -972,16 +990,17 @@ def _draw_pick(
     conditional task, where a stated status would give the branch away).
     """
     if every:
-        return _draw_every(rng, hop, listed)
+        return _draw_every(rng, hop, listed, db)
     intended = rng.choice(listed)
     filter_index: int | None = None
     value: Any = None
     if hop.filters and not unfiltered and rng.random() < 0.6:
         filter_index = rng.randrange(len(hop.filters))
         filt = hop.filters[filter_index]
-        value = None if filt.value is not None else _column_value(intended, filt.column)
-        if filt.value is None and value is None:
-            filter_index = None
+        seen = _filter_value(db, hop, filt, intended)
+        value = None if filt.value is not None else seen
+        if seen is None or (filt.value is not None and seen != filt.value):
+            filter_index, value = None, None  # a condition the intended row does not meet
     order_index = (
         rng.randrange(len(hop.orders))
         if hop.orders and (len(listed) > 1 or rng.random() < 0.3)
@@ -990,19 +1009,19 @@ def _draw_pick(
     return Pick(filter=filter_index, value=value, order=order_index, highest=rng.random() < 0.6)
 
 
-def _draw_every(rng: random.Random, hop: Hop, listed: list[dict[str, Any]]) -> Pick:
+def _draw_every(rng: random.Random, hop: Hop, listed: list[dict[str, Any]], db: _Db) -> Pick:
     """A pick of every row matching a stated condition, drawn so that 2–4 rows match."""
     low, high = BULK_SIZE
     options: list[Pick] = []
     for index, filt in enumerate(hop.filters):
         if filt.value is not None:
-            count = sum(1 for r in listed if _column_value(r, filt.column) == filt.value)
+            count = sum(1 for r in listed if _filter_value(db, hop, filt, r) == filt.value)
             if low <= count <= high:
                 options.append(Pick(filter=index, every=True))
             continue
         counts: dict[Any, int] = {}
         for r in listed:
-            v = _column_value(r, filt.column)
+            v = _filter_value(db, hop, filt, r)
             if v is not None:
                 counts[v] = counts.get(v, 0) + 1
         options += [
@@ -1244,6 +1263,7 @@ class TaskSampler:
                         rng,
                         hop,
                         listed,
+                        db,
                         every=family == "bulk" and last,
                         unfiltered=family == "conditional" and last,
                     )
