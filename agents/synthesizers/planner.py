@@ -1129,7 +1129,7 @@ class TaskSampler:
             self._reach[cache] = levels
         return self._reach[cache]
 
-    def _depths(self, family: str, table: str, target: Target, goal_table: str) -> list[int]:
+    def _depths(self, family: str, table: str, target: Target, goal_table: str | None) -> list[int]:
         low, high = target.bounds("hops", (1, self.MAX_DEPTH + 1))
         reach = self.reach(family, goal_table)
         depths = [d for d in range(max(low - 1, 0), min(high, len(reach))) if table in reach[d]]
@@ -1150,7 +1150,7 @@ class TaskSampler:
         remaining: int,
         previous: Hop | None,
         taken: Sequence[int],
-        goal_table: str,
+        goal_table: str | None,
     ) -> int | None:
         reach = self.reach(family, goal_table)
         options = [
@@ -1168,7 +1168,14 @@ class TaskSampler:
                 and h.fk == previous.fk
             )
             and (
-                (h.down and h.target == goal_table)
+                (
+                    h.down
+                    and (
+                        h.target == goal_table
+                        if goal_table
+                        else h.target in self._tables_with_goals(family)
+                    )
+                )
                 if family == "bulk" and remaining == 1
                 else h.target in reach[remaining - 1]
             )
@@ -1214,13 +1221,15 @@ class TaskSampler:
         for attempt in range(attempts):
             # one family at a time, so a family that is easy to draw does not crowd out the others
             family = families[attempt * len(families) // attempts]
-            # the table the task ends at first, so every table's goals get their share
-            # (short walks to the start table's own goals would otherwise dominate)
+            # half the draws choose the table the task ends at first, so every table's goals
+            # get their share (short walks to the start table's own goals are the easiest to
+            # draw and would dominate); the other half walk to whichever goal they reach
+            # (cheaper: more draws succeed)
             goal_tables = sorted(self._tables_with_goals(family))
             if not goal_tables:
                 miss(f"no {family} goal in this world")
                 continue
-            goal_table = rng.choice(goal_tables)
+            goal_table = rng.choice(goal_tables) if rng.random() < 0.5 else None
             anchors = [
                 i
                 for i, a in enumerate(catalog.anchors)
