@@ -1063,6 +1063,7 @@ class TaskSampler:
         self._reach: dict[str, list[set[str]]] = {}
         self._goal_cache: dict[tuple[str, str], list[tuple[int, ...]]] = {}
         self._goal_tables: dict[str, set[str]] = {}
+        self._reachable: dict[tuple[Any, ...], list[str]] = {}
 
     def _applicable_goal(
         self,
@@ -1094,6 +1095,20 @@ class TaskSampler:
             elif all(h[0] for h in holds):
                 return goal, choices
         return None, {}
+
+    def _reachable_goal_tables(self, family: str, target: Target) -> list[str]:
+        """The tables with ``family`` goals that a walk of a wanted length reaches from an anchor."""
+        key = (family, tuple(sorted(target.ranges.items())))
+        if key not in self._reachable:
+            self._reachable[key] = [
+                table
+                for table in sorted(self._tables_with_goals(family))
+                if any(
+                    self.db.keys_of(a.table) and self._depths(family, a.table, target, table)
+                    for a in self.catalog.anchors
+                )
+            ]
+        return self._reachable[key]
 
     def _tables_with_goals(self, family: str) -> set[str]:
         if family not in self._goal_tables:
@@ -1225,9 +1240,9 @@ class TaskSampler:
             # get their share (short walks to the start table's own goals are the easiest to
             # draw and would dominate); the other half walk to whichever goal they reach
             # (cheaper: more draws succeed)
-            goal_tables = sorted(self._tables_with_goals(family))
+            goal_tables = self._reachable_goal_tables(family, target)
             if not goal_tables:
-                miss(f"no {family} goal in this world")
+                miss(f"no {family} walk of the wanted length")
                 continue
             goal_table = rng.choice(goal_tables) if rng.random() < 0.5 else None
             anchors = [
