@@ -453,15 +453,16 @@ class World:
     def verify_whole(self, answer: str | None = None) -> Reward:
         """Like :meth:`verify`, but comparing whole tables instead of the rows the change log names.
 
-        Every table a tool can write (by compiling it: triggers and foreign-key
-        actions included) is compared in full; tables no tool can write cannot
-        have changed in an episode of tool calls.
+        Every table the episode's successful write calls can change (by
+        compiling their statements: triggers and foreign-key actions included)
+        is compared in full; no other table can have changed in an episode of
+        tool calls (reads cannot write, and a failed call is rolled back).
         """
         if self._task is None:
             raise EpisodeError("no task: call reset(task) first")
         writable = None
         if self._tracked:
-            writable = frozenset(name for tool in self._w.tools.values() for name in tool.writes)
+            writable = frozenset(name for tool, _ in self._writes for name in tool.writes)
         return evaluate(
             self._w, self._task, answer, submitted=True, tracked=False, writable=writable
         )
