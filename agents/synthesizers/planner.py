@@ -914,7 +914,8 @@ def _answer_check(answer: str, expected: str) -> str:
     if not _NUMBER.fullmatch(answer):
         return f"SELECT lower(trim(:answer)) = lower({expected})"
     return (
-        f"SELECT CASE WHEN {_GIVEN} = '' OR {_GIVEN} GLOB '*[^0-9.-]*' OR {_GIVEN} GLOB '*.*.*' "
+        f"SELECT CASE WHEN {_GIVEN} NOT GLOB '*[0-9]*' OR {_GIVEN} GLOB '*[^0-9.-]*' "
+        f"OR {_GIVEN} GLOB '*.*.*' "
         f"OR {_GIVEN} GLOB '?*-*' THEN 0 ELSE CAST({_GIVEN} AS REAL) = CAST({expected} AS REAL) END"
     )
 
