@@ -548,8 +548,13 @@ def _down(walk: _Walk, hop: Hop, pick: Pick, db: _Db) -> None:
         )
         walk.enter(hop.target, [r for r in candidates if r[key] == ranked[0][0]], key)
         walk.phrase = f"the {superlative} {before}{hop.noun}{after} {hop.of} {walk.phrase}"
-        walk.distractors += len(candidates) - 1
-        if len(candidates) > 1:  # ranking a single row asks for no comparison
+        ranked_rows = db.value(
+            f"SELECT count(*) FROM {quote(hop.target)} "
+            f"WHERE {quote(hop.fk)} IS ? {where_local} AND ({order.expr.format(db='')}) IS NOT NULL",
+            (parent,),
+        )
+        walk.distractors += ranked_rows - 1  # the rows compared with the one picked
+        if ranked_rows > 1:  # ranking a single row asks for no comparison
             walk.aggregates += 1
     else:
         if len(candidates) != 1:
@@ -767,12 +772,12 @@ def realize(
         if attribute.table != table or len(walk.rows) != 1:
             raise Unfit(f"attribute {attribute.phrase!r} is not about {table}")
         key = walk.rows[0][key_column]
-        answer = db.value(
+        value = db.value(
             f"SELECT ({attribute.expr}) FROM {quote(table)} WHERE {quote(key_column)} IS ?", (key,)
         )
-        if answer is None or isinstance(answer, bytes) or str(answer).strip() == "":
+        if value is None or isinstance(value, bytes) or str(value).strip() == "":
             raise Unfit(f"{attribute.phrase} is empty for this row")
-        answer = str(answer)
+        answer = str(value)
         if re.search(rf"(?<!\w){re.escape(answer.lower())}(?!\w)", walk.phrase.lower()):
             raise Unfit("the instruction already states the answer")
         if not db.value(
@@ -788,7 +793,7 @@ def realize(
             f"(SELECT {attribute.expr} FROM initial.{quote(table)} "
             f"WHERE {quote(key_column)} = {target})"
         )
-        checks.append(CheckSpec(name="answer", sql=_answer_check(answer, expected)))
+        checks.append(CheckSpec(name="answer", sql=_answer_check(value, expected)))
         calls.append(ToolCall(SUBMIT, {"answer": answer}))
         instruction = _sentence(
             f"What is {attribute.phrase} of {walk.phrase}? Answer with the value {attribute.hint}"
@@ -897,27 +902,39 @@ def realize(
     )
 
 
-_NUMBER: Final = re.compile(r"-?\d+(?:\.\d+)?")
+_DECIMAL: Final = re.compile(r"-?(?:0|[1-9]\d*)\.\d+")
+"""Text that is a quantity written with a decimal point (money as the tools show it: ``123.45``)."""
 
 # the submitted answer without spaces, a currency sign or thousands separators
 _GIVEN: Final = "replace(replace(replace(trim(:answer), ' ', ''), '$', ''), ',', '')"
 
 
-def _answer_check(answer: str, expected: str) -> str:
+def _answer_check(value: Any, expected: str) -> str:
     """The check of a submitted answer against ``expected`` (SQL computing it from the initial state).
 
-    Text compares ignoring case and surrounding spaces. A number compares by
-    value, so ``$1,234.50``, ``1234.5`` and ``1234.50`` are the same answer,
-    while anything that is not a single number (``"12 or 13"``, ``""``, no
-    answer) fails.
+    ``value`` is the answer as stored (its type decides the comparison). Text
+    compares ignoring case and surrounding spaces, so a code such as
+    ``0417618938`` must be given as shown. A number (an INTEGER or REAL value,
+    or text written as a decimal, like money ``123.45``) compares by value, so
+    ``$1,234.50``, ``1234.5`` and ``1234.50`` are the same answer, while
+    anything that is not one number (``"12 or 13"``, ``"-"``, ``""``, no
+    answer) fails. Integers compare exactly, however large.
     """
-    if not _NUMBER.fullmatch(answer):
+    numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not numeric and not (isinstance(value, str) and _DECIMAL.fullmatch(value)):
         return f"SELECT lower(trim(:answer)) = lower({expected})"
-    return (
-        f"SELECT CASE WHEN {_GIVEN} NOT GLOB '*[0-9]*' OR {_GIVEN} GLOB '*[^0-9.-]*' "
-        f"OR {_GIVEN} GLOB '*.*.*' "
-        f"OR {_GIVEN} GLOB '?*-*' THEN 0 ELSE CAST({_GIVEN} AS REAL) = CAST({expected} AS REAL) END"
+    malformed = (
+        f"{_GIVEN} NOT GLOB '*[0-9]*' OR {_GIVEN} GLOB '*[^0-9.-]*' "
+        f"OR {_GIVEN} GLOB '*.*.*' OR {_GIVEN} GLOB '?*-*'"
     )
+    if isinstance(value, int):
+        equal = (
+            f"CASE WHEN {_GIVEN} GLOB '*.*' THEN CAST({_GIVEN} AS REAL) = {expected} "
+            f"ELSE CAST({_GIVEN} AS INTEGER) = {expected} END"
+        )
+    else:
+        equal = f"CAST({_GIVEN} AS REAL) = CAST({expected} AS REAL)"
+    return f"SELECT CASE WHEN {malformed} THEN 0 ELSE {equal} END"
 
 
 def _features(walk: _Walk, family: str) -> dict[str, float]:

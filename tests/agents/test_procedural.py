@@ -248,3 +248,23 @@ def test_walks_never_return_to_a_row(synth: ProceduralSynthesizer) -> None:
             if c.tool != "submit" and not c.tool.startswith(("cancel", "set", "open", "change"))
         ]
         assert len(reads) == len(set(reads)), task.instruction
+
+
+def test_answer_checks_keep_codes_exact_and_integers_exact() -> None:
+    """A code stored as text ('0417618938') is not a number; a huge integer compares exactly."""
+    from coevo.agents.synthesizers.planner import _answer_check
+
+    conn = sqlite3.connect(":memory:")
+
+    def passes(value, expected_sql: str, given: str) -> bool:
+        return bool(
+            conn.execute(_answer_check(value, expected_sql), {"answer": given}).fetchone()[0]
+        )
+
+    assert passes("0417618938", "'0417618938'", " 0417618938 ")
+    assert not passes("0417618938", "'0417618938'", "417618938")
+    big = 9_007_199_254_740_993
+    assert passes(big, str(big), f"{big:,}")
+    assert not passes(big, str(big), str(big - 1))
+    assert passes("123.40", "'123.40'", "$123.4")
+    assert not passes("123.40", "'123.40'", "123.4 or 124.4")
