@@ -22,6 +22,7 @@ mutation operators (:mod:`coevo.agents.synthesizers.mutation`) edit plans.
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 import re
@@ -350,6 +351,7 @@ class _Db:
         return self._children[cached]
 
 
+@functools.lru_cache(maxsize=4096)
 def slot(name: str) -> str:
     """A column name as a format-string field (anything but letters, digits and ``_`` becomes ``_``)."""
     return re.sub(r"\W", "_", name, flags=re.ASCII) or "_"
@@ -1082,6 +1084,7 @@ class TaskSampler:
         self._goal_cache: dict[tuple[str, str], list[tuple[int, ...]]] = {}
         self._goal_tables: dict[str, set[str]] = {}
         self._reachable: dict[tuple[Any, ...], list[str]] = {}
+        self._depth_cache: dict[tuple[Any, ...], list[int]] = {}
 
     def _applicable_goal(
         self,
@@ -1163,6 +1166,14 @@ class TaskSampler:
         return self._reach[cache]
 
     def _depths(self, family: str, table: str, target: Target, goal_table: str | None) -> list[int]:
+        key = (family, table, goal_table, tuple(sorted(target.ranges.items())))
+        if key not in self._depth_cache:
+            self._depth_cache[key] = self._walk_depths(family, table, target, goal_table)
+        return self._depth_cache[key]
+
+    def _walk_depths(
+        self, family: str, table: str, target: Target, goal_table: str | None
+    ) -> list[int]:
         low, high = target.bounds("hops", (1, self.MAX_DEPTH + 1))
         reach = self.reach(family, goal_table)
         depths = [d for d in range(max(low - 1, 0), min(high, len(reach))) if table in reach[d]]
