@@ -6,6 +6,7 @@
 ``coevo synth``        make procedural tasks (offline)
 ``coevo mine DB``      make a world and tasks from a real SQLite database
 ``coevo mutate FILE``  make harder or easier children of tasks
+``coevo roles``        list the registered roles (built-ins and plugins)
 
 Every command has ``--help`` with an example.
 """
@@ -351,10 +352,47 @@ def build_parser() -> argparse.ArgumentParser:
     schema.add_argument("--json", action="store_true", help="(the output is always JSON)")
     schema.set_defaults(func=cmd_schema)
 
+    roles = sub.add_parser(
+        "roles",
+        help="list every registered role with its kind and origin",
+        formatter_class=fmt,
+        description=(
+            "Every role an experiment can name: coevo's built-ins and the roles plugins\n"
+            "register through the 'coevo.roles' entry points. A plugin that fails to load is\n"
+            "reported on standard error and left out."
+        ),
+        epilog="examples:\n  coevo roles\n  coevo roles --json | jq -r '.[] | select(.kind == \"solver\") | .name'",
+    )
+    roles.add_argument(
+        "--json", action="store_true", help="a JSON array of {name, kind, origin, description}"
+    )
+    roles.set_defaults(func=cmd_roles)
+
     from coevo.agents.synthesizers.cli import add_commands
 
     add_commands(sub, fmt)
     return parser
+
+
+def cmd_roles(args: argparse.Namespace) -> int:
+    """``coevo roles``: the registered roles."""
+    from coevo.agents.registry import REGISTRY
+
+    roles = REGISTRY.roles()
+    for error in REGISTRY.plugin_errors:
+        print(f"coevo roles: a plugin did not load: {error}", file=sys.stderr)
+    if args.json:
+        rows = [
+            {"name": r.name, "kind": r.kind, "origin": r.origin, "description": r.description}
+            for r in roles
+        ]
+        sys.stdout.write(json.dumps(rows, indent=2, ensure_ascii=False) + "\n")
+        return EXIT_OK
+    width = max((len(r.name) for r in roles), default=4)
+    print(f"{'name':<{width}}  {'kind':<11}  {'origin':<24}  description")
+    for r in roles:
+        print(f"{r.name:<{width}}  {r.kind:<11}  {r.origin:<24}  {r.description}")
+    return EXIT_OK
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -16,6 +16,8 @@ __all__ = [
     "EpisodeError",
     "Problem",
     "RecordError",
+    "RegistryError",
+    "RoleCheckError",
     "SpecError",
 ]
 
@@ -92,3 +94,22 @@ class EpisodeError(CoevoError, RuntimeError):
     Tool failures are never raised; they are observations. This error means
     the program driving the world has a bug.
     """
+
+
+class RegistryError(CoevoError, LookupError):
+    """A role name that is not registered (with the closest names), or a registration that cannot be made."""
+
+
+class RoleCheckError(CoevoError, AssertionError):
+    """A role does not conform to its protocol; ``problems`` lists every finding, each saying what must hold.
+
+    Attributes:
+        role: what was checked (its name or type).
+        problems: one sentence per failed expectation.
+    """
+
+    def __init__(self, role: str, problems: Sequence[str]):
+        self.role = role
+        self.problems = list(problems)
+        listed = "\n".join(f"  - {p}" for p in self.problems)
+        super().__init__(f"{role} does not conform ({len(self.problems)} problem(s)):\n{listed}")

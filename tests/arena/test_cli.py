@@ -16,9 +16,11 @@ KEYS = ["line", "kind", "id", "accepted", "checks", "error"]
 
 
 def coevo(
-    *args: str, stdin: str | None = None, cwd: Path | None = None
+    *args: str, stdin: str | None = None, cwd: Path | None = None, env_path: str | None = None
 ) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    """Run the `coevo` command in a subprocess (``env_path``: an extra sys.path entry first)."""
+    paths = [p for p in (env_path, str(Path(__file__).resolve().parents[2])) if p]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(paths))
     return subprocess.run(
         [sys.executable, "-m", "coevo.arena.cli", *args],
         input=stdin,

@@ -1,0 +1,219 @@
+"""The role registry, `coevo roles`, and the conformance checker on built-in, plugin and broken roles."""
+
+from __future__ import annotations
+
+import random
+import shutil
+import sys
+import tomllib
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import pytest
+from coevo.agents.protocols import LearnStats, kind_of
+from coevo.agents.registry import REGISTRY, Registry
+from coevo.arena import Episode, Observation, Reward, TaskSpec, Verdict
+from coevo.arena.errors import RegistryError, RoleCheckError
+from coevo.arena.testing import check_role, role_problems
+
+from tests.arena.test_cli import coevo
+
+PLUGIN = Path(__file__).resolve().parents[1] / "plugins" / "coevo_example_plugin"
+
+
+def install_plugin(source: Path, site: Path) -> Path:
+    """Lay the plugin out in ``site`` as ``pip install --target site`` would (package + dist-info)."""
+    meta = tomllib.loads((source / "pyproject.toml").read_text())["project"]
+    name, version = meta["name"], meta["version"]
+    package = name.replace("-", "_")
+    shutil.copytree(source / package, site / package)
+    info = site / f"{package}-{version}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    groups = meta.get("entry-points", {})
+    lines = []
+    for group, entries in groups.items():
+        lines.append(f"[{group}]")
+        lines += [f"{key} = {value}" for key, value in entries.items()]
+    (info / "entry_points.txt").write_text("\n".join(lines) + "\n")
+    return site
+
+
+@pytest.fixture
+def plugin_installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    site = install_plugin(PLUGIN, tmp_path / "site")
+    monkeypatch.syspath_prepend(str(site))
+    REGISTRY.reload()
+    yield site
+    monkeypatch.undo()
+    sys.modules.pop("coevo_example_plugin", None)
+    REGISTRY.reload()
+
+
+@pytest.mark.parametrize("name", ["procedural", "mechanical"])
+def test_every_built_in_role_conforms(name: str) -> None:
+    """check_role passes for the built-in roles that need no configuration."""
+    check_role(REGISTRY.create(name), name=name)
+
+
+def test_the_miner_conforms(tmp_path: Path) -> None:
+    """The miner, made from a real database, passes check_role too."""
+    from tests.agents.databases import build_library
+
+    check_role(REGISTRY.create("miner", path=build_library(tmp_path / "lib.sqlite")))
+
+
+def test_a_plugin_is_found_through_its_entry_point_and_conforms(plugin_installed: Path) -> None:
+    """An installed plugin's role is registered with its kind and distribution, and passes check_role."""
+    info = REGISTRY.get("example-band-model")
+    assert info.kind == "world model"
+    assert info.origin == "coevo-example-plugin 0.1.0"
+    check_role(REGISTRY.create("example-band-model"))
+    listed = coevo("roles", "--json", env_path=str(plugin_installed))
+    assert listed.returncode == 0, listed.stderr
+    assert "example-band-model" in listed.stdout
+
+
+def test_a_broken_plugin_is_reported_and_the_rest_still_load(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An entry point that does not import is an error line, not a crash; built-ins stay listed."""
+    info = tmp_path / "broken_plugin-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-plugin\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[coevo.roles]\nghost = no_such_module:Ghost\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    REGISTRY.reload()
+    try:
+        names = {r.name for r in REGISTRY.roles()}
+        assert "procedural" in names and "ghost" not in names
+        assert any("ghost" in e and "no_such_module" in e for e in REGISTRY.plugin_errors)
+    finally:
+        monkeypatch.undo()
+        REGISTRY.reload()
+
+
+def test_unknown_names_say_did_you_mean() -> None:
+    """A misspelt role name names the closest registered ones."""
+    with pytest.raises(RegistryError, match="did you mean 'procedural'"):
+        REGISTRY.get("procedual")
+
+
+def test_registration_refuses_clashes_and_unknown_kinds() -> None:
+    """A name already taken, or a factory of no known kind, is refused with the reason."""
+    registry = Registry()
+    registry.register("band", _Model, kind="world model")
+    with pytest.raises(RegistryError, match="already registered"):
+        registry.register("band", _NoisyModel)
+    with pytest.raises(RegistryError, match="cannot tell its kind"):
+        registry.register("thing", object)
+    assert [r.name for r in registry.roles()] == ["band"]
+
+
+def test_coevo_roles_lists_kind_and_origin() -> None:
+    """`coevo roles` prints every role with its kind and origin."""
+    result = coevo("roles")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].split()[:3] == ["name", "kind", "origin"]
+    assert any(line.split()[:3] == ["procedural", "synthesizer", "coevo"] for line in lines)
+    assert any(line.split()[:3] == ["mechanical", "judge", "coevo"] for line in lines)
+
+
+# -- deliberately broken roles ---------------------------------------------------------
+
+
+class _Model:
+    kind = "world model"
+
+    def predict(self, tasks: Sequence[TaskSpec]) -> list[float]:
+        return [0.5 for _ in tasks]
+
+    def update(self, episodes: Sequence[Episode]) -> None:
+        return None
+
+
+class _NoisyModel(_Model):
+    def predict(self, tasks: Sequence[TaskSpec]) -> list[float]:
+        return [random.random() for _ in tasks]
+
+
+class _ShortJudge:
+    def assess(self, tasks: Sequence[TaskSpec]) -> list[Verdict]:
+        return [Verdict(task_id=t.task_id, accepted=True, checks={}) for t in tasks][:-1]
+
+
+class _IdleSolver:
+    """Submits nothing: every episode earns 0 (a conforming, if useless, solver)."""
+
+    def attempt(self, tasks: Sequence[TaskSpec], seed: int) -> list[Episode]:
+        return [
+            Episode(
+                task_id=task.task_id,
+                world_id=task.world_id,
+                calls=[],
+                observations=[],
+                reward=Reward(value=0, submitted=False, reason="did nothing"),
+            )
+            for task in tasks
+        ]
+
+    def learn(self, episodes: Sequence[Episode]) -> LearnStats:
+        return LearnStats(episodes=len(episodes))
+
+
+class _RaisingSolver(_IdleSolver):
+    def attempt(self, tasks: Sequence[TaskSpec], seed: int) -> list[Episode]:
+        if any(task.instruction == "broken" for task in tasks):
+            raise RuntimeError("cannot build this world")
+        return super().attempt(tasks, seed)
+
+
+class _StatefulSolver(_IdleSolver):
+    def get_state(self) -> bytes:
+        return b"weights"
+
+
+@pytest.mark.parametrize(
+    ("role", "message"),
+    [
+        (_Model(), None),
+        (_IdleSolver(), None),
+        (_NoisyModel(), "predict gave other numbers"),
+        (_ShortJudge(), "5 item(s) in, 4 out; return one result per item"),
+        (_RaisingSolver(), "attempt(tasks, seed) raised RuntimeError: cannot build this world"),
+        (_StatefulSolver(), "get_state and set_state come together"),
+        (object(), "satisfies no role protocol"),
+    ],
+)
+def test_check_role_catches_broken_roles_and_says_what_is_wrong(
+    role: object, message: str | None
+) -> None:
+    """Wrong batch sizes, nondeterminism, exceptions and half hooks are each named; a sound role passes."""
+    problems = role_problems(role)
+    if message is None:
+        assert problems == []
+        check_role(role)
+        return
+    assert any(message in p for p in problems), problems
+    with pytest.raises(RoleCheckError) as caught:
+        check_role(role)
+    assert isinstance(caught.value, AssertionError)
+    assert message in str(caught.value)
+
+
+def test_kind_of_reads_the_protocols() -> None:
+    """A role's kind comes from its methods, or from a declared kind it really implements."""
+    assert kind_of(_Model()) == "world model"
+    assert kind_of(_ShortJudge()) == "judge"
+    assert kind_of(_RaisingSolver()) == "solver"
+
+    class Liar:
+        kind = "solver"
+
+        def assess(self, tasks: Sequence[TaskSpec]) -> list[Verdict]:
+            return []
+
+    assert kind_of(Liar()) is None
+    assert "declares kind 'solver'" in role_problems(Liar())[0]
+    assert isinstance(Observation(step=0), Observation)
