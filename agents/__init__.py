@@ -1,6 +1,10 @@
 """coevo.agents: the roles — Synthesizer, Solver, Judge, World model — their protocols and registry.
 
-The role protocols, the registry (entry-point group ``coevo.roles``) and the
-built-in offline and Claude implementations land with the roles issue; the
-Judge's mechanical checks they build on live in :mod:`coevo.arena.judge`.
+* :mod:`coevo.agents.protocols`: the four role protocols, ``ProposalRequest`` and ``LearnStats``;
+* :mod:`coevo.agents.registry`: roles by name, built-ins and ``coevo.roles`` entry-point plugins;
+* :mod:`coevo.agents.synthesizers`: the offline Synthesizers (procedural domains, the miner,
+  mutation operators);
+* :mod:`coevo.agents.judges`: the mechanical Judge role.
+
+The conformance checker for any role is :func:`coevo.arena.testing.check_role`.
 """

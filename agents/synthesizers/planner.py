@@ -16,7 +16,7 @@ against a world's initial state:
   with every key copied from an earlier observation;
 * the **features** are measured on the realised task.
 
-:func:`sample_plan` draws plans for a family and a difficulty target;
+:class:`TaskSampler` draws tasks for a family and a difficulty target;
 mutation operators (:mod:`coevo.agents.synthesizers.mutation`) edit plans.
 """
 
@@ -1382,8 +1382,3 @@ class TaskSampler:
 
 def _goal_tables(catalog: Catalog, family: str) -> set[str]:
     return {t for t in catalog.keys if _goal_options(catalog, family, t)}
-
-
-def with_plan(task: TaskSpec, **changes: Any) -> Plan:
-    """The plan stored in ``task``'s provenance, with ``changes`` applied."""
-    return replace(Plan.from_json(task.provenance["plan"]), **changes)
