@@ -22,6 +22,8 @@ from coevo.agents.synthesizers.mining.schema import SchemaGraph, Table
 __all__ = ["Sample", "sample_rows"]
 
 CHUNK = 500
+GROUP_ROWS = 12
+"""The most rows of one parent's children a sample keeps."""
 
 
 @dataclass
@@ -83,6 +85,24 @@ class _Picker:
                 )
         return found
 
+    def grouped(
+        self, table: Table, columns: Sequence[str], values: Sequence[tuple[Any, ...]]
+    ) -> list[tuple[tuple[Any, ...], tuple[Any, ...]]]:
+        """(identity, referenced value) of every ``table`` row whose ``columns`` hold one of ``values``."""
+        ident = _identity(table)
+        id_sql = ", ".join(quote(c) if c != "rowid" else "rowid" for c in ident)
+        target = ", ".join(quote(c) for c in columns)
+        found: list[tuple[tuple[Any, ...], tuple[Any, ...]]] = []
+        for chunk in _chunks(list(values)):
+            rows = ", ".join("(" + ", ".join("?" for _ in columns) + ")" for _ in chunk)
+            for r in self.conn.execute(
+                f"SELECT {id_sql}, {target} FROM {quote(table.name)} WHERE ({target}) IN (VALUES {rows}) "
+                f"ORDER BY {id_sql}",
+                [x for v in chunk for x in v],
+            ):
+                found.append((tuple(r[: len(ident)]), tuple(r[len(ident) :])))
+        return found
+
     def column_values(
         self, table: Table, columns: Sequence[str], kept: set[tuple[Any, ...]]
     ) -> set[tuple[Any, ...]]:
@@ -128,16 +148,29 @@ def sample_rows(
             picker.kept[name] = set(picker.identities(table))
             continue
         candidates: set[tuple[Any, ...]] = set()
+        groups: dict[Any, list[tuple[Any, ...]]] = {}
         for link in schema.links:
             if link.child != name or link.parent == name or not picker.kept[link.parent]:
                 continue
             parent = schema.tables[link.parent]
             values = picker.column_values(parent, link.parent_columns, picker.kept[link.parent])
-            candidates.update(
-                picker.referencing(table, link.child_columns, sorted(values, key=repr))
-            )
-        pool = sorted(candidates, key=repr)
-        chosen = rng.sample(pool, min(per_table, len(pool)))
+            for identity, group in picker.grouped(
+                table, link.child_columns, sorted(values, key=repr)
+            ):
+                candidates.add(identity)
+                groups.setdefault((link.parent, group), []).append(identity)
+        # Whole families, not scattered rows: a kept customer keeps several of their orders,
+        # so "the most recent order of ..." ranks real lists (up to GROUP_ROWS rows each).
+        chosen: list[tuple[Any, ...]] = []
+        taken: set[tuple[Any, ...]] = set()
+        for key in rng.sample(sorted(groups, key=repr), len(groups)):
+            if len(chosen) >= per_table:
+                break
+            members = [m for m in groups[key] if m not in taken]
+            for identity in rng.sample(members, min(GROUP_ROWS, len(members))):
+                if len(chosen) < per_table:
+                    chosen.append(identity)
+                    taken.add(identity)
         if len(chosen) < per_table // 2:
             rest = [i for i in picker.identities(table) if i not in candidates]
             chosen += rng.sample(rest, min(per_table - len(chosen), len(rest)))
