@@ -146,6 +146,7 @@ def _builtins(registry: Registry) -> None:
     from coevo.agents.judges import MechanicalJudge
     from coevo.agents.synthesizers.mining import Miner
     from coevo.agents.synthesizers.procedural import ProceduralSynthesizer
+    from coevo.agents.world_models import IRTWorldModel
 
     registry.register(
         "procedural",
@@ -163,6 +164,11 @@ def _builtins(registry: Registry) -> None:
         "mechanical",
         MechanicalJudge,
         description="the mechanical checks (valid, oracle, noop, unsolved, partial, determinism, grounded)",
+    )
+    registry.register(
+        "irt",
+        IRTWorldModel,
+        description="online item-response model: ability per solver version, difficulty from task features",
     )
 
 
