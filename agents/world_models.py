@@ -86,7 +86,8 @@ def task_features(task: TaskSpec) -> np.ndarray:
         len(world.tools) / 10.0 if world else 0.0,
     ]
     given = [float(task.features.get(name, 0.0)) for name in _SYNTH_FEATURES]
-    given[_SYNTH_FEATURES.index("result_rows")] = math.log1p(given[5])
+    rows_at = _SYNTH_FEATURES.index("result_rows")
+    given[rows_at] = math.log1p(given[rows_at])  # list sizes vary over orders of magnitude
     return np.array(own + given, dtype=float)
 
 
