@@ -9,7 +9,7 @@ from coevo.arena.limits import DEFAULT_LIMITS, Limits
 from coevo.arena.outcomes import Verdict
 from coevo.arena.spec import TaskSpec
 
-__all__ = ["MechanicalJudge"]
+__all__ = ["MechanicalJudge", "SearchJudge"]
 
 
 class MechanicalJudge:
@@ -37,3 +37,48 @@ class MechanicalJudge:
             self._cache.close()
             self._cache = WorldCache(self.limits)
         return [assess_task(task, self._cache) for task in tasks]
+
+
+class SearchJudge(MechanicalJudge):
+    """The mechanical checks, then ``solvable``: a search that never saw the solution must earn 1.
+
+    The search (:func:`coevo.agents.search.search_solve`) only calls tools with
+    values it has seen. A task it solves gets ``solvable: passed`` with the
+    number of calls it needed (a difficulty signal); a task it cannot solve
+    within the budget stays ``solvable: null``, *unproven*, with the budget
+    in the reason, and the curriculum decides what to do with it.
+
+    Args:
+        budget: tool calls the search may spend per task.
+        limits: budgets for every world built.
+        keep_worlds: built worlds kept between batches.
+    """
+
+    kind = "judge"
+
+    def __init__(self, budget: int = 5000, limits: Limits = DEFAULT_LIMITS, keep_worlds: int = 16):
+        super().__init__(limits, keep_worlds)
+        self.budget = budget
+
+    def assess(self, tasks: Sequence[TaskSpec]) -> list[Verdict]:
+        """One verdict per task, in order, with ``solvable`` decided by the search."""
+        from coevo.agents.search import search_solve
+        from coevo.arena.outcomes import CheckResult
+
+        verdicts = super().assess(tasks)
+        out = []
+        for task, verdict in zip(tasks, verdicts, strict=True):
+            if not verdict.accepted:
+                out.append(verdict)
+                continue
+            spec = self._cache.spec_of(task)
+            if spec is None:  # an accepted task always has its world; never reached
+                out.append(verdict)
+                continue
+            result = search_solve(task, self._cache.world(spec), budget=self.budget)
+            checks = dict(verdict.checks)
+            checks["solvable"] = CheckResult(
+                passed=True if result.solved else None, reason=result.reason
+            )
+            out.append(verdict.model_copy(update={"checks": checks}))
+        return out

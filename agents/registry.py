@@ -143,7 +143,7 @@ class Registry:
 
 
 def _builtins(registry: Registry) -> None:
-    from coevo.agents.judges import MechanicalJudge
+    from coevo.agents.judges import MechanicalJudge, SearchJudge
     from coevo.agents.synthesizers.mining import Miner
     from coevo.agents.synthesizers.procedural import ProceduralSynthesizer
     from coevo.agents.world_models import IRTWorldModel
@@ -164,6 +164,11 @@ def _builtins(registry: Registry) -> None:
         "mechanical",
         MechanicalJudge,
         description="the mechanical checks (valid, oracle, noop, unsolved, partial, determinism, grounded)",
+    )
+    registry.register(
+        "search",
+        SearchJudge,
+        description="the mechanical checks, then solvable: a search that never saw the solution must earn 1",
     )
     registry.register(
         "irt",

@@ -1,0 +1,259 @@
+"""The structured actions an agent can take in a world, with every argument copied from what it has seen.
+
+An action is a tool call whose argument values are *pointers*: a value taken
+from the instruction (a quoted string, an email, a code, a number, a name),
+from a cell of an earlier observation, or from the parameter's ``enum``; or
+``submit`` with an answer taken from an observation. Nothing is invented, so
+an agent acting in this space can only do what a careful person could do
+from the same text. The search Judge explores this space; the learning
+Solver scores it.
+
+Each candidate carries *where its values came from* (:class:`Source`), the
+role features a policy can learn from (the parameter's name against the
+source column's name, how recent the observation is), never the values
+themselves.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import product
+from typing import Any, Final
+
+from coevo.arena.outcomes import Observation
+from coevo.arena.spec import SUBMIT, ToolCall, WorldSpec
+
+__all__ = ["Action", "ActionSpace", "Source", "instruction_values"]
+
+_QUOTED: Final = re.compile(r"'([^']{1,120})'|\"([^\"]{1,120})\"")
+_EMAIL: Final = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+_CODE: Final = re.compile(
+    r"\b(?=[A-Za-z0-9-]*\d)(?=[A-Za-z0-9-]*[A-Za-z])[A-Za-z0-9][A-Za-z0-9-]{2,}\b"
+)
+_NUMBER: Final = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?!\w|\.\d)")
+_NAME: Final = re.compile(r"\b[A-Z][\w'’-]+(?:\s+(?:[A-Z][\w'’-]+|(?:van|de|der|da|von)\b))*")
+_PHRASE: Final = re.compile(
+    r"\b[A-Z][\w'’-]*(?:,?\s+(?!(?:to|from|with|and|in|on|for|of|by|at|the)\b)[a-z0-9][\w'’%-]*){1,5}"
+)
+_CAPS: Final = re.compile(r"\b[A-Z]{4,}\b")
+_STOP: Final = frozenset(
+    [
+        "What",
+        "Cancel",
+        "Open",
+        "Set",
+        "Move",
+        "Report",
+        "Record",
+        "Remove",
+        "Change",
+        "Request",
+        "Add",
+        "Delete",
+        "Put",
+        "Answer",
+        "If",
+        "The",
+        "A",
+        "An",
+        "Charge",
+        "Raise",
+        "Approve",
+        "Escalate",
+        "Credit",
+        "Check",
+        "Appeal",
+        "Mark",
+    ]
+)
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where one argument value came from.
+
+    Attributes:
+        origin: ``"instruction"``, ``"observation"`` or ``"enum"``.
+        column: the observation column the value was in (None otherwise).
+        age: how many observations ago (0: the latest), for observation values.
+        kind: for instruction values, what it looked like (quoted, email, code, number, name).
+        tool: for observation values, the tool whose result showed it.
+    """
+
+    origin: str
+    column: str | None = None
+    age: int = 0
+    kind: str | None = None
+    tool: str | None = None
+
+
+@dataclass(frozen=True)
+class Action:
+    """A candidate tool call and where each argument came from."""
+
+    call: ToolCall
+    sources: Mapping[str, Source] = field(default_factory=dict)
+
+
+def instruction_values(instruction: str) -> list[tuple[Any, str]]:
+    """The values an instruction states, each with what it looked like (first occurrence order)."""
+    found: list[tuple[Any, str]] = []
+    seen: set[Any] = set()
+
+    def add(value: Any, kind: str) -> None:
+        if value not in seen and value != "":
+            seen.add(value)
+            found.append((value, kind))
+
+    for match in _QUOTED.finditer(instruction):
+        add(match.group(1) or match.group(2), "quoted")
+    for match in _EMAIL.finditer(instruction):
+        add(match.group(0), "email")
+    for match in _CODE.finditer(instruction):
+        if "@" not in match.group(0) and not _NUMBER.fullmatch(match.group(0)):
+            add(match.group(0), "code")
+    for match in _NUMBER.finditer(instruction):
+        text = match.group(0)
+        add(float(text) if "." in text else int(text), "number")
+    for match in _CAPS.finditer(instruction):
+        add(match.group(0), "code")
+    for match in _NAME.finditer(instruction):
+        words = [w for w in match.group(0).split() if w not in _STOP]
+        if words:
+            add(" ".join(words), "name")
+    for match in _PHRASE.finditer(instruction):
+        if match.group(0).split()[0] not in _STOP:
+            add(match.group(0), "name")
+    return found
+
+
+def _fits(value: Any, schema: Mapping[str, Any]) -> bool:
+    kind = schema.get("type")
+    if "enum" in schema:
+        return value in schema["enum"]
+    if kind == "integer":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if kind == "number":
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if kind == "string":
+        return isinstance(value, str) and len(value) >= int(schema.get("minLength", 0))
+    if kind == "boolean":
+        return isinstance(value, bool)
+    return False
+
+
+def _affinity(param: str, column: str | None) -> int:
+    """How well a source column's name matches a parameter's (higher is better)."""
+    if column is None:
+        return 0
+    p, c = param.lower(), column.lower()
+    if p == c:
+        return 3
+    if c == "id" and p.endswith("_id"):
+        return 2
+    if p.endswith(c) or c.endswith(p):
+        return 1
+    return 0
+
+
+class ActionSpace:
+    """Every pointer-style action in one world, for a given instruction and the observations so far.
+
+    Args:
+        world: the world record (its tools and their parameter schemas).
+        per_parameter: the most candidate values kept per parameter, best first.
+        per_tool: the most calls kept per tool.
+    """
+
+    def __init__(self, world: WorldSpec, *, per_parameter: int = 12, per_tool: int = 40):
+        self.world = world
+        self.per_parameter = per_parameter
+        self.per_tool = per_tool
+        self.tools = list(world.tools)
+        self._said = ""
+
+    def _values(
+        self,
+        param: str,
+        schema: Mapping[str, Any],
+        stated: Sequence[tuple[Any, str]],
+        observations: Sequence[Observation],
+    ) -> list[tuple[Any, Source]]:
+        ranked: list[tuple[tuple[int, int, int], Any, Source]] = []
+        for value in schema.get("enum", []) or []:
+            said = isinstance(value, str) and value.lower() in self._said
+            ranked.append(
+                ((5 if said else 1, 0, 0), value, Source("enum", kind="said" if said else None))
+            )
+        for order, (value, kind) in enumerate(stated):
+            if kind == "number" and schema.get("type") == "string":
+                value, kind = str(value), "code"  # a number written in the text, given as text
+            if _fits(value, schema):
+                ranked.append(((2, 0, order), value, Source("instruction", kind=kind)))
+        for age, obs in enumerate(reversed(observations)):
+            if not obs.ok or not obs.columns:
+                continue
+            for column_index, column in enumerate(obs.columns):
+                for row_index, row in enumerate(obs.rows or ()):
+                    value = row[column_index]
+                    if _fits(value, schema):
+                        score = (3 + _affinity(param, column), -age, -row_index)
+                        ranked.append(
+                            (score, value, Source("observation", column, age, tool=obs.tool))
+                        )
+        ranked.sort(key=lambda item: item[0], reverse=True)
+        out: list[tuple[Any, Source]] = []
+        taken: set[Any] = set()
+        for _, value, source in ranked:
+            key = (type(value).__name__, value)
+            if key in taken:
+                continue
+            taken.add(key)
+            out.append((value, source))
+            if len(out) >= self.per_parameter:
+                break
+        return out
+
+    def actions(self, instruction: str, observations: Sequence[Observation]) -> Iterator[Action]:
+        """The tool calls available now (not ``submit``; see :meth:`answers`)."""
+        stated = instruction_values(instruction)
+        self._said = instruction.lower()
+        for tool in self.tools:
+            properties = tool.parameters.get("properties") or {}
+            required = list(tool.parameters.get("required") or [])
+            # a tool with no required parameter takes one of its optional ones (find by A or B)
+            shapes = [required] if required else [[p] for p in properties]
+            for names in shapes:
+                options = [
+                    self._values(p, properties.get(p) or {}, stated, observations) for p in names
+                ]
+                if any(not o for o in options):
+                    continue
+                for count, combination in enumerate(product(*options)):
+                    if count >= self.per_tool:
+                        break
+                    arguments = {p: v for p, (v, _) in zip(names, combination, strict=True)}
+                    sources = {p: src for p, (_, src) in zip(names, combination, strict=True)}
+                    yield Action(ToolCall(tool.name, arguments), sources)
+
+    def answers(self, observations: Sequence[Observation], limit: int = 60) -> list[str | None]:
+        """Answers a ``submit`` can give: none, then cells of the latest observations (as text)."""
+        out: list[str | None] = [None]
+        seen: set[str] = set()
+        for obs in reversed(observations):
+            for row in obs.rows or ():
+                for cell in row:
+                    if isinstance(cell, (str, int, float)) and not isinstance(cell, bool):
+                        text = str(cell)
+                        if text not in seen:
+                            seen.add(text)
+                            out.append(text)
+                            if len(out) > limit:
+                                return out
+        return out
+
+    def submit(self, answer: str | None) -> ToolCall:
+        """The ``submit`` call for ``answer``."""
+        return ToolCall(SUBMIT, {} if answer is None else {"answer": answer})
