@@ -20,8 +20,10 @@ from coevo.agents.synthesizers.procedural.base import (
     NOW,
     Domain,
     People,
+    day,
     make_world,
     read_tool,
+    stamp,
     write_tool,
 )
 from coevo.arena.spec import WorldSpec
@@ -205,21 +207,16 @@ NOW_MINUTE = NOW.hour * 60 + NOW.minute
 """Times are drawn as minutes since midnight of the clock's day (``NOW`` is ``NOW_MINUTE``)."""
 OPENS_MINUTE = NOW_MINUTE + 60
 CLOSES_MINUTE = NOW_MINUTE + DAY
-_DATES: dict[int, str] = {}
 
 
 def _date(minute: int) -> str:
     """The ISO date of a time in minutes."""
-    offset = minute // DAY
-    if offset not in _DATES:
-        _DATES[offset] = (NOW.date() + timedelta(days=offset)).isoformat()
-    return _DATES[offset]
+    return day(minute // DAY)
 
 
 def _when(minute: int) -> str:
     """A time in minutes as the tools show it (``YYYY-MM-DD HH:MM``)."""
-    within = minute % DAY
-    return f"{_date(minute)} {within // 60:02d}:{within % 60:02d}"
+    return stamp(0, minute)
 
 
 class _Schedule:

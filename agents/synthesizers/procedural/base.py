@@ -13,14 +13,15 @@ import random
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import datetime, timedelta
+from functools import lru_cache
 from typing import Any
 
 from coevo.agents.synthesizers.catalog import Catalog
 from coevo.agents.synthesizers.procedural.names import EMAIL_DOMAINS, FIRST_NAMES, LAST_NAMES
 from coevo.arena.spec import TableData, ToolSpec, WorldSpec
 
-__all__ = ["NOW", "Domain", "People", "day", "make_world", "money", "read_tool", "write_tool"]
+__all__ = ["NOW", "Domain", "People", "day", "make_world", "read_tool", "stamp", "write_tool"]
 
 NOW = datetime(2026, 11, 29, 12, 0, 0)
 """Every procedural world's fixed clock."""
@@ -43,20 +44,16 @@ class Domain:
     catalog: Catalog
 
 
+@lru_cache(maxsize=16_384)
 def day(offset: int) -> str:
     """The ISO date ``offset`` days from the fixed clock (negative: in the past)."""
     return (NOW.date() + timedelta(days=offset)).isoformat()
 
 
 def stamp(offset_days: int, minutes: int) -> str:
-    """An ISO date and time (``YYYY-MM-DD HH:MM``) relative to the fixed clock."""
-    moment = datetime.combine(NOW.date() + timedelta(days=offset_days), datetime.min.time())
-    return (moment + timedelta(minutes=minutes)).strftime("%Y-%m-%d %H:%M")
-
-
-def money(cents: int) -> str:
-    """Cents as the tools show money (``"1234.50"``)."""
-    return f"{cents / 100:.2f}"
+    """``YYYY-MM-DD HH:MM``, ``minutes`` after midnight ``offset_days`` days from the fixed clock."""
+    days, within = divmod(minutes, 24 * 60)
+    return f"{day(offset_days + days)} {within // 60:02d}:{within % 60:02d}"
 
 
 class People:
@@ -148,8 +145,3 @@ def make_world(
         },
         tools=list(tools),
     )
-
-
-def date_between(rng: random.Random, start: date, end: date) -> date:
-    """A date drawn uniformly in [start, end]."""
-    return start + timedelta(days=rng.randint(0, (end - start).days))

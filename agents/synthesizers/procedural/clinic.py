@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from functools import lru_cache
 from typing import Any
 
 from coevo.agents.synthesizers.catalog import Action, Anchor, Attribute, Catalog, Filter, Hop, Order
@@ -26,6 +25,7 @@ from coevo.agents.synthesizers.procedural.base import (
     day,
     make_world,
     read_tool,
+    stamp,
     write_tool,
 )
 from coevo.agents.synthesizers.procedural.names import (
@@ -185,7 +185,6 @@ DRUGS = (
 
 
 _WEEKDAY0 = NOW.weekday()
-_date = lru_cache(maxsize=None)(day)
 
 
 def _weekday(offset: int) -> int:
@@ -200,13 +199,8 @@ def _weekday_before(offset: int) -> int:
     return offset - (weekday - 4 if weekday >= 5 else 0)
 
 
-def _slot(offset: int, minutes: int) -> str:
-    """Like ``stamp``: ``YYYY-MM-DD HH:MM``, ``minutes`` after midnight ``offset`` days from the clock."""
-    return f"{_date(offset)} {minutes // 60:02d}:{minutes % 60:02d}"
-
-
 SLOTS = tuple(
-    _slot(_weekday(offset), minutes)
+    stamp(_weekday(offset), minutes)
     for offset, minutes in ((8, 9 * 60 + 30), (10, 14 * 60), (15, 11 * 60 + 15), (23, 16 * 60))
 )
 """Future times an instruction may ask an appointment to be moved to."""
@@ -280,13 +274,13 @@ def build_world(seed: int) -> WorldSpec:
                 PATIENT_ID0 + n + 1,
                 mrn,
                 name,
-                _date(-randint(365, 365 * 88)),
+                day(-randint(365, 365 * 88)),
                 people.email(name),
                 f"+1-555-{randint(200, 999)}-{randint(1000, 9999)}",
                 insurer,
                 None if insurer is None else f"{choice('HKMWXZ')}{randint(10**8, 10**9 - 1)}",
                 choice(CHANNEL_DRAW),
-                _date(-randint(1, 20) if new else -randint(730, 3000)),
+                day(-randint(1, 20) if new else -randint(730, 3000)),
             ]
         )
 
@@ -299,7 +293,7 @@ def build_world(seed: int) -> WorldSpec:
 
     def pay(invoice_id: int, on: int, cents: int, method: str) -> None:
         payments.append(
-            [PAYMENT_ID0 + len(payments) + 1, invoice_id, _date(min(on, 0)), cents, method]
+            [PAYMENT_ID0 + len(payments) + 1, invoice_id, day(min(on, 0)), cents, method]
         )
 
     def instalments(invoice_id: int, amount: int, on: int) -> bool:
@@ -324,7 +318,7 @@ def build_world(seed: int) -> WorldSpec:
 
     def plan(offset: int, minutes: int, clinician: int, visit: str, status: str) -> bool:
         """Plan an appointment for the current patient, if the clinician and the patient are free."""
-        start = _slot(offset, minutes)
+        start = stamp(offset, minutes)
         if (clinician, start) in taken or start[:10] in days:
             return False
         taken.add((clinician, start))
@@ -379,8 +373,8 @@ def build_world(seed: int) -> WorldSpec:
                         aid,
                         "no-show fee",
                         NO_SHOW_FEE_CENTS,
-                        _date(offset + 1),
-                        _date(offset + 31),
+                        day(offset + 1),
+                        day(offset + 31),
                         "paid" if paid else "open",
                     ]
                 )
@@ -403,7 +397,7 @@ def build_world(seed: int) -> WorldSpec:
                     )
             iid = INVOICE_ID0 + len(invoices) + 1
             amount = fee + randint(0, 6) * 500
-            invoice = [iid, aid, "visit", amount, _date(offset), _date(offset + 30), "open"]
+            invoice = [iid, aid, "visit", amount, day(offset), day(offset + 30), "open"]
             invoices.append(invoice)
             if chance() < 0.04:
                 invoice[6] = "void"
@@ -419,10 +413,10 @@ def build_world(seed: int) -> WorldSpec:
                 CLAIM_ID0 + len(claims) + 1,
                 iid,
                 insurer,
-                _date(submitted),
+                day(submitted),
                 amount,
                 outcome,
-                None if outcome == "submitted" else _date(decided),
+                None if outcome == "submitted" else day(decided),
                 None,
                 None,
                 None,
@@ -438,7 +432,7 @@ def build_world(seed: int) -> WorldSpec:
                 claim[7] = choice(DENIAL_REASONS)
                 if outcome == "appealed":
                     claim[8] = choice(APPEAL_NOTES)
-                    claim[9] = _date(min(decided + randint(2, 10), 0))
+                    claim[9] = day(min(decided + randint(2, 10), 0))
                 elif chance() < 0.5 and instalments(iid, amount, decided):
                     invoice[6] = "paid"
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 import random
 import re
 from datetime import date, timedelta
-from functools import lru_cache
 from typing import Any
 
 from coevo.agents.synthesizers.catalog import Action, Anchor, Attribute, Catalog, Filter, Hop, Order
@@ -29,6 +28,7 @@ from coevo.agents.synthesizers.procedural.base import (
     day,
     make_world,
     read_tool,
+    stamp,
     write_tool,
 )
 from coevo.agents.synthesizers.procedural.names import CITIES, COMPANY_WORDS, FIRST_NAMES
@@ -318,11 +318,6 @@ def _working_days(start: int, end: int) -> int:
     return weeks * 5 + sum(1 for k in range(rest) if (first + k) % 7 < 5)
 
 
-@lru_cache(maxsize=8192)
-def _day(offset: int) -> str:
-    return day(offset)
-
-
 def _pay_dates(months: int) -> list[tuple[str, str, int]]:
     """The last ``months`` pay periods as (period, pay date, the pay date's day offset).
 
@@ -341,11 +336,6 @@ def _pay_dates(months: int) -> list[tuple[str, str, int]]:
 def _phone(code: str, digits: int) -> str:
     text = str(digits)
     return f"{code} {text[:3]} {text[3:6]} {text[6:]}"
-
-
-def _stamp(offset: int, minutes: int) -> str:
-    """Like ``stamp``, for times within the day."""
-    return f"{_day(offset)} {minutes // 60:02d}:{minutes % 60:02d}"
 
 
 def _month_start(offset: int) -> str:
@@ -389,7 +379,7 @@ def build_world(seed: int) -> WorldSpec:
             status = rng.choices(EMPLOYEE_STATUSES, [86, 6, 8])[0]
             if status == "terminated":
                 hired = min(hired, -120)
-                terminated = _day(rng.randint(hired + 60, -10))
+                terminated = day(rng.randint(hired + 60, -10))
         employees.append(
             [
                 eid,
@@ -399,7 +389,7 @@ def build_world(seed: int) -> WorldSpec:
                 dept,
                 manager,
                 title,
-                _day(hired),
+                day(hired),
                 status,
                 terminated,
                 rng.randrange(lo * 1000, hi * 1000 + 1, 250) * 100,
@@ -460,7 +450,7 @@ def build_world(seed: int) -> WorldSpec:
                     _phone(rng.choice(PHONE_CODES), rng.randrange(200_000_000, 1_000_000_000)),
                     None
                     if rng.random() < 0.2
-                    else _day(rng.randint(min(max(hired, -1000), last - 1), last - 1)),
+                    else day(rng.randint(min(max(hired, -1000), last - 1), last - 1)),
                 ]
             )
 
@@ -471,7 +461,7 @@ def build_world(seed: int) -> WorldSpec:
             effective = (
                 _month_start(rng.randint(hired + 30, last - 1)) if hired + 30 < last else None
             )
-            if effective is None or effective in months or effective <= _day(hired):
+            if effective is None or effective in months or effective <= day(hired):
                 continue
             months.append(effective)
         history: list[tuple[str, int]] = []  # (effective_on, salary from then on)
@@ -528,12 +518,12 @@ def build_world(seed: int) -> WorldSpec:
                     0,
                     eid,
                     kind,
-                    _day(start),
-                    _day(end),
+                    day(start),
+                    day(end),
                     _working_days(start, end),
                     "approved",
-                    _stamp(requested, rng.randint(480, 1080)),
-                    _day(min(requested + rng.randint(1, 5), 0)),
+                    stamp(requested, rng.randint(480, 1080)),
+                    day(min(requested + rng.randint(1, 5), 0)),
                 ]
             )
             taken.append((start, end))
@@ -573,7 +563,7 @@ def build_world(seed: int) -> WorldSpec:
             else:
                 requested = min(max(start - rng.randint(7, 70), hired), -1)
             decided = (
-                _day(min(requested + rng.randint(1, 5), 0))
+                day(min(requested + rng.randint(1, 5), 0))
                 if state in ("approved", "rejected")
                 else None
             )
@@ -582,11 +572,11 @@ def build_world(seed: int) -> WorldSpec:
                     0,
                     eid,
                     kind,
-                    _day(start),
-                    _day(end),
+                    day(start),
+                    day(end),
                     _working_days(start, end),
                     state,
-                    _stamp(requested, rng.randint(480, 1080 if requested < 0 else 700)),
+                    stamp(requested, rng.randint(480, 1080 if requested < 0 else 700)),
                     decided,
                 ]
             )
@@ -621,7 +611,7 @@ def build_world(seed: int) -> WorldSpec:
             decided = (
                 None
                 if state in ("pending", "escalated")
-                else _day(min(submitted + rng.randint(1, 9), 0))
+                else day(min(submitted + rng.randint(1, 9), 0))
             )
             claims.append(
                 [
@@ -630,7 +620,7 @@ def build_world(seed: int) -> WorldSpec:
                     category,
                     text.format(city=rng.choice(CITIES)),
                     amount,
-                    _day(submitted),
+                    day(submitted),
                     state,
                     decided,
                 ]
@@ -648,13 +638,13 @@ def build_world(seed: int) -> WorldSpec:
     for row in leave:
         status, decided, start = row[6], row[8], row[3]
         if status == "approved" and start > TODAY and rng.random() < 0.08:
-            cancellations.append([0, row[0], max(decided, _day(-rng.randint(0, 6))), "open"])
+            cancellations.append([0, row[0], max(decided, day(-rng.randint(0, 6))), "open"])
         elif status == "approved" and start <= TODAY and rng.random() < 0.02:
             cancellations.append([0, row[0], decided, "declined"])
         elif status == "cancelled" and rng.random() < 0.5:  # approved first, then cancelled
             requested = (date.fromisoformat(row[7][:10]) - NOW.date()).days
-            row[8] = _day(min(requested + rng.randint(1, 3), 0))
-            asked = _day(min(requested + rng.randint(4, 20), 0))
+            row[8] = day(min(requested + rng.randint(1, 3), 0))
+            asked = day(min(requested + rng.randint(4, 20), 0))
             cancellations.append([0, row[0], max(asked, row[8]), "confirmed"])
     cancellations.sort(key=lambda r: (r[2], r[1]))
     for n, row in enumerate(cancellations, start=1):
