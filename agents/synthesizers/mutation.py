@@ -172,13 +172,9 @@ def _add_condition(plan: Plan, ctx: Context) -> Iterator[Plan]:
     catalog, rng = ctx.catalog, ctx.rng
     if plan.family != "action":
         return
-    action = catalog.actions[plan.goal[0]]
-    index = {id(a): i for i, a in enumerate(catalog.actions)}
-    pairs = [
-        (index[id(a)], index[id(b)])
-        for a, b in catalog.branch_pairs(action.table)
-        if action in (a, b)
-    ]
+    action = plan.goal[0]
+    table = catalog.actions[action].table
+    pairs = [pair for pair in _goal_options(catalog, "conditional", table) if action in pair]
     rng.shuffle(pairs)
     for goal in pairs:
         choices = dict(plan.choices)

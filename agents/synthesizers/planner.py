@@ -27,7 +27,7 @@ import math
 import random
 import re
 import sqlite3
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Final
 
@@ -749,13 +749,11 @@ def realize(
     lineage: Mapping[str, Any] | None = None,
     db: _Db | None = None,
     walk: _Walk | None = None,
-    admits: Callable[[Mapping[str, float]], bool] | None = None,
 ) -> TaskSpec:
     """The task ``plan`` describes in ``world`` (whose initial state ``conn`` holds).
 
     ``db``: a shared reader of the same initial state (its answers are kept between calls);
-    ``walk``: the plan's walk when the caller has already followed it;
-    ``admits``: a test of the measured features (no record is built when it fails).
+    ``walk``: the plan's walk when the caller has already followed it.
 
     Raises:
         Unfit: the plan does not describe one well-defined task in this world
@@ -884,8 +882,6 @@ def realize(
     else:
         raise Unfit(f"unknown family {plan.family!r}")
     features = _features(walk, plan.family)
-    if admits is not None and not admits(features):
-        raise Unfit("features outside the target")
     verifier = VerifierSpec(
         checks=checks,
         frame={
@@ -1362,14 +1358,11 @@ class TaskSampler:
                     provenance=provenance,
                     db=db,
                     walk=walk,
-                    admits=target.admits,
                 )
             except Unfit as exc:
                 miss(str(exc).split(" (")[0])
                 continue
-            if target.admits(task.features):
-                return task
-            miss("features outside the target")
+            return task  # its features are the ones admitted above (same walk, same family)
         common = ", ".join(
             f"{r} ({n})" for r, n in sorted(reasons.items(), key=lambda kv: -kv[1])[:3]
         )
