@@ -22,52 +22,15 @@ from __future__ import annotations
 import argparse
 import random
 import statistics
-from typing import Any
+import sys
+from pathlib import Path
 
 from coevo.agents.protocols import ProposalRequest
 from coevo.agents.synthesizers.procedural import ProceduralSynthesizer
-from coevo.agents.synthesizers.procedural.checking import stated_numbers
-from coevo.arena import Observation, TaskSpec, ToolCall, World
+from coevo.arena import World
 
-
-def _where(observations: list[Observation], value: Any) -> tuple[int, int] | None:
-    """(observation index, column) of the latest observation showing ``value``."""
-    for index in range(len(observations) - 1, -1, -1):
-        obs = observations[index]
-        for row in obs.rows or ():
-            for column, cell in enumerate(row):
-                if cell == value or (isinstance(value, str) and str(cell) == value):
-                    return index, column
-    return None
-
-
-def rollout(world: World, task: TaskSpec, rng: random.Random | None) -> float:
-    """One episode of the row guesser (``rng``) or the first-row policy (``rng`` is None)."""
-    world.reset(task)
-    seen: list[Observation] = []
-    obs = None
-    for call in task.solution:
-        arguments: dict[str, Any] = {}
-        for name, value in call.arguments.items():
-            stated = (isinstance(value, str) and value.lower() in task.instruction.lower()) or (
-                isinstance(value, int) and value in stated_numbers(task.instruction)
-            )
-            found = None if stated else _where(seen, value)
-            if found is None:
-                if stated or not seen or not isinstance(value, int) or isinstance(value, bool):
-                    arguments[name] = value  # stated in the instruction (or a choice it gives)
-                    continue
-                # a key the earlier guesses never showed: the walk went wrong; take what is there
-                cells = [c for r in seen[-1].rows or () for c in r if type(c) is type(value)]
-                arguments[name] = (rng.choice(cells) if rng else cells[0]) if cells else -1
-                continue
-            index, column = found
-            rows = seen[index].rows or []
-            row = rows[rng.randrange(len(rows))] if rng is not None else rows[0]
-            arguments[name] = str(row[column]) if isinstance(value, str) else row[column]
-        obs = world.step(ToolCall(call.tool, arguments))
-        seen.append(obs)
-    return obs.reward.value if obs is not None and obs.reward is not None else 0.0
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.agents.policies import guess_rows
 
 
 def main() -> None:
@@ -91,8 +54,10 @@ def main() -> None:
             world = worlds.setdefault(task.world_id, World(task.world))
             reference.append(world.run(task, task.solution).reward.value)
             rng = random.Random(f"bench:{level}:{i}")
-            guess.append(statistics.mean(rollout(world, task, rng) for _ in range(args.k)))
-            first.append(rollout(world, task, None))
+            guess.append(
+                statistics.mean(guess_rows(world, task, rng).reward.value for _ in range(args.k))
+            )
+            first.append(guess_rows(world, task, None).reward.value)
         print(
             f"{level:>5} {len(tasks):>6} {statistics.mean(t.features['difficulty'] for t in tasks):>10.2f} "
             f"{statistics.mean(reference):>9.2f} {statistics.mean(guess):>11.3f} {statistics.mean(first):>9.3f}"

@@ -32,9 +32,14 @@ def _mentioned(row: Any, instruction: str) -> bool:
 
 
 def guess_rows(
-    world: World, task: TaskSpec, rng: random.Random, *, read: bool = False, solver: str = "guesser"
+    world: World,
+    task: TaskSpec,
+    rng: random.Random | None,
+    *,
+    read: bool = False,
+    solver: str = "guesser",
 ) -> Episode:
-    """One episode of the row-guessing policy (see the module docstring)."""
+    """One episode of the row-guessing policy (see the module docstring); no ``rng``: always the first row."""
     calls: list[ToolCall] = []
     seen: list[Observation] = []
     world.reset(task)
@@ -50,13 +55,13 @@ def guess_rows(
                     arguments[name] = value  # stated in the instruction (or a choice it gives)
                     continue
                 cells = [c for r in seen[-1].rows or () for c in r if type(c) is type(value)]
-                arguments[name] = rng.choice(cells) if cells else -1
+                arguments[name] = (rng.choice(cells) if rng else cells[0]) if cells else -1
                 continue
             index, column = found
             rows = list(seen[index].rows or [])
             if read:
                 rows = [r for r in rows if _mentioned(r, task.instruction)] or rows
-            picked = rows[rng.randrange(len(rows))][column]
+            picked = rows[rng.randrange(len(rows)) if rng else 0][column]
             arguments[name] = str(picked) if isinstance(value, str) else picked
         calls.append(ToolCall(call.tool, arguments))
         if call.tool != "submit":
