@@ -30,6 +30,7 @@ from coevo.agents.synthesizers.catalog import (
 )
 from coevo.agents.synthesizers.mining.schema import Column, Link, SchemaGraph, Table, words
 from coevo.agents.synthesizers.planner import slot
+from coevo.agents.synthesizers.procedural.base import read_tool, write_tool
 from coevo.arena.spec import ToolSpec
 
 __all__ = ["Derived", "derive"]
@@ -196,18 +197,11 @@ def derive(conn: sqlite3.Connection, schema: SchemaGraph) -> Derived:
             param = snake(table.key)
             tool = names.take(f"get_{snake(name)}")
             tools.append(
-                ToolSpec(
-                    name=tool,
-                    description=f"One {noun} by its {words(table.key)}.",
-                    parameters={
-                        "type": "object",
-                        "properties": {param: _json_type(key_col, profiles[(name, table.key)])},
-                        "required": [param],
-                    },
-                    sql=[
-                        f"SELECT {shown[name]} FROM {quote(name)} WHERE {quote(table.key)} = :{param}"
-                    ],
-                    effect="read",
+                read_tool(
+                    tool,
+                    f"One {noun} by its {words(table.key)}.",
+                    {param: _json_type(key_col, profiles[(name, table.key)])},
+                    f"SELECT {shown[name]} FROM {quote(name)} WHERE {quote(table.key)} = :{param}",
                 )
             )
             get_tool[name] = (tool, param)
@@ -230,16 +224,11 @@ def derive(conn: sqlite3.Connection, schema: SchemaGraph) -> Derived:
             key_col = table.column(table.key)
             assert key_col is not None
             tools.append(
-                ToolSpec(
-                    name=tool,
-                    description=f"Delete one {noun} by its {words(table.key)}.",
-                    parameters={
-                        "type": "object",
-                        "properties": {param: _json_type(key_col, profiles[(name, table.key)])},
-                        "required": [param],
-                    },
-                    sql=[f"DELETE FROM {quote(name)} WHERE {quote(table.key)} = :{param}"],
-                    effect="write",
+                write_tool(
+                    tool,
+                    f"Delete one {noun} by its {words(table.key)}.",
+                    {param: _json_type(key_col, profiles[(name, table.key)])},
+                    [f"DELETE FROM {quote(name)} WHERE {quote(table.key)} = :{param}"],
                 )
             )
             k = quote(table.key)
@@ -318,18 +307,11 @@ def _anchors_of(
         param = snake(column.name)
         tool = names.take(f"find_{snake(table.name)}_by_{param}")
         tools.append(
-            ToolSpec(
-                name=tool,
-                description=f"Look a {noun} up by its {words(column.name)} (exact).",
-                parameters={
-                    "type": "object",
-                    "properties": {param: {"type": "string"}},
-                    "required": [param],
-                },
-                sql=[
-                    f"SELECT {shown} FROM {quote(table.name)} WHERE {quote(column.name)} = :{param}"
-                ],
-                effect="read",
+            read_tool(
+                tool,
+                f"Look a {noun} up by its {words(column.name)} (exact).",
+                {param: {"type": "string"}},
+                f"SELECT {shown} FROM {quote(table.name)} WHERE {quote(column.name)} = :{param}",
             )
         )
         anchors.append(
@@ -353,19 +335,12 @@ def _anchors_of(
         param = snake(column.name)
         tool = names.take(f"search_{snake(table.name)}_by_{param}")
         tools.append(
-            ToolSpec(
-                name=tool,
-                description=f"Find {_plural(noun)} whose {words(column.name)} contains the text (at most 20).",
-                parameters={
-                    "type": "object",
-                    "properties": {param: {"type": "string", "minLength": 2}},
-                    "required": [param],
-                },
-                sql=[
-                    f"SELECT {shown} FROM {quote(table.name)} WHERE {quote(column.name)} LIKE '%' || :{param} || '%' "
-                    f"ORDER BY {'rowid' if table.key == 'rowid' else quote(table.key or 'rowid')} LIMIT 20"
-                ],
-                effect="read",
+            read_tool(
+                tool,
+                f"Find {_plural(noun)} whose {words(column.name)} contains the text (at most 20).",
+                {param: {"type": "string", "minLength": 2}},
+                f"SELECT {shown} FROM {quote(table.name)} WHERE {quote(column.name)} LIKE '%' || :{param} || '%' "
+                f"ORDER BY {'rowid' if table.key == 'rowid' else quote(table.key or 'rowid')} LIMIT 20",
             )
         )
         anchors.append(
@@ -417,21 +392,16 @@ def _status_actions(
             param = "new_" + param
         tool = names.take(f"set_{snake(table.name)}_{snake(column.name)}")
         tools.append(
-            ToolSpec(
-                name=tool,
-                description=f"Set the {words(column.name)} of one {noun}.",
-                parameters={
-                    "type": "object",
-                    "properties": {
-                        key_param: _json_type(key_col, profiles[(table.name, table.key)]),
-                        param: {"type": "string", "enum": values},
-                    },
-                    "required": [key_param, param],
+            write_tool(
+                tool,
+                f"Set the {words(column.name)} of one {noun}.",
+                {
+                    key_param: _json_type(key_col, profiles[(table.name, table.key)]),
+                    param: {"type": "string", "enum": values},
                 },
-                sql=[
+                [
                     f"UPDATE {quote(table.name)} SET {quote(column.name)} = :{param} WHERE {quote(table.key)} = :{key_param}"
                 ],
-                effect="write",
             )
         )
         choice = "v_" + slot(column.name)
@@ -476,18 +446,11 @@ def _hops_of(
     tool = names.take(f"list_{snake(child.name)}_by_{param}")
     order_key = "rowid" if child.key == "rowid" else quote(child.key or "rowid")
     tools.append(
-        ToolSpec(
-            name=tool,
-            description=f"The {_plural(child_noun)} of one {parent_noun} (by {words(fk)}; at most {LIST_LIMIT}).",
-            parameters={
-                "type": "object",
-                "properties": {param: _json_type(fk_col, profiles[(child.name, fk)])},
-                "required": [param],
-            },
-            sql=[
-                f"SELECT {shown[child.name]} FROM {quote(child.name)} WHERE {quote(fk)} = :{param} ORDER BY {order_key} LIMIT {LIST_LIMIT}"
-            ],
-            effect="read",
+        read_tool(
+            tool,
+            f"The {_plural(child_noun)} of one {parent_noun} (by {words(fk)}; at most {LIST_LIMIT}).",
+            {param: _json_type(fk_col, profiles[(child.name, fk)])},
+            f"SELECT {shown[child.name]} FROM {quote(child.name)} WHERE {quote(fk)} = :{param} ORDER BY {order_key} LIMIT {LIST_LIMIT}",
         )
     )
     orders: list[Order] = []
@@ -604,15 +567,14 @@ def _insert_action(
     columns = [fk] + [c.name for c, _ in stated]
     tool = names.take(f"add_{snake(child.name)}")
     tools.append(
-        ToolSpec(
-            name=tool,
-            description=f"Add a {child_noun} to one {parent_noun}.",
-            parameters={"type": "object", "properties": properties, "required": list(properties)},
-            sql=[
+        write_tool(
+            tool,
+            f"Add a {child_noun} to one {parent_noun}.",
+            properties,
+            [
                 f"INSERT INTO {quote(child.name)} ({', '.join(quote(c) for c in columns)}) "
                 f"VALUES ({', '.join(':' + snake(c) for c in columns)})"
             ],
-            effect="write",
         )
     )
     ident = "rowid" if child.key == "rowid" else quote(child.key or "rowid")
