@@ -17,15 +17,16 @@ themselves.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property, partial
 from itertools import product
 from typing import Any, Final
 
 from coevo.arena.outcomes import Observation
 from coevo.arena.spec import SUBMIT, ToolCall, WorldSpec
 
-__all__ = ["Action", "ActionSpace", "Source", "instruction_values"]
+__all__ = ["Action", "ActionSpace", "Choice", "Source", "instruction_values"]
 
 _QUOTED: Final = re.compile(r"'([^']{1,120})'|\"([^\"]{1,120})\"")
 _EMAIL: Final = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
@@ -80,6 +81,8 @@ class Source:
         age: how many observations ago (0: the latest), for observation values.
         kind: for instruction values, what it looked like (quoted, email, code, number, name).
         tool: for observation values, the tool whose result showed it.
+        row: for observation values, the row it was in; for instruction values,
+            the order in which the instruction states them.
     """
 
     origin: str
@@ -87,6 +90,115 @@ class Source:
     age: int = 0
     kind: str | None = None
     tool: str | None = None
+    row: int = 0
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One tool to call and, for each parameter it takes, the values on offer (best first).
+
+    The factored form of the space: a policy picks a choice, then a value per
+    parameter; :meth:`ActionSpace.actions` is the product of the values. The
+    values are ranked on first use, so a policy pays only for the tool it picks.
+    """
+
+    tool: str
+    effect: str
+    params: tuple[str, ...]
+    schemas: tuple[Mapping[str, Any], ...] = field(repr=False, compare=False)
+    _rank: Callable[[], tuple[tuple[tuple[Any, Source], ...], ...]] = field(
+        repr=False, compare=False
+    )
+
+    @cached_property
+    def values(self) -> tuple[tuple[tuple[Any, Source], ...], ...]:
+        """Per parameter, the ``(value, source)`` pairs on offer, best first."""
+        return self._rank()
+
+
+def _signature(schema: Mapping[str, Any]) -> Any:
+    """What decides which values fit a schema (parameters with equal signatures share a pool)."""
+    return (schema.get("type"), repr(schema.get("enum")), schema.get("minLength", 0))
+
+
+class _Seen:
+    """The values one step can use, pooled by parameter schema so that each cell is type-checked once."""
+
+    def __init__(
+        self,
+        instruction: str,
+        observations: Sequence[Observation],
+        stated: Sequence[tuple[Any, str]] | None = None,
+    ):
+        self.stated = instruction_values(instruction) if stated is None else stated
+        self.said = instruction.lower()
+        self.observations = observations
+        self._pools: dict[Any, list[tuple[int, int, int, Any, Source]]] = {}
+
+    def pool(
+        self, schema: Mapping[str, Any], key: Any = None
+    ) -> list[tuple[int, int, int, Any, Source]]:
+        """Every value fitting ``schema``: ``(priority, -age, -position, value, source)``, in offer order.
+
+        ``key``: the schema's :func:`_signature`, when the caller has it.
+        """
+        key = _signature(schema) if key is None else key
+        found = self._pools.get(key)
+        if found is not None:
+            return found
+        enum = schema.get("enum") or ()
+        pool: list[tuple[int, int, int, Any, Source]] = []
+        for value in enum:
+            said = isinstance(value, str) and value.lower() in self.said
+            pool.append(
+                (5 if said else 1, 0, 0, value, Source("enum", kind="said" if said else None))
+            )
+        for order, (value, kind) in enumerate(self.stated):
+            if kind == "number" and schema.get("type") == "string":
+                value, kind = str(value), "code"  # a number written in the text, given as text
+            if _fits(value, schema):
+                pool.append((2, 0, -order, value, Source("instruction", kind=kind, row=order)))
+        for age, obs in enumerate(reversed(self.observations)):
+            if not obs.ok or not obs.columns:
+                continue
+            for column_index, column in enumerate(obs.columns):
+                for row_index, row in enumerate(obs.rows or ()):
+                    value = row[column_index]
+                    if _fits(value, schema):
+                        source = Source("observation", column, age, tool=obs.tool, row=row_index)
+                        pool.append((3, -age, -row_index, value, source))
+        self._pools[key] = pool
+        return pool
+
+    def ranked(
+        self, params: tuple[str, ...], schemas: tuple[Mapping[str, Any], ...], limit: int
+    ) -> tuple[tuple[tuple[Any, Source], ...], ...]:
+        """Per parameter, the best ``limit`` distinct values (a matching column's values first)."""
+        return tuple(self._ranked(p, s, limit) for p, s in zip(params, schemas, strict=True))
+
+    def _ranked(
+        self, param: str, schema: Mapping[str, Any], limit: int
+    ) -> tuple[tuple[Any, Source], ...]:
+        scored = [
+            (
+                (priority + _affinity(param, source.column), age, position),
+                value,
+                source,
+            )
+            for priority, age, position, value, source in self.pool(schema)
+        ]
+        scored.sort(key=lambda item: item[0], reverse=True)  # stable: ties keep offer order
+        out: list[tuple[Any, Source]] = []
+        taken: set[Any] = set()
+        for _, value, source in scored:
+            key = (type(value).__name__, value)
+            if key in taken:
+                continue
+            taken.add(key)
+            out.append((value, source))
+            if len(out) >= limit:
+                break
+        return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -172,87 +284,70 @@ class ActionSpace:
         self.per_parameter = per_parameter
         self.per_tool = per_tool
         self.tools = list(world.tools)
-        self._said = ""
-
-    def _values(
-        self,
-        param: str,
-        schema: Mapping[str, Any],
-        stated: Sequence[tuple[Any, str]],
-        observations: Sequence[Observation],
-    ) -> list[tuple[Any, Source]]:
-        ranked: list[tuple[tuple[int, int, int], Any, Source]] = []
-        for value in schema.get("enum", []) or []:
-            said = isinstance(value, str) and value.lower() in self._said
-            ranked.append(
-                ((5 if said else 1, 0, 0), value, Source("enum", kind="said" if said else None))
-            )
-        for order, (value, kind) in enumerate(stated):
-            if kind == "number" and schema.get("type") == "string":
-                value, kind = str(value), "code"  # a number written in the text, given as text
-            if _fits(value, schema):
-                ranked.append(((2, 0, order), value, Source("instruction", kind=kind)))
-        for age, obs in enumerate(reversed(observations)):
-            if not obs.ok or not obs.columns:
-                continue
-            for column_index, column in enumerate(obs.columns):
-                for row_index, row in enumerate(obs.rows or ()):
-                    value = row[column_index]
-                    if _fits(value, schema):
-                        score = (3 + _affinity(param, column), -age, -row_index)
-                        ranked.append(
-                            (score, value, Source("observation", column, age, tool=obs.tool))
-                        )
-        ranked.sort(key=lambda item: item[0], reverse=True)
-        out: list[tuple[Any, Source]] = []
-        taken: set[Any] = set()
-        for _, value, source in ranked:
-            key = (type(value).__name__, value)
-            if key in taken:
-                continue
-            taken.add(key)
-            out.append((value, source))
-            if len(out) >= self.per_parameter:
-                break
-        return out
-
-    def actions(self, instruction: str, observations: Sequence[Observation]) -> Iterator[Action]:
-        """The tool calls available now (not ``submit``; see :meth:`answers`)."""
-        stated = instruction_values(instruction)
-        self._said = instruction.lower()
+        self._shapes: list[
+            tuple[str, str, tuple[str, ...], tuple[Mapping[str, Any], ...], tuple[Any, ...]]
+        ] = []
         for tool in self.tools:
             properties = tool.parameters.get("properties") or {}
             required = list(tool.parameters.get("required") or [])
             # a tool with no required parameter takes one of its optional ones (find by A or B)
-            shapes = [required] if required else [[p] for p in properties]
-            for names in shapes:
-                options = [
-                    self._values(p, properties.get(p) or {}, stated, observations) for p in names
-                ]
-                if any(not o for o in options):
-                    continue
-                for count, combination in enumerate(product(*options)):
-                    if count >= self.per_tool:
-                        break
-                    arguments = {p: v for p, (v, _) in zip(names, combination, strict=True)}
-                    sources = {p: src for p, (_, src) in zip(names, combination, strict=True)}
-                    yield Action(ToolCall(tool.name, arguments), sources)
+            for names in [required] if required else [[p] for p in properties]:
+                schemas = tuple(properties.get(p) or {} for p in names)
+                keys = tuple(_signature(schema) for schema in schemas)
+                self._shapes.append((tool.name, tool.effect, tuple(names), schemas, keys))
+        self._stated: tuple[str, list[tuple[Any, str]]] | None = None
 
-    def answers(self, observations: Sequence[Observation], limit: int = 60) -> list[str | None]:
-        """Answers a ``submit`` can give: none, then cells of the latest observations (as text)."""
-        out: list[str | None] = [None]
+    def choices(self, instruction: str, observations: Sequence[Observation]) -> list[Choice]:
+        """The tools that can be called now (not ``submit``); each choice's values are ranked on first use.
+
+        A tool with no required parameter is offered once per optional
+        parameter (find by A, or by B); a tool some parameter of which has no
+        value on offer is left out.
+        """
+        if self._stated is None or self._stated[0] != instruction:
+            self._stated = (instruction, instruction_values(instruction))
+        seen = _Seen(instruction, observations, self._stated[1])
+        out: list[Choice] = []
+        for tool, effect, names, schemas, keys in self._shapes:
+            if all(seen.pool(schema, key) for schema, key in zip(schemas, keys, strict=True)):
+                rank = partial(seen.ranked, names, schemas, self.per_parameter)
+                out.append(Choice(tool, effect, names, schemas, _rank=rank))
+        return out
+
+    def actions(self, instruction: str, observations: Sequence[Observation]) -> Iterator[Action]:
+        """The tool calls available now (not ``submit``; see :meth:`answers`), at most ``per_tool`` per choice."""
+        for choice in self.choices(instruction, observations):
+            for count, combination in enumerate(product(*choice.values)):
+                if count >= self.per_tool:
+                    break
+                arguments = {p: v for p, (v, _) in zip(choice.params, combination, strict=True)}
+                sources = {p: src for p, (_, src) in zip(choice.params, combination, strict=True)}
+                yield Action(ToolCall(choice.tool, arguments), sources)
+
+    def sourced_answers(
+        self, observations: Sequence[Observation], limit: int = 60
+    ) -> list[tuple[str | None, Source | None]]:
+        """Like :meth:`answers`, with where each answer came from (None for no answer)."""
+        out: list[tuple[str | None, Source | None]] = [(None, None)]
         seen: set[str] = set()
-        for obs in reversed(observations):
-            for row in obs.rows or ():
-                for cell in row:
+        for age, obs in enumerate(reversed(observations)):
+            for row_index, row in enumerate(obs.rows or ()):
+                for column, cell in zip(obs.columns or (), row, strict=False):
                     if isinstance(cell, (str, int, float)) and not isinstance(cell, bool):
                         text = str(cell)
                         if text not in seen:
                             seen.add(text)
-                            out.append(text)
+                            source = Source(
+                                "observation", column, age, tool=obs.tool, row=row_index
+                            )
+                            out.append((text, source))
                             if len(out) > limit:
                                 return out
         return out
+
+    def answers(self, observations: Sequence[Observation], limit: int = 60) -> list[str | None]:
+        """Answers a ``submit`` can give: none, then cells of the latest observations (as text)."""
+        return [answer for answer, _ in self.sourced_answers(observations, limit)]
 
     def submit(self, answer: str | None) -> ToolCall:
         """The ``submit`` call for ``answer``."""

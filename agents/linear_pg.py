@@ -1,0 +1,443 @@
+"""``linear-pg``: a Solver that learns, by policy gradient, a log-linear policy over the :class:`ActionSpace`.
+
+At each step the policy makes a few small decisions, each a softmax over
+options scored by ``w · φ`` with :mod:`~coevo.agents.role_features`:
+
+1. which tool to call, or ``submit``;
+2. for each parameter of that tool, which value to copy (from the
+   instruction, an earlier observation's cell, or the parameter's ``enum``);
+3. on ``submit`` of a question, which observed cell to answer with (or none).
+
+``learn`` is REINFORCE with the group mean as baseline: the k episodes of
+one task in a batch (the curriculum sends a task k times) share a baseline,
+and ``advantage = reward − mean reward of the group``; a task attempted once
+uses a running mean instead. An entropy bonus keeps the policy exploring,
+and Adam scales the steps. The same episodes are what the curriculum counts
+as the task's success estimate.
+
+The solver never reads a task's reference solution or its verifier: only
+the instruction, the tools and what the tools return.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections import OrderedDict, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+import numpy as np
+from coevo.agents.action_space import ActionSpace, Choice
+from coevo.agents.protocols import LearnStats
+from coevo.agents.role_features import (
+    Context,
+    FeatureHasher,
+    answer_features,
+    tool_features,
+    value_features,
+)
+from coevo.arena.errors import CoevoError, SpecError
+from coevo.arena.limits import DEFAULT_LIMITS, Limits
+from coevo.arena.outcomes import Episode, Reward
+from coevo.arena.spec import TaskSpec, ToolCall, WorldSpec
+from coevo.arena.world import World
+
+__all__ = ["LinearPGSolver"]
+
+_MAGIC: Final = b"coevo.linear-pg/1\n"
+
+
+@dataclass(frozen=True)
+class _Decision:
+    """One softmax decision: the feature buckets of every option (``owner`` maps a bucket to its option)."""
+
+    idx: np.ndarray
+    owner: np.ndarray
+    n: int
+    chosen: int
+
+
+def _call_key(task_id: str, calls: Iterable[ToolCall]) -> tuple[Any, ...]:
+    return (
+        task_id,
+        *((c.tool, json.dumps(c.arguments, sort_keys=True, default=str)) for c in calls),
+    )
+
+
+class LinearPGSolver:
+    """A log-linear policy over pointer-style actions, trained by policy gradient (numpy only).
+
+    Args:
+        lr: Adam's step size.
+        entropy: weight of the entropy bonus.
+        temperature: softmax temperature when acting.
+        greedy: act by the highest score instead of sampling (for evaluation).
+        max_steps: tool calls per episode, ``submit`` included (the last is always ``submit``).
+        dim: hashed feature buckets (the number of weights).
+        per_parameter: values on offer per parameter.
+        answers: answers on offer at ``submit``.
+        limits: budgets for every world built.
+        keep_worlds: built worlds kept between batches.
+    """
+
+    kind = "solver"
+
+    def __init__(
+        self,
+        *,
+        lr: float = 0.05,
+        entropy: float = 0.01,
+        temperature: float = 1.0,
+        greedy: bool = False,
+        max_steps: int = 8,
+        dim: int = 1 << 18,
+        per_parameter: int = 24,
+        answers: int = 40,
+        limits: Limits = DEFAULT_LIMITS,
+        keep_worlds: int = 64,
+    ):
+        if not 0 < lr <= 10:
+            raise ValueError(f"lr must be in (0, 10], not {lr}")
+        if temperature <= 0:
+            raise ValueError(f"temperature must be positive, not {temperature}")
+        if max_steps < 1:
+            raise ValueError(f"max_steps must be at least 1, not {max_steps}")
+        if dim < 1024:
+            raise ValueError(f"dim must be at least 1024, not {dim}")
+        self.lr = lr
+        self.entropy = entropy
+        self.temperature = temperature
+        self.greedy = greedy
+        self.max_steps = max_steps
+        self.per_parameter = per_parameter
+        self.answers = answers
+        self.limits = limits
+        self.keep_worlds = keep_worlds
+        self.hasher = FeatureHasher(dim)
+        self.weights = np.zeros(dim, dtype=np.float64)
+        self._m = np.zeros(dim, dtype=np.float64)
+        self._v = np.zeros(dim, dtype=np.float64)
+        self.updates = 0
+        self.baseline = 0.0
+        self._worlds: OrderedDict[str, World] = OrderedDict()
+        self._tasks: OrderedDict[str, TaskSpec] = OrderedDict()
+        self._traces: dict[tuple[Any, ...], list[_Decision]] = {}
+
+    # ---- acting -------------------------------------------------------------------------
+
+    def attempt(self, tasks: Sequence[TaskSpec], seed: int) -> list[Episode]:
+        """One episode per task, in order; task ``i`` is played with ``default_rng([seed, i])``.
+
+        A task whose world cannot be built gives a reward-0 episode whose reason says why.
+        """
+        self.remember(tasks)
+        return [self._episode(task, seed, i) for i, task in enumerate(tasks)]
+
+    def remember(self, tasks: Iterable[TaskSpec]) -> None:
+        """Keep ``tasks`` so that :meth:`learn` can score episodes of them made elsewhere."""
+        for task in tasks:
+            self._tasks[task.task_id] = task
+            self._tasks.move_to_end(task.task_id)
+        while len(self._tasks) > 20_000:
+            self._tasks.popitem(last=False)
+
+    def _world(self, spec: WorldSpec) -> World:
+        key = spec.world_id
+        world = self._worlds.get(key)
+        if world is None:
+            world = World(spec, limits=self.limits)
+            self._worlds[key] = world
+            while len(self._worlds) > self.keep_worlds:
+                _, old = self._worlds.popitem(last=False)
+                old.close()
+        self._worlds.move_to_end(key)
+        return world
+
+    def _episode(self, task: TaskSpec, seed: int, index: int) -> Episode:
+        if not isinstance(task.world, WorldSpec):
+            raise CoevoError(
+                f"task {task.task_id} refers to world {task.world} by id; give the solver tasks with their world inline"
+            )
+        try:
+            world = self._world(task.world)
+        except SpecError as exc:
+            reason = f"the world could not be built: {exc.summary()}"
+            return Episode(
+                task_id=task.task_id,
+                world_id=task.world.world_id,
+                calls=[],
+                observations=[],
+                reward=Reward(value=0, submitted=False, reason=reason),
+                solver="linear-pg",
+                seed=seed,
+            )
+        rng = np.random.default_rng([seed, index])
+        decisions: list[_Decision] = []
+        calls = self._play(task, world, decisions, rng)
+        self._traces[_call_key(task.task_id, calls)] = decisions
+        if len(self._traces) > 100_000:
+            self._traces.clear()
+        return world.run(task, calls, max_steps=self.max_steps, solver="linear-pg", seed=seed)
+
+    def _play(
+        self, task: TaskSpec, world: World, decisions: list[_Decision], rng: np.random.Generator
+    ) -> list[ToolCall]:
+        space = ActionSpace(world.spec, per_parameter=self.per_parameter)
+        ctx = Context.of(task.instruction, {t.name: t.effect for t in world.spec.tools})
+        world.reset(task, max_steps=self.max_steps)
+        calls: list[ToolCall] = []
+        while True:
+            call = self._next_call(space, ctx, decisions, rng, None)
+            assert call is not None  # acting, every decision is made
+            calls.append(call)
+            if call.tool == "submit":
+                return calls
+            obs = world.step(call)
+            ctx.calls.append(call)
+            ctx.observations.append(obs)
+
+    def _next_call(
+        self,
+        space: ActionSpace,
+        ctx: Context,
+        sink: list[_Decision],
+        rng: np.random.Generator | None,
+        made: ToolCall | None,
+    ) -> ToolCall | None:
+        """Decide the next call (acting: ``rng``), or find the decisions that give ``made`` (learning).
+
+        Returns None when ``made`` is not in the space (an episode of another policy).
+        """
+        last_step = ctx.step >= self.max_steps - 1
+        choices: list[Choice | None] = [None]
+        if not last_step:
+            choices += space.choices(ctx.instruction, ctx.observations)
+        target = None
+        if made is not None:
+            target = next(
+                (
+                    i
+                    for i, c in enumerate(choices)
+                    if (c is None and made.tool == "submit")
+                    or (
+                        c is not None
+                        and c.tool == made.tool
+                        and set(c.params) == set(made.arguments)
+                    )
+                ),
+                None,
+            )
+            if target is None:
+                return None
+        k = self._decide(tool_features(choices, ctx), rng, target, sink)
+        choice = choices[k]
+        if choice is None:
+            answer = None
+            if ctx.asks:
+                offered = space.sourced_answers(ctx.observations, self.answers)
+                target = None
+                if made is not None:
+                    given = made.arguments.get("answer")
+                    target = next((i for i, (a, _) in enumerate(offered) if a == given), None)
+                    if target is None:
+                        return None
+                j = self._decide(
+                    [answer_features(a, s, ctx) for a, s in offered], rng, target, sink
+                )
+                answer = offered[j][0]
+            return space.submit(answer)
+        arguments: dict[str, Any] = {}
+        for param, values in zip(choice.params, choice.values, strict=True):
+            target = None
+            if made is not None:
+                given = made.arguments[param]
+                target = next(
+                    (i for i, (v, _) in enumerate(values) if v == given and type(v) is type(given)),
+                    None,
+                )
+                if target is None:
+                    return None
+            feats = [value_features(choice.tool, param, v, s, ctx) for v, s in values]
+            j = self._decide(feats, rng, target, sink)
+            arguments[param] = values[j][0]
+        return ToolCall(choice.tool, arguments)
+
+    def _decide(
+        self,
+        feats: list[list[tuple[Any, ...]]],
+        rng: np.random.Generator | None,
+        target: int | None,
+        sink: list[_Decision],
+    ) -> int:
+        n = len(feats)
+        sizes = np.fromiter((len(f) for f in feats), dtype=np.int64, count=n)
+        idx = self.hasher.indices([key for f in feats for key in f])
+        owner = np.repeat(np.arange(n), sizes)
+        if target is not None:
+            chosen = target
+        elif n == 1:
+            chosen = 0
+        else:
+            assert rng is not None
+            scores = np.bincount(owner, weights=self.weights[idx], minlength=n)
+            if self.greedy:
+                chosen = int(np.argmax(scores))
+            else:
+                p = _softmax(scores / self.temperature)
+                chosen = min(int(np.searchsorted(np.cumsum(p), rng.random() * p.sum())), n - 1)
+        if n > 1:
+            sink.append(_Decision(idx, owner, n, chosen))
+        return chosen
+
+    # ---- learning -----------------------------------------------------------------------
+
+    def decisions(self, episode: Episode) -> list[_Decision] | None:
+        """The policy's decisions behind ``episode`` (None: its task is unknown or its calls are not in the space)."""
+        key = _call_key(episode.task_id, episode.calls)
+        if key in self._traces:
+            return self._traces[key]
+        task = self._tasks.get(episode.task_id)
+        if task is None or not isinstance(task.world, WorldSpec) or not episode.calls:
+            return None
+        space = ActionSpace(task.world, per_parameter=self.per_parameter)
+        ctx = Context.of(task.instruction, {t.name: t.effect for t in task.world.tools})
+        sink: list[_Decision] = []
+        for call, obs in zip(episode.calls, [*episode.observations, None], strict=False):
+            if self._next_call(space, ctx, sink, None, call) is None:
+                return None
+            if call.tool == "submit" or obs is None:
+                break
+            ctx.calls.append(call)
+            ctx.observations.append(obs)
+        return sink
+
+    def learn(self, episodes: Sequence[Episode]) -> LearnStats:
+        """One policy-gradient step on ``episodes`` (group-mean baseline per task, entropy bonus, Adam).
+
+        Episodes whose decisions cannot be found (an unknown task, calls
+        outside the action space) are skipped and counted in ``extra["skipped"]``.
+        """
+        groups: dict[str, list[float]] = defaultdict(list)
+        for episode in episodes:
+            groups[episode.task_id].append(float(episode.reward.value))
+        means = {task: sum(r) / len(r) for task, r in groups.items()}
+        all_idx: list[np.ndarray] = []
+        all_val: list[np.ndarray] = []
+        entropies: list[float] = []
+        objective = 0.0
+        used = skipped = 0
+        for episode in episodes:
+            decisions = self.decisions(episode)
+            if decisions is None:
+                skipped += 1
+                continue
+            used += 1
+            reward = float(episode.reward.value)
+            group = groups[episode.task_id]
+            advantage = reward - (means[episode.task_id] if len(group) > 1 else self.baseline)
+            for d in decisions:
+                scores = np.bincount(d.owner, weights=self.weights[d.idx], minlength=d.n)
+                p = _softmax(scores / self.temperature)
+                logp = np.log(np.maximum(p, 1e-12))
+                h = float(-(p * logp).sum())
+                entropies.append(h)
+                coef = -advantage * p
+                coef[d.chosen] += advantage
+                coef += self.entropy * (-p * (logp + h))
+                objective += advantage * float(logp[d.chosen])
+                all_idx.append(d.idx)
+                all_val.append(coef[d.owner] / self.temperature)
+        self._traces.clear()
+        rewards = [float(e.reward.value) for e in episodes]
+        if rewards:
+            self.baseline = 0.9 * self.baseline + 0.1 * (sum(rewards) / len(rewards))
+        if used and all_idx:
+            grad = (
+                np.bincount(
+                    np.concatenate(all_idx),
+                    weights=np.concatenate(all_val),
+                    minlength=self.weights.size,
+                )
+                / used
+            )
+            self._adam(grad)
+        return LearnStats(
+            episodes=len(episodes),
+            updates=1 if used else 0,
+            loss=-objective / used if used else None,
+            extra={
+                "success": sum(rewards) / len(rewards) if rewards else 0.0,
+                "entropy": float(np.mean(entropies)) if entropies else 0.0,
+                "skipped": skipped,
+                "version": self.updates,
+            },
+        )
+
+    def _adam(self, grad: np.ndarray, beta1: float = 0.9, beta2: float = 0.999) -> None:
+        self.updates += 1
+        touched = np.nonzero(grad)[0]
+        g = grad[touched]
+        # lazy Adam: moments move only where the gradient is non-zero (sparse features)
+        self._m[touched] = beta1 * self._m[touched] + (1 - beta1) * g
+        self._v[touched] = beta2 * self._v[touched] + (1 - beta2) * g * g
+        m_hat = self._m[touched] / (1 - beta1**self.updates)
+        v_hat = self._v[touched] / (1 - beta2**self.updates)
+        self.weights[touched] += self.lr * m_hat / (np.sqrt(v_hat) + 1e-8)
+
+    # ---- weights ------------------------------------------------------------------------
+
+    @property
+    def version(self) -> int:
+        """How many updates the weights have had."""
+        return self.updates
+
+    def get_state(self) -> bytes:
+        """Weights, optimiser moments and counters, as bytes (for broadcast and checkpoints)."""
+        header = json.dumps(
+            {"dim": int(self.weights.size), "updates": self.updates, "baseline": self.baseline}
+        ).encode()
+        out = io.BytesIO()
+        out.write(_MAGIC)
+        out.write(len(header).to_bytes(4, "little"))
+        out.write(header)
+        for array in (self.weights, self._m, self._v):
+            out.write(array.astype("<f8").tobytes())
+        return out.getvalue()
+
+    def set_state(self, state: bytes) -> None:
+        """Load what :meth:`get_state` returned.
+
+        Raises:
+            CoevoError: the bytes are not a linear-pg state, or have another ``dim``.
+        """
+        if not state.startswith(_MAGIC):
+            raise CoevoError("not a linear-pg state (it must come from LinearPGSolver.get_state)")
+        offset = len(_MAGIC)
+        size = int.from_bytes(state[offset : offset + 4], "little")
+        header = json.loads(state[offset + 4 : offset + 4 + size])
+        dim = int(header["dim"])
+        if dim != self.weights.size:
+            raise CoevoError(
+                f"the state has dim={dim} but this solver has dim={self.weights.size}; make it with dim={dim}"
+            )
+        body = np.frombuffer(state, dtype="<f8", offset=offset + 4 + size)
+        if body.size != 3 * dim:
+            raise CoevoError("the linear-pg state is truncated")
+        self.weights = body[:dim].astype(np.float64)
+        self._m = body[dim : 2 * dim].astype(np.float64)
+        self._v = body[2 * dim :].astype(np.float64)
+        self.updates = int(header["updates"])
+        self.baseline = float(header["baseline"])
+
+    def close(self) -> None:
+        """Close the worlds kept between batches."""
+        for world in self._worlds.values():
+            world.close()
+        self._worlds.clear()
+
+
+def _softmax(scores: np.ndarray) -> np.ndarray:
+    z = np.exp(scores - scores.max())
+    return z / z.sum()
