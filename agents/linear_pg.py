@@ -57,6 +57,7 @@ class _Decision:
     owner: np.ndarray
     n: int
     chosen: int
+    kind: str
 
 
 def _call_key(task_id: str, calls: Iterable[ToolCall]) -> tuple[Any, ...]:
@@ -170,7 +171,7 @@ class LinearPGSolver:
                 calls=[],
                 observations=[],
                 reward=Reward(value=0, submitted=False, reason=reason),
-                solver="linear-pg",
+                solver=self.name,
                 seed=seed,
             )
         rng = np.random.default_rng([seed, index])
@@ -179,7 +180,7 @@ class LinearPGSolver:
         self._traces[_call_key(task.task_id, calls)] = decisions
         if len(self._traces) > 100_000:
             self._traces.clear()
-        return world.run(task, calls, max_steps=self.max_steps, solver="linear-pg", seed=seed)
+        return world.run(task, calls, max_steps=self.max_steps, solver=self.name, seed=seed)
 
     def _play(
         self, task: TaskSpec, world: World, decisions: list[_Decision], rng: np.random.Generator
@@ -231,7 +232,7 @@ class LinearPGSolver:
             )
             if target is None:
                 return None
-        k = self._decide(tool_features(choices, ctx), rng, target, sink)
+        k = self._decide(tool_features(choices, ctx), rng, target, sink, "tool")
         choice = choices[k]
         if choice is None:
             answer = None
@@ -243,9 +244,8 @@ class LinearPGSolver:
                     target = next((i for i, (a, _) in enumerate(offered) if a == given), None)
                     if target is None:
                         return None
-                j = self._decide(
-                    [answer_features(a, s, ctx) for a, s in offered], rng, target, sink
-                )
+                feats = [answer_features(a, s, ctx) for a, s in offered]
+                j = self._decide(feats, rng, target, sink, "answer")
                 answer = offered[j][0]
             return space.submit(answer)
         arguments: dict[str, Any] = {}
@@ -259,8 +259,11 @@ class LinearPGSolver:
                 )
                 if target is None:
                     return None
-            feats = [value_features(choice.tool, param, v, s, ctx) for v, s in values]
-            j = self._decide(feats, rng, target, sink)
+            feats = [
+                value_features(choice.tool, param, v, s, ctx, rank)
+                for rank, (v, s) in enumerate(values)
+            ]
+            j = self._decide(feats, rng, target, sink, f"{choice.tool}.{param}")
             arguments[param] = values[j][0]
         return ToolCall(choice.tool, arguments)
 
@@ -270,6 +273,7 @@ class LinearPGSolver:
         rng: np.random.Generator | None,
         target: int | None,
         sink: list[_Decision],
+        kind: str,
     ) -> int:
         n = len(feats)
         sizes = np.fromiter((len(f) for f in feats), dtype=np.int64, count=n)
@@ -288,7 +292,7 @@ class LinearPGSolver:
                 p = _softmax(scores / self.temperature)
                 chosen = min(int(np.searchsorted(np.cumsum(p), rng.random() * p.sum())), n - 1)
         if n > 1:
-            sink.append(_Decision(idx, owner, n, chosen))
+            sink.append(_Decision(idx, owner, n, chosen, kind))
         return chosen
 
     # ---- learning -----------------------------------------------------------------------
@@ -392,6 +396,11 @@ class LinearPGSolver:
     def version(self) -> int:
         """How many updates the weights have had."""
         return self.updates
+
+    @property
+    def name(self) -> str:
+        """Who made an episode: ``linear-pg@<version>`` (a world model keeps one ability per version)."""
+        return f"linear-pg@{self.updates}"
 
     def get_state(self) -> bytes:
         """Weights, optimiser moments and counters, as bytes (for broadcast and checkpoints)."""

@@ -144,6 +144,7 @@ class Registry:
 
 def _builtins(registry: Registry) -> None:
     from coevo.agents.judges import MechanicalJudge, SearchJudge
+    from coevo.agents.linear_pg import LinearPGSolver
     from coevo.agents.synthesizers.mining import Miner
     from coevo.agents.synthesizers.procedural import ProceduralSynthesizer
     from coevo.agents.world_models import IRTWorldModel
@@ -159,6 +160,12 @@ def _builtins(registry: Registry) -> None:
         Miner,
         kind="synthesizer",
         description="a world and tasks mined from a real SQLite database (config: path)",
+    )
+    registry.register(
+        "linear-pg",
+        LinearPGSolver,
+        kind="solver",
+        description="log-linear policy over pointer-style actions, learnt by policy gradient (numpy, offline)",
     )
     registry.register(
         "mechanical",

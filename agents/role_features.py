@@ -217,6 +217,7 @@ def tool_features(choices: Sequence[Choice | None], ctx: Context) -> list[list[t
     step = _bucket(ctx.step)
     shape = _rows(last)
     words = set(ctx.words)
+    shows = _shows(last, words)
     times: dict[str, int] = {}
     for call in ctx.calls:
         times[call.tool] = times.get(call.tool, 0) + 1
@@ -225,6 +226,7 @@ def tool_features(choices: Sequence[Choice | None], ctx: Context) -> list[list[t
         if choice is None:
             feats: list[tuple[Any, ...]] = [
                 ("s.bias",),
+                ("s.shows", ctx.asks, shows, shape),
                 ("s.asks", ctx.asks, writes, shape),
                 ("s.last", ctx.asks, last_effect, shape),
                 ("s.step", ctx.asks, step),
@@ -235,8 +237,9 @@ def tool_features(choices: Sequence[Choice | None], ctx: Context) -> list[list[t
         name, effect = choice.tool, choice.effect
         overlap = len(_tokens(name) & words)
         links = [_link(p, last, last_tool) for p in choice.params]
+        called = name in times
         feats = [
-            ("t.bias", name),
+            ("t.bias", name, called),
             ("t.effect", effect, ctx.asks),
             ("t.overlap", effect, _bucket(overlap)),
             ("t.step", effect, step),
@@ -245,7 +248,7 @@ def tool_features(choices: Sequence[Choice | None], ctx: Context) -> list[list[t
             ("t.times", effect, _bucket(times.get(name, 0))),
             ("t.writes", effect, writes, ctx.asks),
         ]
-        feats += [("t.word", name, w) for w in ctx.words]
+        feats += [("t.word", name, w, called) for w in ctx.words]
         feats.append(("t.feed", effect, max(links), shape))
         for param, schema, link in zip(choice.params, choice.schemas, links, strict=True):
             feats.append(("t.link", param, link))
@@ -255,6 +258,20 @@ def tool_features(choices: Sequence[Choice | None], ctx: Context) -> list[list[t
                 feats.append(("t.enum", param))
         out.append(feats)
     return out
+
+
+def _shows(obs: Observation | None, words: set[str]) -> str:
+    """Whether an observation has a column the instruction names ("the *carrier* of ...")."""
+    if obs is None or not obs.ok or not obs.columns or not obs.rows:
+        return "nothing"
+    best = "none"
+    for column in obs.columns:
+        tokens = _tokens(column)
+        if tokens and tokens <= words:
+            return "named"
+        if tokens & words:
+            best = "partly"
+    return best
 
 
 def _link(param: str, last: Observation | None, last_tool: str) -> int:
@@ -332,9 +349,12 @@ def _mentions(row: Sequence[Any], ctx: Context) -> int:
 
 
 def value_features(
-    tool: str, param: str, value: Any, source: Source, ctx: Context
+    tool: str, param: str, value: Any, source: Source, ctx: Context, rank: int = 0
 ) -> list[tuple[Any, ...]]:
-    """Features of giving ``value`` (from ``source``) to ``param`` of ``tool``."""
+    """Features of giving ``value`` (from ``source``) to ``param`` of ``tool``.
+
+    ``rank``: the value's place in the action space's own ranking (0: best fit by name and recency).
+    """
     effect = ctx.effects.get(tool, "read")
     used_here = sum(
         1
@@ -342,7 +362,11 @@ def value_features(
         if c.tool == tool and o.ok and c.arguments.get(param) == value
     )
     used = any(value in c.arguments.values() for c in ctx.calls)
-    feats: list[tuple[Any, ...]] = [("v.used", effect, used, _bucket(used_here))]
+    feats: list[tuple[Any, ...]] = [
+        ("v.used", effect, used, _bucket(used_here)),
+        ("v.rank", _bucket(rank)),
+        ("v.rank", source.origin, _bucket(rank)),
+    ]
     for c, o in zip(ctx.calls, ctx.observations, strict=True):
         if c.tool == tool and c.arguments.get(param) == value:
             feats.append(("v.again", effect, _rows(o)))
