@@ -145,7 +145,7 @@ class Context:
     asks: bool = False
     mentioned: str = ""
     stated: frozenset[Any] = frozenset()
-    kinds: frozenset[tuple[str, str]] = frozenset()
+    kinds: tuple[tuple[str, str], ...] = ()
     calls: list[ToolCall] = field(default_factory=list)
     observations: list[Observation] = field(default_factory=list)
 
@@ -175,8 +175,11 @@ class Context:
             asks="?" in instruction,
             mentioned=instruction.lower(),
             stated=frozenset(v for v, _ in values),
-            kinds=frozenset(
-                ("integer" if isinstance(v, int) else "string", kind) for v, kind in values
+            # a sorted tuple, not a set: feature order must not depend on the hash seed
+            kinds=tuple(
+                sorted(
+                    {("integer" if isinstance(v, int) else "string", kind) for v, kind in values}
+                )
             ),
         )
 
@@ -377,7 +380,7 @@ def value_features(
             ("i.tool", tool, param, source.kind),
             ("i.order", _bucket(source.row), source.kind),
         ]
-        feats += [("i.ptok", source.kind, t) for t in _tokens(param)]
+        feats += [("i.ptok", source.kind, t) for t in sorted(_tokens(param))]
     elif source.origin == "enum":
         feats += [("e.said", param, source.kind)]
     else:

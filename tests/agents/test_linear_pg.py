@@ -95,6 +95,30 @@ def test_same_seed_same_episodes_other_seed_other_episodes(tasks) -> None:
     assert _dump(LinearPGSolver().attempt(tasks, seed=4)) != first
 
 
+def test_learning_does_not_depend_on_the_hash_seed() -> None:
+    """Two processes with different PYTHONHASHSEED learn bit-identical weights (no set order leaks into features)."""
+    import os
+    import subprocess
+    import sys
+
+    script = (
+        "import hashlib\n"
+        "from coevo.agents.linear_pg import LinearPGSolver\n"
+        "from tests.agents.test_linear_pg import _tasks, train\n"
+        "solver = LinearPGSolver(lr=0.2)\n"
+        "train(solver, _tasks(range(3), 'question') + _tasks(range(3), 'action'), updates=6)\n"
+        "print(hashlib.sha256(solver.weights.tobytes()).hexdigest())\n"
+    )
+    digests = set()
+    for hash_seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": hash_seed}
+        done = subprocess.run(
+            [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
+        )
+        digests.add(done.stdout.strip())
+    assert len(digests) == 1
+
+
 def test_it_never_reads_the_solution_or_the_verifier(tasks) -> None:
     """Blanking the reference solution and changing the verifier leaves every call it makes unchanged."""
     solver = LinearPGSolver()
