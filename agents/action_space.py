@@ -118,7 +118,10 @@ class Choice:
 
 def _signature(schema: Mapping[str, Any]) -> Any:
     """What decides which values fit a schema (parameters with equal signatures share a pool)."""
-    return (schema.get("type"), repr(schema.get("enum")), schema.get("minLength", 0))
+    return repr(sorted((k, v) for k, v in schema.items() if k not in _ANNOTATIONS))
+
+
+_ANNOTATIONS: Final = frozenset(["description", "title", "format", "examples", "default"])
 
 
 class _Seen:
@@ -241,19 +244,48 @@ def instruction_values(instruction: str) -> list[tuple[Any, str]]:
     return found
 
 
-def _fits(value: Any, schema: Mapping[str, Any]) -> bool:
-    kind = schema.get("type")
-    if "enum" in schema:
-        return value in schema["enum"]
+def _fits_type(value: Any, kind: Any) -> bool:
+    if isinstance(kind, list):
+        return any(_fits_type(value, k) for k in kind)
     if kind == "integer":
         return isinstance(value, int) and not isinstance(value, bool)
     if kind == "number":
         return isinstance(value, (int, float)) and not isinstance(value, bool)
     if kind == "string":
-        return isinstance(value, str) and len(value) >= int(schema.get("minLength", 0))
+        return isinstance(value, str)
     if kind == "boolean":
         return isinstance(value, bool)
     return False
+
+
+def _fits(value: Any, schema: Mapping[str, Any]) -> bool:
+    """Whether the tool would accept ``value`` for a parameter of ``schema`` (type, enum, bounds, lengths).
+
+    Values the arguments check would refuse are never offered: the schema is
+    visible to any agent, so trying them teaches nothing.
+    """
+    if "enum" in schema:
+        return value in schema["enum"]
+    if "const" in schema:
+        return bool(value == schema["const"])
+    if not _fits_type(value, schema.get("type")):
+        return False
+    if isinstance(value, str):
+        return (
+            int(schema.get("minLength", 0))
+            <= len(value)
+            <= int(schema.get("maxLength", len(value)))
+        )
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        low, high = schema.get("minimum"), schema.get("maximum")
+        above, below = schema.get("exclusiveMinimum"), schema.get("exclusiveMaximum")
+        return (
+            (low is None or value >= low)
+            and (high is None or value <= high)
+            and (above is None or value > above)
+            and (below is None or value < below)
+        )
+    return True
 
 
 def _affinity(param: str, column: str | None) -> int:

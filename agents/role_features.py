@@ -367,7 +367,6 @@ def value_features(
     used = any(value in c.arguments.values() for c in ctx.calls)
     feats: list[tuple[Any, ...]] = [
         ("v.used", effect, used, _bucket(used_here)),
-        ("v.rank", _bucket(rank)),
         ("v.rank", source.origin, _bucket(rank)),
     ]
     for c, o in zip(ctx.calls, ctx.observations, strict=True):

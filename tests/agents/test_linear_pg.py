@@ -41,9 +41,10 @@ def train(
 
 
 def test_success_on_worlds_never_trained_on_rises_from_near_zero() -> None:
-    """Level-1 questions (2–3 calls) in worlds of seeds never trained on: ≤ 0.1 before, ≥ 0.6 after 40 updates.
+    """Level-1 questions (2–3 calls) in worlds of seeds never trained on: ≤ 0.1 before, ≥ 0.6 after 80 updates.
 
-    Measured: 0.00 before; 0.65 after 20 updates, 0.78 after 40, 0.80 after 120.
+    Measured: 0.03 before; 0.63 after 40 updates, 0.70 after 60, 0.78 after 80
+    (0.85 with another acting seed).
     Ids, names and amounts differ between the training and the held-out
     worlds, so a policy that memorised values would stay near 0.
     """
@@ -52,7 +53,7 @@ def test_success_on_worlds_never_trained_on_rises_from_near_zero() -> None:
     assert not {t.world_id for t in train_tasks} & {t.world_id for t in held}
     solver = LinearPGSolver(lr=0.2)
     before = success(solver, held, seed=7)
-    train(solver, train_tasks, updates=40)
+    train(solver, train_tasks, updates=80)
     after = success(solver, held, seed=7)
     assert before <= 0.1, (before, after)
     assert after >= 0.6, (before, after)
@@ -61,13 +62,13 @@ def test_success_on_worlds_never_trained_on_rises_from_near_zero() -> None:
 def test_writes_are_learnt_too() -> None:
     """Level-1 actions (look up, write, submit) of retail worlds never trained on: ≤ 0.1 before, ≥ 0.6 after.
 
-    Measured: 0.00 before, 0.93 after 15 updates.
+    Measured: 0.00 before; 0.70 after 15 updates, 0.95 after 25.
     """
     train_tasks = _tasks(range(0, 12), "action", domains=["retail"])
     held = _tasks(range(500, 505), "action", domains=["retail"])
     solver = LinearPGSolver(lr=0.2)
     before = success(solver, held, seed=7)
-    train(solver, train_tasks, updates=15)
+    train(solver, train_tasks, updates=25)
     after = success(solver, held, seed=7)
     assert before <= 0.1, (before, after)
     assert after >= 0.6, (before, after)
