@@ -1,0 +1,224 @@
+"""Experiment files: TOML validated into :class:`Experiment`, with "did you mean" on a misspelt key.
+
+A minimal file::
+
+    [run]
+    seed = 0
+    generations = 12
+
+    [solver]
+    name = "linear-pg"
+    actors = 2
+
+    [curriculum]
+    name = "target-band"
+
+Every table and key is optional except what a role needs (see
+``experiments/quickstart.toml`` for all of them with comments). ``--set
+solver.actors=1`` overrides a key from the command line; the value is read as
+TOML (``1``, ``"text"``, ``[1, 2]``, ``true``) or, failing that, as text.
+"""
+
+from __future__ import annotations
+
+import difflib
+import tomllib
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from coevo.arena.errors import CoevoError
+from coevo.curricula.strategies import CurriculumConfig
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+__all__ = [
+    "EvalConfig",
+    "Experiment",
+    "ExperimentError",
+    "RayConfig",
+    "RoleConfig",
+    "RunConfig",
+    "load_experiment",
+    "parse_overrides",
+]
+
+
+class ExperimentError(CoevoError):
+    """An experiment file (or an override) is not valid; the message names the key and the fix."""
+
+
+class _Table(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RunConfig(_Table):
+    """``[run]``: the run as a whole.
+
+    Attributes:
+        name: a label for displays and summaries.
+        seed: the seed everything derives from (same seed, same log).
+        generations: generations to run.
+        out: the run directory (any pyarrow filesystem URI), unless ``--out`` is given.
+        rollouts: episodes per training task (k; their mean is the group baseline).
+        chunk: episodes per Solver call (the unit of retry; independent of the actor count).
+    """
+
+    name: str = "experiment"
+    seed: int = 0
+    generations: int = Field(default=10, ge=1)
+    out: str = "runs/experiment"
+    rollouts: int = Field(default=4, ge=1)
+    chunk: int = Field(default=64, ge=1)
+
+
+class RoleConfig(_Table):
+    """A role table (``[synthesizer]``, ``[judge]``, ``[solver]``, ``[world_model]``).
+
+    Attributes:
+        name: the registered role name (``coevo roles`` lists them).
+        actors: Ray actors of this role (the learner and the World model are always one).
+        config: keyword arguments for the role's factory.
+    """
+
+    name: str
+    actors: int = Field(default=1, ge=1)
+    config: dict[str, Any] = Field(default_factory=dict)
+
+
+class EvalConfig(_Table):
+    """``[eval]``: the held-out evaluation suite (fixed tasks, never trained on).
+
+    Attributes:
+        every: run it every this many generations (and after the last).
+        levels: the levels it covers.
+        per_level: tasks per level.
+        seed: the seed of its proposals (kept apart from training seeds).
+    """
+
+    every: int = Field(default=2, ge=1)
+    levels: list[int] = Field(default_factory=lambda: [1, 2, 3], min_length=1)
+    per_level: int = Field(default=16, ge=1)
+    seed: int = 10**6
+
+
+class RayConfig(_Table):
+    """``[ray]``: where to run. ``address`` (or ``--address``, or ``RAY_ADDRESS``) joins a cluster.
+
+    Attributes:
+        address: a cluster address; empty: start Ray on this machine.
+        num_cpus: CPUs for a local Ray (empty: all).
+    """
+
+    address: str = ""
+    num_cpus: int | None = Field(default=None, ge=1)
+
+
+class Experiment(_Table):
+    """A whole experiment file."""
+
+    run: RunConfig = Field(default_factory=RunConfig)
+    synthesizer: RoleConfig = Field(default_factory=lambda: RoleConfig(name="procedural"))
+    judge: RoleConfig = Field(default_factory=lambda: RoleConfig(name="mechanical"))
+    solver: RoleConfig = Field(default_factory=lambda: RoleConfig(name="linear-pg"))
+    world_model: RoleConfig = Field(default_factory=lambda: RoleConfig(name="irt"))
+    curriculum: CurriculumConfig = Field(default_factory=CurriculumConfig)
+    eval: EvalConfig = Field(default_factory=EvalConfig)
+    ray: RayConfig = Field(default_factory=RayConfig)
+
+
+def _fields_at(model: type[BaseModel], path: Sequence[str | int]) -> list[str]:
+    """The keys allowed where ``path`` points (for "did you mean")."""
+    current: Any = model
+    for part in path[:-1]:
+        fields = getattr(current, "model_fields", None)
+        if not fields or part not in fields:
+            return []
+        current = fields[part].annotation
+    fields = getattr(current, "model_fields", None)
+    return list(fields) if fields else []
+
+
+def _explain(error: ValidationError, source: str) -> str:
+    lines = []
+    for problem in error.errors():
+        path = [p for p in problem["loc"]]
+        dotted = ".".join(str(p) for p in path)
+        if problem["type"] == "extra_forbidden":
+            allowed = _fields_at(Experiment, path)
+            close = difflib.get_close_matches(str(path[-1]), allowed, n=1)
+            hint = (
+                f"; did you mean {'.'.join([*map(str, path[:-1]), close[0]])!r}?" if close else ""
+            )
+            lines.append(f"unknown key {dotted!r}{hint} (allowed here: {', '.join(allowed)})")
+        else:
+            lines.append(f"{dotted}: {problem['msg']} (got {problem.get('input')!r})")
+    return f"{source} is not a valid experiment:\n  " + "\n  ".join(lines)
+
+
+def parse_overrides(items: Sequence[str]) -> dict[str, Any]:
+    """``["solver.actors=1", ...]`` → a nested mapping.
+
+    Raises:
+        ExperimentError: an item is not ``key=value``.
+    """
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        if not sep or not key.strip():
+            raise ExperimentError(f"--set wants key=value (e.g. solver.actors=2), not {item!r}")
+        try:
+            value = tomllib.loads(f"v = {text}")["v"]
+        except tomllib.TOMLDecodeError:
+            value = text
+        node = out
+        parts = key.strip().split(".")
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise ExperimentError(f"--set {key}: {part} is set both as a table and a value")
+        node[parts[-1]] = value
+    return out
+
+
+def _merge(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), dict):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def load_experiment(
+    source: str | Path | Mapping[str, Any], overrides: Sequence[str] = ()
+) -> Experiment:
+    """Read and validate an experiment (a TOML path, or the parsed mapping), with ``--set`` overrides.
+
+    Raises:
+        ExperimentError: the file is missing, not TOML, or not a valid experiment
+            (every problem listed, an unknown key with the closest known one).
+    """
+    if isinstance(source, Mapping):
+        data, label = dict(source), "the experiment"
+    else:
+        path = Path(source)
+        label = str(path)
+        if not path.is_file():
+            raise ExperimentError(
+                f"{path}: no such experiment file (see experiments/ for examples)"
+            )
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except tomllib.TOMLDecodeError as exc:
+            raise ExperimentError(f"{path} is not valid TOML: {exc}") from None
+    # role tables start from their defaults, so "--set solver.actors=2" works without a [solver] table
+    defaults = {
+        key: {"name": getattr(Experiment(), key).name}
+        for key in ("synthesizer", "judge", "solver", "world_model")
+    }
+    data = _merge(_merge(defaults, data), parse_overrides(overrides))
+    try:
+        return Experiment.model_validate(data)
+    except ValidationError as exc:
+        raise ExperimentError(_explain(exc, label)) from None
