@@ -98,6 +98,7 @@ class LinearPGSolver:
         answers: int = 40,
         limits: Limits = DEFAULT_LIMITS,
         keep_worlds: int = 64,
+        step_cost: float = 0.0,
     ):
         if not 0 < lr <= 10:
             raise ValueError(f"lr must be in (0, 10], not {lr}")
@@ -108,6 +109,7 @@ class LinearPGSolver:
         if dim < 1024:
             raise ValueError(f"dim must be at least 1024, not {dim}")
         self.lr = lr
+        self.step_cost = step_cost
         self.entropy = entropy
         self.temperature = temperature
         self.greedy = greedy
@@ -325,7 +327,7 @@ class LinearPGSolver:
         """
         groups: dict[str, list[float]] = defaultdict(list)
         for episode in episodes:
-            groups[episode.task_id].append(float(episode.reward.value))
+            groups[episode.task_id].append(self._return(episode))
         means = {task: sum(r) / len(r) for task, r in groups.items()}
         all_idx: list[np.ndarray] = []
         all_val: list[np.ndarray] = []
@@ -338,7 +340,7 @@ class LinearPGSolver:
                 skipped += 1
                 continue
             used += 1
-            reward = float(episode.reward.value)
+            reward = self._return(episode)
             group = groups[episode.task_id]
             advantage = reward - (means[episode.task_id] if len(group) > 1 else self.baseline)
             for d in decisions:
@@ -378,6 +380,15 @@ class LinearPGSolver:
                 "version": self.updates,
             },
         )
+
+    def _return(self, episode: Episode) -> float:
+        """The reward, less ``step_cost`` per call when it is 1: of two ways to earn 1, the shorter is preferred.
+
+        Failures all count 0 whatever their length, so a short failure is
+        never preferred to a long one (that would teach giving up at once).
+        """
+        value = float(episode.reward.value)
+        return value * max(0.0, 1.0 - self.step_cost * len(episode.calls)) if value else 0.0
 
     def _adam(self, grad: np.ndarray, beta1: float = 0.9, beta2: float = 0.999) -> None:
         self.updates += 1

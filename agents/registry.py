@@ -116,7 +116,7 @@ class Registry:
         self._load()
 
     def get(self, name: str) -> RoleInfo:
-        """The role called ``name``.
+        """The role called ``name`` (a registered name, or an import path ``"package.module:Factory"``).
 
         Raises:
             RegistryError: no such role; the message names the closest ones and every kind's roles.
@@ -124,12 +124,28 @@ class Registry:
         self._load()
         if name in self._roles:
             return self._roles[name]
+        if ":" in name:
+            return self._imported(name)
         close = difflib.get_close_matches(name, list(self._roles), n=2)
         hint = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
         raise RegistryError(
             f"no role called {name!r}; {hint}registered: {', '.join(sorted(self._roles)) or 'none'} "
             "(`coevo roles` lists them; a plugin registers through the 'coevo.roles' entry points)"
         )
+
+    def _imported(self, name: str) -> RoleInfo:
+        """A role named by its import path, ``"package.module:Factory"`` (no entry point needed)."""
+        import importlib
+
+        module_name, _, attribute = name.partition(":")
+        try:
+            factory = getattr(importlib.import_module(module_name), attribute)
+        except (ImportError, AttributeError) as exc:
+            raise RegistryError(
+                f"role {name!r}: cannot import {attribute!r} from {module_name!r} "
+                f"({type(exc).__name__}: {exc}); is the package installed, or on the path of every Ray worker?"
+            ) from None
+        return self.register(name, factory, origin=module_name)
 
     def create(self, name: str, **config: Any) -> Any:
         """An instance of role ``name`` made with ``config``."""

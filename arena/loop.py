@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import logging
 import json
+import logging
 import os
 import time
 from collections import Counter
@@ -646,6 +646,7 @@ def run_experiment(
     on_generation: Callable[[GenerationReport], None] | None = None,
     events: Callable[..., None] | None = None,
     stop_after: int | None = None,
+    on_start: Callable[[Arena], None] | None = None,
 ) -> RunSummary:
     """Run (or continue) ``experiment``; returns the summary.
 
@@ -657,6 +658,7 @@ def run_experiment(
         on_generation: called after each committed generation.
         events: ``events(name, **fields)`` for structured events.
         stop_after: end after this many generations of this call (tests of resume).
+        on_start: called with the :class:`Arena` once its actors are up (tests, embedding).
     """
     target = run_dir or experiment.run.out
     started = _connect(address or experiment.ray.address or None, experiment.ray.num_cpus)
@@ -664,6 +666,8 @@ def run_experiment(
     reports: list[GenerationReport] = []
     try:
         first = arena.start(resume=resume)
+        if on_start is not None:
+            on_start(arena)
         for gen in range(first, experiment.run.generations):
             if stop_after is not None and len(reports) >= stop_after:
                 break

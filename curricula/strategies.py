@@ -324,9 +324,9 @@ class PLR(Curriculum):
     def replay_distribution(self, gen: int) -> np.ndarray:
         """P(replay) over :attr:`buffer`: rank-temperature scores mixed with staleness."""
         scores = np.array([self.stats[t].score for t in self.buffer], dtype=float)
-        order = np.argsort(-scores, kind="stable")
-        ranks = np.empty(len(scores))
-        ranks[order] = np.arange(1, len(scores) + 1)
+        # equal scores share a rank (1 + how many score strictly higher)
+        ordered = np.sort(scores)
+        ranks = 1.0 + (len(scores) - np.searchsorted(ordered, scores, side="right"))
         by_score = (1.0 / ranks) ** (1.0 / self.config.temperature)
         by_score /= by_score.sum()
         stale = np.array([gen - self.stats[t].last_played for t in self.buffer], dtype=float)

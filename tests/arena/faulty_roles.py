@@ -1,0 +1,28 @@
+"""Roles that fail on purpose, imported by Ray workers by path ("tests.arena.faulty_roles:...")."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from coevo.agents.linear_pg import LinearPGSolver
+from coevo.agents.protocols import ProposalRequest
+from coevo.agents.synthesizers.procedural import ProceduralSynthesizer
+from coevo.arena import Episode, TaskSpec
+
+
+class FlakySolver(LinearPGSolver):
+    """A linear-pg solver whose ``attempt`` raises for every third seed."""
+
+    def attempt(self, tasks: Sequence[TaskSpec], seed: int) -> list[Episode]:
+        if seed % 3 == 0:
+            raise RuntimeError(f"flaky solver gave up on seed {seed}")
+        return super().attempt(tasks, seed)
+
+
+class PickySynthesizer(ProceduralSynthesizer):
+    """A procedural synthesizer that raises on every level-3 request."""
+
+    def propose(self, request: ProposalRequest) -> list[TaskSpec]:
+        if request.level == 3:
+            raise ValueError("level 3 is not my thing")
+        return super().propose(request)

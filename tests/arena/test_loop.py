@@ -1,0 +1,127 @@
+"""The co-evolution loop on Ray: a complete, deterministic log; resume; killed actors; failing roles."""
+
+from __future__ import annotations
+
+import os
+import signal
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from coevo.arena.experiment import load_experiment
+from coevo.arena.gamelog import SCHEMAS, GameLog
+from coevo.arena.loop import ArenaError, resume_run, run_experiment
+
+pytestmark = pytest.mark.usefixtures("ray_cluster")
+
+
+def experiment(**overrides: Any):
+    base: dict[str, Any] = {
+        "run": {"seed": 11, "generations": 3, "rollouts": 2, "chunk": 8},
+        "synthesizer": {"name": "procedural", "config": {"domains": ["retail"], "world_pool": 2}},
+        "solver": {"name": "linear-pg", "actors": 2, "config": {"lr": 0.2}},
+        "curriculum": {"name": "plr", "tasks_per_gen": 6, "min_fill": 4, "levels": [1, 2]},
+        "eval": {"levels": [1, 2], "per_level": 3, "every": 2},
+    }
+    for key, value in overrides.items():
+        section, _, name = key.partition("__")
+        base.setdefault(section, {})[name] = value
+    return load_experiment(base)
+
+
+def tables(run_dir) -> dict[str, list[dict]]:
+    log = GameLog(str(run_dir))
+    return {name: log.read(name).to_pylist() for name in SCHEMAS}
+
+
+def test_a_run_writes_a_whole_log(tmp_path) -> None:
+    """Contiguous generations, one generations row each, unique episode ids, counts as configured."""
+    summary = run_experiment(experiment(), str(tmp_path / "run"))
+    assert summary.generations == 3
+    log = tables(tmp_path / "run")
+    assert [r["gen"] for r in log["generations"]] == [0, 1, 2]
+    episodes = log["episodes"]
+    assert len({e["episode_id"] for e in episodes}) == len(episodes)
+    for row in log["generations"]:
+        train = [e for e in episodes if e["gen"] == row["gen"] and e["purpose"] == "train"]
+        assert len(train) == row["train_episodes"] == row["trained_tasks"] * 2
+        assert row["trained_tasks"] == 6
+    evals = log["evals"]
+    assert {r["gen"] for r in evals} == {0, 2}  # every 2 generations and after the last
+    assert all(isinstance(r["success"], bool) for r in evals)
+    accepted = {v["task_id"] for v in log["verdicts"] if v["accepted"]}
+    trained = {e["task_id"] for e in episodes if e["purpose"] == "train"}
+    assert trained <= accepted
+    eval_ids = {r["task_id"] for r in evals}
+    assert not eval_ids & trained, "the eval suite is never trained on"
+    assert {t["task_id"] for t in log["tasks"]} >= trained | eval_ids
+    assert {w["world_id"] for w in log["worlds"]} >= {t["world_id"] for t in log["tasks"]}
+
+
+def test_same_seed_same_log_and_resume_continues_it(tmp_path) -> None:
+    """Two runs with one seed write equal logs; a run stopped after gen 1 and resumed writes the same log again."""
+    run_experiment(experiment(), str(tmp_path / "a"))
+    run_experiment(experiment(), str(tmp_path / "b"))
+    first, second = tables(tmp_path / "a"), tables(tmp_path / "b")
+    assert first == second
+    partial = run_experiment(experiment(), str(tmp_path / "c"), stop_after=2)
+    assert partial.generations == 2
+    resumed = resume_run(str(tmp_path / "c"))
+    assert resumed.generations == 3
+    assert tables(tmp_path / "c") == first
+
+
+def test_a_finished_run_is_not_overwritten(tmp_path) -> None:
+    """Running again into a run directory with generations says to resume or choose another --out."""
+    run_experiment(experiment(run__generations=1), str(tmp_path / "r"))
+    with pytest.raises(ArenaError, match="coevo resume"):
+        run_experiment(experiment(run__generations=1), str(tmp_path / "r"))
+
+
+def test_half_written_generations_are_invisible(tmp_path) -> None:
+    """Parts of a generation without its manifest (a driver killed while writing) are never read."""
+    run_experiment(experiment(run__generations=1), str(tmp_path / "r"))
+    log = GameLog(str(tmp_path / "r"))
+    log.write_part("generations", 1, [dict.fromkeys(SCHEMAS["generations"].names)])
+    assert log.last_generation() == 0
+    assert log.read("generations").num_rows == 1
+    assert isinstance(log.read("episodes"), pa.Table)
+
+
+def test_a_killed_solver_actor_is_restarted_and_the_log_is_unchanged(tmp_path) -> None:
+    """SIGKILL of a Solver actor's process after generation 0: Ray restarts it, the batch is retried, same log."""
+    import ray
+
+    killed: list[int] = []
+    pids: list[int] = []
+
+    def remember_pids(arena) -> None:
+        pids.extend(ray.get([actor.pid.remote() for actor in arena.solvers.actors]))
+
+    def kill_a_solver(report) -> None:
+        if report.gen == 0:
+            os.kill(pids[0], signal.SIGKILL)
+            killed.append(pids[0])
+
+    run_experiment(
+        experiment(), str(tmp_path / "k"), on_start=remember_pids, on_generation=kill_a_solver
+    )
+    assert killed
+    run_experiment(experiment(), str(tmp_path / "ref"))
+    assert tables(tmp_path / "k") == tables(tmp_path / "ref")
+
+
+def test_roles_that_raise_are_recorded_and_the_run_goes_on(tmp_path) -> None:
+    """A solver raising on some chunks gives recorded failed episodes; a synthesizer raising on level 3 gives fewer tasks."""
+    exp = experiment(
+        solver__name="tests.arena.faulty_roles:FlakySolver",
+        synthesizer__name="tests.arena.faulty_roles:PickySynthesizer",
+        curriculum__levels=[1, 2, 3],
+    )
+    summary = run_experiment(exp, str(tmp_path / "f"))
+    assert summary.generations == 3
+    log = tables(tmp_path / "f")
+    failed = [e for e in log["episodes"] if e["failure"]]
+    assert failed and all("flaky solver gave up" in e["failure"] for e in failed)
+    assert all(e["reward"] == 0 for e in failed)
+    assert sum(r["failures"] for r in log["generations"]) >= len(failed)
