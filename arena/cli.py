@@ -369,8 +369,10 @@ def build_parser() -> argparse.ArgumentParser:
     roles.set_defaults(func=cmd_roles)
 
     from coevo.agents.synthesizers.cli import add_commands
+    from coevo.arena.run_cli import add_commands as add_run_commands
 
     add_commands(sub, fmt)
+    add_run_commands(sub, fmt)
     return parser
 
 
