@@ -125,3 +125,50 @@ def test_roles_that_raise_are_recorded_and_the_run_goes_on(tmp_path) -> None:
     assert failed and all("flaky solver gave up" in e["failure"] for e in failed)
     assert all(e["reward"] == 0 for e in failed)
     assert sum(r["failures"] for r in log["generations"]) >= len(failed)
+
+
+def test_a_driver_killed_with_sigkill_resumes_to_the_same_log(tmp_path) -> None:
+    """`coevo run` killed -9 mid-run, then `coevo resume`: contiguous generations, no duplicates, the same log."""
+    import subprocess
+    import sys
+    import time
+
+    toml = tmp_path / "small.toml"
+    toml.write_text(
+        "[run]\nseed = 11\ngenerations = 4\nrollouts = 2\nchunk = 8\n"
+        '[synthesizer]\nname = "procedural"\nconfig = { domains = ["retail"], world_pool = 2 }\n'
+        '[solver]\nname = "linear-pg"\nactors = 2\nconfig = { lr = 0.2 }\n'
+        '[curriculum]\nname = "plr"\ntasks_per_gen = 6\nmin_fill = 4\nlevels = [1, 2]\n'
+        "[eval]\nlevels = [1, 2]\nper_level = 3\nevery = 2\n"
+        "[ray]\nnum_cpus = 2\n"
+    )
+    run_dir = tmp_path / "killed"
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    driver = subprocess.Popen(
+        [sys.executable, "-m", "coevo.arena.cli", "run", str(toml), "--out", str(run_dir)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    manifest = run_dir / "log" / "_manifests" / "gen=000001.json"
+    deadline = time.monotonic() + 240
+    while not manifest.exists() and driver.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert manifest.exists(), "the driver committed generation 1"
+    driver.send_signal(signal.SIGKILL)
+    driver.wait()
+    assert GameLog(str(run_dir)).last_generation() < 3, "killed before the end"
+    done = subprocess.run(
+        [sys.executable, "-m", "coevo.arena.cli", "resume", str(run_dir)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    resumed = tables(run_dir)
+    assert [r["gen"] for r in resumed["generations"]] == [0, 1, 2, 3]
+    ids = [e["episode_id"] for e in resumed["episodes"]]
+    assert len(ids) == len(set(ids))
+    run_experiment(load_experiment(toml), str(tmp_path / "whole"))
+    assert resumed == tables(tmp_path / "whole")
