@@ -104,18 +104,55 @@ def _plan_of(data: dict[str, Any]) -> GenerationPlan:
     )
 
 
+class _Batch:
+    """Calls in flight on a pool; :meth:`get` gathers them in order, resubmitting a call whose actor died.
+
+    Ray restarts a dead actor and retries its calls, but a call caught while
+    its node is going away can still fail ("actor unavailable"). Every call
+    here is deterministic (seeds and weights travel with it), so it is simply
+    made again, on the next actor, a few times with a growing pause.
+    """
+
+    def __init__(self, pool: _Pool, method: str, chunks: Sequence[tuple[Any, ...]]):
+        self.pool = pool
+        self.method = method
+        self.chunks = list(chunks)
+        self.refs = [pool.call(i, method, args) for i, args in enumerate(self.chunks)]
+
+    def get(self, attempts: int = 8) -> list[Any]:
+        """Every call's result, in submission order."""
+        import ray
+        from ray.exceptions import ActorUnavailableError, RayActorError
+
+        results = []
+        for i, ref in enumerate(self.refs):
+            for attempt in range(attempts):
+                try:
+                    results.append(ray.get(ref))
+                    break
+                except (RayActorError, ActorUnavailableError) as exc:
+                    if attempt == attempts - 1:
+                        raise ArenaError(
+                            f"a {self.method} call failed {attempts} times, the last: {exc}"
+                        ) from None
+                    time.sleep(0.2 * (attempt + 1))
+                    ref = self.pool.call(i + attempt + 1, self.method, self.chunks[i])
+        return results
+
+
 class _Pool:
     """Actors of one role; work is split in fixed chunks, handed out round-robin, gathered in order."""
 
     def __init__(self, actors: list[Any]):
         self.actors = actors
 
-    def map(self, method: str, chunks: Sequence[tuple[Any, ...]]) -> list[Any]:
-        refs = [
-            getattr(self.actors[i % len(self.actors)], method).remote(*args)
-            for i, args in enumerate(chunks)
-        ]
-        return refs
+    def call(self, index: int, method: str, args: tuple[Any, ...]) -> Any:
+        """Submit ``method(*args)`` to actor ``index`` (modulo the pool size)."""
+        return getattr(self.actors[index % len(self.actors)], method).remote(*args)
+
+    def map(self, method: str, chunks: Sequence[tuple[Any, ...]]) -> _Batch:
+        """Submit one call per chunk; ``.get()`` the results."""
+        return _Batch(self, method, chunks)
 
 
 class Arena:
@@ -159,10 +196,18 @@ class Arena:
 
         host = ray.remote(RoleHost)
 
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        here = ray.get_runtime_context().get_node_id()
+
         def pool(role: Any, n: int, restarts: bool) -> list[Any]:
             options: dict[str, Any] = {"num_cpus": 0}
             if restarts:
                 options.update(max_restarts=4, max_task_retries=4)
+            else:
+                # stateful singletons (the learner, the World model) live on the driver's node:
+                # losing another node must not lose their state
+                options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(here, soft=False)
             return [host.options(**options).remote(role.name, role.config) for _ in range(n)]
 
         exp = self.exp
@@ -203,12 +248,10 @@ class Arena:
         self, pending: dict[str, Any]
     ) -> tuple[list[TaskSpec], list[Verdict], list[str], int]:
         """Gather proposals, judge them (chunks over the judge pool), in request order."""
-        import ray
-
         tasks: list[TaskSpec] = []
         sources: list[str] = []
         failures = 0
-        for result in ray.get(pending["proposals"]):
+        for result in pending["proposals"].get():
             for made, error in result:
                 if error:
                     failures += 1
@@ -216,7 +259,8 @@ class Arena:
                 tasks.extend(made)
                 sources.extend(["fresh"] * len(made))
         mutated = 0
-        for result in ray.get(pending.get("mutations", [])):
+        mutations = pending.get("mutations")
+        for result in mutations.get() if mutations is not None else []:
             for child, _why in result:
                 if child is not None:
                     tasks.append(child)
@@ -235,13 +279,11 @@ class Arena:
         refs = self.judges.map(
             "assess", [(tasks[i : i + chunk],) for i in range(0, len(tasks), chunk)]
         )
-        verdicts = [v for part in ray.get(refs) for v in part]
+        verdicts = [v for part in refs.get() for v in part]
         return tasks, verdicts, sources, failures
 
     def _play(self, gen: int, tasks: list[TaskSpec], purpose: str, repeats: int) -> list[Episode]:
         """Each task ``repeats`` times, in fixed chunks over the Solver pool; episodes get deterministic ids."""
-        import ray
-
         order = [t for t in tasks for _ in range(repeats)]
         size = self.exp.run.chunk
         chunks = [order[i : i + size] for i in range(0, len(order), size)]
@@ -254,7 +296,7 @@ class Arena:
             ],
         )
         episodes: list[Episode] = []
-        for i, part in enumerate(ray.get(refs)):
+        for i, part in enumerate(refs.get()):
             for j, episode in enumerate(part):
                 index = i * size + j
                 episodes.append(

@@ -454,7 +454,9 @@ class TargetBand(Curriculum):
         """Admit, then move the frontier by the World model's predictions for this generation's tasks.
 
         Up when the frontier's tasks are predicted above the band on average
-        (too easy now), down when they are predicted below it (too hard).
+        (too easy now); down when they are predicted below half its low end
+        (clearly too hard: a level just reached is predicted low until the
+        Solver has played it, and should not be left at once).
         """
         super().admit(gen, tasks, predicted)
         here = [
@@ -468,7 +470,7 @@ class TargetBand(Curriculum):
         mean = float(np.mean(here))
         if mean > high and self.level + 1 in self.config.levels:
             self.level += 1
-        elif mean < low and self.level - 1 in self.config.levels:
+        elif mean < low / 2 and self.level - 1 in self.config.levels:
             self.level -= 1
 
     def _forget(self) -> None:
