@@ -312,3 +312,35 @@ class GameLog:
             partition_base_dir=self.run.path("log", table),
         )
         return dataset.to_table()
+
+    def task_specs(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Every logged task record with its world inline, by id, and the world records by id.
+
+        Each world record is parsed once and shared by its tasks.
+        """
+        from coevo.arena.spec import TaskSpec, WorldSpec
+
+        worlds_table = self.read("worlds")
+        worlds = {
+            world_id: WorldSpec.model_validate_json(spec)
+            for world_id, spec in zip(
+                worlds_table.column("world_id").to_pylist(),
+                worlds_table.column("spec").to_pylist(),
+                strict=True,
+            )
+        }
+        tasks_table = self.read("tasks")
+        tasks: dict[str, Any] = {}
+        for task_id, spec in zip(
+            tasks_table.column("task_id").to_pylist(),
+            tasks_table.column("spec").to_pylist(),
+            strict=True,
+        ):
+            if task_id in tasks:
+                continue
+            task = TaskSpec.model_validate_json(spec)
+            world = worlds.get(str(task.world))
+            if world is None:
+                raise LogError(f"task {task_id} refers to world {task.world}, not in the log")
+            tasks[task_id] = task.model_copy(update={"world": world})
+        return tasks, worlds

@@ -372,19 +372,9 @@ class Arena:
         self.pending = self._submit(gen + 1, _plan_of(state["next_plan"]))
 
     def _tasks_from_log(self) -> dict[str, TaskSpec]:
-        worlds = self.log.read("worlds")
-        for world_id, spec in zip(
-            worlds.column("world_id").to_pylist(), worlds.column("spec").to_pylist(), strict=True
-        ):
-            self.worlds[world_id] = WorldSpec.model_validate_json(spec)
-        tasks = self.log.read("tasks")
-        out: dict[str, TaskSpec] = {}
-        for task_id, spec in zip(
-            tasks.column("task_id").to_pylist(), tasks.column("spec").to_pylist(), strict=True
-        ):
-            if task_id not in out:
-                out[task_id] = self._canonical(TaskSpec.model_validate_json(spec))
-        return out
+        tasks, worlds = self.log.task_specs()
+        self.worlds.update(worlds)
+        return tasks
 
     def generation(self, gen: int) -> GenerationReport:
         """Run and commit generation ``gen``."""

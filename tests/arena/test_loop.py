@@ -58,6 +58,25 @@ def test_a_run_writes_a_whole_log(tmp_path) -> None:
     assert {w["world_id"] for w in log["worlds"]} >= {t["world_id"] for t in log["tasks"]}
 
 
+def test_the_curriculum_is_rebuilt_from_the_log_alone(tmp_path) -> None:
+    """Replaying admit/batch/observe from the log gives exactly the curriculum state in the last checkpoint."""
+    import json
+
+    from coevo.arena.gamelog import RunDir
+    from coevo.curricula.rebuild import curriculum_from_log
+
+    run_experiment(experiment(curriculum__name="accel", run__generations=4), str(tmp_path / "run"))
+    rebuilt = curriculum_from_log(str(tmp_path / "run"))
+    saved = json.loads(
+        RunDir(str(tmp_path / "run")).read_bytes("checkpoints", "gen=2", "state.json")
+    )
+    assert json.loads(json.dumps(rebuilt.state())) == saved["curriculum"]
+    log = tables(tmp_path / "run")
+    mutated = [t for t in log["tasks"] if t["source"] == "mutation"]
+    assert mutated, "accel mutated some of its best tasks"
+    assert all(t["parent"] and t["operator"] for t in mutated)
+
+
 def test_same_seed_same_log_and_resume_continues_it(tmp_path) -> None:
     """Two runs with one seed write equal logs; a run stopped after gen 1 and resumed writes the same log again."""
     run_experiment(experiment(), str(tmp_path / "a"))
