@@ -68,7 +68,7 @@ def test_the_curriculum_is_rebuilt_from_the_log_alone(tmp_path) -> None:
     run_experiment(experiment(curriculum__name="accel", run__generations=4), str(tmp_path / "run"))
     rebuilt = curriculum_from_log(str(tmp_path / "run"))
     saved = json.loads(
-        RunDir(str(tmp_path / "run")).read_bytes("checkpoints", "gen=2", "state.json")
+        RunDir(str(tmp_path / "run")).read_bytes("checkpoints", "gen=3", "state.json")
     )
     assert json.loads(json.dumps(rebuilt.state())) == saved["curriculum"]
     log = tables(tmp_path / "run")
