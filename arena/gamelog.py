@@ -37,6 +37,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Final
 
 import pyarrow as pa
@@ -158,14 +159,16 @@ class RunDir:
     @property
     def fs(self) -> pafs.FileSystem:
         """The filesystem."""
-        return self._resolved()[0]
+        return self._resolved[0]
 
     @property
     def root(self) -> str:
         """The run directory's path on :attr:`fs`."""
-        return self._resolved()[1]
+        return self._resolved[1]
 
+    @cached_property
     def _resolved(self) -> tuple[pafs.FileSystem, str]:
+        # resolved once per RunDir: a filesystem object keeps its connection (and a mock:// one, its files)
         if "://" in self.uri:
             fs, path = pafs.FileSystem.from_uri(self.uri)
             return fs, path.rstrip("/")
