@@ -62,6 +62,7 @@ class GenerationReport:
     seconds: float
     episodes_per_second: float
     top_rejections: list[tuple[str, int]] = field(default_factory=list)
+    phases: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -381,8 +382,17 @@ class Arena:
         import ray
 
         started = time.perf_counter()
+        phases: dict[str, float] = {}
+        clock = [started]
+
+        def lap(name: str) -> None:
+            now = time.perf_counter()
+            phases[name] = round(phases.get(name, 0.0) + now - clock[0], 4)
+            clock[0] = now
+
         exp = self.exp
         tasks, verdicts, sources, failures = self._collect(self.pending)
+        lap("proposals")
         accepted = [
             t
             for t, v in zip(tasks, verdicts, strict=True)
@@ -394,28 +404,33 @@ class Arena:
         self.curriculum.admit(gen, accepted, predicted)
         next_plan = self.curriculum.plan(gen + 1)
         self.pending = self._submit(gen + 1, next_plan)
+        lap("predict")
 
         batch = self.curriculum.batch(gen)
         solve_start = time.perf_counter()
         episodes = self._play(gen, batch, "train", exp.run.rollouts)
         played = time.perf_counter() - solve_start
+        lap("solve")
         stats, new_state, learn_error = ray.get(self.learner.learn.remote(episodes, batch))
         if learn_error:
             self.events("learner_failed", gen=gen, error=learn_error)
         if new_state is not None:
             self.state_ref = ray.put(new_state)
             self.version = gen
+        lap("learn")
         model_error = ray.get(self.model.update.remote(episodes))
         if model_error:
             self.events("world_model_failed", gen=gen, error=model_error)
         self.curriculum.observe(
             gen, [e.task_id for e in episodes], [e.reward.value for e in episodes]
         )
+        lap("world_model")
 
         last = gen == exp.run.generations - 1
         evals: list[Episode] = []
         if gen % exp.eval.every == 0 or last:
             evals = self._play(gen, self.eval_tasks, "eval", 1)
+        lap("eval")
         label = ray.get(self.learner.solver_name.remote())
         row = self._commit(
             gen,
@@ -432,6 +447,7 @@ class Arena:
             next_plan,
             failures,
         )
+        lap("commit")
         seconds = time.perf_counter() - started
         rejections = Counter(
             name for v in verdicts if not v.accepted for name in (v.failed or {"error": None})
@@ -442,11 +458,13 @@ class Arena:
             seconds=seconds,
             episodes_per_second=len(episodes) / played if played > 0 else 0.0,
             top_rejections=rejections.most_common(3),
+            phases=phases,
         )
         self.events(
             "generation",
             gen=gen,
             seconds=round(seconds, 3),
+            phases=phases,
             **{k: v for k, v in row.items() if k != "rejections"},
         )
         if self.on_generation:
