@@ -43,10 +43,13 @@ class SearchJudge(MechanicalJudge):
     """The mechanical checks, then ``solvable``: a search that never saw the solution must earn 1.
 
     The search (:func:`coevo.agents.search.search_solve`) only calls tools with
-    values it has seen. A task it solves gets ``solvable: passed`` with the
-    number of calls it needed (a difficulty signal); a task it cannot solve
-    within the budget stays ``solvable: null``, *unproven*, with the budget
-    in the reason, and the curriculum decides what to do with it.
+    values it has seen. A task it solves gets ``solvable: passed`` and the
+    tool calls the search spent in :attr:`Verdict.solve_calls
+    <coevo.arena.outcomes.Verdict.solve_calls>` (a difficulty signal; the
+    reason also gives the length of the calls it found); a task it cannot
+    solve within the budget stays ``solvable: null``, *unproven*, with the
+    budget in the reason and ``solve_calls`` None, and the curriculum decides
+    what to do with it.
 
     Args:
         budget: tool calls the search may spend per task.
@@ -80,5 +83,6 @@ class SearchJudge(MechanicalJudge):
             checks["solvable"] = CheckResult(
                 passed=True if result.solved else None, reason=result.reason
             )
-            out.append(verdict.model_copy(update={"checks": checks}))
+            solve_calls = result.spent if result.solved else None
+            out.append(verdict.model_copy(update={"checks": checks, "solve_calls": solve_calls}))
         return out

@@ -263,6 +263,9 @@ class Verdict(_Model):
         checks: check name to result, in the order they are defined.
         error: why the record could not be read at all, else None.
         warnings: things worth knowing that do not reject the task.
+        solve_calls: tool calls the solvability search spent before it earned 1
+            (replays included; a difficulty signal); None when no search ran or
+            it did not succeed.
     """
 
     task_id: str | None
@@ -271,6 +274,7 @@ class Verdict(_Model):
     checks: dict[str, CheckResult]
     error: str | None = None
     warnings: list[str] = Field(default_factory=list)
+    solve_calls: int | None = None
 
     @property
     def failed(self) -> dict[str, CheckResult]:
