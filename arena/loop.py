@@ -370,7 +370,8 @@ class Arena:
             self.state_ref = ray.put(solver_state)
             self.version = state["version"]
         ray.get(self.model.restore.remote(self.run.read_bytes(*base, "world_model.pkl")))
-        self.pending = self._submit(gen + 1, _plan_of(state["next_plan"]))
+        if gen + 1 < self.exp.run.generations:
+            self.pending = self._submit(gen + 1, _plan_of(state["next_plan"]))
 
     def _tasks_from_log(self) -> dict[str, TaskSpec]:
         tasks, worlds = self.log.task_specs()
@@ -403,7 +404,9 @@ class Arena:
             self.events("world_model_failed", gen=gen, error=error)
         self.curriculum.admit(gen, accepted, predicted)
         next_plan = self.curriculum.plan(gen + 1)
-        self.pending = self._submit(gen + 1, next_plan)
+        if gen + 1 < exp.run.generations:
+            # nothing is left in flight after the last generation (closing would kill it mid-call)
+            self.pending = self._submit(gen + 1, next_plan)
         lap("predict")
 
         batch = self.curriculum.batch(gen)
