@@ -370,9 +370,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     from coevo.agents.synthesizers.cli import add_commands
     from coevo.arena.run_cli import add_commands as add_run_commands
+    from coevo.curricula.cli import add_commands as add_analysis_commands
 
     add_commands(sub, fmt)
     add_run_commands(sub, fmt)
+    add_analysis_commands(sub, fmt)
     return parser
 
 

@@ -1,0 +1,303 @@
+"""Analysing game logs: a run's tables, and the metrics a researcher looks at first.
+
+    run = load_run("runs/quickstart")
+    metrics = analyze(run)          # JSON-ready: per generation, per level, per check ...
+
+Everything is computed with Arrow group-bys over the whole log (a million
+episode rows take a fraction of a second), from the tables alone:
+
+* ``success``: per generation, success on train and on eval; and per level
+  and per domain (joining episodes to their tasks);
+* ``frontier``: per generation, the level at which eval success crosses 0.5
+  (linear between the last level at or above 0.5 and the next one below);
+* ``pool``: per generation, the accepted tasks' domains, families and
+  distinct worlds (schemas);
+* ``rejections``: per generation and per check, how many proposals failed it
+  and at what rate;
+* ``calibration``: per generation, the World model's Brier score and expected
+  calibration error on the training episodes of tasks it predicted; and the
+  reliability table over the whole run;
+* ``throughput``: per generation, episodes played and tasks accepted (tokens
+  and dollars when a role reports them);
+* ``irt``: each solver version's ability and each task's difficulty, from the
+  run's own World model (its last checkpoint).
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from coevo.arena.errors import CoevoError
+from coevo.arena.gamelog import SCHEMAS, GameLog, RunDir
+
+__all__ = ["Run", "analyze", "frontier_of", "load_run"]
+
+
+@dataclass
+class Run:
+    """A run's game log, read whole.
+
+    Attributes:
+        run_dir: where it is.
+        experiment: the experiment it ran (as recorded), as a dict.
+        tables: every table of the log (pyarrow, with a ``gen`` column).
+    """
+
+    run_dir: str
+    experiment: dict[str, Any]
+    tables: dict[str, pa.Table] = field(default_factory=dict)
+
+    def __getitem__(self, name: str) -> pa.Table:
+        return self.tables[name]
+
+    def to_pandas(self, name: str) -> Any:
+        """The table as a pandas DataFrame (needs pandas installed)."""
+        try:
+            import pandas  # noqa: F401
+        except ImportError:
+            raise CoevoError("to_pandas needs pandas: pip install pandas") from None
+        return self.tables[name].to_pandas()
+
+    def to_polars(self, name: str) -> Any:
+        """The table as a polars DataFrame (needs polars installed)."""
+        try:
+            import polars
+        except ImportError:
+            raise CoevoError("to_polars needs polars: pip install polars") from None
+        return polars.from_arrow(self.tables[name])
+
+    @property
+    def generations(self) -> int:
+        """Committed generations."""
+        return self.tables["generations"].num_rows
+
+
+def load_run(run_dir: str) -> Run:
+    """Read every table of the run in ``run_dir`` (committed generations only).
+
+    Raises:
+        CoevoError: the directory holds no run.
+    """
+    run = RunDir(run_dir)
+    if not run.exists("experiment.json"):
+        raise CoevoError(f"{run_dir} holds no run (no experiment.json); start one with `coevo run`")
+    log = GameLog(run)
+    tables = {name: log.read(name) for name in SCHEMAS}
+    return Run(run_dir, json.loads(run.read_bytes("experiment.json")), tables)
+
+
+def _rows(table: pa.Table) -> list[dict[str, Any]]:
+    return table.to_pylist()
+
+
+def _tasks(run: Run) -> pa.Table:
+    """One row per task id (the first time it was logged): level, domain, family, world."""
+    tasks = run["tasks"].select(
+        ["task_id", "level", "domain", "family", "world_id", "source", "gen"]
+    )
+    if tasks.num_rows == 0:
+        return tasks
+    _, first = np.unique(tasks.column("task_id").to_numpy(zero_copy_only=False), return_index=True)
+    return tasks.take(pa.array(np.sort(first)))
+
+
+def _mean_by(table: pa.Table, keys: list[str], value: str) -> list[dict[str, Any]]:
+    if table.num_rows == 0:
+        return []
+    grouped = table.group_by(keys).aggregate([(value, "mean"), (value, "count")])
+    rows = grouped.to_pylist()
+    out = [
+        {**{k: r[k] for k in keys}, "success": r[f"{value}_mean"], "episodes": r[f"{value}_count"]}
+        for r in rows
+    ]
+    return sorted(out, key=lambda r: tuple((r[k] is None, r[k]) for k in keys))
+
+
+def _success(run: Run, tasks: pa.Table) -> dict[str, Any]:
+    episodes = run["episodes"]
+    train = episodes.filter(pc.equal(episodes.column("purpose"), "train"))
+    train = train.append_column("value", pc.cast(train.column("reward"), pa.float64()))
+    evals = run["evals"]
+    evals = evals.append_column("value", pc.cast(evals.column("reward"), pa.float64()))
+    joined = train.select(["task_id", "gen", "value"]).join(
+        tasks.select(["task_id", "level", "domain"]), keys="task_id", join_type="left outer"
+    )
+    return {
+        "train": _mean_by(train, ["gen"], "value"),
+        "eval": _mean_by(evals, ["gen"], "value"),
+        "train_by_level": _mean_by(joined, ["gen", "level"], "value"),
+        "train_by_domain": _mean_by(joined, ["gen", "domain"], "value"),
+        "eval_by_level": _mean_by(evals, ["gen", "level"], "value"),
+        "eval_by_domain": _mean_by(evals, ["gen", "domain"], "value"),
+    }
+
+
+def frontier_of(by_level: dict[int, float]) -> float | None:
+    """The level at which success crosses 0.5 (None when no level reaches 0.5).
+
+    Levels are taken in order; the frontier is the last level at or above
+    0.5 plus the fraction of the way to the next level (below 0.5) at which a
+    straight line between the two crosses 0.5. A Solver above 0.5 everywhere
+    is at the highest level.
+    """
+    levels = sorted(by_level)
+    above = [lv for lv in levels if by_level[lv] >= 0.5]
+    if not above:
+        return None
+    last = max(above)
+    later = [lv for lv in levels if lv > last]
+    if not later:
+        return float(last)
+    nxt = later[0]
+    s0, s1 = by_level[last], by_level[nxt]
+    return float(last + (s0 - 0.5) / (s0 - s1) * (nxt - last)) if s0 > s1 else float(last)
+
+
+def _frontier(eval_by_level: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    by_gen: dict[int, dict[int, float]] = {}
+    for row in eval_by_level:
+        if row["level"] is not None:
+            by_gen.setdefault(row["gen"], {})[row["level"]] = row["success"]
+    return [{"gen": g, "frontier": frontier_of(levels)} for g, levels in sorted(by_gen.items())]
+
+
+def _pool(run: Run, tasks: pa.Table) -> list[dict[str, Any]]:
+    verdicts = run["verdicts"]
+    accepted = verdicts.filter(verdicts.column("accepted")).select(["task_id", "gen"])
+    joined = accepted.join(
+        tasks.select(["task_id", "domain", "family", "world_id"]),
+        keys="task_id",
+        join_type="left outer",
+    )
+    out = []
+    for gen in sorted(set(joined.column("gen").to_pylist())):
+        part = joined.filter(pc.equal(joined.column("gen"), gen))
+        domains = pc.value_counts(part.column("domain")).to_pylist()
+        families = pc.value_counts(part.column("family")).to_pylist()
+        out.append(
+            {
+                "gen": gen,
+                "accepted": part.num_rows,
+                "domains": {d["values"]: d["counts"] for d in domains if d["values"] is not None},
+                "families": {f["values"]: f["counts"] for f in families if f["values"] is not None},
+                "worlds": len(set(part.column("world_id").to_pylist())),
+            }
+        )
+    return out
+
+
+def _rejections(run: Run) -> list[dict[str, Any]]:
+    verdicts = run["verdicts"]
+    if verdicts.num_rows == 0:
+        return []
+    totals = {
+        r["gen"]: r["count_all"]
+        for r in verdicts.group_by("gen").aggregate([([], "count_all")]).to_pylist()
+    }
+    exploded = pa.table(
+        {
+            "gen": pc.list_parent_indices(verdicts.column("failed")),
+            "check": pc.list_flatten(verdicts.column("failed")),
+        }
+    )
+    gens = verdicts.column("gen").to_numpy()
+    exploded = exploded.set_column(0, "gen", pa.array(gens[exploded.column("gen").to_numpy()]))
+    grouped = exploded.group_by(["gen", "check"]).aggregate([([], "count_all")]).to_pylist()
+    out = [
+        {
+            "gen": r["gen"],
+            "check": r["check"],
+            "failed": r["count_all"],
+            "rate": r["count_all"] / totals[r["gen"]],
+        }
+        for r in grouped
+    ]
+    return sorted(out, key=lambda r: (r["gen"], -r["failed"], r["check"]))
+
+
+def _calibration(run: Run) -> dict[str, Any]:
+    from coevo.agents.world_models import brier, expected_calibration_error, reliability
+
+    episodes = run["episodes"]
+    train = episodes.filter(pc.equal(episodes.column("purpose"), "train"))
+    joined = train.select(["task_id", "gen", "reward"]).join(
+        run["predictions"].select(["task_id", "gen", "p"]),
+        keys=["task_id", "gen"],
+        join_type="inner",
+    )
+    per_gen = []
+    for gen in sorted(set(joined.column("gen").to_pylist())):
+        part = joined.filter(pc.equal(joined.column("gen"), gen))
+        p = part.column("p").to_pylist()
+        o = part.column("reward").to_pylist()
+        per_gen.append(
+            {
+                "gen": gen,
+                "brier": brier(p, o),
+                "ece": expected_calibration_error(p, o),
+                "episodes": len(p),
+            }
+        )
+    p_all = joined.column("p").to_pylist()
+    o_all = joined.column("reward").to_pylist()
+    table = [
+        {"predicted": mean_p, "observed": observed, "count": n}
+        for mean_p, observed, n in (reliability(p_all, o_all) if p_all else [])
+    ]
+    return {"per_generation": per_gen, "reliability": table}
+
+
+def _throughput(run: Run) -> list[dict[str, Any]]:
+    return [
+        {
+            "gen": r["gen"],
+            "episodes": r["train_episodes"],
+            "accepted": r["accepted"],
+            "proposed": r["proposed"],
+            "tokens": None,
+            "dollars": None,
+        }
+        for r in sorted(_rows(run["generations"]), key=lambda r: r["gen"])
+    ]
+
+
+def _irt(run: Run) -> dict[str, Any]:
+    """Abilities per solver version and difficulty per task, from the run's World model (last checkpoint)."""
+    last = run.generations - 1
+    store = RunDir(run.run_dir)
+    path = ("checkpoints", f"gen={last}", "world_model.pkl")
+    if last < 0 or not store.exists(*path):
+        return {"abilities": {}, "difficulties": {}}
+    model = pickle.loads(store.read_bytes(*path))
+    abilities = {k: float(v) for k, v in getattr(model, "theta", {}).items()}
+    difficulties: dict[str, float] = {}
+    if hasattr(model, "difficulty"):
+        tasks, _ = GameLog(store).task_specs()
+        for task_id, task in tasks.items():
+            difficulties[task_id] = float(model.difficulty(task))
+    return {"abilities": abilities, "difficulties": difficulties}
+
+
+def analyze(run: Run, *, irt: bool = True) -> dict[str, Any]:
+    """Every metric of the module docstring, JSON-ready."""
+    tasks = _tasks(run)
+    success = _success(run, tasks)
+    return {
+        "run_dir": run.run_dir,
+        "name": run.experiment.get("run", {}).get("name"),
+        "curriculum": run.experiment.get("curriculum", {}).get("name"),
+        "generations": run.generations,
+        "success": success,
+        "frontier": _frontier(success["eval_by_level"]),
+        "pool": _pool(run, tasks),
+        "rejections": _rejections(run),
+        "calibration": _calibration(run),
+        "throughput": _throughput(run),
+        "irt": _irt(run) if irt else None,
+    }

@@ -1,0 +1,118 @@
+"""``coevo analyze`` and ``coevo export``: a run's metrics as JSON, and its curriculum as training data."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from coevo.arena.errors import CoevoError
+
+__all__ = ["add_commands"]
+
+
+def _print_metrics(metrics: dict[str, Any]) -> None:
+    success = {r["gen"]: r["success"] for r in metrics["success"]["train"]}
+    evals = {r["gen"]: r["success"] for r in metrics["success"]["eval"]}
+    frontier = {r["gen"]: r["frontier"] for r in metrics["frontier"]}
+    brier = {r["gen"]: r["brier"] for r in metrics["calibration"]["per_generation"]}
+    accepted = {r["gen"]: r["accepted"] for r in metrics["throughput"]}
+    print(
+        f"{metrics['run_dir']}: {metrics['generations']} generations, curriculum {metrics['curriculum']}"
+    )
+    print(f"{'gen':>4} {'accepted':>8} {'train':>6} {'eval':>6} {'frontier':>8} {'brier':>6}")
+
+    def f(value: Any) -> str:
+        return "–" if value is None else f"{value:.2f}"
+
+    for gen in range(metrics["generations"]):
+        print(
+            f"{gen:>4} {accepted.get(gen, 0):>8} {f(success.get(gen)):>6} {f(evals.get(gen)):>6} "
+            f"{f(frontier.get(gen)):>8} {f(brier.get(gen)):>6}"
+        )
+    lineage = metrics.get("lineage") or {}
+    if lineage:
+        print(
+            f"lineage: {lineage['mutations']} mutations, depth {lineage['max_depth']}, "
+            f"{lineage['frontier_from_mutation']} of {lineage['frontier_tasks']} frontier tasks from mutations"
+        )
+
+
+def cmd_analyze(args: argparse.Namespace) -> int:
+    """``coevo analyze RUN_DIR``."""
+    from coevo.curricula.analysis import analyze, load_run
+    from coevo.curricula.lineage import lineage_graph, lineage_summary, write_graphml
+
+    try:
+        run = load_run(args.run_dir)
+    except CoevoError as exc:
+        print(f"coevo analyze: {exc}", file=sys.stderr)
+        return 2
+    metrics = analyze(run, irt=not args.no_irt)
+    graph = lineage_graph(run)
+    metrics["lineage"] = lineage_summary(graph)
+    if args.graphml:
+        write_graphml(graph, args.graphml)
+    if args.json:
+        sys.stdout.write(json.dumps(metrics, indent=1, default=str) + "\n")
+    else:
+        _print_metrics(metrics)
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    """``coevo export RUN_DIR --out DIR``."""
+    from coevo.curricula.analysis import load_run
+    from coevo.curricula.export import export_run
+
+    try:
+        path, count = export_run(
+            load_run(args.run_dir), args.out, fmt=args.format, where=args.where
+        )
+    except CoevoError as exc:
+        print(f"coevo export: {exc}", file=sys.stderr)
+        return 2
+    print(f"{count} tasks → {path}", file=sys.stderr)
+    return 0
+
+
+def add_commands(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
+    """Add ``analyze`` and ``export`` to the ``coevo`` command."""
+    analyze = sub.add_parser(
+        "analyze",
+        help="a run's metrics: success, frontier, pool, rejections, calibration, lineage",
+        formatter_class=fmt,
+        description="Read RUN_DIR's game log and print its metrics per generation (--json: all of them).",
+        epilog="examples:\n  coevo analyze runs/quickstart\n  coevo analyze runs/quickstart --json | jq '.frontier'\n"
+        "  coevo analyze runs/accel --graphml lineage.graphml",
+    )
+    analyze.add_argument("run_dir", metavar="RUN_DIR")
+    analyze.add_argument("--json", action="store_true", help="every metric as one JSON object")
+    analyze.add_argument(
+        "--graphml", metavar="PATH", help="also write the lineage graph as GraphML"
+    )
+    analyze.add_argument(
+        "--no-irt", action="store_true", help="skip the IRT abilities and difficulties"
+    )
+    analyze.set_defaults(func=cmd_analyze)
+
+    export = sub.add_parser(
+        "export",
+        help="write a run's accepted tasks as training data (prompt, tools, full spec)",
+        formatter_class=fmt,
+        description=(
+            "Write the accepted tasks of RUN_DIR to DIR/tasks.jsonl (or .parquet): a prompt, the tools\n"
+            "as function definitions, and the full task record to recreate the world and reward."
+        ),
+        epilog="examples:\n  coevo export runs/quickstart --out export\n"
+        "  coevo export runs/quickstart --out export --format parquet --where 'level >= 2 and 0.2 <= success <= 0.8'",
+    )
+    export.add_argument("run_dir", metavar="RUN_DIR")
+    export.add_argument("--out", required=True, metavar="DIR")
+    export.add_argument("--format", choices=["jsonl", "parquet"], default="jsonl")
+    export.add_argument(
+        "--where",
+        help="keep rows where this holds (fields: task_id gen level domain family source predicted success)",
+    )
+    export.set_defaults(func=cmd_export)
