@@ -139,24 +139,24 @@ def _success(run: Run, tasks: pa.Table) -> dict[str, Any]:
 
 
 def frontier_of(by_level: dict[int, float]) -> float | None:
-    """The level at which success crosses 0.5 (None when no level reaches 0.5).
+    """The level at which success first falls below 0.5, going up from the easiest (None if it starts below).
 
-    Levels are taken in order; the frontier is the last level at or above
-    0.5 plus the fraction of the way to the next level (below 0.5) at which a
-    straight line between the two crosses 0.5. A Solver above 0.5 everywhere
-    is at the highest level.
+    Levels are taken in order while success stays at or above 0.5; the
+    frontier is the last of them plus the fraction of the way to the next
+    level at which a straight line between the two crosses 0.5. A higher
+    level that happens to be above 0.5 again does not move it. A Solver at or
+    above 0.5 everywhere is at the highest level.
     """
     levels = sorted(by_level)
-    above = [lv for lv in levels if by_level[lv] >= 0.5]
-    if not above:
+    if not levels or by_level[levels[0]] < 0.5:
         return None
-    last = max(above)
-    later = [lv for lv in levels if lv > last]
-    if not later:
-        return float(last)
-    nxt = later[0]
-    s0, s1 = by_level[last], by_level[nxt]
-    return float(last + (s0 - 0.5) / (s0 - s1) * (nxt - last)) if s0 > s1 else float(last)
+    last = levels[0]
+    for level in levels[1:]:
+        if by_level[level] < 0.5:
+            s0, s1 = by_level[last], by_level[level]
+            return float(last + (s0 - 0.5) / (s0 - s1) * (level - last))
+        last = level
+    return float(last)
 
 
 def _frontier(eval_by_level: list[dict[str, Any]]) -> list[dict[str, Any]]:

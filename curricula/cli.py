@@ -77,8 +77,32 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    """``coevo report RUN_DIR... --out report.html``."""
+    from coevo.curricula.report import render_report
+
+    try:
+        figures = render_report(args.run_dirs, args.out)
+    except CoevoError as exc:
+        print(f"coevo report: {exc}", file=sys.stderr)
+        return 2
+    print(f"{len(args.run_dirs)} runs, {len(figures)} figures → {args.out}", file=sys.stderr)
+    return 0
+
+
 def add_commands(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
-    """Add ``analyze`` and ``export`` to the ``coevo`` command."""
+    """Add ``analyze``, ``export`` and ``report`` to the ``coevo`` command."""
+    report = sub.add_parser(
+        "report",
+        help="one self-contained HTML file comparing runs (plots and tables)",
+        formatter_class=fmt,
+        description="Write a self-contained HTML report of one or more runs, side by side.",
+        epilog="example:\n  coevo report runs/uniform runs/plr runs/target-band --out report.html",
+    )
+    report.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
+    report.add_argument("--out", default="report.html", help="the HTML file (default: report.html)")
+    report.set_defaults(func=cmd_report)
+
     analyze = sub.add_parser(
         "analyze",
         help="a run's metrics: success, frontier, pool, rejections, calibration, lineage",

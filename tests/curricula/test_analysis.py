@@ -63,9 +63,12 @@ def test_success_and_frontier_match_a_count_by_hand(run) -> None:
 
 
 def test_frontier_interpolates_where_success_crosses_one_half() -> None:
-    """0.9 at level 1 and 0.3 at level 2 cross 0.5 two thirds of the way; nothing above 0.5: no frontier."""
+    """0.9 at level 1 and 0.3 at level 2 cross 0.5 two thirds of the way; below 0.5 from the start: none."""
     assert frontier_of({1: 0.9, 2: 0.3, 3: 0.0}) == pytest.approx(1 + 0.4 / 0.6)
     assert frontier_of({1: 0.9, 2: 0.8}) == 2.0
+    assert frontier_of({1: 0.9, 2: 0.3, 3: 0.6}) == pytest.approx(1 + 0.4 / 0.6), (
+        "the first crossing"
+    )
     assert frontier_of({1: 0.2, 2: 0.1}) is None
 
 

@@ -1,0 +1,227 @@
+"""A self-contained HTML report of one or more runs (plots as embedded PNG, tables; no external resources).
+
+    coevo report runs/uniform runs/plr runs/target-band --out report.html
+
+Figures, each with every run side by side:
+
+1. success against training episodes (train, and the held-out eval);
+2. the difficulty frontier by generation;
+3. eval success per level and generation (a heat map per run);
+4. rejection reasons (proposals failing each check);
+5. calibration: the World model's predictions against the outcomes;
+
+and a table per run: generations, episodes, final eval success, accepted
+tasks, mutations and the lineage summary.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+from collections import defaultdict
+from typing import Any
+
+from coevo.curricula.analysis import analyze, load_run
+from coevo.curricula.lineage import lineage_graph, lineage_summary
+
+__all__ = ["FIGURES", "render_report"]
+
+FIGURES = (
+    ("success", "Success against training episodes"),
+    ("frontier", "Difficulty frontier by generation"),
+    ("heatmap", "Eval success per level and generation"),
+    ("rejections", "Rejection reasons"),
+    ("calibration", "World-model calibration"),
+)
+"""The report's figures: (id, title), in order."""
+
+
+def _png(figure: Any) -> str:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
+    import matplotlib.pyplot as plt
+
+    plt.close(figure)
+    return base64.b64encode(buffer.getvalue()).decode()
+
+
+def _label(metrics: dict[str, Any]) -> str:
+    name = metrics.get("name") or "run"
+    return f"{name} ({metrics.get('curriculum')}) — {metrics['run_dir']}"
+
+
+def _figures(runs: list[dict[str, Any]]) -> dict[str, str]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out: dict[str, str] = {}
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.8))
+    for m in runs:
+        cumulative, total = {}, 0
+        for row in m["throughput"]:
+            total += row["episodes"] or 0
+            cumulative[row["gen"]] = total
+        train = m["success"]["train"]
+        left.plot(
+            [cumulative[r["gen"]] for r in train], [r["success"] for r in train], label=m["name"]
+        )
+        evals = m["success"]["eval"]
+        right.plot(
+            [cumulative[r["gen"]] for r in evals],
+            [r["success"] for r in evals],
+            marker="o",
+            label=m["name"],
+        )
+    for ax, title in ((left, "train"), (right, "held-out eval")):
+        ax.set_title(title)
+        ax.set_xlabel("training episodes")
+        ax.set_ylabel("success")
+        ax.set_ylim(-0.02, 1.02)
+        ax.legend(fontsize=8)
+    out["success"] = _png(fig)
+
+    fig, ax = plt.subplots(figsize=(6.5, 3.8))
+    for m in runs:
+        points = [(r["gen"], r["frontier"]) for r in m["frontier"]]
+        ax.plot(
+            [g for g, _ in points],
+            [f if f is not None else 0.0 for _, f in points],
+            marker="o",
+            label=m["name"],
+        )
+    ax.set_xlabel("generation")
+    ax.set_ylabel("level where eval success crosses 0.5 (0: none)")
+    ax.legend(fontsize=8)
+    out["frontier"] = _png(fig)
+
+    fig, axes = plt.subplots(1, len(runs), figsize=(5.2 * len(runs), 3.6), squeeze=False)
+    for ax, m in zip(axes[0], runs, strict=True):
+        rows = [r for r in m["success"]["eval_by_level"] if r["level"] is not None]
+        gens = sorted({r["gen"] for r in rows})
+        levels = sorted({r["level"] for r in rows})
+        grid = [[float("nan")] * len(gens) for _ in levels]
+        for r in rows:
+            grid[levels.index(r["level"])][gens.index(r["gen"])] = r["success"]
+        image = ax.imshow(
+            grid or [[0.0]], aspect="auto", origin="lower", vmin=0, vmax=1, cmap="viridis"
+        )
+        ax.set_xticks(range(len(gens)), [str(g) for g in gens], fontsize=7)
+        ax.set_yticks(range(len(levels)), [str(lv) for lv in levels])
+        ax.set_xlabel("generation")
+        ax.set_ylabel("level")
+        ax.set_title(m["name"], fontsize=9)
+        fig.colorbar(image, ax=ax, fraction=0.046)
+    out["heatmap"] = _png(fig)
+
+    fig, ax = plt.subplots(figsize=(6.5, 3.8))
+    checks = sorted({r["check"] for m in runs for r in m["rejections"]})
+    width = 0.8 / max(1, len(runs))
+    for i, m in enumerate(runs):
+        totals: dict[str, int] = defaultdict(int)
+        for r in m["rejections"]:
+            totals[r["check"]] += r["failed"]
+        ax.bar(
+            [c + i * width for c in range(len(checks))],
+            [totals[c] for c in checks],
+            width,
+            label=m["name"],
+        )
+    ax.set_xticks(
+        [c + 0.4 - width / 2 for c in range(len(checks))], checks, rotation=30, ha="right"
+    )
+    ax.set_ylabel("proposals failing the check")
+    if checks:
+        ax.legend(fontsize=8)
+    else:
+        ax.set_axis_off()
+        ax.text(
+            0.5, 0.5, "no proposal was rejected", ha="center", va="center", transform=ax.transAxes
+        )
+    out["rejections"] = _png(fig)
+
+    fig, ax = plt.subplots(figsize=(4.6, 4.2))
+    ax.plot([0, 1], [0, 1], color="grey", linestyle="--", linewidth=1)
+    for m in runs:
+        table = m["calibration"]["reliability"]
+        ax.plot(
+            [r["predicted"] for r in table],
+            [r["observed"] for r in table],
+            marker="o",
+            label=m["name"],
+        )
+    ax.set_xlabel("predicted P(success)")
+    ax.set_ylabel("observed success")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.legend(fontsize=8)
+    out["calibration"] = _png(fig)
+    return out
+
+
+def _summary_rows(runs: list[dict[str, Any]]) -> str:
+    head = (
+        "<tr><th>run</th><th>generations</th><th>training episodes</th><th>final eval</th>"
+        "<th>accepted</th><th>mutations</th><th>lineage depth</th><th>frontier tasks (from mutations)</th></tr>"
+    )
+    body = []
+    for m in runs:
+        evals = m["success"]["eval"]
+        lineage = m["lineage"]
+        final = f"{evals[-1]['success']:.2f}" if evals else "–"
+        body.append(
+            "<tr>"
+            f"<td>{html.escape(_label(m))}</td><td>{m['generations']}</td>"
+            f"<td>{sum(r['episodes'] or 0 for r in m['throughput'])}</td><td>{final}</td>"
+            f"<td>{sum(r['accepted'] or 0 for r in m['throughput'])}</td><td>{lineage['mutations']}</td>"
+            f"<td>{lineage['max_depth']}</td>"
+            f"<td>{lineage['frontier_tasks']} ({lineage['frontier_from_mutation']})</td>"
+            "</tr>"
+        )
+    return f"<table>{head}{''.join(body)}</table>"
+
+
+_STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1180px; color: #222; }
+h1 { font-size: 1.5em; } h2 { font-size: 1.15em; margin-top: 1.8em; }
+table { border-collapse: collapse; font-size: 0.9em; }
+th, td { border: 1px solid #ccc; padding: 4px 8px; text-align: right; }
+th:first-child, td:first-child { text-align: left; }
+img { max-width: 100%; }
+"""
+
+
+def render_report(run_dirs: list[str], out: str) -> list[str]:
+    """Write the report of ``run_dirs`` to ``out``; returns the figure ids it holds.
+
+    Raises:
+        CoevoError: a directory holds no run.
+    """
+    runs = []
+    for run_dir in run_dirs:
+        run = load_run(run_dir)
+        metrics = analyze(run, irt=False)
+        metrics["name"] = metrics.get("name") or run_dir
+        metrics["lineage"] = lineage_summary(lineage_graph(run))
+        runs.append(metrics)
+    images = _figures(runs)
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8"><title>coevo report</title>',
+        f"<style>{_STYLE}</style></head><body>",
+        "<h1>coevo report</h1>",
+        "<p>" + "<br>".join(html.escape(_label(m)) for m in runs) + "</p>",
+        "<h2>Runs</h2>",
+        _summary_rows(runs),
+    ]
+    for key, title in FIGURES:
+        parts.append(f'<h2 id="{key}">{html.escape(title)}</h2>')
+        parts.append(
+            f'<img id="figure-{key}" alt="{html.escape(title)}" src="data:image/png;base64,{images[key]}">'
+        )
+    parts.append("</body></html>")
+    with open(out, "w", encoding="utf-8") as handle:
+        handle.write("\n".join(parts) + "\n")
+    return [key for key, _ in FIGURES]

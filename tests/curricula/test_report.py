@@ -1,0 +1,90 @@
+"""The HTML report: valid, self-contained, every figure present; rendered by headless Chromium when there is one."""
+
+from __future__ import annotations
+
+import base64
+import shutil
+import subprocess
+from html.parser import HTMLParser
+
+import pytest
+from coevo.curricula.report import FIGURES, render_report
+
+from tests.curricula.test_analysis import run  # noqa: F401  (the module's real run, reused)
+
+
+class _Page(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.open: list[str] = []
+        self.images: dict[str, str] = {}
+        self.links: list[str] = []
+        self.problems: list[str] = []
+
+    def handle_starttag(self, tag, attrs) -> None:
+        attributes = dict(attrs)
+        if tag not in ("img", "meta", "br"):
+            self.open.append(tag)
+        for key in ("src", "href"):
+            value = attributes.get(key)
+            if value is not None and not value.startswith(("data:", "#")):
+                self.links.append(value)
+        if tag == "img":
+            self.images[attributes.get("id", "")] = attributes.get("src", "")
+        if tag in ("script", "link", "iframe"):
+            self.problems.append(tag)
+
+    def handle_endtag(self, tag) -> None:
+        if not self.open or self.open[-1] != tag:
+            self.problems.append(f"unbalanced </{tag}>")
+        else:
+            self.open.pop()
+
+
+def test_the_report_is_valid_self_contained_html_with_every_figure(run, tmp_path) -> None:  # noqa: F811
+    """Balanced tags, no script or external resource, one PNG per figure (two runs side by side)."""
+    out = tmp_path / "report.html"
+    figures = render_report([run.run_dir, run.run_dir], str(out))
+    assert figures == [key for key, _ in FIGURES]
+    text = out.read_text()
+    assert text.startswith("<!DOCTYPE html>")
+    page = _Page()
+    page.feed(text)
+    page.close()
+    assert not page.problems and not page.open, page.problems
+    assert not page.links, f"external resources: {page.links}"
+    for key, _ in FIGURES:
+        src = page.images[f"figure-{key}"]
+        assert src.startswith("data:image/png;base64,")
+        png = base64.b64decode(src.split(",", 1)[1])
+        assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 2000
+
+
+CHROMIUM = next(
+    (c for c in ("chromium", "chromium-browser", "google-chrome") if shutil.which(c)), None
+)
+
+
+@pytest.mark.skipif(
+    CHROMIUM is None, reason="no headless Chromium on this machine (apt install chromium)"
+)
+def test_chromium_renders_the_report(run, tmp_path) -> None:  # noqa: F811
+    """Headless Chromium opens the report offline and renders it to a non-trivial PNG."""
+    out = tmp_path / "report.html"
+    render_report([run.run_dir], str(out))
+    shot = tmp_path / "report.png"
+    subprocess.run(
+        [
+            CHROMIUM,
+            "--headless",
+            "--disable-gpu",
+            "--no-sandbox",
+            f"--screenshot={shot}",
+            "--window-size=1280,4000",
+            out.as_uri(),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    assert shot.stat().st_size > 20_000
