@@ -10,8 +10,8 @@ episode rows take a fraction of a second), from the tables alone:
   and per domain (joining episodes to their tasks);
 * ``frontier``: per generation, the level at which eval success crosses 0.5
   (linear between the last level at or above 0.5 and the next one below);
-* ``pool``: per generation, the accepted tasks' domains, families and
-  distinct worlds (schemas);
+* ``pool``: per generation, the accepted tasks' domains, families,
+  distinct worlds and distinct schemas;
 * ``rejections``: per generation and per check, how many proposals failed it
   and at what rate;
 * ``calibration``: per generation, the World model's Brier score and expected
@@ -167,7 +167,22 @@ def _frontier(eval_by_level: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{"gen": g, "frontier": frontier_of(levels)} for g, levels in sorted(by_gen.items())]
 
 
+def _schemas(run: Run) -> dict[str, str]:
+    """World id → a digest of its schema (the CREATE statements): worlds of one schema share it."""
+    import hashlib
+
+    out = {}
+    worlds = run["worlds"]
+    for world_id, spec in zip(
+        worlds.column("world_id").to_pylist(), worlds.column("spec").to_pylist(), strict=True
+    ):
+        schema = json.loads(spec).get("schema", [])
+        out[world_id] = hashlib.sha256(json.dumps(schema).encode()).hexdigest()[:16]
+    return out
+
+
 def _pool(run: Run, tasks: pa.Table) -> list[dict[str, Any]]:
+    schemas = _schemas(run)
     verdicts = run["verdicts"]
     accepted = verdicts.filter(verdicts.column("accepted")).select(["task_id", "gen"])
     joined = accepted.join(
@@ -187,6 +202,7 @@ def _pool(run: Run, tasks: pa.Table) -> list[dict[str, Any]]:
                 "domains": {d["values"]: d["counts"] for d in domains if d["values"] is not None},
                 "families": {f["values"]: f["counts"] for f in families if f["values"] is not None},
                 "worlds": len(set(part.column("world_id").to_pylist())),
+                "schemas": len({schemas.get(w, w) for w in part.column("world_id").to_pylist()}),
             }
         )
     return out
