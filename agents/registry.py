@@ -159,6 +159,7 @@ class Registry:
 
 
 def _builtins(registry: Registry) -> None:
+    from coevo.agents.claude.solver import ClaudeSolver
     from coevo.agents.judges import MechanicalJudge, SearchJudge
     from coevo.agents.linear_pg import LinearPGSolver
     from coevo.agents.synthesizers.mining import Miner
@@ -182,6 +183,12 @@ def _builtins(registry: Registry) -> None:
         LinearPGSolver,
         kind="solver",
         description="log-linear policy over pointer-style actions, learnt by policy gradient (numpy, offline)",
+    )
+    registry.register(
+        "claude",
+        ClaudeSolver,
+        kind="solver",
+        description="Claude as a multi-turn tool-use agent over the world's tools (needs ANTHROPIC_API_KEY)",
     )
     registry.register(
         "mechanical",

@@ -1,0 +1,233 @@
+"""Claude roles against a local fake Messages API: tool use, errors and retries, accounting, structured output."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import httpx2
+import pytest
+from coevo.agents.claude.client import ClaudeCallError, ClaudeClient, ClaudeConfigError, redact
+from coevo.agents.claude.solver import ClaudeSolver
+from coevo.arena.testing import check_role, sample_tasks
+from pydantic import BaseModel
+
+from tests.agents.fake_anthropic import FakeMessages, error, message, tool_use
+
+KEY = "sk-ant-test-0000-not-a-real-key"
+
+
+@pytest.fixture(autouse=True)
+def api_key(monkeypatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
+
+
+def competent(tasks) -> Any:
+    """A policy that plays each task's reference solution, one tool call per turn (as a good model would)."""
+    by_instruction = {t.instruction: t for t in tasks}
+
+    def policy(body: dict[str, Any]) -> dict[str, Any]:
+        task = by_instruction[body["messages"][0]["content"]]
+        turns = sum(1 for m in body["messages"] if m["role"] == "assistant")
+        call = task.solution[turns]
+        return message(tool_use(call.tool, call.arguments, "Let me look that up."), "tool_use")
+
+    return policy
+
+
+def test_a_missing_key_stops_at_once_naming_the_variable(monkeypatch) -> None:
+    """Without ANTHROPIC_API_KEY the Claude roles refuse to start and say which variable to set."""
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    with pytest.raises(ClaudeConfigError, match="ANTHROPIC_API_KEY"):
+        ClaudeSolver()
+
+
+def test_the_solver_plays_tool_use_conversations_to_reward_1() -> None:
+    """Tool calls are made in the world and answered as tool_result; submit ends the episode; the system is cached."""
+    tasks = sample_tasks()
+    fake = FakeMessages(competent(tasks))
+    solver = ClaudeSolver(http_client=fake.client())
+    episodes = solver.attempt(tasks, seed=0)
+    assert [e.reward.value for e in episodes] == [1] * len(tasks)
+    assert [len(e.calls) for e in episodes] == [len(t.solution) for t in tasks]
+    first = fake.requests[0]
+    assert first["system"][0]["cache_control"] == {"type": "ephemeral"}
+    assert {t["name"] for t in first["tools"]} >= {"submit"}
+    assert all("input_schema" in t for t in first["tools"])
+    later = [r for r in fake.requests if len(r["messages"]) > 2]
+    assert later and later[0]["messages"][2]["content"][0]["type"] == "tool_result"
+    assert KEY not in str(fake.requests)
+    check_role(
+        ClaudeSolver(http_client=FakeMessages(competent(sample_tasks())).client()), name="claude"
+    )
+
+
+def test_a_failing_tool_call_goes_back_as_an_error_result() -> None:
+    """A call the world refuses is a tool_result with is_error and the world's message; the episode goes on."""
+    task = sample_tasks()[0]
+
+    def policy(body: dict[str, Any]) -> dict[str, Any]:
+        turns = sum(1 for m in body["messages"] if m["role"] == "assistant")
+        if turns == 0:
+            return message(tool_use("no_such_tool", {}), "tool_use")
+        call = task.solution[turns - 1]
+        return message(tool_use(call.tool, call.arguments), "tool_use")
+
+    fake = FakeMessages(policy)
+    (episode,) = ClaudeSolver(http_client=fake.client()).attempt([task], seed=0)
+    result = fake.requests[1]["messages"][2]["content"][0]
+    assert result["is_error"] is True and "no_such_tool" in result["content"]
+    assert episode.reward.value == 1
+
+
+@pytest.mark.parametrize(
+    ("status", "kind", "headers"),
+    [
+        (429, "rate_limit_error", {"retry-after": "0"}),
+        (529, "overloaded_error", {}),
+        (500, "api_error", {}),
+    ],
+)
+def test_transient_errors_are_retried(status: int, kind: str, headers: dict[str, str]) -> None:
+    """429 (with retry-after), 529 and 500 once each: retried, the episode still earns 1."""
+    task = sample_tasks()[0]
+    play = competent([task])
+    failed = []
+
+    def policy(body: dict[str, Any]) -> Any:
+        if not failed:
+            failed.append(True)
+            return error(status, kind, "try again", headers)
+        return play(body)
+
+    fake = FakeMessages(policy)
+    (episode,) = ClaudeSolver(http_client=fake.client(), max_retries=2).attempt([task], seed=0)
+    assert episode.reward.value == 1
+    assert len(fake.requests) == len(task.solution) + 1
+
+
+def test_a_call_that_keeps_failing_is_a_recorded_failure_and_the_batch_goes_on() -> None:
+    """A task whose calls always fail (500) gets a reward-0 episode saying why; the other task is solved."""
+    tasks = sample_tasks()[:2]
+    play = competent(tasks)
+
+    def policy(body: dict[str, Any]) -> Any:
+        if body["messages"][0]["content"] == tasks[0].instruction:
+            return error(500, "api_error", f"internal error (key {KEY})")
+        return play(body)
+
+    episodes = ClaudeSolver(http_client=FakeMessages(policy).client(), max_retries=1).attempt(
+        tasks, seed=0
+    )
+    assert episodes[0].reward.value == 0
+    assert "500" in episodes[0].reward.reason and KEY not in episodes[0].reward.reason
+    assert "[redacted]" in episodes[0].reward.reason
+    assert episodes[1].reward.value == 1
+
+
+def test_a_timeout_is_retried_then_recorded() -> None:
+    """Connection timeouts are retried by the SDK; when they persist the episode records the failure."""
+    task = sample_tasks()[0]
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        raise httpx2.ReadTimeout("the fake server is asleep", request=request)
+
+    client = httpx2.AsyncClient(transport=httpx2.MockTransport(handler))
+    (episode,) = ClaudeSolver(http_client=client, max_retries=1, timeout=1).attempt([task], seed=0)
+    assert episode.reward.value == 0 and "could not be reached" in episode.reward.reason
+
+
+def test_tokens_and_dollars_add_up_to_what_the_api_reported() -> None:
+    """Usage per role and task sums to the usage in the fake's responses; dollars follow the price table."""
+    tasks = sample_tasks()
+    play = competent(tasks)
+    sent: list[tuple[int, int, int, int]] = []
+
+    def policy(body: dict[str, Any]) -> dict[str, Any]:
+        answer = play(body)
+        usage = (100 + len(sent), 30 + len(sent), 50 if not sent else 0, 0 if not sent else 50)
+        answer["usage"] = {
+            "input_tokens": usage[0],
+            "output_tokens": usage[1],
+            "cache_creation_input_tokens": usage[2],
+            "cache_read_input_tokens": usage[3],
+        }
+        sent.append(usage)
+        return answer
+
+    solver = ClaudeSolver(http_client=FakeMessages(policy).client())
+    solver.attempt(tasks, seed=0)
+    total = solver.client.total()
+    assert total.calls == len(sent)
+    assert total.input_tokens == sum(u[0] for u in sent)
+    assert total.output_tokens == sum(u[1] for u in sent)
+    assert total.cache_write_tokens == sum(u[2] for u in sent)
+    assert total.cache_read_tokens == sum(u[3] for u in sent)
+    expected = sum(u[0] * 3 + u[1] * 15 + u[2] * 3 * 1.25 + u[3] * 3 * 0.1 for u in sent) / 1e6
+    assert total.dollars == pytest.approx(expected)
+    per_task = {task for (_, task) in solver.client.usage}
+    assert per_task == {t.task_id for t in tasks}
+    assert solver.learn([]).extra["output_tokens"] == total.output_tokens
+
+
+class Verdict(BaseModel):
+    """A small structured answer."""
+
+    ambiguous: bool
+    reason: str
+
+
+@pytest.mark.parametrize(
+    ("reply", "problem"),
+    [
+        (message(tool_use("verdict", {"ambiguous": "maybe"}), "tool_use"), "does not validate"),
+        (
+            message(tool_use("verdikt", {"ambiguous": True, "reason": "x"}), "tool_use"),
+            "must call 'verdict'",
+        ),
+        (
+            message([{"type": "text", "text": '{"ambiguous": tr'}], "max_tokens"),
+            "cut off at max_tokens",
+        ),
+        (message([{"type": "text", "text": "I think it is fine."}], "end_turn"), "called no tool"),
+    ],
+)
+def test_structured_output_problems_are_named_for_the_retry(
+    reply: dict[str, Any], problem: str
+) -> None:
+    """Malformed input, a wrong tool, a cut-off answer and no tool call each raise with the exact problem."""
+    client = ClaudeClient(http_client=FakeMessages(lambda body: reply).client())
+    with pytest.raises(ClaudeCallError, match=problem):
+        asyncio.run(
+            client.structured(
+                Verdict,
+                role="judge",
+                task="t",
+                system="s",
+                messages=[{"role": "user", "content": "?"}],
+            )
+        )
+
+
+def test_structured_output_forces_the_tool_and_validates() -> None:
+    """The request forces the model's tool, whose input_schema is the pydantic JSON Schema."""
+    fake = FakeMessages(
+        lambda body: message(
+            tool_use("verdict", {"ambiguous": False, "reason": "one reading"}), "tool_use"
+        )
+    )
+    client = ClaudeClient(http_client=fake.client())
+    answer = asyncio.run(
+        client.structured(
+            Verdict, role="judge", task="t", system="s", messages=[{"role": "user", "content": "?"}]
+        )
+    )
+    assert answer == Verdict(ambiguous=False, reason="one reading")
+    assert fake.requests[0]["tool_choice"] == {"type": "tool", "name": "verdict"}
+    assert fake.requests[0]["tools"][0]["input_schema"] == Verdict.model_json_schema()
+
+
+def test_the_key_is_redacted_from_anything_logged() -> None:
+    """redact() removes the key from text bound for logs and records."""
+    assert redact(f"Authorization: Bearer {KEY}") == "Authorization: Bearer [redacted]"
