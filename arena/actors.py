@@ -57,11 +57,14 @@ class RoleHost:
     Args:
         name: the registered role name.
         config: keyword arguments for its factory.
+        env: environment variables the role needs in this process (its ``passed_env``).
     """
 
-    def __init__(self, name: str, config: dict[str, Any]):
+    def __init__(self, name: str, config: dict[str, Any], env: dict[str, str] | None = None):
         from coevo.agents.registry import REGISTRY
 
+        # the variables a role needs (an API key) reach its actor here, not through any log
+        os.environ.update(env or {})
         self.name = name
         self.role = REGISTRY.create(name, **config)
         self._version: int | None = None

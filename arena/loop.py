@@ -209,7 +209,8 @@ class Arena:
                 # stateful singletons (the learner, the World model) live on the driver's node:
                 # losing another node must not lose their state
                 options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(here, soft=False)
-            return [host.options(**options).remote(role.name, role.config) for _ in range(n)]
+            env = _passed_env(role.name)
+            return [host.options(**options).remote(role.name, role.config, env) for _ in range(n)]
 
         exp = self.exp
         self.synth = _Pool(pool(exp.synthesizer, exp.synthesizer.actors, True))
@@ -671,6 +672,53 @@ class Arena:
             ray.kill(actor)
 
 
+def _passed_env(name: str) -> dict[str, str]:
+    from coevo.agents.registry import REGISTRY
+
+    factory = REGISTRY.get(name).factory
+    return {k: os.environ[k] for k in getattr(factory, "passed_env", ()) if k in os.environ}
+
+
+def check_environment(experiment: Experiment) -> None:
+    """Fail before anything starts when a role is unknown, is given a setting it does not take, or needs an unset variable.
+
+    Raises:
+        ArenaError: naming the role, and the setting or the variable to fix.
+    """
+    import difflib
+    import inspect
+
+    from coevo.agents.registry import REGISTRY
+    from coevo.arena.errors import RegistryError
+
+    for table in ("synthesizer", "judge", "solver", "world_model"):
+        role = getattr(experiment, table)
+        try:
+            factory = REGISTRY.get(role.name).factory
+        except RegistryError as exc:
+            raise ArenaError(f"{table}: {exc}") from None
+        try:
+            parameters = inspect.signature(factory).parameters
+        except (TypeError, ValueError):
+            parameters = {}
+        takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
+        if parameters and not takes_any:
+            for key in role.config:
+                if key not in parameters:
+                    close = difflib.get_close_matches(key, list(parameters), n=1)
+                    hint = f"did you mean {close[0]!r}? " if close else ""
+                    raise ArenaError(
+                        f"{table}.config: {role.name!r} takes no {key!r}; {hint}"
+                        f"it takes: {', '.join(parameters) or 'nothing'}"
+                    )
+        for variable in getattr(factory, "required_env", ()):
+            if not os.environ.get(variable):
+                raise ArenaError(
+                    f"the {table} {role.name!r} needs {variable}: set it in the environment "
+                    "(on every node, for a cluster) and run again"
+                )
+
+
 def _connect(address: str | None, num_cpus: int | None) -> bool:
     """Connect to Ray (a cluster at ``address``, else a local one); True if this call started it."""
     import ray
@@ -714,6 +762,7 @@ def run_experiment(
         on_start: called with the :class:`Arena` once its actors are up (tests, embedding).
     """
     target = run_dir or experiment.run.out
+    check_environment(experiment)
     started = _connect(address or experiment.ray.address or None, experiment.ray.num_cpus)
     arena = Arena(experiment, target, on_generation=on_generation, events=events)
     reports: list[GenerationReport] = []

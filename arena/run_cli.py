@@ -78,6 +78,9 @@ def _run(args: argparse.Namespace, *, resume: bool) -> int:
             overrides.append(f"run.seed={args.seed}")
         experiment = load_experiment(args.experiment, overrides)
         run_dir = args.out or experiment.run.out
+    from coevo.arena.loop import check_environment
+
+    check_environment(experiment)  # before anything is written or started
     events = EventLog(RunDir(run_dir))
     table = GenerationTable(f"{experiment.run.name} → {run_dir}")
     events(

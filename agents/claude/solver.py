@@ -45,6 +45,10 @@ class ClaudeSolver:
 
     kind = "solver"
     name = "claude"
+    required_env = ("ANTHROPIC_API_KEY",)
+    """Environment variables the role cannot start without (checked by the arena before Ray starts)."""
+    passed_env = ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")
+    """Environment variables the arena hands to this role's actors (never logged)."""
 
     def __init__(
         self,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import httpx2
@@ -231,3 +232,47 @@ def test_structured_output_forces_the_tool_and_validates() -> None:
 def test_the_key_is_redacted_from_anything_logged() -> None:
     """redact() removes the key from text bound for logs and records."""
     assert redact(f"Authorization: Bearer {KEY}") == "Authorization: Bearer [redacted]"
+
+
+def test_a_claude_run_without_a_key_fails_at_once(monkeypatch, tmp_path, capsys) -> None:
+    """`coevo run experiments/claude-solver.toml` with no key exits 2 before Ray starts, naming the variable."""
+    import time
+
+    from coevo.arena.cli import main
+
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    start = time.perf_counter()
+    assert main(["run", "experiments/claude-solver.toml", "--out", str(tmp_path / "r")]) == 2
+    assert "ANTHROPIC_API_KEY" in capsys.readouterr().err
+    assert time.perf_counter() - start < 5, "it fails before starting Ray"
+    assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.usefixtures("ray_cluster")
+def test_a_claude_run_goes_end_to_end_against_a_loopback_fake(monkeypatch, tmp_path) -> None:
+    """With ANTHROPIC_BASE_URL at a loopback fake, the arena runs generations with Claude as the Solver."""
+    from coevo.arena.experiment import load_experiment
+    from coevo.arena.gamelog import GameLog
+    from coevo.arena.loop import run_experiment
+
+    from tests.agents.fake_anthropic import LoopbackServer, heuristic_agent
+
+    with LoopbackServer(heuristic_agent) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        exp = load_experiment(
+            "experiments/claude-solver.toml",
+            [
+                "run.generations=2",
+                "curriculum.tasks_per_gen=3",
+                "eval.per_level=2",
+            ],
+        )
+        run_experiment(exp, str(tmp_path / "run"))
+        requests = list(server.fake.requests)
+    log = GameLog(str(tmp_path / "run"))
+    episodes = log.read("episodes").to_pylist()
+    assert [r["gen"] for r in log.read("generations").to_pylist()] == [0, 1]
+    assert episodes and all(e["solver"] == "claude" for e in episodes)
+    assert all(not e["failure"] for e in episodes), [e["failure"] for e in episodes if e["failure"]]
+    assert len(requests) >= len(episodes)
+    assert all(KEY not in json.dumps(r) for r in requests)
