@@ -28,7 +28,7 @@ import logging
 import os
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -697,9 +697,10 @@ def check_environment(experiment: Experiment) -> None:
             factory = REGISTRY.get(role.name).factory
         except RegistryError as exc:
             raise ArenaError(f"{table}: {exc}") from None
+        parameters: Mapping[str, inspect.Parameter]
         try:
             parameters = inspect.signature(factory).parameters
-        except (TypeError, ValueError):
+        except (TypeError, ValueError):  # a factory without a signature: its settings go unchecked
             parameters = {}
         takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
         if parameters and not takes_any:
