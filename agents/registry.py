@@ -159,6 +159,7 @@ class Registry:
 
 
 def _builtins(registry: Registry) -> None:
+    from coevo.agents.claude.judge import ClaudeJudge
     from coevo.agents.claude.solver import ClaudeSolver
     from coevo.agents.judges import MechanicalJudge, SearchJudge
     from coevo.agents.linear_pg import LinearPGSolver
@@ -189,6 +190,12 @@ def _builtins(registry: Registry) -> None:
         ClaudeSolver,
         kind="solver",
         description="Claude as a multi-turn tool-use agent over the world's tools (needs ANTHROPIC_API_KEY)",
+    )
+    registry.register(
+        "claude-judge",
+        ClaudeJudge,
+        kind="judge",
+        description="mechanical checks, then k Claude attempts (solvable) and an ambiguity review (needs ANTHROPIC_API_KEY)",
     )
     registry.register(
         "mechanical",

@@ -135,12 +135,16 @@ class ClaudeClient:
                 "(or use the offline roles: procedural, linear-pg, search, irt)"
             )
         self._client: Any = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._limit: asyncio.Semaphore | None = None
 
     def _sdk(self) -> Any:
         import anthropic
 
-        if self._client is None:
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._loop is not loop:
+            # each batch runs in its own event loop: connections and the semaphore belong to one
+            self._loop = loop
             self._client = anthropic.AsyncAnthropic(
                 timeout=self.timeout,
                 max_retries=self.max_retries,

@@ -276,3 +276,68 @@ def test_a_claude_run_goes_end_to_end_against_a_loopback_fake(monkeypatch, tmp_p
     assert all(not e["failure"] for e in episodes), [e["failure"] for e in episodes if e["failure"]]
     assert len(requests) >= len(episodes)
     assert all(KEY not in json.dumps(r) for r in requests)
+
+
+def judge_policy(tasks, *, ambiguous: bool = False, solve: bool = True) -> Any:
+    """Reviews by the forced `review` tool; everything else is an agent (competent, or one that gives up)."""
+    play = competent(tasks)
+
+    def policy(body: dict[str, Any]) -> dict[str, Any]:
+        if body.get("tool_choice", {}).get("name") == "review":
+            review = {
+                "ambiguous": ambiguous,
+                "readings": ["the most recent order", "the most recent pending order"]
+                if ambiguous
+                else [],
+                "reason": "two orders qualify" if ambiguous else "one reading",
+            }
+            return message(tool_use("review", review), "tool_use")
+        if not solve:
+            return message(tool_use("submit", {}), "tool_use")
+        return play(body)
+
+    return policy
+
+
+def test_the_claude_judge_proves_solvable_and_accepts_clear_tasks() -> None:
+    """Mechanical checks pass, k attempts earn 1, the review finds one reading: accepted, with reasons."""
+    from coevo.agents.claude.judge import ClaudeJudge
+    from coevo.arena.testing import broken_task
+
+    tasks = sample_tasks()
+    fake = FakeMessages(judge_policy(tasks))
+    verdicts = ClaudeJudge(k=2, http_client=fake.client()).assess([*tasks, broken_task()])
+    assert [v.accepted for v in verdicts] == [True] * len(tasks) + [False]
+    for v in verdicts[:-1]:
+        assert v.checks["solvable"].passed is True and "2 of 2" in v.checks["solvable"].reason
+        assert v.checks["ambiguity"].passed is True
+    reviews = [r for r in fake.requests if r.get("tool_choice", {}).get("name") == "review"]
+    assert len(reviews) == len(tasks)
+    for task, request in zip(tasks, reviews, strict=False):
+        sent = json.dumps(request)
+        # the review sees the instruction and the tools, never the solution or the verifier
+        assert all(check.sql not in sent for t in tasks for check in t.verifier.checks)
+        assert all(json.dumps(c.arguments) not in sent for c in task.solution if c.arguments)
+    assert "broken" not in json.dumps(fake.requests), "a mechanically rejected task costs no call"
+    check_role(
+        ClaudeJudge(k=1, http_client=FakeMessages(judge_policy(tasks)).client()),
+        name="claude-judge",
+    )
+
+
+def test_an_ambiguous_or_unsolved_task_is_judged_so() -> None:
+    """Two readings reject the task with them in the reason; k failed attempts leave solvable unproven."""
+    from coevo.agents.claude.judge import ClaudeJudge
+
+    tasks = sample_tasks()[:1]
+    (ambiguous,) = ClaudeJudge(
+        k=1, http_client=FakeMessages(judge_policy(tasks, ambiguous=True)).client()
+    ).assess(tasks)
+    assert not ambiguous.accepted
+    assert ambiguous.checks["ambiguity"].passed is False
+    assert "most recent pending order" in ambiguous.checks["ambiguity"].reason
+    (unsolved,) = ClaudeJudge(
+        k=3, http_client=FakeMessages(judge_policy(tasks, solve=False)).client()
+    ).assess(tasks)
+    assert unsolved.checks["solvable"].passed is None
+    assert "0 in 3 attempts" in unsolved.checks["solvable"].reason

@@ -1,0 +1,158 @@
+"""``claude-judge``: the mechanical checks, then Claude proves solvability and reviews the instruction.
+
+For each task that passes the mechanical checks:
+
+* **solvable**: :class:`~coevo.agents.claude.solver.ClaudeSolver` attempts it
+  ``k`` times, never seeing the solution or the verifier; it passes when one
+  attempt earns 1, and stays ``null`` (unproven, with how many attempts were
+  made) otherwise;
+* **ambiguity**: a separate call, in a fresh context that sees the
+  instruction and the tools (never the solution or the verifier), asks
+  whether the instruction has two readings that lead to different correct
+  end states; a task with two such readings is rejected, the readings in the
+  reason.
+
+A call that fails after the retries leaves that check unproven (``null``)
+with the error as its reason; the batch goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from coevo.agents.claude.client import ClaudeCallError
+from coevo.agents.claude.solver import ClaudeSolver
+from coevo.agents.judges import MechanicalJudge
+from coevo.arena.outcomes import CheckResult, Verdict
+from coevo.arena.spec import TaskSpec, WorldSpec
+from pydantic import BaseModel, Field
+
+__all__ = ["AmbiguityReview", "ClaudeJudge"]
+
+REVIEW_SYSTEM = (
+    "You review task instructions for an agent that works through the tools listed. "
+    "Decide whether the instruction can be read in two ways that lead to different correct end "
+    "states of the system (or different correct answers). Do not solve the task. Minor wording "
+    "issues that any careful reader resolves the same way are not ambiguities."
+)
+
+
+class AmbiguityReview(BaseModel):
+    """The reviewer's verdict on one instruction."""
+
+    ambiguous: bool = Field(description="true if two readings lead to different correct end states")
+    readings: list[str] = Field(
+        default_factory=list, description="the two readings, when ambiguous"
+    )
+    reason: str = Field(description="one sentence saying why")
+
+
+class ClaudeJudge:
+    """Mechanical checks, then solvability by ``k`` Claude attempts and an ambiguity review.
+
+    Args:
+        k: attempts per task for solvability.
+        model: the model name.
+        max_steps: tool calls per attempt.
+        concurrency: calls in flight at most.
+        max_retries: the SDK's retries.
+        http_client: an ``httpx2.AsyncClient`` (tests pass a mock transport).
+    """
+
+    kind = "judge"
+    required_env = ("ANTHROPIC_API_KEY",)
+    passed_env = ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")
+
+    def __init__(
+        self,
+        k: int = 2,
+        model: str = "claude-sonnet-5",
+        *,
+        max_steps: int = 16,
+        concurrency: int = 8,
+        max_retries: int = 4,
+        http_client: Any = None,
+    ):
+        self.k = k
+        self.mechanical = MechanicalJudge()
+        self.solver = ClaudeSolver(
+            model,
+            max_steps=max_steps,
+            concurrency=concurrency,
+            max_retries=max_retries,
+            http_client=http_client,
+        )
+        self.client = self.solver.client
+
+    def assess(self, tasks: Sequence[TaskSpec]) -> list[Verdict]:
+        """One verdict per task, in order."""
+        verdicts = self.mechanical.assess(tasks)
+        ready = [i for i, v in enumerate(verdicts) if v.accepted]
+        if not ready:
+            return verdicts
+        batch = [tasks[i] for i in ready for _ in range(self.k)]
+        episodes, reviews = asyncio.run(self._both(batch, [tasks[i] for i in ready]))
+        out = list(verdicts)
+        for n, i in enumerate(ready):
+            mine = episodes[n * self.k : (n + 1) * self.k]
+            solved = sum(e.reward.value for e in mine)
+            failures = [
+                e.reward.reason for e in mine if e.reward.reason.startswith("the solver failed")
+            ]
+            if solved:
+                solvable = CheckResult(
+                    passed=True, reason=f"Claude earned 1 in {solved} of {self.k} attempts"
+                )
+            elif failures:
+                solvable = CheckResult(passed=None, reason=f"unproven: {failures[0]}")
+            else:
+                solvable = CheckResult(
+                    passed=None, reason=f"unproven: Claude earned 0 in {self.k} attempts"
+                )
+            review = reviews[n]
+            if isinstance(review, str):
+                ambiguity = CheckResult(passed=None, reason=f"not reviewed: {review}")
+            elif review.ambiguous:
+                readings = " | ".join(review.readings[:2])
+                ambiguity = CheckResult(
+                    passed=False, reason=f"ambiguous: {review.reason} ({readings})"
+                )
+            else:
+                ambiguity = CheckResult(passed=True, reason=review.reason)
+            checks = {**out[i].checks, "solvable": solvable, "ambiguity": ambiguity}
+            out[i] = out[i].model_copy(
+                update={"checks": checks, "accepted": ambiguity.passed is not False}
+            )
+        return out
+
+    async def _both(
+        self, batch: list[TaskSpec], tasks: list[TaskSpec]
+    ) -> tuple[list[Any], list[AmbiguityReview | str]]:
+        """The attempts and the reviews, concurrently, in one event loop."""
+        episodes, reviews = await asyncio.gather(self.solver._batch(batch, 0), self._reviews(tasks))
+        return episodes, reviews
+
+    async def _reviews(self, tasks: list[TaskSpec]) -> list[AmbiguityReview | str]:
+        async def one(task: TaskSpec) -> AmbiguityReview | str:
+            world = task.world if isinstance(task.world, WorldSpec) else None
+            tools = [
+                {"name": t.name, "description": t.description, "parameters": t.parameters}
+                for t in (world.tools if world else [])
+            ]
+            prompt = f"Instruction:\n{task.instruction}\n\nTools the agent has:\n{json.dumps(tools, indent=1)}"
+            try:
+                return await self.client.structured(
+                    AmbiguityReview,
+                    role="judge",
+                    task=task.task_id,
+                    system=REVIEW_SYSTEM,
+                    messages=[{"role": "user", "content": prompt}],
+                    name="review",
+                )
+            except ClaudeCallError as exc:
+                return str(exc)
+
+        return list(await asyncio.gather(*(one(t) for t in tasks)))
