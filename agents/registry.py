@@ -161,6 +161,7 @@ class Registry:
 def _builtins(registry: Registry) -> None:
     from coevo.agents.claude.judge import ClaudeJudge
     from coevo.agents.claude.solver import ClaudeSolver
+    from coevo.agents.claude.world_model import ClaudeWorldModel
     from coevo.agents.judges import MechanicalJudge, SearchJudge
     from coevo.agents.linear_pg import LinearPGSolver
     from coevo.agents.synthesizers.mining import Miner
@@ -206,6 +207,12 @@ def _builtins(registry: Registry) -> None:
         "search",
         SearchJudge,
         description="the mechanical checks, then solvable: a search that never saw the solution must earn 1",
+    )
+    registry.register(
+        "claude-world-model",
+        ClaudeWorldModel,
+        kind="world model",
+        description="Claude predicts P(success) from the task, and can simulate the tools (needs ANTHROPIC_API_KEY)",
     )
     registry.register(
         "irt",

@@ -37,6 +37,26 @@ def competent(tasks) -> Any:
     return policy
 
 
+def assert_blind(requests: list[dict[str, Any]], tasks) -> None:
+    """No request's text holds a task's verifier SQL or its reference solution's calls."""
+    texts = []
+    for request in requests:
+        texts += [b["text"] for b in request.get("system", [])]
+        for m in request["messages"]:
+            content = m["content"]
+            texts += [content] if isinstance(content, str) else [json.dumps(b) for b in content]
+    text = "\n".join(texts)
+    for task in tasks:
+        for check in task.verifier.checks:
+            assert check.sql not in text
+        hidden = [c for c in task.solution if c.tool != "submit" and c.arguments]
+        for call in hidden:
+            for value in call.arguments.values():
+                # a value the instruction states may be repeated; one only the solution knows must not
+                if str(value) not in task.instruction and isinstance(value, int) and value > 99:
+                    assert f'"{value}' not in text and f": {value}" not in text
+
+
 def test_a_missing_key_stops_at_once_naming_the_variable(monkeypatch) -> None:
     """Without ANTHROPIC_API_KEY the Claude roles refuse to start and say which variable to set."""
     monkeypatch.delenv("ANTHROPIC_API_KEY")
@@ -313,11 +333,7 @@ def test_the_claude_judge_proves_solvable_and_accepts_clear_tasks() -> None:
         assert v.checks["ambiguity"].passed is True
     reviews = [r for r in fake.requests if r.get("tool_choice", {}).get("name") == "review"]
     assert len(reviews) == len(tasks)
-    for task, request in zip(tasks, reviews, strict=False):
-        sent = json.dumps(request)
-        # the review sees the instruction and the tools, never the solution or the verifier
-        assert all(check.sql not in sent for t in tasks for check in t.verifier.checks)
-        assert all(json.dumps(c.arguments) not in sent for c in task.solution if c.arguments)
+    assert_blind(reviews, tasks)
     assert "broken" not in json.dumps(fake.requests), "a mechanically rejected task costs no call"
     check_role(
         ClaudeJudge(k=1, http_client=FakeMessages(judge_policy(tasks)).client()),
@@ -341,3 +357,73 @@ def test_an_ambiguous_or_unsolved_task_is_judged_so() -> None:
     ).assess(tasks)
     assert unsolved.checks["solvable"].passed is None
     assert "0 in 3 attempts" in unsolved.checks["solvable"].reason
+
+
+def test_the_claude_world_model_predicts_learns_from_outcomes_and_falls_back() -> None:
+    """Predictions come from the forced `predict` tool; outcomes become examples; a failing call gives the running rate."""
+    from coevo.agents.claude.world_model import ClaudeWorldModel
+
+    tasks = sample_tasks()
+
+    def policy(body: dict[str, Any]) -> Any:
+        if (
+            "Recent outcomes" in body["messages"][0]["content"]
+            and "solved:" in body["messages"][0]["content"]
+        ):
+            return error(500, "api_error", "down")
+        return message(tool_use("predict", {"p": 0.25, "reason": "two lookups"}), "tool_use")
+
+    fake = FakeMessages(policy)
+    model = ClaudeWorldModel(http_client=fake.client(), max_retries=0)
+    assert model.predict(tasks) == [0.25] * len(tasks)
+    episodes = ClaudeSolver(http_client=FakeMessages(competent(tasks)).client()).attempt(
+        tasks, seed=0
+    )
+    model.update(episodes)
+    assert model.predict(tasks[:1]) == [pytest.approx((len(tasks) + 1) / (len(tasks) + 2))]
+    assert model.errors and "500" in model.errors[0]
+    sent = json.dumps(fake.requests)
+    assert all(check.sql not in sent for t in tasks for check in t.verifier.checks)
+    assert all(
+        json.dumps(c.arguments) not in sent for t in tasks for c in t.solution if c.arguments
+    )
+    check_role(
+        ClaudeWorldModel(
+            http_client=FakeMessages(
+                lambda b: message(tool_use("predict", {"p": 0.5, "reason": "x"}), "tool_use")
+            ).client()
+        ),
+        name="claude-world-model",
+    )
+
+
+def test_simulated_tool_results_are_compared_with_the_real_world() -> None:
+    """A simulator that answers the true rows agrees on every call; one that answers nothing does not."""
+    from coevo.agents.claude.world_model import ClaudeWorldModel, simulation_agreement
+    from coevo.arena import World
+
+    tasks = sample_tasks()
+    truth: dict[str, list[list[Any]]] = {}
+    for task in tasks:
+        with World(task.world) as world:
+            world.reset(task)
+            for call in task.solution:
+                if call.tool != "submit":
+                    obs = world.step(call)
+                    truth[json.dumps([call.tool, call.arguments], sort_keys=True)] = [
+                        list(r) for r in obs.rows or []
+                    ]
+
+    def oracle(body: dict[str, Any]) -> dict[str, Any]:
+        asked = json.loads(body["messages"][0]["content"])
+        rows = truth[json.dumps([asked["tool"], asked["arguments"]], sort_keys=True)]
+        return message(tool_use("result", {"ok": True, "rows": rows}), "tool_use")
+
+    assert (
+        simulation_agreement(ClaudeWorldModel(http_client=FakeMessages(oracle).client()), tasks)
+        == 1.0
+    )
+    empty = FakeMessages(
+        lambda body: message(tool_use("result", {"ok": True, "rows": [["nothing"]]}), "tool_use")
+    )
+    assert simulation_agreement(ClaudeWorldModel(http_client=empty.client()), tasks) < 0.5

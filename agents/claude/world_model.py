@@ -1,0 +1,196 @@
+"""``claude-world-model``: Claude predicts P(success) before any rollout, and can simulate the world's tools.
+
+* ``predict(tasks)``: one structured call per task. It shows the
+  instruction, the tools, and a few recent outcomes of the current Solver on
+  other tasks (the model's memory, filled by ``update``). It never shows the
+  solution or the verifier. The answer is a probability; a call that fails
+  gives the running success rate instead, so the batch goes on.
+* ``simulate(task, calls)`` (DreamGym-style): for each tool call of a
+  trajectory, Claude answers with the rows the tool would return, from the
+  world's schema, the tool's SQL and the conversation so far. A Solver can
+  be rolled out against the model instead of the database.
+  :func:`simulation_agreement` measures how often the simulated rows equal
+  the real world's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import deque
+from collections.abc import Sequence
+from typing import Any
+
+from coevo.agents.claude.client import ClaudeCallError, ClaudeClient
+from coevo.arena.outcomes import Episode
+from coevo.arena.spec import TaskSpec, ToolCall, WorldSpec
+from coevo.arena.world import World
+from pydantic import BaseModel, Field
+
+__all__ = ["ClaudeWorldModel", "Prediction", "SimulatedResult", "simulation_agreement"]
+
+PREDICT_SYSTEM = (
+    "You predict whether an AI agent will complete a task in a company's systems through the tools "
+    "listed, from the task alone (you do not see a solution). Answer with a calibrated probability."
+)
+SIMULATE_SYSTEM = (
+    "You simulate a SQL-backed tool API. Given the database schema, a tool's SQL and its arguments, "
+    "and what earlier calls returned, answer with exactly the rows the tool would return."
+)
+
+
+class Prediction(BaseModel):
+    """A probability that the Solver succeeds, with a reason."""
+
+    p: float = Field(ge=0.0, le=1.0, description="P(the agent earns reward 1)")
+    reason: str = Field(description="one sentence")
+
+
+class SimulatedResult(BaseModel):
+    """What a tool call would return."""
+
+    ok: bool = Field(description="false if the call would fail")
+    rows: list[list[Any]] = Field(default_factory=list, description="the rows returned, in order")
+    error: str | None = Field(default=None, description="why it fails, when it fails")
+
+
+class ClaudeWorldModel:
+    """Claude as the World model (see the module docstring).
+
+    Args:
+        model: the model name.
+        memory: recent outcomes shown as examples.
+        concurrency: calls in flight at most.
+        max_retries: the SDK's retries.
+        http_client: an ``httpx2.AsyncClient`` (tests pass a mock transport).
+    """
+
+    kind = "world model"
+    required_env = ("ANTHROPIC_API_KEY",)
+    passed_env = ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")
+
+    def __init__(
+        self,
+        model: str = "claude-sonnet-5",
+        *,
+        memory: int = 12,
+        concurrency: int = 8,
+        max_retries: int = 4,
+        http_client: Any = None,
+    ):
+        self.client = ClaudeClient(
+            model=model, concurrency=concurrency, max_retries=max_retries, http_client=http_client
+        )
+        self.memory: deque[tuple[str, int]] = deque(maxlen=memory)
+        self.instructions: dict[str, str] = {}
+        self.outcomes = [0, 0]  # successes, episodes
+        self.errors: list[str] = []
+
+    def _fallback(self) -> float:
+        successes, episodes = self.outcomes
+        return (successes + 1) / (episodes + 2)
+
+    def predict(self, tasks: Sequence[TaskSpec]) -> list[float]:
+        """P(success) per task, in order."""
+        for task in tasks:
+            self.instructions[task.task_id] = task.instruction
+        return asyncio.run(self._predict_all(list(tasks)))
+
+    async def _predict_all(self, tasks: list[TaskSpec]) -> list[float]:
+        return list(await asyncio.gather(*(self._predict(t) for t in tasks)))
+
+    async def _predict(self, task: TaskSpec) -> float:
+        world = task.world if isinstance(task.world, WorldSpec) else None
+        tools = [
+            {"name": t.name, "description": t.description} for t in (world.tools if world else [])
+        ]
+        examples = (
+            "\n".join(f"- {'solved' if r else 'failed'}: {text}" for text, r in self.memory)
+            or "- none yet"
+        )
+        prompt = (
+            f"Recent outcomes of this agent:\n{examples}\n\nTask:\n{task.instruction}\n\n"
+            f"Tools:\n{json.dumps(tools, indent=1)}"
+        )
+        try:
+            answer = await self.client.structured(
+                Prediction,
+                role="world_model",
+                task=task.task_id,
+                system=PREDICT_SYSTEM,
+                messages=[{"role": "user", "content": prompt}],
+                name="predict",
+            )
+        except ClaudeCallError as exc:
+            self.errors.append(str(exc))
+            return self._fallback()
+        return float(answer.p)
+
+    def update(self, episodes: Sequence[Episode]) -> None:
+        """Remember the outcomes (recent ones become examples for the next predictions)."""
+        for episode in episodes:
+            self.outcomes[0] += episode.reward.value
+            self.outcomes[1] += 1
+            text = self.instructions.get(episode.task_id)
+            if text is not None:
+                self.memory.append((text, episode.reward.value))
+
+    def simulate(self, task: TaskSpec, calls: Sequence[ToolCall]) -> list[SimulatedResult | str]:
+        """The simulated result of each call in turn (a string: the call failed, with why)."""
+        return asyncio.run(self._simulate(task, list(calls)))
+
+    async def _simulate(self, task: TaskSpec, calls: list[ToolCall]) -> list[SimulatedResult | str]:
+        world = task.world if isinstance(task.world, WorldSpec) else None
+        if world is None:
+            return ["the task's world is not inline"] * len(calls)
+        tools = {t.name: t for t in world.tools}
+        history: list[dict[str, Any]] = []
+        out: list[SimulatedResult | str] = []
+        for call in calls:
+            tool = tools.get(call.tool)
+            prompt = json.dumps(
+                {
+                    "schema": world.schema_sql,
+                    "tool": call.tool,
+                    "sql": tool.sql if tool else None,
+                    "arguments": call.arguments,
+                    "earlier_calls": history[-6:],
+                },
+                default=str,
+            )
+            try:
+                result = await self.client.structured(
+                    SimulatedResult,
+                    role="world_model",
+                    task=task.task_id,
+                    system=SIMULATE_SYSTEM,
+                    messages=[{"role": "user", "content": prompt}],
+                    name="result",
+                )
+            except ClaudeCallError as exc:
+                out.append(str(exc))
+                continue
+            out.append(result)
+            history.append(
+                {"tool": call.tool, "arguments": call.arguments, "rows": result.rows[:5]}
+            )
+        return out
+
+
+def simulation_agreement(model: ClaudeWorldModel, tasks: Sequence[TaskSpec]) -> float:
+    """The share of reference-solution tool calls whose simulated rows equal the real world's (submit excluded)."""
+    agree = total = 0
+    for task in tasks:
+        calls = [c for c in task.solution if c.tool != "submit"]
+        if not calls or not isinstance(task.world, WorldSpec):
+            continue
+        simulated = model.simulate(task, calls)
+        with World(task.world) as world:
+            world.reset(task)
+            for call, guess in zip(calls, simulated, strict=True):
+                real = world.step(call)
+                total += 1
+                if isinstance(guess, SimulatedResult) and guess.ok == real.ok:
+                    rows = [list(r) for r in (real.rows or [])]
+                    agree += int(not real.ok or guess.rows == rows)
+    return agree / total if total else 0.0
