@@ -161,6 +161,7 @@ class Registry:
 def _builtins(registry: Registry) -> None:
     from coevo.agents.claude.judge import ClaudeJudge
     from coevo.agents.claude.solver import ClaudeSolver
+    from coevo.agents.claude.synthesizer import ClaudeSynthesizer
     from coevo.agents.claude.world_model import ClaudeWorldModel
     from coevo.agents.judges import MechanicalJudge, SearchJudge
     from coevo.agents.linear_pg import LinearPGSolver
@@ -185,6 +186,12 @@ def _builtins(registry: Registry) -> None:
         LinearPGSolver,
         kind="solver",
         description="log-linear policy over pointer-style actions, learnt by policy gradient (numpy, offline)",
+    )
+    registry.register(
+        "claude-synth",
+        ClaudeSynthesizer,
+        kind="synthesizer",
+        description="Claude writes scenario, world, task and a reference-blind verifier, checked by the Judge (needs ANTHROPIC_API_KEY)",
     )
     registry.register(
         "claude",

@@ -427,3 +427,104 @@ def test_simulated_tool_results_are_compared_with_the_real_world() -> None:
         lambda body: message(tool_use("result", {"ok": True, "rows": [["nothing"]]}), "tool_use")
     )
     assert simulation_agreement(ClaudeWorldModel(http_client=empty.client()), tasks) < 0.5
+
+
+def synth_policy(task, *, first_verifier_wrong: bool = False) -> Any:
+    """Stage by stage, answers that rebuild `task` (a sample task); optionally a wrong verifier first."""
+    world = task.world.model_dump(mode="json", by_alias=True)
+    wrong = [first_verifier_wrong]
+
+    def policy(body: dict[str, Any]) -> dict[str, Any]:
+        stage = body["tool_choice"]["name"]
+        if stage == "scenario":
+            answer: dict[str, Any] = {
+                "domain": "retail",
+                "setting": "an online shop's back office",
+                "need": "cancel an order",
+            }
+        elif stage == "world":
+            answer = {"schema_sql": world["schema"], "data": world["data"], "tools": world["tools"]}
+        elif stage == "task":
+            answer = {
+                "instruction": task.instruction,
+                "solution": [{"tool": c.tool, "arguments": c.arguments} for c in task.solution],
+            }
+        else:
+            verifier = task.verifier.model_dump(mode="json")
+            if wrong[0]:
+                wrong[0] = False
+                verifier = {"checks": [{"name": "always", "sql": "SELECT 1"}], "frame": {}}
+            answer = verifier
+        return message(tool_use(stage, answer), "tool_use", usage=(900, 600, 0, 0))
+
+    return policy
+
+
+def test_the_claude_synthesizer_builds_a_task_that_passes_the_judge() -> None:
+    """Scenario, world, task, verifier: the assembled record passes every mechanical check."""
+    from coevo.agents.claude.synthesizer import ClaudeSynthesizer
+    from coevo.agents.protocols import ProposalRequest
+
+    task = sample_tasks()[0]
+    fake = FakeMessages(synth_policy(task))
+    synth = ClaudeSynthesizer(http_client=fake.client())
+    (made,) = synth.propose(ProposalRequest(n=1, seed=3, level=2))
+    assert made.task_id == task.task_id
+    assert [a["stage"] for a in synth.attempts] == ["scenario", "world", "judge"]
+    assert synth.client.total("synthesizer").calls == 4
+
+
+def test_a_wrong_verifier_is_sent_back_with_the_judge_s_reason_and_never_sees_the_solution() -> (
+    None
+):
+    """A verifier already true on the initial state fails `unsolved`; the reason goes back to the verifier stage only."""
+    from coevo.agents.claude.synthesizer import ClaudeSynthesizer
+    from coevo.agents.protocols import ProposalRequest
+
+    task = sample_tasks()[0]
+    fake = FakeMessages(synth_policy(task, first_verifier_wrong=True))
+    synth = ClaudeSynthesizer(http_client=fake.client())
+    (made,) = synth.propose(ProposalRequest(n=1, seed=4))
+    assert made.task_id == task.task_id
+    judged = [a for a in synth.attempts if a["stage"] == "judge"]
+    assert judged[0]["error"] and "unsolved" in judged[0]["error"] and judged[1]["error"] is None
+    verifier_requests = [r for r in fake.requests if r["tool_choice"]["name"] == "verifier"]
+    assert len(verifier_requests) == 2
+    assert "unsolved" in verifier_requests[1]["messages"][0]["content"]
+    task_requests = [r for r in fake.requests if r["tool_choice"]["name"] == "task"]
+    assert len(task_requests) == 1, "the task stage was not asked again"
+    for request in verifier_requests:
+        text = request["messages"][0]["content"]
+        assert all(call.tool not in text for call in task.solution if call.tool != "submit")
+        assert "solution" not in text.lower()
+    assert_blind(verifier_requests, [task])
+
+
+def test_a_world_that_does_not_build_is_sent_back_with_the_errors() -> None:
+    """A world whose tool reads a missing table is rejected by the arena's validation; the errors go back."""
+    from coevo.agents.claude.synthesizer import ClaudeSynthesizer
+    from coevo.agents.protocols import ProposalRequest
+
+    task = sample_tasks()[0]
+    good = synth_policy(task)
+    broken_once = [True]
+
+    def policy(body: dict[str, Any]) -> dict[str, Any]:
+        answer = good(body)
+        if body["tool_choice"]["name"] == "world" and broken_once[0]:
+            broken_once[0] = False
+            block = answer["content"][0]
+            block["input"] = {
+                **block["input"],
+                "tools": [{**block["input"]["tools"][0], "sql": ["SELECT * FROM nowhere"]}],
+            }
+        return answer
+
+    fake = FakeMessages(policy)
+    synth = ClaudeSynthesizer(http_client=fake.client())
+    (made,) = synth.propose(ProposalRequest(n=1, seed=5))
+    worlds = [a for a in synth.attempts if a["stage"] == "world"]
+    assert worlds[0]["error"] and "nowhere" in worlds[0]["error"] and worlds[1]["error"] is None
+    world_requests = [r for r in fake.requests if r["tool_choice"]["name"] == "world"]
+    assert "nowhere" in world_requests[1]["messages"][0]["content"]
+    assert made.task_id == task.task_id
