@@ -118,14 +118,15 @@ class EventLog:
 
     Args:
         run: the run directory.
-        console: where readable events go (None: nowhere).
+        console: where readable events go: a stream, True for the standard error of the
+            moment (looked up at each event), or None for nowhere.
         quiet_events: events the console does not show (the table shows them).
     """
 
     def __init__(
         self,
         run: RunDir,
-        console: TextIO | None = sys.stderr,
+        console: TextIO | bool | None = True,
         quiet_events: tuple[str, ...] = ("generation",),
     ):
         self.run = run
@@ -142,9 +143,10 @@ class EventLog:
         stamped = structlog.processors.TimeStamper(fmt="iso", utc=True)(None, "info", dict(record))
         line = json.dumps(stamped, sort_keys=True, default=str) + "\n"
         self._write(line)
-        if self.console is not None and event not in self.quiet:
+        if self.console is not None and self.console is not False and event not in self.quiet:
             pretty = self._pretty(None, "info", self._stamp(None, "info", dict(record)))
-            print(pretty, file=self.console)
+            stream = sys.stderr if self.console is True else self.console
+            stream.write(pretty + "\n")
 
     def _write(self, line: str) -> None:
         self.run.fs.create_dir(self.run.root, recursive=True)
