@@ -528,3 +528,40 @@ def test_a_world_that_does_not_build_is_sent_back_with_the_errors() -> None:
     world_requests = [r for r in fake.requests if r["tool_choice"]["name"] == "world"]
     assert "nowhere" in world_requests[1]["messages"][0]["content"]
     assert made.task_id == task.task_id
+
+
+@pytest.mark.usefixtures("ray_cluster")
+def test_claude_toml_runs_end_to_end_against_a_loopback_fake(monkeypatch, tmp_path) -> None:
+    """experiments/claude.toml (Claude synthesizer and judge, offline solver) runs generations against the fake."""
+    from coevo.arena.experiment import load_experiment
+    from coevo.arena.gamelog import GameLog
+    from coevo.arena.loop import run_experiment
+
+    from tests.agents.fake_anthropic import LoopbackServer
+
+    tasks = sample_tasks()
+    synth = synth_policy(tasks[0])
+    judge = judge_policy(tasks)
+
+    def policy(body: dict[str, Any]) -> dict[str, Any]:
+        stage = (body.get("tool_choice") or {}).get("name")
+        return synth(body) if stage in ("scenario", "world", "task", "verifier") else judge(body)
+
+    with LoopbackServer(policy) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        exp = load_experiment(
+            "experiments/claude.toml", ["run.generations=2", "curriculum.tasks_per_gen=2"]
+        )
+        run_experiment(exp, str(tmp_path / "run"))
+        requests = list(server.fake.requests)
+    log = GameLog(str(tmp_path / "run"))
+    generations = log.read("generations").to_pylist()
+    assert [r["gen"] for r in generations] == [0, 1]
+    verdicts = log.read("verdicts").to_pylist()
+    assert verdicts and all(v["accepted"] for v in verdicts)
+    checks = json.loads(verdicts[0]["checks"])
+    assert checks["solvable"]["passed"] is True and checks["ambiguity"]["passed"] is True
+    assert log.read("episodes").num_rows > 0
+    stages = {(r.get("tool_choice") or {}).get("name") for r in requests}
+    assert {"scenario", "world", "task", "verifier", "review"} <= stages
+    assert all(KEY not in json.dumps(r) for r in requests)
