@@ -202,6 +202,19 @@ class RoleHost:
         except Exception as exc:
             return _error(exc)
 
+    def usage(self) -> list[dict[str, Any]]:
+        """What the role spent on an API since the last call (per role and task), then forgotten."""
+        client = getattr(self.role, "client", None)
+        spent = getattr(client, "usage", None)
+        if not spent:
+            return []
+        rows = [
+            {"role": role, "task_id": task, **vars(used)}
+            for (role, task), used in sorted(spent.items())
+        ]
+        spent.clear()
+        return rows
+
     def dump(self) -> bytes:
         """The whole role, pickled (for checkpoints of roles without a state API)."""
         return pickle.dumps(self.role)

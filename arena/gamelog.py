@@ -29,6 +29,8 @@ Tables (every one also has ``gen``, from the partition):
 ``generations`` one row per generation: counts, success on train and eval, frontier,
                 accepted level, calibration, top rejection reasons
 ``evals``       task_id, episode_id, level, domain, reward, success
+``usage``       role, task_id, calls and tokens (input, output, cache write, cache read)
+                and dollars: what API-backed roles spent this generation, per task
 =============== ============================================================
 """
 
@@ -126,6 +128,18 @@ SCHEMAS: Final[dict[str, pa.Schema]] = {
             ("version", _S),
             ("rejections", _S),
             ("failures", _I),
+        ]
+    ),
+    "usage": pa.schema(
+        [
+            ("role", _S),
+            ("task_id", _S),
+            ("calls", _I),
+            ("input_tokens", _I),
+            ("output_tokens", _I),
+            ("cache_write_tokens", _I),
+            ("cache_read_tokens", _I),
+            ("dollars", _F),
         ]
     ),
     "evals": pa.schema(

@@ -509,6 +509,7 @@ class Arena:
                 "updates",
                 "generations",
                 "evals",
+                "usage",
             )
         }
         new_tasks = list(tasks)
@@ -639,6 +640,15 @@ class Arena:
             + sum(e.reward.reason.startswith("the solver failed") for e in episodes),
         }
         rows["generations"].append(row)
+        actors = [
+            *self.synth.actors,
+            *self.judges.actors,
+            *self.solvers.actors,
+            self.learner,
+            self.model,
+        ]
+        for spent in ray.get([actor.usage.remote() for actor in actors]):
+            rows["usage"].extend(spent)
 
         parts = {name: self.log.write_part(name, gen, items) for name, items in rows.items()}
         base = ("checkpoints", f"gen={gen}")

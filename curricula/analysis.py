@@ -270,14 +270,25 @@ def _calibration(run: Run) -> dict[str, Any]:
 
 
 def _throughput(run: Run) -> list[dict[str, Any]]:
+    spent: dict[int, dict[str, float]] = {}
+    usage = run["usage"]
+    if usage.num_rows:
+        grouped = usage.group_by("gen").aggregate(
+            [("input_tokens", "sum"), ("output_tokens", "sum"), ("dollars", "sum")]
+        )
+        for r in grouped.to_pylist():
+            spent[r["gen"]] = {
+                "tokens": r["input_tokens_sum"] + r["output_tokens_sum"],
+                "dollars": r["dollars_sum"],
+            }
     return [
         {
             "gen": r["gen"],
             "episodes": r["train_episodes"],
             "accepted": r["accepted"],
             "proposed": r["proposed"],
-            "tokens": None,
-            "dollars": None,
+            "tokens": spent.get(r["gen"], {}).get("tokens"),
+            "dollars": spent.get(r["gen"], {}).get("dollars"),
         }
         for r in sorted(_rows(run["generations"]), key=lambda r: r["gen"])
     ]

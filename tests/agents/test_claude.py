@@ -543,9 +543,14 @@ def test_claude_toml_runs_end_to_end_against_a_loopback_fake(monkeypatch, tmp_pa
     synth = synth_policy(tasks[0])
     judge = judge_policy(tasks)
 
+    returned = {"input": 0, "output": 0}
+
     def policy(body: dict[str, Any]) -> dict[str, Any]:
         stage = (body.get("tool_choice") or {}).get("name")
-        return synth(body) if stage in ("scenario", "world", "task", "verifier") else judge(body)
+        answer = synth(body) if stage in ("scenario", "world", "task", "verifier") else judge(body)
+        returned["input"] += answer["usage"]["input_tokens"]
+        returned["output"] += answer["usage"]["output_tokens"]
+        return answer
 
     with LoopbackServer(policy) as server:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
@@ -565,3 +570,17 @@ def test_claude_toml_runs_end_to_end_against_a_loopback_fake(monkeypatch, tmp_pa
     stages = {(r.get("tool_choice") or {}).get("name") for r in requests}
     assert {"scenario", "world", "task", "verifier", "review"} <= stages
     assert all(KEY not in json.dumps(r) for r in requests)
+    usage = log.read("usage").to_pylist()
+    assert sum(u["input_tokens"] for u in usage) == returned["input"], (
+        "tokens in the log = usage returned"
+    )
+    assert sum(u["output_tokens"] for u in usage) == returned["output"]
+    assert sum(u["calls"] for u in usage) == len(requests)
+    assert {u["role"] for u in usage} == {"synthesizer", "judge", "solver"}
+    usage = log.read("usage").to_pylist()
+    assert sum(u["input_tokens"] for u in usage) == returned["input"], (
+        "tokens in the log = usage returned"
+    )
+    assert sum(u["output_tokens"] for u in usage) == returned["output"]
+    assert sum(u["calls"] for u in usage) == len(requests)
+    assert {u["role"] for u in usage} == {"synthesizer", "judge", "solver"}
