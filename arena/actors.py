@@ -202,6 +202,15 @@ class RoleHost:
         except Exception as exc:
             return _error(exc)
 
+    def attempts(self) -> list[dict[str, Any]]:
+        """The synthesizer's recorded attempts since the last call (stage, attempt, why it failed), then forgotten."""
+        kept = getattr(self.role, "attempts", None)
+        if not isinstance(kept, list):
+            return []
+        out = list(kept)
+        kept.clear()
+        return out
+
     def usage(self) -> list[dict[str, Any]]:
         """What the role spent on an API since the last call (per role and task), then forgotten."""
         client = getattr(self.role, "client", None)

@@ -21,7 +21,39 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-__all__ = ["EventLog", "GenerationTable"]
+__all__ = ["EventLog", "GenerationTable", "redact_secrets"]
+
+_SECRET_SUFFIXES = ("_API_KEY", "_TOKEN", "_SECRET", "_PASSWORD")
+
+
+def redact_secrets(logger: Any, method: str, event: dict[str, Any]) -> dict[str, Any]:
+    """A structlog processor: every secret from the environment (``*_API_KEY``, ``*_TOKEN``, ...) becomes ``[redacted]``.
+
+    Applied to every event before it is written or shown, so an API key that
+    ends up in an error message never reaches ``events.jsonl`` or the console.
+    """
+    import os
+
+    secrets = [
+        value
+        for name, value in os.environ.items()
+        if name.endswith(_SECRET_SUFFIXES) and len(value) >= 8
+    ]
+    if not secrets:
+        return event
+
+    def clean(value: Any) -> Any:
+        if isinstance(value, str):
+            for secret in secrets:
+                value = value.replace(secret, "[redacted]")
+            return value
+        if isinstance(value, dict):
+            return {k: clean(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [clean(v) for v in value]
+        return value
+
+    return {k: clean(v) for k, v in event.items()}
 
 
 def _fmt(value: Any, digits: int = 2) -> str:
@@ -139,7 +171,7 @@ class EventLog:
 
     def __call__(self, event: str, **fields: Any) -> None:
         """Record ``event`` with its fields."""
-        record: dict[str, Any] = {"event": event, **fields}
+        record: dict[str, Any] = redact_secrets(None, "info", {"event": event, **fields})
         stamped = structlog.processors.TimeStamper(fmt="iso", utc=True)(None, "info", dict(record))
         line = json.dumps(stamped, sort_keys=True, default=str) + "\n"
         self._write(line)

@@ -394,6 +394,9 @@ class Arena:
 
         exp = self.exp
         tasks, verdicts, sources, failures = self._collect(self.pending)
+        for kept in ray.get([actor.attempts.remote() for actor in self.synth.actors]):
+            for attempt in kept:
+                self.events("synthesis_attempt", gen=gen, **attempt)
         lap("proposals")
         accepted = [
             t

@@ -206,6 +206,13 @@ class ClaudeClient:
                         f"the Messages API could not be reached after {self.max_retries} retries: {type(exc).__name__}: {exc}"
                     )
                 ) from None
+            except (anthropic.APIError, ValueError) as exc:
+                # a body that is not the JSON of a message (cut off, malformed): the SDK cannot parse it
+                raise ClaudeCallError(
+                    redact(
+                        f"the Messages API answered with a malformed response: {type(exc).__name__}: {exc}"
+                    )
+                ) from None
         self._account(role, task, message)
         return message
 

@@ -193,8 +193,7 @@ class ClaudeSynthesizer:
         self.attempts: list[dict[str, Any]] = []
 
     def propose(self, request: ProposalRequest) -> list[TaskSpec]:
-        """Up to ``request.n`` tasks that passed the mechanical checks (failures are in :attr:`attempts`)."""
-        self.attempts = []
+        """Up to ``request.n`` tasks that passed the mechanical checks (every attempt is added to :attr:`attempts`)."""
         made = asyncio.run(self._all(request))
         return [t for t in made if t is not None]
 

@@ -533,8 +533,9 @@ def test_a_world_that_does_not_build_is_sent_back_with_the_errors() -> None:
 @pytest.mark.usefixtures("ray_cluster")
 def test_claude_toml_runs_end_to_end_against_a_loopback_fake(monkeypatch, tmp_path) -> None:
     """experiments/claude.toml (Claude synthesizer and judge, offline solver) runs generations against the fake."""
+    from coevo.arena.display import EventLog
     from coevo.arena.experiment import load_experiment
-    from coevo.arena.gamelog import GameLog
+    from coevo.arena.gamelog import GameLog, RunDir
     from coevo.arena.loop import run_experiment
 
     from tests.agents.fake_anthropic import LoopbackServer
@@ -557,7 +558,8 @@ def test_claude_toml_runs_end_to_end_against_a_loopback_fake(monkeypatch, tmp_pa
         exp = load_experiment(
             "experiments/claude.toml", ["run.generations=2", "curriculum.tasks_per_gen=2"]
         )
-        run_experiment(exp, str(tmp_path / "run"))
+        events = EventLog(RunDir(str(tmp_path / "run")), console=None)
+        run_experiment(exp, str(tmp_path / "run"), events=events)
         requests = list(server.fake.requests)
     log = GameLog(str(tmp_path / "run"))
     generations = log.read("generations").to_pylist()
@@ -577,10 +579,34 @@ def test_claude_toml_runs_end_to_end_against_a_loopback_fake(monkeypatch, tmp_pa
     assert sum(u["output_tokens"] for u in usage) == returned["output"]
     assert sum(u["calls"] for u in usage) == len(requests)
     assert {u["role"] for u in usage} == {"synthesizer", "judge", "solver"}
-    usage = log.read("usage").to_pylist()
-    assert sum(u["input_tokens"] for u in usage) == returned["input"], (
-        "tokens in the log = usage returned"
+    logged = [
+        json.loads(line) for line in (tmp_path / "run" / "events.jsonl").read_text().splitlines()
+    ]
+    attempts = [e for e in logged if e["event"] == "synthesis_attempt"]
+    assert {e["stage"] for e in attempts} >= {"scenario", "world", "judge"}, (
+        "every attempt is logged"
     )
-    assert sum(u["output_tokens"] for u in usage) == returned["output"]
-    assert sum(u["calls"] for u in usage) == len(requests)
-    assert {u["role"] for u in usage} == {"synthesizer", "judge", "solver"}
+
+
+def test_a_malformed_response_body_is_a_recorded_failure() -> None:
+    """A 200 whose body is cut-off JSON cannot be a message: the episode records why, the batch goes on."""
+    task = sample_tasks()[0]
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        body = b'{"id": "msg_1", "type": "mess'
+        return httpx2.Response(200, content=body, headers={"content-type": "application/json"})
+
+    client = httpx2.AsyncClient(transport=httpx2.MockTransport(handler))
+    (episode,) = ClaudeSolver(http_client=client, max_retries=0).attempt([task], seed=0)
+    assert episode.reward.value == 0 and "malformed response" in episode.reward.reason
+
+
+def test_events_never_hold_the_key(tmp_path) -> None:
+    """The structlog redaction processor replaces the key in every event field before it is written."""
+    from coevo.arena.display import EventLog
+    from coevo.arena.gamelog import RunDir
+
+    events = EventLog(RunDir(str(tmp_path)), console=None)
+    events("role_failed", error=f"401 for key {KEY}", detail={"header": f"x-api-key: {KEY}"})
+    text = (tmp_path / "events.jsonl").read_text()
+    assert KEY not in text and text.count("[redacted]") == 2
