@@ -221,6 +221,29 @@ class Arena:
 
     # ---- pieces of a generation ---------------------------------------------------------
 
+    def _from_each(self, actors: list[Any], method: str, gen: int) -> list[list[Any]]:
+        """``method()`` of every actor, waiting for restarts; an actor lost for good gives [] and an event.
+
+        Used for what actors kept in memory (usage, synthesis attempts): an
+        actor whose node died has lost it, and the run goes on without it.
+        """
+        import ray
+        from ray.exceptions import ActorUnavailableError, RayActorError
+
+        out: list[list[Any]] = []
+        for actor in actors:
+            for attempt in range(6):
+                try:
+                    out.append(ray.get(getattr(actor, method).remote()))
+                    break
+                except (RayActorError, ActorUnavailableError) as exc:
+                    if attempt == 5:
+                        self.events(f"{method}_lost", gen=gen, error=str(exc)[:300])
+                        out.append([])
+                    else:
+                        time.sleep(0.2 * (attempt + 1))
+        return out
+
     def _canonical(self, task: TaskSpec) -> TaskSpec:
         """The task with its world replaced by the one instance kept per world id (memory, transport)."""
         if not isinstance(task.world, WorldSpec):
@@ -394,7 +417,7 @@ class Arena:
 
         exp = self.exp
         tasks, verdicts, sources, failures = self._collect(self.pending)
-        for kept in ray.get([actor.attempts.remote() for actor in self.synth.actors]):
+        for kept in self._from_each(self.synth.actors, "attempts", gen):
             for attempt in kept:
                 self.events("synthesis_attempt", gen=gen, **attempt)
         lap("proposals")
@@ -650,7 +673,7 @@ class Arena:
             self.learner,
             self.model,
         ]
-        for spent in ray.get([actor.usage.remote() for actor in actors]):
+        for spent in self._from_each(actors, "usage", gen):
             rows["usage"].extend(spent)
 
         parts = {name: self.log.write_part(name, gen, items) for name, items in rows.items()}
