@@ -11,7 +11,6 @@ from __future__ import annotations
 import io
 import json
 import sys
-from collections.abc import Callable
 from typing import Any, TextIO
 
 import structlog
@@ -188,13 +187,3 @@ class EventLog:
         else:
             self._buffer.write(line)
             self.run.write_bytes(self._buffer.getvalue().encode(), "events.jsonl")
-
-    @staticmethod
-    def reader(path: str) -> Callable[[], list[dict[str, Any]]]:
-        """A function reading the events of a local ``events.jsonl`` (for tests and tools)."""
-
-        def read() -> list[dict[str, Any]]:
-            with open(path, encoding="utf-8") as handle:
-                return [json.loads(line) for line in handle if line.strip()]
-
-        return read

@@ -84,6 +84,13 @@ def _episode_id(seed: int, gen: int, purpose: str, index: int, task_id: str) -> 
     return "ep-" + hashlib.sha256(raw.encode()).hexdigest()[:24]
 
 
+def _rejections(verdicts: Sequence[Verdict]) -> Counter[str]:
+    """How many rejected proposals failed each check (``error`` for a record that could not be read)."""
+    return Counter(
+        name for v in verdicts if not v.accepted for name in (v.failed or {"error": None})
+    )
+
+
 def _family(task: TaskSpec) -> str | None:
     """The task family (question, action, bulk, conditional) when its synthesizer recorded a plan."""
     plan = (task.provenance or {}).get("plan")
@@ -479,9 +486,7 @@ class Arena:
         )
         lap("commit")
         seconds = time.perf_counter() - started
-        rejections = Counter(
-            name for v in verdicts if not v.accepted for name in (v.failed or {"error": None})
-        )
+        rejections = _rejections(verdicts)
         report = GenerationReport(
             gen=gen,
             row=row,
@@ -638,9 +643,7 @@ class Arena:
         ]
         accepted_levels = [lv for t in accepted if (lv := task_level(t)) is not None]
         trained_levels = [lv for t in batch if (lv := task_level(t)) is not None]
-        rejections = Counter(
-            name for v in verdicts if not v.accepted for name in (v.failed or {"error": None})
-        )
+        rejections = _rejections(verdicts)
         row = {
             "proposed": len(tasks),
             "accepted": len(accepted),

@@ -29,7 +29,9 @@ from coevo.arena.errors import CoevoError
 from pydantic import BaseModel, ValidationError
 
 __all__ = [
+    "PASSED_ENV",
     "PRICES",
+    "REQUIRED_ENV",
     "ClaudeCallError",
     "ClaudeClient",
     "ClaudeConfigError",
@@ -38,6 +40,10 @@ __all__ = [
 ]
 
 KEY_VARIABLE: Final = "ANTHROPIC_API_KEY"
+REQUIRED_ENV: Final = (KEY_VARIABLE,)
+"""What every Claude role declares as ``required_env`` (checked before a run starts)."""
+PASSED_ENV: Final = (KEY_VARIABLE, "ANTHROPIC_BASE_URL")
+"""What every Claude role declares as ``passed_env`` (handed to its actors)."""
 
 PRICES: Final[dict[str, tuple[float, float]]] = {
     # dollars per million tokens: (input, output); cache writes cost 1.25× input, reads 0.1×

@@ -23,7 +23,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from coevo.agents.claude.client import ClaudeCallError
+from coevo.agents.claude.client import PASSED_ENV, REQUIRED_ENV, ClaudeCallError
 from coevo.agents.claude.solver import ClaudeSolver
 from coevo.agents.judges import MechanicalJudge
 from coevo.arena.outcomes import CheckResult, Verdict
@@ -63,8 +63,8 @@ class ClaudeJudge:
     """
 
     kind = "judge"
-    required_env = ("ANTHROPIC_API_KEY",)
-    passed_env = ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")
+    required_env = REQUIRED_ENV
+    passed_env = PASSED_ENV
 
     def __init__(
         self,

@@ -19,7 +19,7 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from coevo.agents.claude.client import ClaudeCallError, ClaudeClient
+from coevo.agents.claude.client import PASSED_ENV, REQUIRED_ENV, ClaudeCallError, ClaudeClient
 from coevo.agents.protocols import LearnStats
 from coevo.arena.errors import SpecError
 from coevo.arena.outcomes import Episode
@@ -45,9 +45,9 @@ class ClaudeSolver:
 
     kind = "solver"
     name = "claude"
-    required_env = ("ANTHROPIC_API_KEY",)
+    required_env = REQUIRED_ENV
     """Environment variables the role cannot start without (checked by the arena before Ray starts)."""
-    passed_env = ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")
+    passed_env = PASSED_ENV
     """Environment variables the arena hands to this role's actors (never logged)."""
 
     def __init__(

@@ -29,7 +29,7 @@ import json
 import re
 from typing import Any
 
-from coevo.agents.claude.client import ClaudeCallError, ClaudeClient
+from coevo.agents.claude.client import PASSED_ENV, REQUIRED_ENV, ClaudeCallError, ClaudeClient
 from coevo.agents.protocols import ProposalRequest
 from coevo.arena.errors import SpecError
 from coevo.arena.judge import WorldCache, assess_task
@@ -167,8 +167,8 @@ class ClaudeSynthesizer:
     """
 
     kind = "synthesizer"
-    required_env = ("ANTHROPIC_API_KEY",)
-    passed_env = ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")
+    required_env = REQUIRED_ENV
+    passed_env = PASSED_ENV
 
     def __init__(
         self,

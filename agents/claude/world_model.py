@@ -21,7 +21,7 @@ from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
-from coevo.agents.claude.client import ClaudeCallError, ClaudeClient
+from coevo.agents.claude.client import PASSED_ENV, REQUIRED_ENV, ClaudeCallError, ClaudeClient
 from coevo.arena.outcomes import Episode
 from coevo.arena.spec import TaskSpec, ToolCall, WorldSpec
 from coevo.arena.world import World
@@ -66,8 +66,8 @@ class ClaudeWorldModel:
     """
 
     kind = "world model"
-    required_env = ("ANTHROPIC_API_KEY",)
-    passed_env = ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")
+    required_env = REQUIRED_ENV
+    passed_env = PASSED_ENV
 
     def __init__(
         self,
