@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from coevo.agents.search import search_solve
 from coevo.arena.judge import WorldCache, assess_task
 from coevo.arena.limits import DEFAULT_LIMITS, Limits
-from coevo.arena.outcomes import Verdict
+from coevo.arena.outcomes import CheckResult, Verdict
 from coevo.arena.spec import TaskSpec
 
 __all__ = ["MechanicalJudge", "SearchJudge"]
@@ -65,9 +66,6 @@ class SearchJudge(MechanicalJudge):
 
     def assess(self, tasks: Sequence[TaskSpec]) -> list[Verdict]:
         """One verdict per task, in order, with ``solvable`` decided by the search."""
-        from coevo.agents.search import search_solve
-        from coevo.arena.outcomes import CheckResult
-
         verdicts = super().assess(tasks)
         out = []
         for task, verdict in zip(tasks, verdicts, strict=True):

@@ -16,8 +16,8 @@ the average step between versions seen so far (abilities drift as versions
 advance). Each update refits the model on the outcomes so far (ridge
 logistic regression by Newton steps: deterministic, numpy only).
 
-:func:`brier`, :func:`expected_calibration_error` and :func:`reliability`
-report calibration on held-out outcomes.
+Calibration metrics (Brier score, reliability, ECE) are in
+:mod:`coevo.arena.calibration`.
 """
 
 from __future__ import annotations
@@ -33,9 +33,6 @@ from coevo.arena.spec import SUBMIT, TaskSpec, WorldSpec
 __all__ = [
     "FEATURE_NAMES",
     "IRTWorldModel",
-    "brier",
-    "expected_calibration_error",
-    "reliability",
     "task_features",
 ]
 
@@ -242,36 +239,3 @@ class IRTWorldModel:
             "offsets": dict(self.offsets),
             "current": self.current,
         }
-
-
-def brier(predictions: Sequence[float], outcomes: Sequence[float]) -> float:
-    """Mean squared error of probabilities against 0/1 outcomes (lower is better)."""
-    p, y = np.asarray(predictions, dtype=float), np.asarray(outcomes, dtype=float)
-    return float(np.mean((p - y) ** 2))
-
-
-def reliability(
-    predictions: Sequence[float], outcomes: Sequence[float], bins: int = 10
-) -> list[tuple[float, float, int]]:
-    """Per probability bin: (mean prediction, observed success rate, count); empty bins left out."""
-    p, y = np.asarray(predictions, dtype=float), np.asarray(outcomes, dtype=float)
-    index = np.minimum((p * bins).astype(int), bins - 1)
-    rows = []
-    for b in range(bins):
-        mask = index == b
-        if mask.any():
-            rows.append((float(p[mask].mean()), float(y[mask].mean()), int(mask.sum())))
-    return rows
-
-
-def expected_calibration_error(
-    predictions: Sequence[float], outcomes: Sequence[float], bins: int = 10
-) -> float:
-    """The count-weighted mean gap between predicted and observed success over probability bins."""
-    total = len(predictions)
-    if not total:
-        return 0.0
-    return (
-        sum(n * abs(mean_p - rate) for mean_p, rate, n in reliability(predictions, outcomes, bins))
-        / total
-    )

@@ -113,3 +113,31 @@ class RoleCheckError(CoevoError, AssertionError):
         self.problems = list(problems)
         listed = "\n".join(f"  - {p}" for p in self.problems)
         super().__init__(f"{role} does not conform ({len(self.problems)} problem(s)):\n{listed}")
+
+
+class LogError(CoevoError):
+    """The game log cannot be read or written; the message says where and what to do."""
+
+
+class StateError(CoevoError, ValueError):
+    """Saved role state (a checkpoint) that cannot be loaded: wrong format, version or role, or damaged."""
+
+
+class ExperimentError(CoevoError):
+    """An experiment file (or an override) is not valid; the message names the key and the fix."""
+
+
+class ArenaError(CoevoError):
+    """The loop cannot start or go on; the message says why and what to do."""
+
+
+class CommandError(CoevoError):
+    """A command cannot do what was asked; ``status`` is the exit status the command line ends with.
+
+    Attributes:
+        status: 1 when the input was read but rejected, 2 when it could not be used at all.
+    """
+
+    def __init__(self, message: str, status: int = 2):
+        super().__init__(message)
+        self.status = status

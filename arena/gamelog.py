@@ -40,13 +40,15 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from pathlib import Path
 from typing import Any, Final
 
 import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
-from coevo.arena.errors import CoevoError
+from coevo.arena.errors import LogError
+from coevo.arena.spec import TaskSpec, WorldSpec
 
 __all__ = [
     "SCHEMAS",
@@ -156,10 +158,6 @@ SCHEMAS: Final[dict[str, pa.Schema]] = {
 """The columns of every table (``gen`` comes from the partition)."""
 
 
-class LogError(CoevoError):
-    """The game log cannot be read or written; the message says where and what to do."""
-
-
 @dataclass(frozen=True)
 class RunDir:
     """A run directory on a pyarrow filesystem.
@@ -186,8 +184,6 @@ class RunDir:
         if "://" in self.uri:
             fs, path = pafs.FileSystem.from_uri(self.uri)
             return fs, path.rstrip("/")
-        from pathlib import Path
-
         return pafs.LocalFileSystem(), str(Path(self.uri).resolve())
 
     def path(self, *parts: str) -> str:
@@ -335,8 +331,6 @@ class GameLog:
 
         Each world record is parsed once and shared by its tasks.
         """
-        from coevo.arena.spec import TaskSpec, WorldSpec
-
         worlds_table = self.read("worlds")
         worlds = {
             world_id: WorldSpec.model_validate_json(spec)

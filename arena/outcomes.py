@@ -16,10 +16,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from coevo.arena.spec import ToolCall
+from coevo.arena.spec import TaskSpec, ToolCall, WorldSpec
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer
 
 __all__ = [
+    "FAILED_PREFIX",
     "CheckOutcome",
     "CheckResult",
     "Episode",
@@ -29,6 +30,7 @@ __all__ = [
     "Verdict",
     "decode_value",
     "encode_value",
+    "failed_episode",
 ]
 
 
@@ -243,6 +245,24 @@ class Episode(_Model):
     def success(self) -> bool:
         """Whether the reward is 1."""
         return self.reward.value == 1
+
+
+FAILED_PREFIX = "the solver failed: "
+"""How the reason of an episode the Solver could not play begins (the loop counts these as failures)."""
+
+
+def failed_episode(task: TaskSpec, seed: int, why: str, solver: str) -> Episode:
+    """A reward-0 episode recording that the Solver could not play ``task``, and why."""
+    world_id = task.world.world_id if isinstance(task.world, WorldSpec) else str(task.world)
+    return Episode(
+        task_id=task.task_id,
+        world_id=world_id,
+        calls=[],
+        observations=[],
+        reward=Reward(value=0, submitted=False, reason=FAILED_PREFIX + why),
+        solver=solver,
+        seed=seed,
+    )
 
 
 class CheckResult(_Model):

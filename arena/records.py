@@ -23,12 +23,14 @@ from typing import Any, BinaryIO, Literal
 from coevo.arena.errors import RecordError
 from coevo.arena.spec import TASK_FORMAT, WORLD_FORMAT, TaskSpec, WorldSpec
 from pydantic import ValidationError
+from pydantic.json_schema import models_json_schema
 
 __all__ = [
     "BadRecord",
     "Record",
     "dump_record",
     "iter_records",
+    "json_schema",
     "load_records",
     "parse_record",
     "write_records",
@@ -326,3 +328,17 @@ def write_records(path: str | Path, specs: Iterable[TaskSpec | WorldSpec]) -> in
             for record in records:
                 handle.write(json.dumps(record, ensure_ascii=False) + "\n")
     return len(records)
+
+
+def json_schema(record: str = "all") -> dict[str, Any]:
+    """The JSON Schema of the record formats (``task``, ``world`` or ``all``)."""
+    top: dict[str, Any] = {"$schema": "https://json-schema.org/draft/2020-12/schema"}
+    if record != "all":
+        model = TaskSpec if record == "task" else WorldSpec
+        return top | model.model_json_schema(by_alias=True)
+    refs, schema = models_json_schema(
+        [(TaskSpec, "validation"), (WorldSpec, "validation")], by_alias=True, title="coevo records"
+    )
+    top |= schema
+    top["oneOf"] = [refs[(TaskSpec, "validation")], refs[(WorldSpec, "validation")]]
+    return top

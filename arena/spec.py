@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Annotated, Any, Final, Literal, Self
 
+from coevo.arena import ids
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -154,9 +155,7 @@ class WorldSpec(_Model):
     @cached_property
     def world_id(self) -> str:
         """The world's id, ``sha256:`` + hex digest of its canonical JSON."""
-        from coevo.arena.ids import world_id
-
-        return world_id(self)
+        return ids.world_id(self)
 
 
 class CheckSpec(_Model):
@@ -229,6 +228,4 @@ class TaskSpec(_Model):
     @cached_property
     def task_id(self) -> str:
         """The task's id: the hash of its format, world id, instruction and verifier."""
-        from coevo.arena.ids import task_id
-
-        return task_id(self)
+        return ids.task_id(self)

@@ -25,6 +25,7 @@ from typing import Any
 from coevo.arena.arguments import Binder, compile_parameters
 from coevo.arena.errors import Problem, SpecError
 from coevo.arena.limits import Limits
+from coevo.arena.records import find_unencodable
 from coevo.arena.spec import (
     SUBMIT,
     WORLD_ID_PATTERN,
@@ -348,8 +349,6 @@ def _schema_kind(sql: str) -> tuple[str | None, str | None]:
 
 
 def _unencodable(spec: WorldSpec | TaskSpec, root: str) -> list[Problem]:
-    from coevo.arena.records import find_unencodable
-
     where = find_unencodable(spec.model_dump(mode="python", by_alias=True), root)
     if where is None:
         return []

@@ -21,11 +21,13 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
+from difflib import get_close_matches
 from typing import Any, cast
 
 from coevo.arena.errors import EpisodeError
 from coevo.arena.limits import DEFAULT_LIMITS, Limits
 from coevo.arena.outcomes import Episode, Observation, Reward
+from coevo.arena.rendering import tool_definitions
 from coevo.arena.spec import SUBMIT, TaskSpec, ToolCall, WorldSpec
 from coevo.arena.validation import (
     CompiledTask,
@@ -36,32 +38,13 @@ from coevo.arena.validation import (
 )
 from coevo.arena.verifier import evaluate
 
-__all__ = ["SUBMIT_TOOL", "World", "verify"]
+__all__ = ["World", "verify"]
 
 _SIZED = (str, bytes)
 
 
 class _DeferredForeignKey(Exception):
     """A write left a deferred foreign key broken."""
-
-
-SUBMIT_TOOL: dict[str, Any] = {
-    "name": SUBMIT,
-    "description": (
-        "End the episode. Call it once the user's request is done; for a question, "
-        "pass the answer as text."
-    ),
-    "input_schema": {
-        "type": "object",
-        "properties": {
-            "answer": {
-                "type": "string",
-                "description": "The answer, when the user asked a question.",
-            }
-        },
-        "additionalProperties": False,
-    },
-}
 
 
 def _image(data: bytes) -> sqlite3.Connection:
@@ -160,10 +143,7 @@ class World:
         This is the shape the Anthropic Messages API takes; OpenAI's
         ``function`` tools take the same fields under ``parameters``.
         """
-        return [
-            {"name": t.name, "description": t.description, "input_schema": t.parameters}
-            for t in self._w.spec.tools
-        ] + [SUBMIT_TOOL]
+        return tool_definitions(self._w.spec)
 
     # -- tasks --------------------------------------------------------------------
     def prepare(self, task: TaskSpec) -> CompiledTask:
@@ -277,8 +257,6 @@ class World:
         return self._spend_step(obs)
 
     def _unknown_tool(self, name: Any) -> str:
-        from difflib import get_close_matches
-
         options = [*self._tools, SUBMIT]
         hint = get_close_matches(str(name), options, n=1)
         suggestion = f" (did you mean '{hint[0]}'?)" if hint else ""

@@ -23,7 +23,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 from coevo.arena.gamelog import SCHEMAS, GameLog, RunDir
 from coevo.curricula import analysis
-from coevo.curricula.lineage import lineage_graph, lineage_summary
+from coevo.curricula.analysis.lineage import lineage_graph, lineage_summary
 
 
 def _table(name: str, columns: dict[str, object]) -> pa.Table:

@@ -27,9 +27,9 @@ import ray
 from coevo.agents.linear_pg import LinearPGSolver
 from coevo.agents.protocols import ProposalRequest
 from coevo.agents.synthesizers.procedural import ProceduralSynthesizer
-from coevo.arena.actors import RoleHost
-from coevo.arena.experiment import load_experiment
-from coevo.arena.loop import run_experiment
+from coevo.arena.run.experiment import load_experiment
+from coevo.arena.run.hosts import RoleHost
+from coevo.arena.run.loop import run_experiment
 
 CHUNK = 64
 

@@ -24,9 +24,9 @@ import tempfile
 from typing import Any
 
 import ray
-from coevo.arena.experiment import load_experiment
 from coevo.arena.gamelog import GameLog
-from coevo.arena.loop import run_experiment
+from coevo.arena.run.experiment import load_experiment
+from coevo.arena.run.loop import run_experiment
 
 
 def one_run(curriculum: str, seed: int, generations: int, threshold: float) -> dict[str, Any]:

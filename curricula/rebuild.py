@@ -10,12 +10,13 @@ but the time to replay.
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from typing import Any
 
 from coevo.arena.errors import CoevoError
 from coevo.arena.gamelog import GameLog, RunDir
-from coevo.curricula.strategies import Curriculum, make_curriculum
+from coevo.curricula.strategies import Curriculum, CurriculumConfig, make_curriculum
 
 __all__ = ["curriculum_from_log"]
 
@@ -34,12 +35,12 @@ def curriculum_from_log(run_dir: str, *, through: int | None = None) -> Curricul
         CoevoError: the run has no experiment record, or a replayed batch differs
             from the logged one (the log was not written by this curriculum).
     """
-    from coevo.arena.experiment import Experiment
-
     run = RunDir(run_dir)
     if not run.exists("experiment.json"):
         raise CoevoError(f"{run_dir} holds no run (no experiment.json)")
-    experiment = Experiment.model_validate_json(run.read_bytes("experiment.json"))
+    recorded = json.loads(run.read_bytes("experiment.json"))
+    config = CurriculumConfig.model_validate(recorded.get("curriculum", {}))
+    seed = int(recorded.get("run", {}).get("seed", 0))
     log = GameLog(run)
     last = log.last_generation() if through is None else through
     tasks, _ = log.task_specs()
@@ -48,7 +49,7 @@ def curriculum_from_log(run_dir: str, *, through: int | None = None) -> Curricul
     predictions = _by_gen(log.read("predictions").to_pylist())
     episodes = _by_gen(log.read("episodes").to_pylist())
     eval_ids = {r["task_id"] for rows in task_rows.values() for r in rows if r["source"] == "eval"}
-    curriculum = make_curriculum(experiment.curriculum, experiment.run.seed)
+    curriculum = make_curriculum(config, seed)
     for gen in range(last + 1):
         proposed = [r for r in task_rows.get(gen, []) if r["source"] != "eval"]
         accepted_ids = [
@@ -64,7 +65,7 @@ def curriculum_from_log(run_dir: str, *, through: int | None = None) -> Curricul
         if batch != logged:
             raise CoevoError(
                 f"generation {gen}: the replayed batch differs from the logged one; "
-                f"the log of {run_dir} was not made by its recorded {experiment.curriculum.name!r} curriculum"
+                f"the log of {run_dir} was not made by its recorded {config.name!r} curriculum"
             )
         curriculum.observe(gen, [e["task_id"] for e in train], [e["reward"] for e in train])
     return curriculum

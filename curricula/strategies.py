@@ -36,6 +36,7 @@ from typing import Any, Literal
 
 import numpy as np
 from coevo.agents.protocols import ProposalRequest
+from coevo.arena.difficulty import task_level
 from coevo.arena.spec import TaskSpec
 from coevo.curricula.scorers import scorer_named
 from pydantic import BaseModel, ConfigDict, Field
@@ -143,21 +144,6 @@ class TaskStats:
     def success(self) -> float | None:
         """The success estimate: the mean of the kept outcomes (None before any)."""
         return sum(self.outcomes) / len(self.outcomes) if self.outcomes else None
-
-
-def task_level(task: TaskSpec) -> int | None:
-    """A task's level: from its measured ``difficulty`` feature (bands of the planner), else its provenance."""
-    from coevo.agents.synthesizers.planner import LEVELS
-
-    difficulty = (task.features or {}).get("difficulty")
-    if isinstance(difficulty, (int, float)):
-        for level, ranges in LEVELS.items():
-            low, high = ranges["difficulty"]
-            if low <= difficulty <= high:
-                return level
-        return max(LEVELS) if difficulty > 8 else min(LEVELS)
-    level = (task.provenance or {}).get("level")
-    return int(level) if isinstance(level, int) else None
 
 
 class Curriculum:

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeVar
 
+import anthropic
 from coevo.arena.errors import CoevoError
 from pydantic import BaseModel, ValidationError
 
@@ -145,8 +146,6 @@ class ClaudeClient:
         self._limit: asyncio.Semaphore | None = None
 
     def _sdk(self) -> Any:
-        import anthropic
-
         loop = asyncio.get_running_loop()
         if self._client is None or self._loop is not loop:
             # each batch runs in its own event loop: connections and the semaphore belong to one
@@ -183,8 +182,6 @@ class ClaudeClient:
         Raises:
             ClaudeCallError: the call failed after the SDK's retries.
         """
-        import anthropic
-
         client = self._sdk()
         assert self._limit is not None
         request: dict[str, Any] = {

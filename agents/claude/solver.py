@@ -22,10 +22,10 @@ from typing import Any
 from coevo.agents.claude.client import PASSED_ENV, REQUIRED_ENV, ClaudeCallError, ClaudeClient
 from coevo.agents.protocols import LearnStats
 from coevo.arena.errors import SpecError
-from coevo.arena.outcomes import Episode
+from coevo.arena.outcomes import Episode, failed_episode
+from coevo.arena.rendering import SYSTEM, tool_definitions
 from coevo.arena.spec import SUBMIT, TaskSpec, ToolCall, WorldSpec
 from coevo.arena.world import World
-from coevo.curricula.export import SYSTEM, task_row
 
 __all__ = ["ClaudeSolver"]
 
@@ -79,8 +79,6 @@ class ClaudeSolver:
         return list(await asyncio.gather(*(self._episode(t, seed) for t in tasks)))
 
     async def _episode(self, task: TaskSpec, seed: int) -> Episode:
-        from coevo.arena.actors import failed_episode
-
         if not isinstance(task.world, WorldSpec):
             return failed_episode(task, seed, "the task's world is not inline", self.name)
         try:
@@ -90,7 +88,7 @@ class ClaudeSolver:
                 task, seed, f"the world could not be built: {exc.summary()}", self.name
             )
         with world:
-            tools = task_row(task)["tools"]
+            tools = tool_definitions(task.world)
             messages: list[dict[str, Any]] = [{"role": "user", "content": task.instruction}]
             calls: list[ToolCall] = []
             world.reset(task, max_steps=self.max_steps)

@@ -33,7 +33,9 @@ from typing import Any, Final
 
 from coevo.agents.synthesizers.catalog import Catalog
 from coevo.agents.synthesizers.initial import initial_state
+from coevo.agents.synthesizers.mining import catalog_of_world
 from coevo.agents.synthesizers.planner import Pick, Plan, Unfit, _Db, _goal_options, realize
+from coevo.agents.synthesizers.procedural.domains import DOMAINS
 from coevo.arena.spec import TaskSpec, WorldSpec
 
 __all__ = ["OPERATORS", "Mutator", "Operator", "catalog_for"]
@@ -46,14 +48,9 @@ def catalog_for(world: WorldSpec, provenance: Mapping[str, Any]) -> Catalog:
         Unfit: the task was not made by a coevo synthesizer that keeps plans.
     """
     maker = str(provenance.get("synthesizer", ""))
-    if maker.startswith("procedural/"):
-        from coevo.agents.synthesizers.procedural import DOMAINS
-
-        if world.domain in DOMAINS:
-            return DOMAINS[world.domain].catalog
+    if maker.startswith("procedural/") and world.domain in DOMAINS:
+        return DOMAINS[world.domain].catalog
     if maker.startswith("miner"):
-        from coevo.agents.synthesizers.mining import catalog_of_world
-
         return catalog_of_world(world)
     raise Unfit(
         f"the task was made by {maker or 'an unknown synthesizer'!r}, which keeps no plan; "

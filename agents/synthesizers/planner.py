@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Final
 
 from coevo.agents.synthesizers.catalog import Action, Catalog, Filter, Hop, quote, sql_literal
+from coevo.arena.difficulty import LEVELS, difficulty
 from coevo.arena.errors import CoevoError
 from coevo.arena.spec import (
     SUBMIT,
@@ -47,13 +48,11 @@ from coevo.arena.spec import (
 __all__ = [
     "FAMILIES",
     "FEATURE_NAMES",
-    "LEVELS",
     "Pick",
     "Plan",
     "Target",
     "TaskSampler",
     "Unfit",
-    "difficulty",
     "realize",
 ]
 
@@ -61,7 +60,6 @@ FAMILIES: Final = ("question", "action", "conditional", "bulk")
 """Task families: answer a question, act on one row, act on a condition, act on every matching row."""
 
 FEATURE_NAMES: Final = (
-    "difficulty",
     "steps",
     "hops",
     "writes",
@@ -72,32 +70,6 @@ FEATURE_NAMES: Final = (
     "question",
 )
 """Features every generated task carries (all measured on the task itself)."""
-
-LEVELS: Final[Mapping[int, Mapping[str, tuple[float, float]]]] = {
-    1: {"difficulty": (0, 3.5)},
-    2: {"difficulty": (4, 5)},
-    3: {"difficulty": (5.5, 6.5)},
-    4: {"difficulty": (7, 8)},
-    5: {"difficulty": (8.5, float("inf"))},
-}
-"""Difficulty levels as ranges (inclusive) of the ``difficulty`` feature (see :func:`difficulty`)."""
-
-
-def difficulty(features: Mapping[str, float]) -> float:
-    """One number for how hard a task is, from its features (a multiple of 0.5).
-
-    Every tool call counts 1; a branch the agent must decide counts 1.5 more;
-    each look-alike row to rule out (up to 8) and each pick by an extreme
-    value ("most recent") count 0.5. Levels are bands of this number, so a
-    question with a long walk and a short conditional can both be level 4.
-    """
-    return (
-        features.get("steps", 0)
-        + 1.5 * features.get("branching", 0)
-        + 0.5 * min(features.get("distractors", 0), 8)
-        + 0.5 * features.get("aggregates", 0)
-    )
-
 
 FAMILY_LEVELS: Final[Mapping[str, tuple[int, ...]]] = {
     "question": (1, 2, 3, 4, 5),

@@ -258,7 +258,7 @@ def test_a_claude_run_without_a_key_fails_at_once(monkeypatch, tmp_path, capsys)
     """`coevo run experiments/claude-solver.toml` with no key exits 2 before Ray starts, naming the variable."""
     import time
 
-    from coevo.arena.cli import main
+    from coevo.arena.run.cli import main
 
     monkeypatch.delenv("ANTHROPIC_API_KEY")
     start = time.perf_counter()
@@ -271,9 +271,9 @@ def test_a_claude_run_without_a_key_fails_at_once(monkeypatch, tmp_path, capsys)
 @pytest.mark.usefixtures("ray_cluster")
 def test_a_claude_run_goes_end_to_end_against_a_loopback_fake(monkeypatch, tmp_path) -> None:
     """With ANTHROPIC_BASE_URL at a loopback fake, the arena runs generations with Claude as the Solver."""
-    from coevo.arena.experiment import load_experiment
     from coevo.arena.gamelog import GameLog
-    from coevo.arena.loop import run_experiment
+    from coevo.arena.run.experiment import load_experiment
+    from coevo.arena.run.loop import run_experiment
 
     from tests.agents.fake_anthropic import LoopbackServer, heuristic_agent
 
@@ -533,10 +533,10 @@ def test_a_world_that_does_not_build_is_sent_back_with_the_errors() -> None:
 @pytest.mark.usefixtures("ray_cluster")
 def test_claude_toml_runs_end_to_end_against_a_loopback_fake(monkeypatch, tmp_path) -> None:
     """experiments/claude.toml (Claude synthesizer and judge, offline solver) runs generations against the fake."""
-    from coevo.arena.display import EventLog
-    from coevo.arena.experiment import load_experiment
     from coevo.arena.gamelog import GameLog, RunDir
-    from coevo.arena.loop import run_experiment
+    from coevo.arena.run.display import EventLog
+    from coevo.arena.run.experiment import load_experiment
+    from coevo.arena.run.loop import run_experiment
 
     from tests.agents.fake_anthropic import LoopbackServer
 
@@ -603,8 +603,8 @@ def test_a_malformed_response_body_is_a_recorded_failure() -> None:
 
 def test_events_never_hold_the_key(tmp_path) -> None:
     """The structlog redaction processor replaces the key in every event field before it is written."""
-    from coevo.arena.display import EventLog
     from coevo.arena.gamelog import RunDir
+    from coevo.arena.run.display import EventLog
 
     events = EventLog(RunDir(str(tmp_path)), console=None)
     events("role_failed", error=f"401 for key {KEY}", detail={"header": f"x-api-key: {KEY}"})

@@ -9,10 +9,11 @@ import statistics
 
 import pytest
 from coevo.agents.protocols import ProposalRequest, Synthesizer
-from coevo.agents.synthesizers.planner import FAMILY_LEVELS, LEVELS, Target
+from coevo.agents.synthesizers.planner import FAMILY_LEVELS, Target
 from coevo.agents.synthesizers.procedural import DOMAINS, ProceduralSynthesizer
 from coevo.agents.synthesizers.procedural.checking import stated_numbers
 from coevo.arena import CHECK_NAMES, World, WorldCache, assess_task, dump_record
+from coevo.arena.difficulty import LEVELS
 from coevo.arena.errors import CoevoError
 
 MECHANICAL = [c for c in CHECK_NAMES if c != "solvable"]

@@ -12,12 +12,10 @@ from coevo.agents.synthesizers.procedural import ProceduralSynthesizer
 from coevo.agents.world_models import (
     FEATURE_NAMES,
     IRTWorldModel,
-    brier,
-    expected_calibration_error,
-    reliability,
     task_features,
 )
 from coevo.arena import Episode, TaskSpec, World
+from coevo.arena.calibration import brier, expected_calibration_error, reliability
 from coevo.arena.testing import check_role
 
 from tests.agents.policies import guess_rows

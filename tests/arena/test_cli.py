@@ -22,7 +22,7 @@ def coevo(
     paths = [p for p in (env_path, str(Path(__file__).resolve().parents[2])) if p]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(paths))
     return subprocess.run(
-        [sys.executable, "-m", "coevo.arena.cli", *args],
+        [sys.executable, "-m", "coevo.arena.run.cli", *args],
         input=stdin,
         capture_output=True,
         text=True,

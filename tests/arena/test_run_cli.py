@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from coevo.arena.cli import main
+from coevo.arena.run.cli import main
 
 SMALL = (
     '[run]\nname = "tiny"\nseed = 2\ngenerations = 2\nrollouts = 2\nchunk = 8\n'

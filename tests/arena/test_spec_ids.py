@@ -6,7 +6,7 @@ import json
 
 import jsonschema
 from coevo.arena import TaskSpec, WorldSpec, canonical_json, dump_record, load_records
-from coevo.arena.cli import json_schema
+from coevo.arena.records import json_schema
 
 from tests.factories import EXAMPLES, example, mini_task
 

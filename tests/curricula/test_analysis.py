@@ -9,11 +9,11 @@ import networkx as nx
 import pytest
 from coevo.arena import TaskSpec, ToolCall, World
 from coevo.arena.errors import CoevoError
-from coevo.arena.experiment import load_experiment
-from coevo.arena.loop import run_experiment
+from coevo.arena.run.experiment import load_experiment
+from coevo.arena.run.loop import run_experiment
 from coevo.curricula.analysis import analyze, frontier_of, load_run
-from coevo.curricula.export import compile_where, export_run, task_row
-from coevo.curricula.lineage import lineage_graph, lineage_summary, write_graphml
+from coevo.curricula.analysis.export import compile_where, export_run, task_row
+from coevo.curricula.analysis.lineage import lineage_graph, lineage_summary, write_graphml
 
 
 @pytest.fixture(scope="module")

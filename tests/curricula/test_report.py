@@ -8,7 +8,7 @@ import subprocess
 from html.parser import HTMLParser
 
 import pytest
-from coevo.curricula.report import FIGURES, render_report
+from coevo.curricula.analysis.report import FIGURES, render_report
 
 from tests.curricula.test_analysis import run  # noqa: F401  (the module's real run, reused)
 

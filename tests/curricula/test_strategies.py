@@ -7,6 +7,7 @@ import pytest
 from coevo.agents.protocols import ProposalRequest
 from coevo.agents.synthesizers.procedural import ProceduralSynthesizer
 from coevo.arena import TaskSpec
+from coevo.arena.difficulty import task_level
 from coevo.curricula.scorers import absolute_zero, learnability, r_zero, scorer_named
 from coevo.curricula.strategies import (
     ACCEL,
@@ -15,7 +16,6 @@ from coevo.curricula.strategies import (
     TargetBand,
     Uniform,
     make_curriculum,
-    task_level,
 )
 
 

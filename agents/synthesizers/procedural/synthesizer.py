@@ -10,28 +10,11 @@ from typing import Any
 from coevo.agents.protocols import ProposalRequest
 from coevo.agents.synthesizers.initial import initial_state
 from coevo.agents.synthesizers.planner import Target, TaskSampler, Unfit
-from coevo.agents.synthesizers.procedural.base import Domain
+from coevo.agents.synthesizers.procedural.domains import DOMAINS, domain_named
 from coevo.arena.errors import CoevoError
 from coevo.arena.spec import TaskSpec, WorldSpec
 
-__all__ = ["ProceduralSynthesizer", "domain_named"]
-
-
-def domain_named(name: str) -> Domain:
-    """The registered domain called ``name``.
-
-    Raises:
-        CoevoError: no such domain; the message lists the domains and the closest name.
-    """
-    import difflib
-
-    from coevo.agents.synthesizers.procedural import DOMAINS
-
-    if name in DOMAINS:
-        return DOMAINS[name]
-    close = difflib.get_close_matches(name, list(DOMAINS), n=1)
-    hint = f"did you mean {close[0]!r}? " if close else ""
-    raise CoevoError(f"unknown domain {name!r}; {hint}choose from {', '.join(DOMAINS)}")
+__all__ = ["ProceduralSynthesizer"]
 
 
 class ProceduralSynthesizer:
@@ -58,8 +41,6 @@ class ProceduralSynthesizer:
         world_pool: int | None = None,
         attempts: int = 400,
     ):
-        from coevo.agents.synthesizers.procedural import DOMAINS
-
         self.domains = [domain_named(d).name for d in domains] if domains else list(DOMAINS)
         if world_pool is not None and world_pool < 1:
             raise ValueError(f"world_pool must be at least 1, not {world_pool}")

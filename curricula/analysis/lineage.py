@@ -17,7 +17,7 @@ from typing import Any
 
 import networkx as nx
 import pyarrow.compute as pc
-from coevo.curricula.analysis import Run
+from coevo.curricula.analysis.metrics import Run
 
 __all__ = ["lineage_graph", "lineage_summary", "write_graphml"]
 

@@ -22,8 +22,8 @@ import io
 from collections import defaultdict
 from typing import Any
 
-from coevo.curricula.analysis import analyze, load_run
-from coevo.curricula.lineage import lineage_graph, lineage_summary
+from coevo.curricula.analysis.lineage import lineage_graph, lineage_summary
+from coevo.curricula.analysis.metrics import analyze, load_run
 
 __all__ = ["FIGURES", "render_report"]
 
@@ -40,7 +40,7 @@ FIGURES = (
 def _png(figure: Any) -> str:
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # heavy: loaded only when a report is drawn (see _figures)
 
     plt.close(figure)
     return base64.b64encode(buffer.getvalue()).decode()
@@ -52,10 +52,11 @@ def _label(metrics: dict[str, Any]) -> str:
 
 
 def _figures(runs: list[dict[str, Any]]) -> dict[str, str]:
+    # matplotlib is heavy and choosing its backend is global: both happen only when a report is drawn
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # after the backend is chosen
 
     out: dict[str, str] = {}
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.8))

@@ -23,32 +23,21 @@ import traceback
 from collections.abc import Sequence
 from typing import Any
 
+import ray
 from coevo.agents.protocols import LearnStats, ProposalRequest
-from coevo.arena.outcomes import CheckResult, Episode, Reward, Verdict
-from coevo.arena.spec import TaskSpec, WorldSpec
+from coevo.agents.registry import REGISTRY
+from coevo.agents.synthesizers.mutation import Mutator
+from coevo.arena.outcomes import CheckResult, Episode, Verdict, failed_episode
+from coevo.arena.spec import TaskSpec
 from coevo.curricula.strategies import Mutation
 
-__all__ = ["RoleHost", "failed_episode"]
+__all__ = ["RoleHost"]
 
 
 def _error(exc: BaseException) -> str:
     frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
     where = f" at {os.path.basename(frame.filename)}:{frame.lineno}" if frame else ""
     return f"{type(exc).__name__}: {exc}{where}"
-
-
-def failed_episode(task: TaskSpec, seed: int, why: str, solver: str) -> Episode:
-    """A reward-0 episode recording that the Solver could not play ``task``."""
-    world_id = task.world.world_id if isinstance(task.world, WorldSpec) else str(task.world)
-    return Episode(
-        task_id=task.task_id,
-        world_id=world_id,
-        calls=[],
-        observations=[],
-        reward=Reward(value=0, submitted=False, reason=f"the solver failed: {why}"),
-        solver=solver,
-        seed=seed,
-    )
 
 
 class RoleHost:
@@ -61,8 +50,6 @@ class RoleHost:
     """
 
     def __init__(self, name: str, config: dict[str, Any], env: dict[str, str] | None = None):
-        from coevo.agents.registry import REGISTRY
-
         # the variables a role needs (an API key) reach its actor here, not through any log
         os.environ.update(env or {})
         self.name = name
@@ -92,8 +79,6 @@ class RoleHost:
         self, parents: Sequence[TaskSpec], mutations: Sequence[Mutation]
     ) -> list[tuple[TaskSpec | None, str | None]]:
         """For each mutation, the child task (or None and why the operator did not apply)."""
-        from coevo.agents.synthesizers.mutation import Mutator
-
         if self._mutator is None:
             self._mutator = Mutator()
         by_id = {p.task_id: p for p in parents}
@@ -146,8 +131,6 @@ class RoleHost:
     ) -> list[Episode]:
         """Episodes of ``tasks`` with the learner's weights ``state`` (a one-item list holding a Ray ref, or empty)."""
         if state and version != self._version and hasattr(self.role, "set_state"):
-            import ray
-
             self.role.set_state(ray.get(state[0]))
             self._version = version
         try:

@@ -30,26 +30,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from coevo.arena.errors import CoevoError
-from coevo.arena.spec import SUBMIT, TaskSpec, WorldSpec
-from coevo.curricula.analysis import Run
+from coevo.arena.gamelog import GameLog
+from coevo.arena.rendering import SYSTEM, openai_tools, prompt, tool_definitions
+from coevo.arena.spec import TaskSpec, WorldSpec
+from coevo.curricula.analysis.metrics import Run
 
-__all__ = ["SYSTEM", "compile_where", "export_run", "task_row"]
-
-SYSTEM = (
-    "You are an agent working in a company's systems through the tools given. "
-    "Find what you need with the tools; never guess identifiers. "
-    "When the request is done, call submit (with the answer, if the request asks a question)."
-)
-"""The system text of every exported prompt."""
-
-_SUBMIT_TOOL = {
-    "name": SUBMIT,
-    "description": "End the episode. Give `answer` when the request asks a question.",
-    "input_schema": {
-        "type": "object",
-        "properties": {"answer": {"type": "string", "description": "the answer, as text"}},
-    },
-}
+__all__ = ["compile_where", "export_run", "task_row"]
 
 _FIELDS = (
     "task_id",
@@ -71,10 +57,7 @@ def task_row(task: TaskSpec, **fields: Any) -> dict[str, Any]:
     """
     if not isinstance(task.world, WorldSpec):
         raise CoevoError(f"task {task.task_id}: give it with its world inline")
-    tools = [
-        {"name": t.name, "description": t.description, "input_schema": t.parameters}
-        for t in task.world.tools
-    ] + [_SUBMIT_TOOL]
+    tools = tool_definitions(task.world)
     row: dict[str, Any] = dict.fromkeys(_FIELDS)
     row.update(fields)
     row.update(
@@ -82,19 +65,9 @@ def task_row(task: TaskSpec, **fields: Any) -> dict[str, Any]:
             "task_id": task.task_id,
             "system": SYSTEM,
             "instruction": task.instruction,
-            "prompt": f"{SYSTEM}\n\n{task.instruction}",
+            "prompt": prompt(task),
             "tools": tools,
-            "openai_tools": [
-                {
-                    "type": "function",
-                    "function": {
-                        "name": t["name"],
-                        "description": t["description"],
-                        "parameters": t["input_schema"],
-                    },
-                }
-                for t in tools
-            ],
+            "openai_tools": openai_tools(tools),
             "spec": task.model_dump(mode="json", exclude_none=True),
         }
     )
@@ -185,8 +158,6 @@ def export_run(
     Raises:
         CoevoError: an unknown format or a bad ``where``.
     """
-    from coevo.arena.gamelog import GameLog
-
     if fmt not in ("jsonl", "parquet"):
         raise CoevoError(f"--format must be jsonl or parquet, not {fmt!r}")
     keep = compile_where(where) if where else (lambda row: True)

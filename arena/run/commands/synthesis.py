@@ -15,15 +15,14 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from coevo.arena.errors import CoevoError, RecordError
+from coevo.arena.errors import CoevoError, CommandError, RecordError
 from coevo.arena.judge import WorldCache, assess_task
-from coevo.arena.progress import Progress
 from coevo.arena.records import dump_record, load_records
+from coevo.arena.run.commands import EXIT_OK, EXIT_REJECTED
+from coevo.arena.run.progress import Progress
 from coevo.arena.spec import TaskSpec, WorldSpec
 
 __all__ = ["add_commands"]
-
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
 
 def _records(tasks: Sequence[TaskSpec], worlds: Iterable[WorldSpec]) -> list[dict[str, Any]]:
@@ -106,14 +105,13 @@ def cmd_synth(args: argparse.Namespace) -> int:
                     tasks.append(task)
                 bar.advance()
     except (CoevoError, ValueError) as exc:
-        print(f"coevo synth: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        raise CommandError(str(exc)) from exc
     for miss in synth.misses[:3]:
         print(f"  missed: {miss}", file=sys.stderr)
     kept, rejected = _judged(tasks, [], not args.no_check, "tasks")
     _write(args.out, _records(kept, []))
     _report(len(tasks), len(kept), rejected, args.out, f"synth {','.join(domains)}")
-    return EXIT_OK if not rejected else EXIT_FAILED
+    return EXIT_OK if not rejected else EXIT_REJECTED
 
 
 def cmd_mine(args: argparse.Namespace) -> int:
@@ -127,15 +125,13 @@ def cmd_mine(args: argparse.Namespace) -> int:
         print(f"coevo mine: {exc}", file=sys.stderr)
         return EXIT_OK
     except CoevoError as exc:
-        print(f"coevo mine: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        raise CommandError(str(exc)) from exc
     except Exception as exc:  # a database shape coevo does not handle yet: say so, no traceback
-        print(
-            f"coevo mine: could not mine {args.db} ({type(exc).__name__}: {exc}); "
+        raise CommandError(
+            f"could not mine {args.db} ({type(exc).__name__}: {exc}); "
             "this is a coevo bug: please report it with the database's schema (sqlite3 DB .schema)",
-            file=sys.stderr,
-        )
-        return EXIT_FAILED
+            EXIT_REJECTED,
+        ) from exc
     report = miner.report
     print(
         f"mined {args.db}: {report.world_rows} of {report.source_rows:,} rows from {report.source_tables} tables; "
@@ -177,24 +173,20 @@ def cmd_mutate(args: argparse.Namespace) -> int:
             print(f"{op.name}\t{op.direction}\t{op.description}")
         return EXIT_OK
     if not args.file or not args.op:
-        print("coevo mutate: give FILE and --op (see --list)", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        raise CommandError("give FILE and --op (see --list)")
     wanted = args.op
     if wanted in ("harder", "easier"):
         choices = [n for n, op in OPERATORS.items() if op.direction == wanted]
     elif wanted in OPERATORS:
         choices = [wanted]
     else:
-        print(
-            f"coevo mutate: unknown operator {wanted!r}; choose from {', '.join(OPERATORS)}, harder, easier",
-            file=sys.stderr,
+        raise CommandError(
+            f"unknown operator {wanted!r}; choose from {', '.join(OPERATORS)}, harder, easier"
         )
-        return EXIT_BAD_INPUT
     try:
         tasks, worlds = load_records(args.file)
     except (RecordError, OSError) as exc:
-        print(f"coevo mutate: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        raise CommandError(str(exc)) from exc
     mutator = Mutator()
     children: list[TaskSpec] = []
     skipped: list[str] = []
@@ -218,7 +210,7 @@ def cmd_mutate(args: argparse.Namespace) -> int:
     kept, rejected = _judged(children, worlds.values(), not args.no_check, "children")
     _write(args.out, _records(kept, worlds.values()))
     _report(len(children), len(kept), rejected, args.out, f"mutate {wanted}")
-    return EXIT_OK if not rejected else EXIT_FAILED
+    return EXIT_OK if not rejected else EXIT_REJECTED
 
 
 def add_commands(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:

@@ -1,36 +1,22 @@
-"""The ``coevo`` command line.
-
-``coevo check FILE``   run the Judge's checks on every record of a .jsonl/.json file
-``coevo play FILE``    attempt a task yourself in the terminal
-``coevo schema``       print the JSON Schema of the record formats
-``coevo synth``        make procedural tasks (offline)
-``coevo mine DB``      make a world and tasks from a real SQLite database
-``coevo mutate FILE``  make harder or easier children of tasks
-``coevo roles``        list the registered roles (built-ins and plugins)
-
-Every command has ``--help`` with an example.
-"""
+"""``coevo check``, ``coevo play`` and ``coevo schema``: task and world records on the command line."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from coevo.arena.errors import RecordError, SpecError
+from coevo.arena.errors import CommandError, RecordError, SpecError
 from coevo.arena.judge import CHECK_NAMES, WorldCache, assess_task, check_world_valid
 from coevo.arena.outcomes import Observation
-from coevo.arena.records import BadRecord, Record, iter_records, load_records
+from coevo.arena.records import BadRecord, Record, iter_records, json_schema, load_records
+from coevo.arena.run.commands import EXIT_OK, EXIT_REJECTED, EXIT_UNREADABLE
 from coevo.arena.spec import TaskSpec, ToolCall, WorldSpec
 from coevo.arena.world import World
-from pydantic.json_schema import models_json_schema
 
-__all__ = ["main"]
-
-EXIT_OK, EXIT_REJECTED, EXIT_UNREADABLE = 0, 1, 2
+__all__ = ["add_commands"]
 
 
 def _not_run(reason: str) -> dict[str, Any]:
@@ -94,8 +80,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     """Run the Judge's checks on every record of a file."""
     path = args.file
     if path != "-" and not Path(path).is_file():
-        print(f"coevo check: no such file: {path}", file=sys.stderr)
-        return EXIT_UNREADABLE
+        raise CommandError(f"no such file: {path}")
     cache = WorldCache()
     unreadable = rejected = 0
     counts = {"world": 0, "task": 0}
@@ -118,8 +103,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     except BrokenPipeError:
         raise
     except OSError as exc:
-        print(f"coevo check: cannot read {path}: {exc}", file=sys.stderr)
-        return EXIT_UNREADABLE
+        raise CommandError(f"cannot read {path}: {exc}") from exc
     finally:
         cache.close()
     if not args.json:
@@ -144,15 +128,15 @@ _PLAY_HELP = """commands:
 
 def _pick_task(tasks: list[TaskSpec], wanted: str | None) -> TaskSpec:
     if not tasks:
-        raise SystemExit("coevo play: the file holds no task records")
+        raise CommandError("the file holds no task records")
     if wanted is None:
         return tasks[0]
     if wanted.isdigit():
         index = int(wanted)
         if 1 <= index <= len(tasks):
             return tasks[index - 1]
-        raise SystemExit(
-            f"coevo play: --task {wanted}: the file holds {len(tasks)} task(s); number them from 1"
+        raise CommandError(
+            f"--task {wanted}: the file holds {len(tasks)} task(s); number them from 1"
         )
     matches = [
         t for t in tasks if t.task_id.startswith(wanted) or t.task_id.startswith("sha256:" + wanted)
@@ -160,10 +144,8 @@ def _pick_task(tasks: list[TaskSpec], wanted: str | None) -> TaskSpec:
     if len(matches) == 1:
         return matches[0]
     if not matches:
-        raise SystemExit(f"coevo play: no task id starts with {wanted!r}")
-    raise SystemExit(
-        f"coevo play: {len(matches)} task ids start with {wanted!r}; give more of the id"
-    )
+        raise CommandError(f"no task id starts with {wanted!r}")
+    raise CommandError(f"{len(matches)} task ids start with {wanted!r}; give more of the id")
 
 
 def _describe_tools(world: World) -> str:
@@ -208,20 +190,17 @@ def cmd_play(args: argparse.Namespace) -> int:
     try:
         tasks, worlds = load_records(args.file)
     except (RecordError, OSError) as exc:
-        print(f"coevo play: {exc}", file=sys.stderr)
-        return EXIT_UNREADABLE
+        raise CommandError(str(exc)) from exc
     task = _pick_task(tasks, args.task)
     spec = task.world if isinstance(task.world, WorldSpec) else worlds.get(task.world)
     if spec is None:
-        print(f"coevo play: the task's world {task.world} is not in the file", file=sys.stderr)
-        return EXIT_UNREADABLE
+        raise CommandError(f"the task's world {task.world} is not in the file")
     out = sys.stdout
     try:
         world = World(spec)
         world.reset(task, max_steps=args.max_steps)
     except SpecError as exc:
-        print(f"coevo play: the task is not valid:\n{exc.summary()}", file=sys.stderr)
-        return EXIT_REJECTED
+        raise CommandError(f"the task is not valid:\n{exc.summary()}", EXIT_REJECTED) from exc
     if not args.json:
         out.write(
             f"task {task.task_id[:19]} in world {world.id[:19]} ({spec.domain}, now {spec.now})\n\n"
@@ -267,38 +246,14 @@ def cmd_play(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def json_schema(record: str = "all") -> dict[str, Any]:
-    """The JSON Schema of the record formats (``task``, ``world`` or ``all``)."""
-    top: dict[str, Any] = {"$schema": "https://json-schema.org/draft/2020-12/schema"}
-    if record != "all":
-        model = TaskSpec if record == "task" else WorldSpec
-        return top | model.model_json_schema(by_alias=True)
-    refs, schema = models_json_schema(
-        [(TaskSpec, "validation"), (WorldSpec, "validation")], by_alias=True, title="coevo records"
-    )
-    top |= schema
-    top["oneOf"] = [refs[(TaskSpec, "validation")], refs[(WorldSpec, "validation")]]
-    return top
-
-
 def cmd_schema(args: argparse.Namespace) -> int:
     """Print the JSON Schema."""
     sys.stdout.write(json.dumps(json_schema(args.record), indent=2, ensure_ascii=False) + "\n")
     return EXIT_OK
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of the ``coevo`` command."""
-    parser = argparse.ArgumentParser(
-        prog="coevo",
-        description="coevo: agent-environment co-evolution — synthesized SQL tool-use worlds, "
-        "a Judge that proves them, curricula at the Solver's frontier.",
-        epilog="example: coevo check arena/examples/examples.jsonl",
-    )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    sub.required = True
-    fmt = argparse.RawDescriptionHelpFormatter
-
+def add_commands(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
+    """Add ``check``, ``play`` and ``schema`` to the ``coevo`` command."""
     check = sub.add_parser(
         "check",
         help="run the Judge's checks on every record of a file",
@@ -351,70 +306,3 @@ def build_parser() -> argparse.ArgumentParser:
     )
     schema.add_argument("--json", action="store_true", help="(the output is always JSON)")
     schema.set_defaults(func=cmd_schema)
-
-    roles = sub.add_parser(
-        "roles",
-        help="list every registered role with its kind and origin",
-        formatter_class=fmt,
-        description=(
-            "Every role an experiment can name: coevo's built-ins and the roles plugins\n"
-            "register through the 'coevo.roles' entry points. A plugin that fails to load is\n"
-            "reported on standard error and left out."
-        ),
-        epilog="examples:\n  coevo roles\n  coevo roles --json | jq -r '.[] | select(.kind == \"solver\") | .name'",
-    )
-    roles.add_argument(
-        "--json", action="store_true", help="a JSON array of {name, kind, origin, description}"
-    )
-    roles.set_defaults(func=cmd_roles)
-
-    from coevo.agents.synthesizers.cli import add_commands
-    from coevo.arena.run_cli import add_commands as add_run_commands
-    from coevo.curricula.cli import add_commands as add_analysis_commands
-
-    add_commands(sub, fmt)
-    add_run_commands(sub, fmt)
-    add_analysis_commands(sub, fmt)
-    return parser
-
-
-def cmd_roles(args: argparse.Namespace) -> int:
-    """``coevo roles``: the registered roles."""
-    from coevo.agents.registry import REGISTRY
-
-    roles = REGISTRY.roles()
-    for error in REGISTRY.plugin_errors:
-        print(f"coevo roles: a plugin did not load: {error}", file=sys.stderr)
-    if args.json:
-        rows = [
-            {"name": r.name, "kind": r.kind, "origin": r.origin, "description": r.description}
-            for r in roles
-        ]
-        sys.stdout.write(json.dumps(rows, indent=2, ensure_ascii=False) + "\n")
-        return EXIT_OK
-    width = max((len(r.name) for r in roles), default=4)
-    print(f"{'name':<{width}}  {'kind':<11}  {'origin':<24}  description")
-    for r in roles:
-        print(f"{r.name:<{width}}  {r.kind:<11}  {r.origin:<24}  {r.description}")
-    return EXIT_OK
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the ``coevo`` command; returns the exit status."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    try:
-        return int(args.func(args))
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
-    except BrokenPipeError:
-        # The reader went away (e.g. `| head`); silence the flush at exit.
-        import os
-
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_OK
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from coevo.arena.errors import CoevoError
+from coevo.arena.errors import CommandError
 
 __all__ = ["add_commands", "cmd_resume", "cmd_run", "summarize"]
 
@@ -57,19 +57,17 @@ def _print_summary(summary: dict[str, Any]) -> None:
 
 
 def _run(args: argparse.Namespace, *, resume: bool) -> int:
-    from coevo.arena.display import EventLog, GenerationTable
-    from coevo.arena.experiment import Experiment, load_experiment
     from coevo.arena.gamelog import RunDir
-    from coevo.arena.loop import run_experiment
+    from coevo.arena.run.display import EventLog, GenerationTable
+    from coevo.arena.run.experiment import Experiment, load_experiment
+    from coevo.arena.run.loop import run_experiment
 
     if resume:
         run = RunDir(args.run_dir)
         if not run.exists("experiment.json"):
-            print(
-                f"coevo resume: {args.run_dir} holds no run (no experiment.json); start one with `coevo run`",
-                file=sys.stderr,
+            raise CommandError(
+                f"{args.run_dir} holds no run (no experiment.json); start one with `coevo run`"
             )
-            return 2
         experiment = Experiment.model_validate_json(run.read_bytes("experiment.json"))
         run_dir = args.run_dir
     else:
@@ -78,7 +76,7 @@ def _run(args: argparse.Namespace, *, resume: bool) -> int:
             overrides.append(f"run.seed={args.seed}")
         experiment = load_experiment(args.experiment, overrides)
         run_dir = args.out or experiment.run.out
-    from coevo.arena.loop import check_environment
+    from coevo.arena.run.loop import check_environment
 
     check_environment(experiment)  # before anything is written or started
     events = EventLog(RunDir(run_dir))
@@ -112,20 +110,12 @@ def _run(args: argparse.Namespace, *, resume: bool) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """``coevo run EXPERIMENT.toml``."""
-    try:
-        return _run(args, resume=False)
-    except CoevoError as exc:
-        print(f"coevo run: {exc}", file=sys.stderr)
-        return 2
+    return _run(args, resume=False)
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
     """``coevo resume RUN_DIR``."""
-    try:
-        return _run(args, resume=True)
-    except CoevoError as exc:
-        print(f"coevo resume: {exc}", file=sys.stderr)
-        return 2
+    return _run(args, resume=True)
 
 
 def add_commands(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:

@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from coevo.arena.errors import CoevoError
+from coevo.arena.errors import ExperimentError
 from coevo.curricula.strategies import CurriculumConfig
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -41,10 +41,6 @@ __all__ = [
     "load_experiment",
     "parse_overrides",
 ]
-
-
-class ExperimentError(CoevoError):
-    """An experiment file (or an override) is not valid; the message names the key and the fix."""
 
 
 class _Table(BaseModel):

@@ -19,22 +19,24 @@ episode rows take a fraction of a second), from the tables alone:
   reliability table over the whole run;
 * ``throughput``: per generation, episodes played and tasks accepted (tokens
   and dollars when a role reports them);
-* ``irt``: each solver version's ability and each task's difficulty, from the
-  run's own World model (its last checkpoint).
+* ``irt``: each solver version's ability and each task's difficulty, a Rasch
+  model fitted to the episodes (:mod:`~coevo.curricula.analysis.irt`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-import pickle
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from coevo.arena.calibration import brier, expected_calibration_error, reliability
 from coevo.arena.errors import CoevoError
 from coevo.arena.gamelog import SCHEMAS, GameLog, RunDir
+from coevo.curricula.analysis.irt import fit_rasch
 
 __all__ = ["Run", "analyze", "frontier_of", "load_run"]
 
@@ -59,7 +61,7 @@ class Run:
     def to_pandas(self, name: str) -> Any:
         """The table as a pandas DataFrame (needs pandas installed)."""
         try:
-            import pandas  # noqa: F401
+            import pandas  # noqa: F401  (optional: the "frames" extra)
         except ImportError:
             raise CoevoError("to_pandas needs pandas: pip install pandas") from None
         return self.tables[name].to_pandas()
@@ -67,7 +69,7 @@ class Run:
     def to_polars(self, name: str) -> Any:
         """The table as a polars DataFrame (needs polars installed)."""
         try:
-            import polars
+            import polars  # optional: the "frames" extra
         except ImportError:
             raise CoevoError("to_polars needs polars: pip install polars") from None
         return polars.from_arrow(self.tables[name])
@@ -169,8 +171,6 @@ def _frontier(eval_by_level: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _schemas(run: Run) -> dict[str, str]:
     """World id → a digest of its schema (the CREATE statements): worlds of one schema share it."""
-    import hashlib
-
     out = {}
     worlds = run["worlds"]
     for world_id, spec in zip(
@@ -238,8 +238,6 @@ def _rejections(run: Run) -> list[dict[str, Any]]:
 
 
 def _calibration(run: Run) -> dict[str, Any]:
-    from coevo.agents.world_models import brier, expected_calibration_error, reliability
-
     episodes = run["episodes"]
     train = episodes.filter(pc.equal(episodes.column("purpose"), "train"))
     joined = train.select(["task_id", "gen", "reward"]).join(
@@ -295,20 +293,8 @@ def _throughput(run: Run) -> list[dict[str, Any]]:
 
 
 def _irt(run: Run) -> dict[str, Any]:
-    """Abilities per solver version and difficulty per task, from the run's World model (last checkpoint)."""
-    last = run.generations - 1
-    store = RunDir(run.run_dir)
-    path = ("checkpoints", f"gen={last}", "world_model.pkl")
-    if last < 0 or not store.exists(*path):
-        return {"abilities": {}, "difficulties": {}}
-    model = pickle.loads(store.read_bytes(*path))
-    abilities = {k: float(v) for k, v in getattr(model, "theta", {}).items()}
-    difficulties: dict[str, float] = {}
-    if hasattr(model, "difficulty"):
-        tasks, _ = GameLog(store).task_specs()
-        for task_id, task in tasks.items():
-            difficulties[task_id] = float(model.difficulty(task))
-    return {"abilities": abilities, "difficulties": difficulties}
+    """Abilities per solver version and difficulty per task, fitted to the run's episodes."""
+    return fit_rasch(run["episodes"].select(["solver", "task_id", "reward"]))
 
 
 def analyze(run: Run, *, irt: bool = True) -> dict[str, Any]:

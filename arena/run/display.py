@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import sys
 from typing import Any, TextIO
 
 import structlog
 from coevo.arena.gamelog import RunDir
-from coevo.arena.loop import GenerationReport
+from coevo.arena.run.loop import GenerationReport
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
@@ -31,8 +32,6 @@ def redact_secrets(logger: Any, method: str, event: dict[str, Any]) -> dict[str,
     Applied to every event before it is written or shown, so an API key that
     ends up in an error message never reaches ``events.jsonl`` or the console.
     """
-    import os
-
     secrets = [
         value
         for name, value in os.environ.items()

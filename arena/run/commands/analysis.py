@@ -1,4 +1,4 @@
-"""``coevo analyze`` and ``coevo export``: a run's metrics as JSON, and its curriculum as training data."""
+"""``coevo analyze``, ``coevo report`` and ``coevo export``: a run's metrics, a report comparing runs, and its curriculum as training data."""
 
 from __future__ import annotations
 
@@ -6,8 +6,6 @@ import argparse
 import json
 import sys
 from typing import Any
-
-from coevo.arena.errors import CoevoError
 
 __all__ = ["add_commands"]
 
@@ -42,13 +40,9 @@ def _print_metrics(metrics: dict[str, Any]) -> None:
 def cmd_analyze(args: argparse.Namespace) -> int:
     """``coevo analyze RUN_DIR``."""
     from coevo.curricula.analysis import analyze, load_run
-    from coevo.curricula.lineage import lineage_graph, lineage_summary, write_graphml
+    from coevo.curricula.analysis.lineage import lineage_graph, lineage_summary, write_graphml
 
-    try:
-        run = load_run(args.run_dir)
-    except CoevoError as exc:
-        print(f"coevo analyze: {exc}", file=sys.stderr)
-        return 2
+    run = load_run(args.run_dir)
     metrics = analyze(run, irt=not args.no_irt)
     graph = lineage_graph(run)
     metrics["lineage"] = lineage_summary(graph)
@@ -64,28 +58,18 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     """``coevo export RUN_DIR --out DIR``."""
     from coevo.curricula.analysis import load_run
-    from coevo.curricula.export import export_run
+    from coevo.curricula.analysis.export import export_run
 
-    try:
-        path, count = export_run(
-            load_run(args.run_dir), args.out, fmt=args.format, where=args.where
-        )
-    except CoevoError as exc:
-        print(f"coevo export: {exc}", file=sys.stderr)
-        return 2
+    path, count = export_run(load_run(args.run_dir), args.out, fmt=args.format, where=args.where)
     print(f"{count} tasks → {path}", file=sys.stderr)
     return 0
 
 
 def cmd_report(args: argparse.Namespace) -> int:
     """``coevo report RUN_DIR... --out report.html``."""
-    from coevo.curricula.report import render_report
+    from coevo.curricula.analysis.report import render_report
 
-    try:
-        figures = render_report(args.run_dirs, args.out)
-    except CoevoError as exc:
-        print(f"coevo report: {exc}", file=sys.stderr)
-        return 2
+    figures = render_report(args.run_dirs, args.out)
     print(f"{len(args.run_dirs)} runs, {len(figures)} figures → {args.out}", file=sys.stderr)
     return 0
 

@@ -22,7 +22,9 @@ checkpoint; the log of a resumed run equals the log of an uninterrupted one.
 from __future__ import annotations
 
 import contextlib
+import difflib
 import hashlib
+import inspect
 import json
 import logging
 import os
@@ -32,25 +34,27 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import ray
 from coevo.agents.protocols import ProposalRequest
-from coevo.arena.errors import CoevoError
-from coevo.arena.experiment import Experiment
+from coevo.agents.registry import REGISTRY
+from coevo.arena.calibration import brier
+from coevo.arena.difficulty import task_level
+from coevo.arena.errors import ArenaError, RegistryError
 from coevo.arena.gamelog import GameLog, LogError, RunDir
 from coevo.arena.outcomes import Episode, Verdict
+from coevo.arena.run.experiment import Experiment
+from coevo.arena.run.hosts import RoleHost
 from coevo.arena.spec import TaskSpec, WorldSpec
 from coevo.curricula.strategies import (
     Curriculum,
     GenerationPlan,
     Mutation,
     make_curriculum,
-    task_level,
 )
+from ray.exceptions import ActorUnavailableError, RayActorError
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 __all__ = ["ArenaError", "GenerationReport", "RunSummary", "resume_run", "run_experiment"]
-
-
-class ArenaError(CoevoError):
-    """The loop cannot start or go on; the message says why and what to do."""
 
 
 @dataclass
@@ -129,9 +133,6 @@ class _Batch:
 
     def get(self, attempts: int = 8) -> list[Any]:
         """Every call's result, in submission order."""
-        import ray
-        from ray.exceptions import ActorUnavailableError, RayActorError
-
         results = []
         for i, ref in enumerate(self.refs):
             for attempt in range(attempts):
@@ -199,13 +200,7 @@ class Arena:
     # ---- actors -------------------------------------------------------------------------
 
     def _start_actors(self) -> None:
-        import ray
-        from coevo.arena.actors import RoleHost
-
         host = ray.remote(RoleHost)
-
-        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
         here = ray.get_runtime_context().get_node_id()
 
         def pool(role: Any, n: int, restarts: bool) -> list[Any]:
@@ -234,9 +229,6 @@ class Arena:
         Used for what actors kept in memory (usage, synthesis attempts): an
         actor whose node died has lost it, and the run goes on without it.
         """
-        import ray
-        from ray.exceptions import ActorUnavailableError, RayActorError
-
         out: list[list[Any]] = []
         for actor in actors:
             for attempt in range(6):
@@ -383,8 +375,6 @@ class Arena:
         return last + 1
 
     def _load_checkpoint(self, gen: int) -> None:
-        import ray
-
         base = ("checkpoints", f"gen={gen}")
         state = json.loads(self.run.read_bytes(*base, "state.json"))
         tasks = self._tasks_from_log()
@@ -411,8 +401,6 @@ class Arena:
 
     def generation(self, gen: int) -> GenerationReport:
         """Run and commit generation ``gen``."""
-        import ray
-
         started = time.perf_counter()
         phases: dict[str, float] = {}
         clock = [started]
@@ -526,9 +514,6 @@ class Arena:
         next_plan: GenerationPlan,
         failures: int,
     ) -> dict[str, Any]:
-        import ray
-        from coevo.agents.world_models import brier
-
         rows: dict[str, list[dict[str, Any]]] = {
             name: []
             for name in (
@@ -699,8 +684,6 @@ class Arena:
 
     def close(self) -> None:
         """Stop the actors."""
-        import ray
-
         for actor in [
             *self.synth.actors,
             *self.judges.actors,
@@ -712,8 +695,6 @@ class Arena:
 
 
 def _passed_env(name: str) -> dict[str, str]:
-    from coevo.agents.registry import REGISTRY
-
     factory = REGISTRY.get(name).factory
     return {k: os.environ[k] for k in getattr(factory, "passed_env", ()) if k in os.environ}
 
@@ -724,12 +705,6 @@ def check_environment(experiment: Experiment) -> None:
     Raises:
         ArenaError: naming the role, and the setting or the variable to fix.
     """
-    import difflib
-    import inspect
-
-    from coevo.agents.registry import REGISTRY
-    from coevo.arena.errors import RegistryError
-
     for table in ("synthesizer", "judge", "solver", "world_model"):
         role = getattr(experiment, table)
         try:
@@ -761,8 +736,6 @@ def check_environment(experiment: Experiment) -> None:
 
 def _connect(address: str | None, num_cpus: int | None) -> bool:
     """Connect to Ray (a cluster at ``address``, else a local one); True if this call started it."""
-    import ray
-
     if ray.is_initialized():
         return False
     address = address or os.environ.get("RAY_ADDRESS") or None
@@ -818,8 +791,6 @@ def run_experiment(
         with contextlib.suppress(Exception):
             arena.close()
         if started:
-            import ray
-
             ray.shutdown()
     return RunSummary(arena.run.uri, arena.log.last_generation() + 1, reports)
 
@@ -830,12 +801,10 @@ def resume_run(run_dir: str, **kwargs: Any) -> RunSummary:
     Raises:
         ArenaError: no experiment was recorded there.
     """
-    from coevo.arena.experiment import Experiment as _Experiment
-
     run = RunDir(run_dir)
     if not run.exists("experiment.json"):
         raise ArenaError(f"{run_dir} holds no run (no experiment.json); start one with `coevo run`")
-    experiment = _Experiment.model_validate_json(run.read_bytes("experiment.json"))
+    experiment = Experiment.model_validate_json(run.read_bytes("experiment.json"))
     try:
         return run_experiment(experiment, run_dir, resume=True, **kwargs)
     except LogError as exc:

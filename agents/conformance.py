@@ -1,0 +1,267 @@
+"""``check_role``: the conformance checker a role (built-in or plugin) must pass.
+
+Plugin authors run it in their own tests::
+
+    from coevo.arena.testing import check_role   # the public path; implemented in coevo.agents.conformance
+
+    def test_my_solver_conforms():
+        check_role(MySolver(lr=0.1))   # raises RoleCheckError (an AssertionError) listing every problem
+
+It checks the role's protocol (by its methods, see
+:mod:`coevo.agents.protocols`), then calls it on a small batch of real tasks
+(the bundled examples, plus a task whose world is broken) and checks that:
+
+* one result comes back per item, in order (batch size in = out);
+* the same call with the same seed gives the same results (determinism);
+* results are the right records and serialise to JSON;
+* a failure on one item is a recorded outcome (an Episode with reward 0, a
+  rejected Verdict), not an exception;
+* optional hooks behave: ``Solver.get_state``/``set_state`` round-trip.
+
+:func:`role_problems` returns the findings instead of raising.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any, cast
+
+from coevo.agents.protocols import ROLE_KINDS, LearnStats, ProposalRequest, kind_of
+from coevo.arena.errors import RoleCheckError
+from coevo.arena.judge import WorldCache, check_valid
+from coevo.arena.outcomes import Episode, Verdict
+from coevo.arena.records import dump_record, load_records
+from coevo.arena.spec import TaskSpec, WorldSpec
+from coevo.arena.world import World
+
+__all__ = ["broken_task", "check_role", "role_problems", "sample_tasks"]
+
+
+def sample_tasks() -> list[TaskSpec]:
+    """The bundled example tasks, each with its world inline."""
+    path = Path(str(resources.files("coevo.arena.examples") / "examples.jsonl"))
+    tasks, worlds = load_records(path)
+    return [
+        t if isinstance(t.world, WorldSpec) else t.model_copy(update={"world": worlds[t.world]})
+        for t in tasks
+    ]
+
+
+def broken_task() -> TaskSpec:
+    """A well-formed task whose world is invalid (a tool reads a table that does not exist)."""
+    good = sample_tasks()[0]
+    world = cast(WorldSpec, good.world)  # sample tasks carry their world inline
+    tools = [
+        world.tools[0].model_copy(update={"sql": ["SELECT * FROM no_such_table"]}),
+        *world.tools[1:],
+    ]
+    return good.model_copy(
+        update={"world": world.model_copy(update={"tools": tools}), "instruction": "broken"}
+    )
+
+
+def _dump(items: Sequence[Any]) -> list[Any]:
+    out = []
+    for item in items:
+        if hasattr(item, "model_dump"):
+            out.append(item.model_dump(mode="json"))
+        else:
+            out.append(item)
+    return out
+
+
+def _call(problems: list[str], what: str, fn: Callable[[], Any]) -> Any:
+    try:
+        return fn()
+    except Exception as exc:
+        problems.append(f"{what} raised {type(exc).__name__}: {exc}")
+        return None
+
+
+def _check_batch(
+    problems: list[str], what: str, got: Any, expected: int, record: type | None
+) -> bool:
+    if not isinstance(got, list):
+        problems.append(f"{what} must return a list, not {type(got).__name__}")
+        return False
+    if len(got) != expected:
+        problems.append(
+            f"{what}: {expected} item(s) in, {len(got)} out; return one result per item"
+        )
+        return False
+    if record is not None:
+        wrong = [type(x).__name__ for x in got if not isinstance(x, record)]
+        if wrong:
+            problems.append(f"{what} must return {record.__name__} records, got {wrong[0]}")
+            return False
+    try:
+        json.dumps(_dump(got), allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        problems.append(f"{what}: results do not serialise to JSON ({exc})")
+        return False
+    return True
+
+
+def _synthesizer(obj: Any, seed: int, problems: list[str]) -> None:
+    request = ProposalRequest(n=3, seed=seed)
+    first = _call(problems, "propose(n=3)", lambda: obj.propose(request))
+    if first is None or not _check_batch(problems, "propose(n=3)", first, 3, TaskSpec):
+        return
+    again = _call(problems, "propose(n=3) again", lambda: obj.propose(request))
+    if again is not None and [t.task_id for t in again] != [t.task_id for t in first]:
+        problems.append(
+            "propose with the same request gave other tasks; draw everything from the request's seed"
+        )
+    empty = _call(problems, "propose(n=0)", lambda: obj.propose(ProposalRequest(n=0, seed=seed)))
+    if empty not in (None, []):
+        problems.append("propose(n=0) must return []")
+    cache = WorldCache()
+    try:
+        for task in first:
+            json.dumps(dump_record(task), allow_nan=False)
+            if not isinstance(task.world, WorldSpec):
+                continue  # refers to a world record the caller keeps; validity is the Judge's job
+            result = check_valid(task, cache.world(task.world))
+            if not result.passed:
+                problems.append(f"proposed task {task.task_id[:19]} is not valid: {result.reason}")
+    except Exception as exc:
+        problems.append(f"a proposed task cannot be built: {type(exc).__name__}: {exc}")
+    finally:
+        cache.close()
+
+
+def _reference_episodes(tasks: Sequence[TaskSpec]) -> list[Episode]:
+    episodes = []
+    for task in tasks:
+        with World(cast(WorldSpec, task.world)) as world:
+            episodes.append(world.run(task, task.solution))
+    return episodes
+
+
+def _solver(obj: Any, tasks: list[TaskSpec], seed: int, problems: list[str]) -> None:
+    batch = [*tasks, broken_task()]
+    first = _call(problems, "attempt(tasks, seed)", lambda: obj.attempt(batch, seed))
+    if first is None or not _check_batch(problems, "attempt", first, len(batch), Episode):
+        return
+    if [e.task_id for e in first] != [t.task_id for t in batch]:
+        problems.append(
+            "attempt must return the episodes in the order of the tasks (task_id per position)"
+        )
+    if first[-1].reward.value != 0:
+        problems.append("a task whose world is invalid must give an episode with reward 0")
+    again = _call(problems, "attempt again", lambda: obj.attempt(batch, seed))
+    if again is not None and _dump(again) != _dump(first):
+        problems.append(
+            "attempt with the same tasks and seed gave other episodes; use only the seed for randomness"
+        )
+    stats = _call(problems, "learn(episodes)", lambda: obj.learn(first))
+    if stats is not None and not isinstance(stats, LearnStats):
+        problems.append(f"learn must return LearnStats, not {type(stats).__name__}")
+    getter, setter = getattr(obj, "get_state", None), getattr(obj, "set_state", None)
+    if (getter is None) != (setter is None):
+        problems.append(
+            "get_state and set_state come together (a learner broadcasts what get_state returns)"
+        )
+    elif getter is not None and setter is not None:
+        state = _call(problems, "get_state()", getter)
+        if state is not None and not isinstance(state, bytes):
+            problems.append(f"get_state must return bytes, not {type(state).__name__}")
+        elif state is not None:
+            _call(problems, "set_state(get_state())", lambda: setter(state))
+            if _call(problems, "get_state() after set_state", getter) != state:
+                problems.append("set_state(get_state()) must leave the same state")
+
+
+def _judge(obj: Any, tasks: list[TaskSpec], problems: list[str]) -> None:
+    batch = [*tasks, broken_task()]
+    first = _call(problems, "assess(tasks)", lambda: obj.assess(batch))
+    if first is None or not _check_batch(problems, "assess", first, len(batch), Verdict):
+        return
+    if [v.task_id for v in first] != [t.task_id for t in batch]:
+        problems.append(
+            "assess must return the verdicts in the order of the tasks (task_id per position)"
+        )
+    if first[-1].accepted:
+        problems.append(
+            "a task whose world is invalid must be rejected, with the reason in its verdict"
+        )
+    again = _call(problems, "assess again", lambda: obj.assess(batch))
+    if again is not None and _dump(again) != _dump(first):
+        problems.append("assess gave other verdicts the second time; a judge must be deterministic")
+
+
+def _world_model(obj: Any, tasks: list[TaskSpec], problems: list[str]) -> None:
+    first = _call(problems, "predict(tasks)", lambda: obj.predict(tasks))
+    if first is None or not _check_batch(problems, "predict", first, len(tasks), None):
+        return
+    bad = [
+        p
+        for p in first
+        if isinstance(p, bool)
+        or not isinstance(p, (int, float))
+        or not math.isfinite(p)
+        or not 0 <= p <= 1
+    ]
+    if bad:
+        problems.append(f"predict must return probabilities in [0, 1], got {bad[0]!r}")
+    again = _call(problems, "predict again", lambda: obj.predict(tasks))
+    if again is not None and again != first:
+        problems.append("predict gave other numbers for the same tasks with no update in between")
+    episodes = _reference_episodes(tasks)
+    if _call(problems, "update(episodes)", lambda: obj.update(episodes)) is not None:
+        problems.append("update must return None")
+    after = _call(problems, "predict after update", lambda: obj.predict(tasks))
+    if after is not None:
+        _check_batch(problems, "predict after update", after, len(tasks), None)
+
+
+def role_problems(obj: Any, *, tasks: Sequence[TaskSpec] | None = None, seed: int = 0) -> list[str]:
+    """Every way ``obj`` falls short of its role's contract (empty when it conforms).
+
+    Args:
+        obj: the role instance.
+        tasks: tasks to call it on (default: the bundled examples); worlds inline.
+        seed: the seed for the calls that take one.
+    """
+    kind = kind_of(obj)
+    if kind is None:
+        declared = getattr(obj, "kind", None)
+        if declared is not None:
+            return [
+                f"declares kind {declared!r} but lacks that protocol's methods (see coevo.agents.protocols)"
+            ]
+        return [
+            "satisfies no role protocol: a role has propose (synthesizer), attempt and learn "
+            f"(solver), assess (judge) or predict and update (world model); kinds: {', '.join(ROLE_KINDS)}"
+        ]
+    batch = list(tasks) if tasks is not None else sample_tasks()
+    problems: list[str] = []
+    if kind == "synthesizer":
+        _synthesizer(obj, seed, problems)
+    elif kind == "solver":
+        _solver(obj, batch, seed, problems)
+    elif kind == "judge":
+        _judge(obj, batch, problems)
+    else:
+        _world_model(obj, batch, problems)
+    return problems
+
+
+def check_role(
+    obj: Any, *, tasks: Sequence[TaskSpec] | None = None, seed: int = 0, name: str | None = None
+) -> None:
+    """Raise :class:`~coevo.arena.errors.RoleCheckError` (an AssertionError) unless ``obj`` conforms.
+
+    Args:
+        obj: the role instance.
+        tasks: tasks to call it on (default: the bundled examples); worlds inline.
+        seed: the seed for the calls that take one.
+        name: how to call the role in the message (default: its type).
+    """
+    problems = role_problems(obj, tasks=tasks, seed=seed)
+    if problems:
+        raise RoleCheckError(name or type(obj).__name__, problems)

@@ -1,0 +1,24 @@
+"""The ``coevo`` subcommands, one module per group; :mod:`coevo.arena.run.cli` puts them together.
+
+Each module has ``add_commands(sub, fmt)``, which adds its subcommands with
+their help and examples, and one function per subcommand that takes the
+parsed arguments and returns the exit status. A command that cannot do what
+was asked raises :class:`~coevo.arena.errors.CommandError` (or any
+:class:`~coevo.arena.errors.CoevoError`); the command line's one error
+boundary prints the message and exits with the status. Heavy modules (Ray,
+the roles, the analysis) are imported inside the command that needs them,
+so ``coevo check`` never pays for ``import ray``.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+__all__ = ["EXIT_OK", "EXIT_REJECTED", "EXIT_UNREADABLE"]
+
+EXIT_OK: Final = 0
+"""Everything asked for was done."""
+EXIT_REJECTED: Final = 1
+"""The input was read, and some of it was rejected (a task the Judge refused)."""
+EXIT_UNREADABLE: Final = 2
+"""The input or the command could not be used (a missing file, malformed JSON, a bad option)."""
