@@ -16,7 +16,11 @@ It checks the role's protocol (by its methods, see
 * results are the right records and serialise to JSON;
 * a failure on one item is a recorded outcome (an Episode with reward 0, a
   rejected Verdict), not an exception;
-* optional hooks behave: ``Solver.get_state``/``set_state`` round-trip.
+* every capability the role has behaves (:mod:`coevo.agents.protocols`): a
+  state is ``coevo.state/1`` data and round-trips, and bad bytes are refused
+  with a :class:`~coevo.arena.errors.StateError`; a version is a stable string;
+  ``drain_usage``/``drain_attempts`` return rows and then forget them; and no
+  capability is half there (``get_state`` without ``set_state``).
 
 :func:`role_problems` returns the findings instead of raising.
 """
@@ -30,12 +34,25 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, cast
 
-from coevo.agents.protocols import ROLE_KINDS, LearnStats, ProposalRequest, kind_of
-from coevo.arena.errors import RoleCheckError
+from coevo.agents.protocols import (
+    CAPABILITIES,
+    ROLE_KINDS,
+    LearnStats,
+    ProposalRequest,
+    Remembers,
+    ReportsAttempts,
+    ReportsUsage,
+    Stateful,
+    Versioned,
+    kind_of,
+)
+from coevo.arena.errors import RoleCheckError, StateError
+from coevo.arena.gamelog.rows import UsageRow
 from coevo.arena.judge import WorldCache, check_valid
 from coevo.arena.outcomes import Episode, Verdict
 from coevo.arena.records import dump_record, load_records
 from coevo.arena.spec import TaskSpec, WorldSpec
+from coevo.arena.state import STATE_FORMAT, peek_state
 from coevo.arena.world import World
 
 __all__ = ["broken_task", "check_role", "role_problems", "sample_tasks"]
@@ -161,19 +178,6 @@ def _solver(obj: Any, tasks: list[TaskSpec], seed: int, problems: list[str]) -> 
     stats = _call(problems, "learn(episodes)", lambda: obj.learn(first))
     if stats is not None and not isinstance(stats, LearnStats):
         problems.append(f"learn must return LearnStats, not {type(stats).__name__}")
-    getter, setter = getattr(obj, "get_state", None), getattr(obj, "set_state", None)
-    if (getter is None) != (setter is None):
-        problems.append(
-            "get_state and set_state come together (a learner broadcasts what get_state returns)"
-        )
-    elif getter is not None and setter is not None:
-        state = _call(problems, "get_state()", getter)
-        if state is not None and not isinstance(state, bytes):
-            problems.append(f"get_state must return bytes, not {type(state).__name__}")
-        elif state is not None:
-            _call(problems, "set_state(get_state())", lambda: setter(state))
-            if _call(problems, "get_state() after set_state", getter) != state:
-                problems.append("set_state(get_state()) must leave the same state")
 
 
 def _judge(obj: Any, tasks: list[TaskSpec], problems: list[str]) -> None:
@@ -219,6 +223,93 @@ def _world_model(obj: Any, tasks: list[TaskSpec], problems: list[str]) -> None:
         _check_batch(problems, "predict after update", after, len(tasks), None)
 
 
+def _half_capabilities(obj: Any) -> list[str]:
+    """A capability whose methods the role has only some of (a typo, or a hook half written)."""
+    problems = []
+    for name, protocol in CAPABILITIES.items():
+        methods = sorted(m for m, v in vars(protocol).items() if callable(v) and not m.startswith("_"))
+        present = [m for m in methods if callable(getattr(obj, m, None))]
+        if present and len(present) < len(methods):
+            missing = [m for m in methods if m not in present]
+            problems.append(
+                f"has {', '.join(present)} but not {', '.join(missing)}: the {name} capability "
+                f"({protocol.__name__} in coevo.agents.protocols) needs all of {', '.join(methods)}"
+            )
+    return problems
+
+
+def _stateful(obj: Stateful, problems: list[str]) -> None:
+    state = _call(problems, "get_state()", obj.get_state)
+    if state is None:
+        return
+    if not isinstance(state, bytes):
+        problems.append(f"get_state must return bytes, not {type(state).__name__}")
+        return
+    try:
+        peek_state(state)
+    except StateError as exc:
+        problems.append(
+            f"get_state must return {STATE_FORMAT} data (coevo.arena.state.pack_state), never a pickle: {exc}"
+        )
+    _call(problems, "set_state(get_state())", lambda: obj.set_state(state))
+    if _call(problems, "get_state() after set_state", obj.get_state) != state:
+        problems.append("set_state(get_state()) must leave the same state")
+    if _call(problems, "set_state(b'not a state')", lambda: _refuses(obj)) is False:
+        problems.append(
+            "set_state of bytes that are not its state must raise StateError saying why"
+        )
+
+
+def _refuses(obj: Stateful) -> bool:
+    try:
+        obj.set_state(b"not a state")
+    except StateError:
+        return True
+    return False
+
+
+def _drains(problems: list[str], what: str, drain: Callable[[], Any], row: type | None) -> None:
+    first = _call(problems, f"{what}()", drain)
+    if first is None:
+        return
+    if not isinstance(first, list) or (
+        row is not None and any(not isinstance(r, row) for r in first)
+    ):
+        kind = f"{row.__name__} rows" if row is not None else "JSON-ready mappings"
+        problems.append(f"{what} must return a list of {kind}")
+        return
+    try:
+        json.dumps(_dump(first), allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        problems.append(f"{what}: what it returns does not serialise to JSON ({exc})")
+    if _call(problems, f"{what}() again", drain) not in (None, []):
+        problems.append(f"{what} must forget what it returned: a second call at once returns []")
+
+
+def _capabilities(obj: Any, tasks: list[TaskSpec], problems: list[str]) -> None:
+    """Each capability the role has behaves as its protocol says."""
+    if isinstance(obj, Stateful):
+        _stateful(obj, problems)
+    if isinstance(obj, Versioned):
+        version = _call(problems, "policy_version()", obj.policy_version)
+        if version is not None and (not isinstance(version, str) or not version):
+            problems.append(f"policy_version must return a non-empty str, not {version!r}")
+        elif (
+            version is not None
+            and _call(problems, "policy_version() again", obj.policy_version) != version
+        ):
+            problems.append("policy_version changed without learning")
+    if (
+        isinstance(obj, Remembers)
+        and _call(problems, "remember(tasks)", lambda: obj.remember(tasks)) is not None
+    ):
+        problems.append("remember must return None")
+    if isinstance(obj, ReportsUsage):
+        _drains(problems, "drain_usage", obj.drain_usage, UsageRow)
+    if isinstance(obj, ReportsAttempts):
+        _drains(problems, "drain_attempts", obj.drain_attempts, dict)
+
+
 def role_problems(obj: Any, *, tasks: Sequence[TaskSpec] | None = None, seed: int = 0) -> list[str]:
     """Every way ``obj`` falls short of its role's contract (empty when it conforms).
 
@@ -239,7 +330,7 @@ def role_problems(obj: Any, *, tasks: Sequence[TaskSpec] | None = None, seed: in
             f"(solver), assess (judge) or predict and update (world model); kinds: {', '.join(ROLE_KINDS)}"
         ]
     batch = list(tasks) if tasks is not None else sample_tasks()
-    problems: list[str] = []
+    problems: list[str] = _half_capabilities(obj)
     if kind == "synthesizer":
         _synthesizer(obj, seed, problems)
     elif kind == "solver":
@@ -248,6 +339,7 @@ def role_problems(obj: Any, *, tasks: Sequence[TaskSpec] | None = None, seed: in
         _judge(obj, batch, problems)
     else:
         _world_model(obj, batch, problems)
+    _capabilities(obj, batch, problems)
     return problems
 
 

@@ -21,12 +21,11 @@ the instruction, the tools and what the tools return.
 
 from __future__ import annotations
 
-import io
 import json
 from collections import OrderedDict, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
 import numpy as np
 from coevo.agents.action_space import ActionSpace, Choice
@@ -38,15 +37,14 @@ from coevo.agents.role_features import (
     tool_features,
     value_features,
 )
-from coevo.arena.errors import CoevoError, SpecError
+from coevo.arena.errors import CoevoError, SpecError, StateError
 from coevo.arena.limits import DEFAULT_LIMITS, Limits
 from coevo.arena.outcomes import Episode, Reward
 from coevo.arena.spec import TaskSpec, ToolCall, WorldSpec
+from coevo.arena.state import pack_state, unpack_state
 from coevo.arena.world import World
 
 __all__ = ["LinearPGSolver"]
-
-_MAGIC: Final = b"coevo.linear-pg/1\n"
 
 
 @dataclass(frozen=True)
@@ -413,43 +411,35 @@ class LinearPGSolver:
         """Who made an episode: ``linear-pg@<version>`` (a world model keeps one ability per version)."""
         return f"linear-pg@{self.updates}"
 
+    def policy_version(self) -> str:
+        """How its episodes are signed: ``linear-pg@<updates>`` (a world model keeps one ability per version)."""
+        return self.name
+
     def get_state(self) -> bytes:
-        """Weights, optimiser moments and counters, as bytes (for broadcast and checkpoints)."""
-        header = json.dumps(
-            {"dim": int(self.weights.size), "updates": self.updates, "baseline": self.baseline}
-        ).encode()
-        out = io.BytesIO()
-        out.write(_MAGIC)
-        out.write(len(header).to_bytes(4, "little"))
-        out.write(header)
-        for array in (self.weights, self._m, self._v):
-            out.write(array.astype("<f8").tobytes())
-        return out.getvalue()
+        """Weights, optimiser moments and counters as ``coevo.state/1`` (for broadcast and checkpoints)."""
+        meta = {"dim": int(self.weights.size), "updates": self.updates, "baseline": self.baseline}
+        arrays = {"weights": self.weights, "m": self._m, "v": self._v}
+        return pack_state("linear-pg", 1, meta, arrays)
 
     def set_state(self, state: bytes) -> None:
         """Load what :meth:`get_state` returned.
 
         Raises:
-            CoevoError: the bytes are not a linear-pg state, or have another ``dim``.
+            StateError: the bytes are not a linear-pg state, or have another ``dim``.
         """
-        if not state.startswith(_MAGIC):
-            raise CoevoError("not a linear-pg state (it must come from LinearPGSolver.get_state)")
-        offset = len(_MAGIC)
-        size = int.from_bytes(state[offset : offset + 4], "little")
-        header = json.loads(state[offset + 4 : offset + 4 + size])
-        dim = int(header["dim"])
+        loaded = unpack_state(state, role="linear-pg", versions={1})
+        dim = int(loaded.meta["dim"])
         if dim != self.weights.size:
-            raise CoevoError(
+            raise StateError(
                 f"the state has dim={dim} but this solver has dim={self.weights.size}; make it with dim={dim}"
             )
-        body = np.frombuffer(state, dtype="<f8", offset=offset + 4 + size)
-        if body.size != 3 * dim:
-            raise CoevoError("the linear-pg state is truncated")
-        self.weights = body[:dim].astype(np.float64)
-        self._m = body[dim : 2 * dim].astype(np.float64)
-        self._v = body[2 * dim :].astype(np.float64)
-        self.updates = int(header["updates"])
-        self.baseline = float(header["baseline"])
+        if any(loaded.arrays[k].shape != (dim,) for k in ("weights", "m", "v")):
+            raise StateError("the linear-pg state is truncated: its arrays are not of length dim")
+        self.weights = loaded.arrays["weights"].astype(np.float64)
+        self._m = loaded.arrays["m"].astype(np.float64)
+        self._v = loaded.arrays["v"].astype(np.float64)
+        self.updates = int(loaded.meta["updates"])
+        self.baseline = float(loaded.meta["baseline"])
 
     def close(self) -> None:
         """Close the worlds kept between batches."""

@@ -1,41 +1,74 @@
-"""What crosses a role boundary: the requests and the small Protocols roles satisfy.
+"""What crosses a role boundary: the requests, the four role protocols, and the capabilities a role may add.
 
 Four roles, each a Protocol with one or two required methods. Batches, not
 single items, cross every boundary (a Ray call costs about 1 ms, a SQLite
 step a few µs), and a role that fails on one item returns a recorded outcome
 for it (an Episode with reward 0, a rejected Verdict) instead of raising.
 
-==============  ==============================================  =====================
-kind            required                                        optional
-==============  ==============================================  =====================
+==============  ==============================================
+kind            required
+==============  ==============================================
 synthesizer     ``propose(request) -> list[TaskSpec]``
-solver          ``attempt(tasks, seed) -> list[Episode]``,      ``get_state() -> bytes``,
-                ``learn(episodes) -> LearnStats``               ``set_state(bytes)``
+solver          ``attempt(tasks, seed) -> list[Episode]``,
+                ``learn(episodes) -> LearnStats``
 judge           ``assess(tasks) -> list[Verdict]``
 world model     ``predict(tasks) -> list[float]``,
                 ``update(episodes) -> None``
-==============  ==============================================  =====================
+==============  ==============================================
 
-:func:`coevo.arena.testing.check_role` checks an object against these.
+A role may also have *capabilities*, each a small protocol of its own; the
+arena uses a capability only when the role has it (``isinstance(role,
+Stateful)``) and never looks for anything else:
+
+=================== =========================================== ===================================
+capability          methods                                     what the arena does with it
+=================== =========================================== ===================================
+:class:`Stateful`   ``get_state() -> bytes``, ``set_state``     broadcasts a learner's state to the
+                                                                Solver actors; checkpoints it
+:class:`Versioned`  ``policy_version() -> str``                 signs predictions and updates with it
+:class:`Remembers`  ``remember(tasks)``                         gives a learner the tasks of the
+                                                                episodes it is about to learn from
+:class:`ReportsUsage` ``drain_usage() -> list[UsageRow]``       writes what an API-backed role spent
+                                                                to the ``usage`` table
+:class:`ReportsAttempts` ``drain_attempts() -> list[dict]``     writes a synthesizer's attempts to
+                                                                ``events.jsonl``
+=================== =========================================== ===================================
+
+State is data: ``get_state`` returns bytes in a documented, versioned
+format (:mod:`coevo.arena.state`: JSON and numpy arrays, never pickle), so a
+checkpoint from someone else is safe to load. A role without ``Stateful`` is
+not checkpointed: a resumed run starts it afresh and says so.
+
+:func:`coevo.arena.testing.check_role` checks an object against its
+protocol and every capability it has.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Final, Protocol, runtime_checkable
+from typing import Any, Final, NamedTuple, Protocol, runtime_checkable
 
+from coevo.arena.gamelog.rows import UsageRow
 from coevo.arena.outcomes import Episode, Verdict
 from coevo.arena.spec import TaskSpec
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
+    "CAPABILITIES",
     "ROLE_KINDS",
     "Judge",
     "LearnStats",
     "ProposalRequest",
+    "Remembers",
+    "ReportsAttempts",
+    "ReportsUsage",
+    "RoleEnvironment",
     "Solver",
+    "Stateful",
     "Synthesizer",
+    "Versioned",
     "WorldModel",
+    "capabilities_of",
     "kind_of",
 ]
 
@@ -127,6 +160,87 @@ class WorldModel(Protocol):
     def update(self, episodes: Sequence[Episode]) -> None:
         """Learn from the outcomes of real episodes."""
         ...
+
+
+# ---- capabilities ----------------------------------------------------------------------
+
+
+@runtime_checkable
+class Stateful(Protocol):
+    """A role whose state can be saved and loaded as data (a learner's weights, a model's fit)."""
+
+    def get_state(self) -> bytes:
+        """The whole state, as bytes in a documented format (:mod:`coevo.arena.state`; never pickle)."""
+        ...
+
+    def set_state(self, state: bytes) -> None:
+        """Load what :meth:`get_state` returned (raise :class:`~coevo.arena.errors.StateError` if it cannot)."""
+        ...
+
+
+@runtime_checkable
+class Versioned(Protocol):
+    """A role whose behaviour changes as it learns, and which says which version it is now."""
+
+    def policy_version(self) -> str:
+        """How the role signs its records now, e.g. ``linear-pg@12`` (episodes carry it as ``solver``)."""
+        ...
+
+
+@runtime_checkable
+class Remembers(Protocol):
+    """A learner that wants the tasks of the episodes it learns from (it never sees their solutions' use)."""
+
+    def remember(self, tasks: Sequence[TaskSpec]) -> None:
+        """The tasks of the next ``learn`` call's episodes."""
+        ...
+
+
+@runtime_checkable
+class ReportsUsage(Protocol):
+    """A role that spends on an API (calls, tokens, dollars) and says what, per task."""
+
+    def drain_usage(self) -> list[UsageRow]:
+        """What was spent since the last call, one row per (role, task); then forgotten."""
+        ...
+
+
+@runtime_checkable
+class ReportsAttempts(Protocol):
+    """A synthesizer that keeps a record of every attempt it made (stage, attempt, why it failed)."""
+
+    def drain_attempts(self) -> list[dict[str, Any]]:
+        """The attempts since the last call, each a JSON-ready mapping; then forgotten."""
+        ...
+
+
+CAPABILITIES: Final[dict[str, type]] = {
+    "stateful": Stateful,
+    "versioned": Versioned,
+    "remembers": Remembers,
+    "reports-usage": ReportsUsage,
+    "reports-attempts": ReportsAttempts,
+}
+"""Every capability by the name ``coevo roles`` shows."""
+
+
+def capabilities_of(obj: object) -> list[str]:
+    """The names of the capabilities ``obj`` (an instance or a class) has."""
+    if isinstance(obj, type):
+        return [name for name, p in CAPABILITIES.items() if issubclass(obj, p)]
+    return [name for name, p in CAPABILITIES.items() if isinstance(obj, p)]
+
+
+class RoleEnvironment(NamedTuple):
+    """The environment variables a role needs (computed from its settings by its registration).
+
+    Attributes:
+        required: variables the role cannot start without (checked before anything starts).
+        passed: variables handed to the role's actors (an API key; never logged).
+    """
+
+    required: tuple[str, ...] = ()
+    passed: tuple[str, ...] = ()
 
 
 _PROTOCOLS: Final[dict[str, type]] = {

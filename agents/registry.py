@@ -1,50 +1,37 @@
 """Roles by name: coevo's built-ins and plugins found through the ``coevo.roles`` entry points.
 
-A plugin package declares its roles in its ``pyproject.toml``::
+The registry holds a :class:`RoleInfo` per role — its name, kind, the import
+path of its factory (imported only when the role is used), its settings
+model and the environment it needs — never a live object. A plugin package
+declares its roles in its ``pyproject.toml``::
 
     [project.entry-points."coevo.roles"]
     my-solver = "my_package.solvers:MySolver"
 
-and is usable from an experiment file by name (``solver = "my-solver"``)
-with no change to coevo. The entry point's object is a factory (a class or
-a function) called with the role's configuration; its kind comes from a
-``kind`` attribute or from the protocol it satisfies
-(:func:`coevo.agents.protocols.kind_of`).
+and is usable from an experiment file by name (``name = "my-solver"``) with
+no change to coevo. The entry point names a factory (a class or a function)
+called with the role's settings, or a :class:`RoleInfo` when the role needs
+environment variables or a settings model of its own. A role can also be
+named by import path (``"my_package.solvers:MySolver"``) with no entry point.
 """
 
 from __future__ import annotations
 
-import difflib
-import importlib.metadata
-from collections.abc import Callable
+import dataclasses
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Final
 
-from coevo.agents.protocols import ROLE_KINDS, kind_of
+from coevo.agents.claude.environment import anthropic_environment
+from coevo.agents.protocols import ROLE_KINDS, RoleEnvironment, capabilities_of, kind_of
 from coevo.arena.errors import RegistryError
+from coevo.arena.plugins import PluginRegistry, import_object
+from coevo.arena.settings import Settings, settings_model, validate_settings
 
-__all__ = ["ENTRY_POINT_GROUP", "REGISTRY", "Registry", "RoleInfo", "role"]
+__all__ = ["ENTRY_POINT_GROUP", "REGISTRY", "RoleEnvironment", "RoleInfo", "role"]
 
 ENTRY_POINT_GROUP: Final = "coevo.roles"
-
-
-@dataclass(frozen=True)
-class RoleInfo:
-    """One registered role.
-
-    Attributes:
-        name: the name experiments use.
-        kind: synthesizer, solver, judge or world model.
-        origin: ``coevo`` for a built-in, else the distribution (name and version) that provides it.
-        factory: called with the role's configuration to make an instance.
-        description: one line for ``coevo roles``.
-    """
-
-    name: str
-    kind: str
-    origin: str
-    factory: Callable[..., Any]
-    description: str = ""
 
 
 def _first_line(obj: Any) -> str:
@@ -52,180 +39,193 @@ def _first_line(obj: Any) -> str:
     return doc.splitlines()[0].rstrip(".") if doc else ""
 
 
-class Registry:
-    """Role names to factories; plugins are loaded from the entry points on first use."""
+@dataclass(frozen=True)
+class RoleInfo:
+    """One registered role: everything needed to check its settings and make it, without making it.
 
-    def __init__(self, *, builtins: Callable[[Registry], None] | None = None):
-        self._roles: dict[str, RoleInfo] = {}
-        self._builtins = builtins
-        self._loaded = False
-        self.plugin_errors: list[str] = []
+    Attributes:
+        name: the name experiments use.
+        kind: synthesizer, solver, judge or world model.
+        entry_point: the factory (a class or a function called with the settings), or its
+            import path ``"package.module:Factory"`` (imported on first use).
+        origin: ``coevo`` for a built-in, else the distribution (name and version) that provides it.
+        description: one line for ``coevo roles``.
+        settings: the settings model; by default derived from the factory's signature.
+        environment: the variables the role needs, computed from its validated settings.
+    """
 
-    def register(
+    name: str
+    kind: str
+    entry_point: str | Callable[..., Any]
+    origin: str = "coevo"
+    description: str = ""
+    settings: type[Settings] | None = None
+    environment: Callable[[Settings], RoleEnvironment] | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in ROLE_KINDS:
+            raise RegistryError(
+                f"role {self.name!r}: unknown kind {self.kind!r}; kinds: {', '.join(ROLE_KINDS)}"
+            )
+
+    @cached_property
+    def factory(self) -> Callable[..., Any]:
+        """The factory (imported now if it was given as an import path)."""
+        if callable(self.entry_point):
+            return self.entry_point
+        return import_object(self.entry_point, what=f"role {self.name!r}")
+
+    @cached_property
+    def settings_model(self) -> type[Settings]:
+        """The model the role's settings are validated against."""
+        return self.settings or settings_model(self.factory, self.name.title().replace("-", ""))
+
+    @property
+    def capabilities(self) -> list[str]:
+        """The capabilities the factory's instances have (for a class; empty for a function)."""
+        return capabilities_of(self.factory) if isinstance(self.factory, type) else []
+
+    def validate(self, config: Mapping[str, Any], *, where: str = "config") -> Settings:
+        """The role's settings read from ``config``.
+
+        Raises:
+            ConfigError: a key the role does not take (with the closest one), or a value of the wrong type.
+        """
+        return validate_settings(
+            self.settings_model, config, where=where, owner=f"the {self.kind} {self.name!r}"
+        )
+
+    def env(self, settings: Settings) -> RoleEnvironment:
+        """The environment variables the role needs with these settings."""
+        return self.environment(settings) if self.environment is not None else RoleEnvironment()
+
+    def create(self, config: Mapping[str, Any] | Settings) -> Any:
+        """An instance of the role made with ``config`` (validated first)."""
+        settings = config if isinstance(config, Settings) else self.validate(config)
+        return self.factory(**settings.arguments())
+
+
+def _from_entry_point(name: str, obj: Any, origin: str) -> RoleInfo:
+    """The :class:`RoleInfo` of an entry point or import path: a RoleInfo itself, or a factory."""
+    if isinstance(obj, RoleInfo):
+        return dataclasses.replace(obj, name=name, origin=origin)
+    kind = getattr(obj, "kind", None) or kind_of(obj)
+    if kind not in ROLE_KINDS:
+        raise RegistryError(
+            f"role {name!r}: cannot tell its kind ({kind!r}); give it a `kind` attribute "
+            f"({', '.join(ROLE_KINDS)}) or the methods of one of the protocols in coevo.agents.protocols"
+        )
+    return RoleInfo(name, kind, obj, origin, _first_line(obj))
+
+
+class Registry(PluginRegistry[RoleInfo]):
+    """Role names to :class:`RoleInfo`; plugins are read from the ``coevo.roles`` entry points on first use."""
+
+    def __init__(self, *, builtins: Callable[[PluginRegistry[RoleInfo]], None] | None = None):
+        super().__init__(
+            ENTRY_POINT_GROUP,
+            "role",
+            builtins=builtins or (lambda registry: None),
+            from_entry_point=_from_entry_point,
+        )
+
+    def add(
         self,
         name: str,
         factory: Callable[..., Any],
         *,
         kind: str | None = None,
-        origin: str = "coevo",
         description: str = "",
     ) -> RoleInfo:
-        """Register ``factory`` under ``name``.
-
-        Raises:
-            RegistryError: the name is taken by another factory, or the kind is
-                unknown or cannot be told from the factory.
-        """
-        found = kind or getattr(factory, "kind", None) or kind_of(factory)
-        if found not in ROLE_KINDS:
-            raise RegistryError(
-                f"role {name!r}: cannot tell its kind ({found!r}); give it a `kind` attribute "
-                f"({', '.join(ROLE_KINDS)}) or the methods of one of the protocols in coevo.agents.protocols"
+        """Register ``factory`` under ``name`` in this process (its kind from ``kind``, its attribute or its methods)."""
+        info = _from_entry_point(name, factory, "coevo")
+        return self.register(
+            dataclasses.replace(
+                info, kind=kind or info.kind, description=description or info.description
             )
-        old = self._roles.get(name)
-        if old is not None and old.factory is not factory:
-            raise RegistryError(
-                f"role {name!r} is already registered by {old.origin}; choose another name"
-            )
-        info = RoleInfo(name, found, origin, factory, description or _first_line(factory))
-        self._roles[name] = info
-        return info
-
-    def _load(self) -> None:
-        if self._loaded:
-            return
-        self._loaded = True
-        if self._builtins is not None:
-            self._builtins(self)
-        for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
-            dist = entry.dist
-            origin = f"{dist.metadata['Name']} {dist.version}" if dist is not None else entry.value
-            try:
-                self.register(entry.name, entry.load(), origin=origin)
-            except Exception as exc:  # a broken plugin must not take coevo down with it
-                self.plugin_errors.append(
-                    f"entry point {entry.name!r} ({entry.value}, from {origin}): "
-                    f"{type(exc).__name__}: {exc}"
-                )
-
-    def reload(self) -> None:
-        """Forget plugins and read the entry points again (after installing a plugin)."""
-        self._roles = {k: v for k, v in self._roles.items() if v.origin == "coevo"}
-        self._loaded = False
-        self.plugin_errors = []
-        self._load()
-
-    def get(self, name: str) -> RoleInfo:
-        """The role called ``name`` (a registered name, or an import path ``"package.module:Factory"``).
-
-        Raises:
-            RegistryError: no such role; the message names the closest ones and every kind's roles.
-        """
-        self._load()
-        if name in self._roles:
-            return self._roles[name]
-        if ":" in name:
-            return self._imported(name)
-        close = difflib.get_close_matches(name, list(self._roles), n=2)
-        hint = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
-        raise RegistryError(
-            f"no role called {name!r}; {hint}registered: {', '.join(sorted(self._roles)) or 'none'} "
-            "(`coevo roles` lists them; a plugin registers through the 'coevo.roles' entry points)"
         )
-
-    def _imported(self, name: str) -> RoleInfo:
-        """A role named by its import path, ``"package.module:Factory"`` (no entry point needed)."""
-        import importlib
-
-        module_name, _, attribute = name.partition(":")
-        try:
-            factory = getattr(importlib.import_module(module_name), attribute)
-        except (ImportError, AttributeError) as exc:
-            raise RegistryError(
-                f"role {name!r}: cannot import {attribute!r} from {module_name!r} "
-                f"({type(exc).__name__}: {exc}); is the package installed, or on the path of every Ray worker?"
-            ) from None
-        return self.register(name, factory, origin=module_name)
 
     def create(self, name: str, **config: Any) -> Any:
         """An instance of role ``name`` made with ``config``."""
-        return self.get(name).factory(**config)
+        return self.get(name).create(config)
 
     def roles(self) -> list[RoleInfo]:
         """Every registered role, by kind then name."""
-        self._load()
         order = {kind: i for i, kind in enumerate(ROLE_KINDS)}
-        return sorted(self._roles.values(), key=lambda r: (order[r.kind], r.name))
+        return sorted(self.specs(), key=lambda r: (order[r.kind], r.name))
 
 
-def _builtins(registry: Registry) -> None:
-    from coevo.agents.claude.judge import ClaudeJudge
-    from coevo.agents.claude.solver import ClaudeSolver
-    from coevo.agents.claude.synthesizer import ClaudeSynthesizer
-    from coevo.agents.claude.world_model import ClaudeWorldModel
-    from coevo.agents.judges import MechanicalJudge, SearchJudge
-    from coevo.agents.linear_pg import LinearPGSolver
-    from coevo.agents.synthesizers.mining import Miner
-    from coevo.agents.synthesizers.procedural import ProceduralSynthesizer
-    from coevo.agents.world_models import IRTWorldModel
-
-    registry.register(
+_BUILTINS: Final = (
+    RoleInfo(
         "procedural",
-        ProceduralSynthesizer,
-        kind="synthesizer",
+        "synthesizer",
+        "coevo.agents.synthesizers.procedural:ProceduralSynthesizer",
         description="tasks in five seeded professional domains, at a difficulty level (offline)",
-    )
-    registry.register(
+    ),
+    RoleInfo(
         "miner",
-        Miner,
-        kind="synthesizer",
+        "synthesizer",
+        "coevo.agents.synthesizers.mining:Miner",
         description="a world and tasks mined from a real SQLite database (config: path)",
-    )
-    registry.register(
-        "linear-pg",
-        LinearPGSolver,
-        kind="solver",
-        description="log-linear policy over pointer-style actions, learnt by policy gradient (numpy, offline)",
-    )
-    registry.register(
+    ),
+    RoleInfo(
         "claude-synth",
-        ClaudeSynthesizer,
-        kind="synthesizer",
+        "synthesizer",
+        "coevo.agents.claude.synthesizer:ClaudeSynthesizer",
         description="Claude writes scenario, world, task and a reference-blind verifier, checked by the Judge (needs ANTHROPIC_API_KEY)",
-    )
-    registry.register(
+        environment=anthropic_environment,
+    ),
+    RoleInfo(
+        "linear-pg",
+        "solver",
+        "coevo.agents.linear_pg:LinearPGSolver",
+        description="log-linear policy over pointer-style actions, learnt by policy gradient (numpy, offline)",
+    ),
+    RoleInfo(
         "claude",
-        ClaudeSolver,
-        kind="solver",
+        "solver",
+        "coevo.agents.claude.solver:ClaudeSolver",
         description="Claude as a multi-turn tool-use agent over the world's tools (needs ANTHROPIC_API_KEY)",
-    )
-    registry.register(
-        "claude-judge",
-        ClaudeJudge,
-        kind="judge",
-        description="mechanical checks, then k Claude attempts (solvable) and an ambiguity review (needs ANTHROPIC_API_KEY)",
-    )
-    registry.register(
+        environment=anthropic_environment,
+    ),
+    RoleInfo(
         "mechanical",
-        MechanicalJudge,
+        "judge",
+        "coevo.agents.judges:MechanicalJudge",
         description="the mechanical checks (valid, oracle, noop, unsolved, partial, determinism, grounded)",
-    )
-    registry.register(
+    ),
+    RoleInfo(
         "search",
-        SearchJudge,
+        "judge",
+        "coevo.agents.judges:SearchJudge",
         description="the mechanical checks, then solvable: a search that never saw the solution must earn 1",
-    )
-    registry.register(
-        "claude-world-model",
-        ClaudeWorldModel,
-        kind="world model",
-        description="Claude predicts P(success) from the task, and can simulate the tools (needs ANTHROPIC_API_KEY)",
-    )
-    registry.register(
+    ),
+    RoleInfo(
+        "claude-judge",
+        "judge",
+        "coevo.agents.claude.judge:ClaudeJudge",
+        description="mechanical checks, then k Claude attempts (solvable) and an ambiguity review (needs ANTHROPIC_API_KEY)",
+        environment=anthropic_environment,
+    ),
+    RoleInfo(
         "irt",
-        IRTWorldModel,
+        "world model",
+        "coevo.agents.world_models:IRTWorldModel",
         description="online item-response model: ability per solver version, difficulty from task features",
-    )
+    ),
+    RoleInfo(
+        "claude-world-model",
+        "world model",
+        "coevo.agents.claude.world_model:ClaudeWorldModel",
+        description="Claude predicts P(success) from the task, and can simulate the tools (needs ANTHROPIC_API_KEY)",
+        environment=anthropic_environment,
+    ),
+)
+
+
+def _builtins(registry: PluginRegistry[RoleInfo]) -> None:
+    for info in _BUILTINS:
+        registry.register(info)
 
 
 REGISTRY: Final = Registry(builtins=_builtins)
@@ -233,10 +233,10 @@ REGISTRY: Final = Registry(builtins=_builtins)
 
 
 def role(name: str, *, kind: str | None = None, description: str = "") -> Callable[[Any], Any]:
-    """Class decorator registering a built-in or in-process role under ``name``."""
+    """Class decorator registering a role defined in this process under ``name``."""
 
     def decorate(factory: Any) -> Any:
-        REGISTRY.register(name, factory, kind=kind, description=description)
+        REGISTRY.add(name, factory, kind=kind, description=description)
         return factory
 
     return decorate

@@ -27,8 +27,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from coevo.arena.errors import StateError
 from coevo.arena.outcomes import Episode
 from coevo.arena.spec import SUBMIT, TaskSpec, WorldSpec
+from coevo.arena.state import pack_state, unpack_state
 
 __all__ = [
     "FEATURE_NAMES",
@@ -229,6 +231,54 @@ class IRTWorldModel:
             predicted = min(max(expected / n, 1e-3), 1 - 1e-3)
             gap = math.log(predicted / (1 - predicted)) - math.log(observed / (1 - observed))
             self.offsets[task_id] = n / (n + self.shrinkage) * gap
+
+    def get_state(self) -> bytes:
+        """The whole fit and its history as ``coevo.state/1`` (layout 1; see :meth:`set_state`)."""
+        phi_ids = list(self._phi)
+        meta = {
+            "features": list(FEATURE_NAMES),
+            "theta": dict(self.theta),
+            "order": list(self.order),
+            "offsets": dict(self.offsets),
+            "current": self.current,
+            "phi_ids": phi_ids,
+            "seen_tasks": [task for task, _, _ in self._seen],
+        }
+        width = len(FEATURE_NAMES)
+        arrays = {
+            "weights": self.weights,
+            "phi": np.array([self._phi[t] for t in phi_ids]).reshape(len(phi_ids), width),
+            "seen_version": np.array(
+                [self.order.index(v) for _, v, _ in self._seen], dtype=np.int64
+            ),
+            "seen_outcome": np.array([o for _, _, o in self._seen], dtype=float),
+        }
+        return pack_state("irt", 1, meta, arrays)
+
+    def set_state(self, state: bytes) -> None:
+        """Load what :meth:`get_state` returned: weights, abilities, offsets, task features, history.
+
+        Raises:
+            StateError: not an ``irt`` state, or one made with other features.
+        """
+        loaded = unpack_state(state, role="irt", versions={1})
+        meta, arrays = loaded.meta, loaded.arrays
+        if meta["features"] != list(FEATURE_NAMES):
+            raise StateError(
+                "this irt state was fitted on other task features; start the world model afresh"
+            )
+        self.weights = arrays["weights"].astype(float)
+        self.theta = {str(k): float(v) for k, v in meta["theta"].items()}
+        self.order = [str(v) for v in meta["order"]]
+        self.offsets = {str(k): float(v) for k, v in meta["offsets"].items()}
+        self.current = meta["current"]
+        self._phi = {t: arrays["phi"][i].copy() for i, t in enumerate(meta["phi_ids"])}
+        self._seen = [
+            (str(task), self.order[int(v)], float(o))
+            for task, v, o in zip(
+                meta["seen_tasks"], arrays["seen_version"], arrays["seen_outcome"], strict=True
+            )
+        ]
 
     def state(self) -> dict[str, Any]:
         """The model's parameters as JSON-ready data."""

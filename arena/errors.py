@@ -141,3 +141,7 @@ class CommandError(CoevoError):
     def __init__(self, message: str, status: int = 2):
         super().__init__(message)
         self.status = status
+
+
+class ConfigError(CoevoError, ValueError):
+    """A role's or a curriculum's settings are not valid; the message names the key and the fix."""

@@ -44,7 +44,7 @@ def test_every_dependency_is_declared():
                     imported.update(alias.name.split(".")[0] for alias in node.names)
                 elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
                     imported.add(node.module.split(".")[0])
-    stdlib = set(sys.stdlib_module_names) | {"coevo", "__future__"}
+    stdlib = set(sys.stdlib_module_names) | {"coevo", "__future__", "_typeshed"}
     for module in sorted(imported - stdlib):
         assert f'"{module}' in pyproject, f"{module} is imported but not declared in pyproject.toml"
 

@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 from collections import defaultdict
@@ -26,13 +27,13 @@ from dataclasses import dataclass, field
 from typing import Any, Final, TypeVar
 
 import anthropic
+from coevo.agents.claude.environment import KEY_VARIABLE
 from coevo.arena.errors import CoevoError
+from coevo.arena.gamelog.rows import UsageRow
 from pydantic import BaseModel, ValidationError
 
 __all__ = [
-    "PASSED_ENV",
     "PRICES",
-    "REQUIRED_ENV",
     "ClaudeCallError",
     "ClaudeClient",
     "ClaudeConfigError",
@@ -40,11 +41,6 @@ __all__ = [
     "redact",
 ]
 
-KEY_VARIABLE: Final = "ANTHROPIC_API_KEY"
-REQUIRED_ENV: Final = (KEY_VARIABLE,)
-"""What every Claude role declares as ``required_env`` (checked before a run starts)."""
-PASSED_ENV: Final = (KEY_VARIABLE, "ANTHROPIC_BASE_URL")
-"""What every Claude role declares as ``passed_env`` (handed to its actors)."""
 
 PRICES: Final[dict[str, tuple[float, float]]] = {
     # dollars per million tokens: (input, output); cache writes cost 1.25× input, reads 0.1×
@@ -157,6 +153,15 @@ class ClaudeClient:
             )
             self._limit = asyncio.Semaphore(self.concurrency)
         return self._client
+
+    def drain(self) -> list[UsageRow]:
+        """What was spent since the last call, one row per (role, task) in order; then forgotten."""
+        rows = [
+            UsageRow(role=role, task_id=task, **dataclasses.asdict(used))
+            for (role, task), used in sorted(self.usage.items())
+        ]
+        self.usage.clear()
+        return rows
 
     def total(self, role: str | None = None) -> Usage:
         """Usage added up over every task (of ``role``, or of every role)."""

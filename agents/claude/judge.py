@@ -23,9 +23,10 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from coevo.agents.claude.client import PASSED_ENV, REQUIRED_ENV, ClaudeCallError
+from coevo.agents.claude.client import ClaudeCallError
 from coevo.agents.claude.solver import ClaudeSolver
 from coevo.agents.judges import MechanicalJudge
+from coevo.arena.gamelog.rows import UsageRow
 from coevo.arena.outcomes import CheckResult, Verdict
 from coevo.arena.spec import TaskSpec, WorldSpec
 from pydantic import BaseModel, Field
@@ -63,8 +64,6 @@ class ClaudeJudge:
     """
 
     kind = "judge"
-    required_env = REQUIRED_ENV
-    passed_env = PASSED_ENV
 
     def __init__(
         self,
@@ -86,6 +85,10 @@ class ClaudeJudge:
             http_client=http_client,
         )
         self.client = self.solver.client
+
+    def drain_usage(self) -> list[UsageRow]:
+        """What this role spent on the API since the last call, per task; then forgotten."""
+        return self.client.drain()
 
     def assess(self, tasks: Sequence[TaskSpec]) -> list[Verdict]:
         """One verdict per task, in order."""

@@ -19,9 +19,10 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from coevo.agents.claude.client import PASSED_ENV, REQUIRED_ENV, ClaudeCallError, ClaudeClient
+from coevo.agents.claude.client import ClaudeCallError, ClaudeClient
 from coevo.agents.protocols import LearnStats
 from coevo.arena.errors import SpecError
+from coevo.arena.gamelog.rows import UsageRow
 from coevo.arena.outcomes import Episode, failed_episode
 from coevo.arena.rendering import SYSTEM, tool_definitions
 from coevo.arena.spec import SUBMIT, TaskSpec, ToolCall, WorldSpec
@@ -45,10 +46,6 @@ class ClaudeSolver:
 
     kind = "solver"
     name = "claude"
-    required_env = REQUIRED_ENV
-    """Environment variables the role cannot start without (checked by the arena before Ray starts)."""
-    passed_env = PASSED_ENV
-    """Environment variables the arena hands to this role's actors (never logged)."""
 
     def __init__(
         self,
@@ -70,6 +67,10 @@ class ClaudeSolver:
             http_client=http_client,
         )
         self.max_steps = max_steps
+
+    def policy_version(self) -> str:
+        """How its episodes are signed: ``claude`` (the weights behind the API are not versioned here)."""
+        return self.name
 
     def attempt(self, tasks: Sequence[TaskSpec], seed: int) -> list[Episode]:
         """One episode per task, in order (the batch's conversations run concurrently)."""
@@ -128,6 +129,10 @@ class ClaudeSolver:
             except ClaudeCallError as exc:
                 return failed_episode(task, seed, str(exc), self.name)
             return world.run(task, calls, max_steps=self.max_steps, solver=self.name, seed=seed)
+
+    def drain_usage(self) -> list[UsageRow]:
+        """What this role spent on the API since the last call, per task; then forgotten."""
+        return self.client.drain()
 
     def learn(self, episodes: Sequence[Episode]) -> LearnStats:
         """Nothing to learn here (the weights are Anthropic's); the tokens spent so far in ``extra``."""

@@ -29,9 +29,10 @@ import json
 import re
 from typing import Any
 
-from coevo.agents.claude.client import PASSED_ENV, REQUIRED_ENV, ClaudeCallError, ClaudeClient
+from coevo.agents.claude.client import ClaudeCallError, ClaudeClient
 from coevo.agents.protocols import ProposalRequest
 from coevo.arena.errors import SpecError
+from coevo.arena.gamelog.rows import UsageRow
 from coevo.arena.judge import WorldCache, assess_task
 from coevo.arena.spec import TaskSpec, WorldSpec
 from pydantic import BaseModel, Field, ValidationError
@@ -167,8 +168,6 @@ class ClaudeSynthesizer:
     """
 
     kind = "synthesizer"
-    required_env = REQUIRED_ENV
-    passed_env = PASSED_ENV
 
     def __init__(
         self,
@@ -191,6 +190,16 @@ class ClaudeSynthesizer:
         self.retries = retries
         self.now = now
         self.attempts: list[dict[str, Any]] = []
+
+    def drain_usage(self) -> list[UsageRow]:
+        """What this role spent on the API since the last call, per task; then forgotten."""
+        return self.client.drain()
+
+    def drain_attempts(self) -> list[dict[str, Any]]:
+        """Every stage attempt since the last call (proposal, stage, attempt, error); then forgotten."""
+        out = list(self.attempts)
+        self.attempts.clear()
+        return out
 
     def propose(self, request: ProposalRequest) -> list[TaskSpec]:
         """Up to ``request.n`` tasks that passed the mechanical checks (every attempt is added to :attr:`attempts`)."""

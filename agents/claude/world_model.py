@@ -21,9 +21,11 @@ from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
-from coevo.agents.claude.client import PASSED_ENV, REQUIRED_ENV, ClaudeCallError, ClaudeClient
+from coevo.agents.claude.client import ClaudeCallError, ClaudeClient
+from coevo.arena.gamelog.rows import UsageRow
 from coevo.arena.outcomes import Episode
 from coevo.arena.spec import TaskSpec, ToolCall, WorldSpec
+from coevo.arena.state import pack_state, unpack_state
 from coevo.arena.world import World
 from pydantic import BaseModel, Field
 
@@ -66,8 +68,6 @@ class ClaudeWorldModel:
     """
 
     kind = "world model"
-    required_env = REQUIRED_ENV
-    passed_env = PASSED_ENV
 
     def __init__(
         self,
@@ -89,6 +89,10 @@ class ClaudeWorldModel:
     def _fallback(self) -> float:
         successes, episodes = self.outcomes
         return (successes + 1) / (episodes + 2)
+
+    def drain_usage(self) -> list[UsageRow]:
+        """What this role spent on the API since the last call, per task; then forgotten."""
+        return self.client.drain()
 
     def predict(self, tasks: Sequence[TaskSpec]) -> list[float]:
         """P(success) per task, in order."""
@@ -134,6 +138,27 @@ class ClaudeWorldModel:
             text = self.instructions.get(episode.task_id)
             if text is not None:
                 self.memory.append((text, episode.reward.value))
+
+    def get_state(self) -> bytes:
+        """What it remembers (recent outcomes, instructions seen, the running rate) as ``coevo.state/1``."""
+        meta = {
+            "memory": [[text, reward] for text, reward in self.memory],
+            "instructions": dict(self.instructions),
+            "outcomes": list(self.outcomes),
+        }
+        return pack_state("claude-world-model", 1, meta)
+
+    def set_state(self, state: bytes) -> None:
+        """Load what :meth:`get_state` returned.
+
+        Raises:
+            StateError: the bytes are not a ``claude-world-model`` state.
+        """
+        meta = unpack_state(state, role="claude-world-model", versions={1}).meta
+        self.memory.clear()
+        self.memory.extend((str(text), int(reward)) for text, reward in meta["memory"])
+        self.instructions = {str(k): str(v) for k, v in meta["instructions"].items()}
+        self.outcomes = [int(n) for n in meta["outcomes"]]
 
     def simulate(self, task: TaskSpec, calls: Sequence[ToolCall]) -> list[SimulatedResult | str]:
         """The simulated result of each call in turn (a string: the call failed, with why)."""

@@ -4,22 +4,21 @@ Everything below (the task runtime in :mod:`coevo.arena`, the roles in
 :mod:`coevo.agents`, the curricula in :mod:`coevo.curricula`) knows nothing of
 this package; it puts them together::
 
-    from coevo.arena.run import load_experiment, run_experiment
+    from coevo.arena.run.experiment import load_experiment
+    from coevo.arena.run.loop import run_experiment
 
     experiment = load_experiment("experiments/quickstart.toml", ["run.generations=2"])
     summary = run_experiment(experiment, "runs/two-generations")
+
+============================ =====================================================
+:mod:`.experiment`           TOML experiment files, validated (with "did you mean")
+:mod:`.loop`                 :class:`~.loop.Arena`: one generation after another on Ray
+:mod:`.hosts`                a role inside a Ray actor, one host per kind
+:mod:`.pool`                 the actors of one role and the one retry policy
+:mod:`.display`              the live table and ``events.jsonl``
+:mod:`.cli`, :mod:`.commands`  the ``coevo`` command line
+============================ =====================================================
+
+This package imports nothing itself, so ``coevo --help`` and ``coevo check``
+start without loading Ray.
 """
-
-from __future__ import annotations
-
-from coevo.arena.run.experiment import Experiment, load_experiment
-from coevo.arena.run.loop import GenerationReport, RunSummary, resume_run, run_experiment
-
-__all__ = [
-    "Experiment",
-    "GenerationReport",
-    "RunSummary",
-    "load_experiment",
-    "resume_run",
-    "run_experiment",
-]

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from coevo.arena.errors import ExperimentError
+from coevo.arena.gamelog import RunDir
 from coevo.curricula.strategies import CurriculumConfig
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -36,10 +37,11 @@ __all__ = [
     "Experiment",
     "ExperimentError",
     "RayConfig",
-    "RoleConfig",
+    "RoleTable",
     "RunConfig",
     "load_experiment",
     "parse_overrides",
+    "recorded_experiment",
 ]
 
 
@@ -67,7 +69,7 @@ class RunConfig(_Table):
     chunk: int = Field(default=64, ge=1)
 
 
-class RoleConfig(_Table):
+class RoleTable(_Table):
     """A role table (``[synthesizer]``, ``[judge]``, ``[solver]``, ``[world_model]``).
 
     Attributes:
@@ -113,10 +115,10 @@ class Experiment(_Table):
     """A whole experiment file."""
 
     run: RunConfig = Field(default_factory=RunConfig)
-    synthesizer: RoleConfig = Field(default_factory=lambda: RoleConfig(name="procedural"))
-    judge: RoleConfig = Field(default_factory=lambda: RoleConfig(name="mechanical"))
-    solver: RoleConfig = Field(default_factory=lambda: RoleConfig(name="linear-pg"))
-    world_model: RoleConfig = Field(default_factory=lambda: RoleConfig(name="irt"))
+    synthesizer: RoleTable = Field(default_factory=lambda: RoleTable(name="procedural"))
+    judge: RoleTable = Field(default_factory=lambda: RoleTable(name="mechanical"))
+    solver: RoleTable = Field(default_factory=lambda: RoleTable(name="linear-pg"))
+    world_model: RoleTable = Field(default_factory=lambda: RoleTable(name="irt"))
     curriculum: CurriculumConfig = Field(default_factory=CurriculumConfig)
     eval: EvalConfig = Field(default_factory=EvalConfig)
     ray: RayConfig = Field(default_factory=RayConfig)
@@ -218,3 +220,20 @@ def load_experiment(
         return Experiment.model_validate(data)
     except ValidationError as exc:
         raise ExperimentError(_explain(exc, label)) from None
+
+
+def recorded_experiment(run_dir: str) -> Experiment:
+    """The experiment a run directory was started with (its ``experiment.json``).
+
+    Raises:
+        ExperimentError: there is no run there, or its record is not a valid experiment.
+    """
+    run = RunDir(run_dir)
+    if not run.exists("experiment.json"):
+        raise ExperimentError(
+            f"{run_dir} holds no run (no experiment.json); start one with `coevo run`"
+        )
+    try:
+        return Experiment.model_validate_json(run.read_bytes("experiment.json"))
+    except ValidationError as exc:
+        raise ExperimentError(_explain(exc, f"{run_dir}/experiment.json")) from exc

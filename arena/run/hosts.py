@@ -1,14 +1,17 @@
-"""A role inside a Ray actor: every call batched, every failure returned as a recorded outcome.
+"""A role inside a Ray actor, one host per kind: every call batched, every failure a recorded outcome.
 
-:class:`RoleHost` is a plain class (the arena wraps it with ``ray.remote``);
-it builds its role from the registry in the actor's own process and turns
-whatever the role raises into data the game log can hold:
+A host is a plain class (the arena wraps it with ``ray.remote``); it builds
+its role from the registry in the actor's own process and turns whatever the
+role raises into data the game log can hold:
 
 * a Synthesizer that raises on a request yields no tasks and the error;
 * a Judge that raises on a batch is retried task by task, and a task that
   still raises gets a rejected verdict whose ``error`` says so;
 * a Solver that raises gives reward-0 episodes whose reason names the error;
 * a World model that raises predicts 0.5 (and the error is reported).
+
+A host uses a capability (:mod:`coevo.agents.protocols`) only when its role
+has it, checked with ``isinstance``; it reads nothing else off the role.
 
 The Solver's weights come with every ``attempt`` (as a reference to the
 learner's latest state), so an actor that was killed and restarted, and the
@@ -18,20 +21,28 @@ batch Ray retried on it, plays exactly the episodes the first one would have.
 from __future__ import annotations
 
 import os
-import pickle
 import traceback
 from collections.abc import Sequence
 from typing import Any
 
 import ray
-from coevo.agents.protocols import LearnStats, ProposalRequest
+from coevo.agents.protocols import (
+    LearnStats,
+    ProposalRequest,
+    Remembers,
+    ReportsAttempts,
+    ReportsUsage,
+    Stateful,
+    Versioned,
+)
 from coevo.agents.registry import REGISTRY
 from coevo.agents.synthesizers.mutation import Mutator
+from coevo.arena.gamelog.rows import UsageRow
 from coevo.arena.outcomes import CheckResult, Episode, Verdict, failed_episode
 from coevo.arena.spec import TaskSpec
 from coevo.curricula.strategies import Mutation
 
-__all__ = ["RoleHost"]
+__all__ = ["JudgeHost", "SolverHost", "SynthesizerHost", "WorldModelHost", "host_for"]
 
 
 def _error(exc: BaseException) -> str:
@@ -40,28 +51,44 @@ def _error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}{where}"
 
 
-class RoleHost:
-    """Hosts one role (built from the registry by name) for the arena.
+class _Host:
+    """What every host does: build the role, report its pid and what it spent.
 
     Args:
         name: the registered role name.
-        config: keyword arguments for its factory.
-        env: environment variables the role needs in this process (its ``passed_env``).
+        config: the role's settings (validated again here, in the actor's process).
+        env: environment variables the role needs in this process (never logged).
     """
 
     def __init__(self, name: str, config: dict[str, Any], env: dict[str, str] | None = None):
         # the variables a role needs (an API key) reach its actor here, not through any log
         os.environ.update(env or {})
         self.name = name
-        self.role = REGISTRY.create(name, **config)
-        self._version: int | None = None
-        self._mutator: Any = None
+        self.role = REGISTRY.get(name).create(config)
 
     def pid(self) -> int:
         """The actor's process id (tests kill it)."""
         return os.getpid()
 
-    # ---- synthesizer --------------------------------------------------------------------
+    def drain_usage(self) -> list[UsageRow]:
+        """What the role spent on an API since the last call (none if it does not say)."""
+        return self.role.drain_usage() if isinstance(self.role, ReportsUsage) else []
+
+    def get_state(self) -> bytes | None:
+        """The role's state as data, or None when the role is not :class:`Stateful`."""
+        return self.role.get_state() if isinstance(self.role, Stateful) else None
+
+    def set_state(self, state: bytes) -> None:
+        """Load a state (the role is :class:`Stateful`: the state came from it)."""
+        self.role.set_state(state)
+
+
+class SynthesizerHost(_Host):
+    """Hosts a Synthesizer; also makes the curriculum's mutations (the operators need no role)."""
+
+    def __init__(self, name: str, config: dict[str, Any], env: dict[str, str] | None = None):
+        super().__init__(name, config, env)
+        self._mutator: Mutator | None = None
 
     def propose(
         self, requests: Sequence[ProposalRequest]
@@ -96,7 +123,13 @@ class RoleHost:
                 out.append((None, _error(exc)))
         return out
 
-    # ---- judge --------------------------------------------------------------------------
+    def drain_attempts(self) -> list[dict[str, Any]]:
+        """The synthesizer's recorded attempts since the last call (none if it keeps no record)."""
+        return self.role.drain_attempts() if isinstance(self.role, ReportsAttempts) else []
+
+
+class JudgeHost(_Host):
+    """Hosts a Judge."""
 
     def assess(self, tasks: Sequence[TaskSpec]) -> list[Verdict]:
         """A verdict per task; a task the Judge raises on is rejected with the error."""
@@ -109,66 +142,59 @@ class RoleHost:
             try:
                 verdicts.extend(self.role.assess([task]))
             except Exception as exc:
+                reason = f"the judge raised {_error(exc)}"
                 verdicts.append(
                     Verdict(
                         task_id=task.task_id,
                         world_id=task.world_id,
                         accepted=False,
-                        checks={
-                            "judge": CheckResult(
-                                passed=False, reason=f"the judge raised {_error(exc)}"
-                            )
-                        },
-                        error=f"the judge raised {_error(exc)}",
+                        checks={"judge": CheckResult(passed=False, reason=reason)},
+                        error=reason,
                     )
                 )
         return verdicts
 
-    # ---- solver -------------------------------------------------------------------------
+
+class SolverHost(_Host):
+    """Hosts a Solver: the players of a generation's episodes, and the learner."""
+
+    def __init__(self, name: str, config: dict[str, Any], env: dict[str, str] | None = None):
+        super().__init__(name, config, env)
+        self._version: int | None = None
 
     def attempt(
         self, version: int | None, state: list[Any], tasks: Sequence[TaskSpec], seed: int
     ) -> list[Episode]:
         """Episodes of ``tasks`` with the learner's weights ``state`` (a one-item list holding a Ray ref, or empty)."""
-        if state and version != self._version and hasattr(self.role, "set_state"):
+        if state and version != self._version and isinstance(self.role, Stateful):
             self.role.set_state(ray.get(state[0]))
             self._version = version
         try:
             return list(self.role.attempt(list(tasks), seed))
         except Exception as exc:
             why = _error(exc)
-            label = getattr(self.role, "name", self.name)
-            return [failed_episode(t, seed, why, str(label)) for t in tasks]
+            return [failed_episode(t, seed, why, self.policy_version()) for t in tasks]
 
     def learn(
         self, episodes: Sequence[Episode], tasks: Sequence[TaskSpec]
     ) -> tuple[LearnStats, bytes | None, str | None]:
         """One learner step: the stats, the new state (None if the solver has none) and an error."""
-        remember = getattr(self.role, "remember", None)
-        if remember is not None:
-            remember(tasks)
+        if isinstance(self.role, Remembers):
+            self.role.remember(tasks)
         try:
             stats = self.role.learn(list(episodes))
             error = None
         except Exception as exc:
             stats, error = LearnStats(episodes=len(episodes), updates=0), _error(exc)
-        getter = getattr(self.role, "get_state", None)
-        return stats, (getter() if getter is not None else None), error
+        return stats, self.get_state(), error
 
-    def get_state(self) -> bytes | None:
-        """The solver's state (None if it has none)."""
-        getter = getattr(self.role, "get_state", None)
-        return getter() if getter is not None else None
+    def policy_version(self) -> str:
+        """How the solver signs its episodes now (its registered name if it is not :class:`Versioned`)."""
+        return self.role.policy_version() if isinstance(self.role, Versioned) else self.name
 
-    def set_state(self, state: bytes) -> None:
-        """Load a solver state."""
-        self.role.set_state(state)
 
-    def solver_name(self) -> str:
-        """How the solver signs its episodes now."""
-        return str(getattr(self.role, "name", self.name))
-
-    # ---- world model --------------------------------------------------------------------
+class WorldModelHost(_Host):
+    """Hosts a World model."""
 
     def predict(self, tasks: Sequence[TaskSpec]) -> tuple[list[float], str | None]:
         """P(success) per task (0.5 each and the error if the model raises)."""
@@ -185,32 +211,15 @@ class RoleHost:
         except Exception as exc:
             return _error(exc)
 
-    def attempts(self) -> list[dict[str, Any]]:
-        """The synthesizer's recorded attempts since the last call (stage, attempt, why it failed), then forgotten."""
-        kept = getattr(self.role, "attempts", None)
-        if not isinstance(kept, list):
-            return []
-        out = list(kept)
-        kept.clear()
-        return out
 
-    def usage(self) -> list[dict[str, Any]]:
-        """What the role spent on an API since the last call (per role and task), then forgotten."""
-        client = getattr(self.role, "client", None)
-        spent = getattr(client, "usage", None)
-        if not spent:
-            return []
-        rows = [
-            {"role": role, "task_id": task, **vars(used)}
-            for (role, task), used in sorted(spent.items())
-        ]
-        spent.clear()
-        return rows
+_HOSTS: dict[str, type[_Host]] = {
+    "synthesizer": SynthesizerHost,
+    "judge": JudgeHost,
+    "solver": SolverHost,
+    "world model": WorldModelHost,
+}
 
-    def dump(self) -> bytes:
-        """The whole role, pickled (for checkpoints of roles without a state API)."""
-        return pickle.dumps(self.role)
 
-    def restore(self, data: bytes) -> None:
-        """Load what :meth:`dump` returned."""
-        self.role = pickle.loads(data)
+def host_for(kind: str) -> type[_Host]:
+    """The host class of a role kind."""
+    return _HOSTS[kind]

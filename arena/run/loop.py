@@ -10,10 +10,11 @@ One generation ``g``:
 4. the curriculum picks the training tasks; Solver actors play each ``k``
    times, in chunks of fixed size with seeds derived from (seed, g, chunk)
    (the same episodes whatever the number of actors);
-5. the learner takes one step and its new weights go to every Solver with
+5. the learner takes one step and its new state goes to every Solver with
    the next call; the World model and the curriculum see the outcomes;
 6. every ``eval.every`` generations the held-out suite is played;
-7. the tables are written, then the checkpoint, then the manifest (commit).
+7. the generation's rows (a :class:`~coevo.arena.gamelog.GenerationRecord`)
+   are written, then the checkpoint, then the manifest (the commit).
 
 ``coevo resume`` continues after the last committed generation from its
 checkpoint; the log of a resumed run equals the log of an uninterrupted one.
@@ -22,39 +23,54 @@ checkpoint; the log of a resumed run equals the log of an uninterrupted one.
 from __future__ import annotations
 
 import contextlib
-import difflib
 import hashlib
-import inspect
 import json
 import logging
 import os
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import ray
 from coevo.agents.protocols import ProposalRequest
-from coevo.agents.registry import REGISTRY
+from coevo.agents.registry import REGISTRY, RoleInfo
 from coevo.arena.calibration import brier
 from coevo.arena.difficulty import task_level
-from coevo.arena.errors import ArenaError, RegistryError
-from coevo.arena.gamelog import GameLog, LogError, RunDir
-from coevo.arena.outcomes import Episode, Verdict
-from coevo.arena.run.experiment import Experiment
-from coevo.arena.run.hosts import RoleHost
-from coevo.arena.spec import TaskSpec, WorldSpec
-from coevo.curricula.strategies import (
-    Curriculum,
-    GenerationPlan,
-    Mutation,
-    make_curriculum,
+from coevo.arena.errors import ArenaError, CoevoError, LogError, StateError
+from coevo.arena.gamelog import (
+    EpisodeRow,
+    EvalRow,
+    GameLog,
+    GenerationRecord,
+    GenerationRow,
+    PredictionRow,
+    RunDir,
+    TaskRow,
+    UpdateRow,
+    VerdictRow,
+    WorldRow,
 )
-from ray.exceptions import ActorUnavailableError, RayActorError
+from coevo.arena.outcomes import FAILED_PREFIX, Episode, Verdict
+from coevo.arena.run.experiment import Experiment, RoleTable, recorded_experiment
+from coevo.arena.run.hosts import host_for
+from coevo.arena.run.pool import ActorPool, Lost
+from coevo.arena.spec import TaskSpec, WorldSpec
+from coevo.curricula.strategies import Curriculum, GenerationPlan, Mutation, make_curriculum
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-__all__ = ["ArenaError", "GenerationReport", "RunSummary", "resume_run", "run_experiment"]
+__all__ = [
+    "Arena",
+    "GenerationReport",
+    "RunSummary",
+    "check_environment",
+    "resume_run",
+    "run_experiment",
+    "summarize",
+]
+
+_ROLE_TABLES = ("synthesizer", "judge", "solver", "world_model")
 
 
 @dataclass
@@ -95,11 +111,8 @@ def _rejections(verdicts: Sequence[Verdict]) -> Counter[str]:
     )
 
 
-def _family(task: TaskSpec) -> str | None:
-    """The task family (question, action, bulk, conditional) when its synthesizer recorded a plan."""
-    plan = (task.provenance or {}).get("plan")
-    family = plan.get("family") if isinstance(plan, dict) else None
-    return str(family) if family is not None else None
+def _mean(values: Sequence[float]) -> float | None:
+    return sum(values) / len(values) if values else None
 
 
 def _plan_json(plan: GenerationPlan) -> dict[str, Any]:
@@ -116,52 +129,14 @@ def _plan_of(data: dict[str, Any]) -> GenerationPlan:
     )
 
 
-class _Batch:
-    """Calls in flight on a pool; :meth:`get` gathers them in order, resubmitting a call whose actor died.
+@dataclass
+class _Proposals:
+    """A generation's judged proposals: tasks (distinct, in request order), their verdicts and sources."""
 
-    Ray restarts a dead actor and retries its calls, but a call caught while
-    its node is going away can still fail ("actor unavailable"). Every call
-    here is deterministic (seeds and weights travel with it), so it is simply
-    made again, on the next actor, a few times with a growing pause.
-    """
-
-    def __init__(self, pool: _Pool, method: str, chunks: Sequence[tuple[Any, ...]]):
-        self.pool = pool
-        self.method = method
-        self.chunks = list(chunks)
-        self.refs = [pool.call(i, method, args) for i, args in enumerate(self.chunks)]
-
-    def get(self, attempts: int = 8) -> list[Any]:
-        """Every call's result, in submission order."""
-        results = []
-        for i, ref in enumerate(self.refs):
-            for attempt in range(attempts):
-                try:
-                    results.append(ray.get(ref))
-                    break
-                except (RayActorError, ActorUnavailableError) as exc:
-                    if attempt == attempts - 1:
-                        raise ArenaError(
-                            f"a {self.method} call failed {attempts} times, the last: {exc}"
-                        ) from None
-                    time.sleep(0.2 * (attempt + 1))
-                    ref = self.pool.call(i + attempt + 1, self.method, self.chunks[i])
-        return results
-
-
-class _Pool:
-    """Actors of one role; work is split in fixed chunks, handed out round-robin, gathered in order."""
-
-    def __init__(self, actors: list[Any]):
-        self.actors = actors
-
-    def call(self, index: int, method: str, args: tuple[Any, ...]) -> Any:
-        """Submit ``method(*args)`` to actor ``index`` (modulo the pool size)."""
-        return getattr(self.actors[index % len(self.actors)], method).remote(*args)
-
-    def map(self, method: str, chunks: Sequence[tuple[Any, ...]]) -> _Batch:
-        """Submit one call per chunk; ``.get()`` the results."""
-        return _Batch(self, method, chunks)
+    tasks: list[TaskSpec]
+    verdicts: list[Verdict]
+    sources: list[str]
+    failures: int
 
 
 class Arena:
@@ -171,8 +146,7 @@ class Arena:
         experiment: the validated experiment.
         run_dir: where the log goes (any pyarrow filesystem URI).
         on_generation: called with each generation's report (the display).
-        stop_after: stop (as if killed) after this many generations of this
-            process, for tests of resume.
+        events: ``events(name, **fields)`` for structured events.
     """
 
     def __init__(
@@ -195,15 +169,16 @@ class Arena:
         self.eval_tasks: list[TaskSpec] = []
         self.version: int | None = None
         self.state_ref: Any = None
-        self.solver_label = experiment.solver.name
+        self.unsaved: set[str] = set()  # roles already reported as not checkpointed
 
     # ---- actors -------------------------------------------------------------------------
 
     def _start_actors(self) -> None:
-        host = ray.remote(RoleHost)
         here = ray.get_runtime_context().get_node_id()
 
-        def pool(role: Any, n: int, restarts: bool) -> list[Any]:
+        def actors(table: str, n: int, restarts: bool) -> list[Any]:
+            role: RoleTable = getattr(self.exp, table)
+            info = REGISTRY.get(role.name)
             options: dict[str, Any] = {"num_cpus": 0}
             if restarts:
                 options.update(max_restarts=4, max_task_retries=4)
@@ -211,37 +186,28 @@ class Arena:
                 # stateful singletons (the learner, the World model) live on the driver's node:
                 # losing another node must not lose their state
                 options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(here, soft=False)
-            env = _passed_env(role.name)
+            env = _passed_env(info, role)
+            host = ray.remote(host_for(info.kind))
             return [host.options(**options).remote(role.name, role.config, env) for _ in range(n)]
 
         exp = self.exp
-        self.synth = _Pool(pool(exp.synthesizer, exp.synthesizer.actors, True))
-        self.judges = _Pool(pool(exp.judge, exp.judge.actors, True))
-        self.solvers = _Pool(pool(exp.solver, exp.solver.actors, True))
-        self.learner = pool(exp.solver, 1, False)[0]
-        self.model = pool(exp.world_model, 1, False)[0]
+        self.synth = ActorPool("synthesizer", actors("synthesizer", exp.synthesizer.actors, True))
+        self.judges = ActorPool("judge", actors("judge", exp.judge.actors, True))
+        self.solvers = ActorPool("solver", actors("solver", exp.solver.actors, True))
+        self.learner = actors("solver", 1, False)[0]
+        self.model = actors("world_model", 1, False)[0]
+
+    @property
+    def _every_actor(self) -> list[Any]:
+        return [
+            *self.synth.actors,
+            *self.judges.actors,
+            *self.solvers.actors,
+            self.learner,
+            self.model,
+        ]
 
     # ---- pieces of a generation ---------------------------------------------------------
-
-    def _from_each(self, actors: list[Any], method: str, gen: int) -> list[list[Any]]:
-        """``method()`` of every actor, waiting for restarts; an actor lost for good gives [] and an event.
-
-        Used for what actors kept in memory (usage, synthesis attempts): an
-        actor whose node died has lost it, and the run goes on without it.
-        """
-        out: list[list[Any]] = []
-        for actor in actors:
-            for attempt in range(6):
-                try:
-                    out.append(ray.get(getattr(actor, method).remote()))
-                    break
-                except (RayActorError, ActorUnavailableError) as exc:
-                    if attempt == 5:
-                        self.events(f"{method}_lost", gen=gen, error=str(exc)[:300])
-                        out.append([])
-                    else:
-                        time.sleep(0.2 * (attempt + 1))
-        return out
 
     def _canonical(self, task: TaskSpec) -> TaskSpec:
         """The task with its world replaced by the one instance kept per world id (memory, transport)."""
@@ -268,43 +234,33 @@ class Arena:
             refs["mutations"] = self.synth.map("mutate", [(parents, plan.mutations)])
         return refs
 
-    def _collect(
-        self, pending: dict[str, Any]
-    ) -> tuple[list[TaskSpec], list[Verdict], list[str], int]:
+    def _collect(self, pending: dict[str, Any]) -> _Proposals:
         """Gather proposals, judge them (chunks over the judge pool), in request order."""
-        tasks: list[TaskSpec] = []
-        sources: list[str] = []
+        made: list[tuple[TaskSpec, str]] = []
         failures = 0
         for result in pending["proposals"].get():
-            for made, error in result:
+            for tasks, error in result:
                 if error:
                     failures += 1
                     self.events("synthesizer_failed", gen=pending["gen"], error=error)
-                tasks.extend(made)
-                sources.extend(["fresh"] * len(made))
-        mutated = 0
+                made.extend((t, "fresh") for t in tasks)
         mutations = pending.get("mutations")
         for result in mutations.get() if mutations is not None else []:
-            for child, _why in result:
-                if child is not None:
-                    tasks.append(child)
-                    sources.append("mutation")
-                    mutated += 1
+            made.extend((child, "mutation") for child, _why in result if child is not None)
         seen: set[str] = set()
         unique: list[tuple[TaskSpec, str]] = []
-        for task, source in zip(tasks, sources, strict=True):
+        for task, source in made:
             canonical = self._canonical(task)
             if canonical.task_id not in seen:
                 seen.add(canonical.task_id)
                 unique.append((canonical, source))
         tasks = [t for t, _ in unique]
-        sources = [s for _, s in unique]
         chunk = 16
-        refs = self.judges.map(
+        calls = self.judges.map(
             "assess", [(tasks[i : i + chunk],) for i in range(0, len(tasks), chunk)]
         )
-        verdicts = [v for part in refs.get() for v in part]
-        return tasks, verdicts, sources, failures
+        verdicts = [v for part in calls.get() for v in part]
+        return _Proposals(tasks, verdicts, [s for _, s in unique], failures)
 
     def _play(self, gen: int, tasks: list[TaskSpec], purpose: str, repeats: int) -> list[Episode]:
         """Each task ``repeats`` times, in fixed chunks over the Solver pool; episodes get deterministic ids."""
@@ -312,7 +268,7 @@ class Arena:
         size = self.exp.run.chunk
         chunks = [order[i : i + size] for i in range(0, len(order), size)]
         state = [self.state_ref] if self.state_ref is not None else []
-        refs = self.solvers.map(
+        calls = self.solvers.map(
             "attempt",
             [
                 (self.version, state, c, _seed(self.seed, gen, purpose, i))
@@ -320,18 +276,10 @@ class Arena:
             ],
         )
         episodes: list[Episode] = []
-        for i, part in enumerate(refs.get()):
+        for i, part in enumerate(calls.get()):
             for j, episode in enumerate(part):
-                index = i * size + j
-                episodes.append(
-                    episode.model_copy(
-                        update={
-                            "episode_id": _episode_id(
-                                self.seed, gen, purpose, index, episode.task_id
-                            )
-                        }
-                    )
-                )
+                episode_id = _episode_id(self.seed, gen, purpose, i * size + j, episode.task_id)
+                episodes.append(episode.model_copy(update={"episode_id": episode_id}))
         return episodes
 
     def _eval_suite(self) -> list[TaskSpec]:
@@ -348,8 +296,18 @@ class Arena:
                 for level in config.levels
             ]
         )
-        tasks, verdicts, _, _ = self._collect(self._submit(-1, plan))
-        return [t for t, v in zip(tasks, verdicts, strict=True) if v.accepted]
+        judged = self._collect(self._submit(-1, plan))
+        return [t for t, v in zip(judged.tasks, judged.verdicts, strict=True) if v.accepted]
+
+    def _drained(self, actors: list[Any], method: str, gen: int) -> list[Any]:
+        """Everything ``method`` drains from ``actors``, in order; an actor lost for good is an event."""
+        out: list[Any] = []
+        for result in ActorPool("role", actors).each(method):
+            if isinstance(result, Lost):
+                self.events(f"{method}_lost", gen=gen, error=result.cause)
+            else:
+                out.extend(result)
+        return out
 
     # ---- the run ------------------------------------------------------------------------
 
@@ -357,16 +315,13 @@ class Arena:
         """Start the actors and load the last checkpoint when resuming; returns the next generation."""
         self._start_actors()
         last = self.log.last_generation()
+        if not resume and last >= 0:
+            raise ArenaError(
+                f"{self.run.uri} already holds {last + 1} generations; "
+                f"continue it with `coevo resume {self.run.uri}` or choose another --out"
+            )
         if not resume:
-            if last >= 0:
-                raise ArenaError(
-                    f"{self.run.uri} already holds {last + 1} generations; "
-                    f"continue it with `coevo resume {self.run.uri}` or choose another --out"
-                )
             self.run.write_bytes(self.exp.model_dump_json(indent=1).encode(), "experiment.json")
-            self.eval_tasks = self._eval_suite()
-            self.pending = self._submit(0, self.curriculum.plan(0))
-            return 0
         if last < 0:
             self.eval_tasks = self._eval_suite()
             self.pending = self._submit(0, self.curriculum.plan(0))
@@ -375,24 +330,48 @@ class Arena:
         return last + 1
 
     def _load_checkpoint(self, gen: int) -> None:
+        manifest = self.log.manifests()[gen]
+        if manifest["schema_version"] < 2:
+            raise ArenaError(
+                f"{self.run.uri} was written by an older coevo (game-log schema "
+                f"{manifest['schema_version']}), whose checkpoints are Python pickles; coevo never "
+                "loads a pickle from a run directory. Its log still reads (coevo analyze, report, "
+                "export); to train on, start a new run with `coevo run`"
+            )
         base = ("checkpoints", f"gen={gen}")
         state = json.loads(self.run.read_bytes(*base, "state.json"))
         tasks = self._tasks_from_log()
         self.logged_worlds = set(self.worlds)
         self.curriculum.load(state["curriculum"], tasks)
         self.eval_tasks = [tasks[t] for t in state["eval_tasks"]]
-        solver_state = (
-            self.run.read_bytes(*base, "solver.bin")
-            if self.run.exists(*base, "solver.bin")
-            else b""
-        )
-        if solver_state:
-            ray.get(self.learner.set_state.remote(solver_state))
+        files = manifest.get("checkpoint_files", {})
+        solver_state = self._read_state(base, files.get("solver"), "solver")
+        if solver_state is not None:
+            self._restore(self.learner, solver_state, "solver")
             self.state_ref = ray.put(solver_state)
             self.version = state["version"]
-        ray.get(self.model.restore.remote(self.run.read_bytes(*base, "world_model.pkl")))
+        model_state = self._read_state(base, files.get("world_model"), "world_model")
+        if model_state is not None:
+            self._restore(self.model, model_state, "world_model")
         if gen + 1 < self.exp.run.generations:
             self.pending = self._submit(gen + 1, _plan_of(state["next_plan"]))
+
+    def _read_state(self, base: tuple[str, str], name: str | None, table: str) -> bytes | None:
+        if name is None:
+            role = getattr(self.exp, table).name
+            self.events("role_not_restored", role=table, name=role, why="it keeps no saved state")
+            return None
+        return self.run.read_bytes(*base, name)
+
+    def _restore(self, actor: Any, state: bytes, table: str) -> None:
+        try:
+            ray.get(actor.set_state.remote(state))
+        except ray.exceptions.RayTaskError as exc:
+            cause = exc.cause if isinstance(exc.cause, StateError) else exc
+            raise ArenaError(
+                f"the {table.replace('_', ' ')}'s checkpoint in {self.run.uri} cannot be loaded: "
+                f"{cause}; start a new run with `coevo run`"
+            ) from exc
 
     def _tasks_from_log(self) -> dict[str, TaskSpec]:
         tasks, worlds = self.log.task_specs()
@@ -411,15 +390,17 @@ class Arena:
             clock[0] = now
 
         exp = self.exp
-        tasks, verdicts, sources, failures = self._collect(self.pending)
-        for kept in self._from_each(self.synth.actors, "attempts", gen):
-            for attempt in kept:
-                self.events("synthesis_attempt", gen=gen, **attempt)
+        record = GenerationRecord(gen)
+        proposals = self._collect(self.pending)
+        for attempt in self._drained(self.synth.actors, "drain_attempts", gen):
+            self.events("synthesis_attempt", gen=gen, **attempt)
+        self._log_proposals(record, proposals)
         lap("proposals")
+        eval_ids = {t.task_id for t in self.eval_tasks}
         accepted = [
             t
-            for t, v in zip(tasks, verdicts, strict=True)
-            if v.accepted and t.task_id not in self._eval_ids
+            for t, v in zip(proposals.tasks, proposals.verdicts, strict=True)
+            if v.accepted and t.task_id not in eval_ids
         ]
         predicted, error = ray.get(self.model.predict.remote(accepted))
         if error:
@@ -451,30 +432,59 @@ class Arena:
         )
         lap("world_model")
 
-        last = gen == exp.run.generations - 1
         evals: list[Episode] = []
-        if gen % exp.eval.every == 0 or last:
+        if gen % exp.eval.every == 0 or gen == exp.run.generations - 1:
             evals = self._play(gen, self.eval_tasks, "eval", 1)
         lap("eval")
-        label = ray.get(self.learner.solver_name.remote())
-        row = self._commit(
-            gen,
-            tasks,
-            verdicts,
-            sources,
-            accepted,
-            predicted,
-            batch,
-            episodes,
-            evals,
-            stats,
-            label,
-            next_plan,
-            failures,
-        )
+        version = ray.get(self.learner.policy_version.remote())
+        predictions = dict(zip([t.task_id for t in accepted], predicted, strict=True))
+        record.predictions = [
+            PredictionRow(task_id=t, version=version, p=float(p)) for t, p in predictions.items()
+        ]
+        record.episodes = [EpisodeRow.of(e, "train") for e in episodes]
+        record.episodes += [EpisodeRow.of(e, "eval") for e in evals]
+        by_id = {t.task_id: t for t in self.eval_tasks}
+        record.evals = [EvalRow.of(e, by_id.get(e.task_id)) for e in evals]
+        extra = stats.extra or {}
+        record.updates = [
+            UpdateRow(
+                version=version,
+                episodes=stats.episodes,
+                loss=stats.loss,
+                success=extra.get("success"),
+                entropy=extra.get("entropy"),
+                skipped=extra.get("skipped"),
+            )
+        ]
+        fresh = [
+            (predictions[e.task_id], e.reward.value) for e in episodes if e.task_id in predictions
+        ]
+        rejections = _rejections(proposals.verdicts)
+        record.generations = [
+            GenerationRow(
+                proposed=len(proposals.tasks),
+                accepted=len(accepted),
+                rejected=sum(not v.accepted for v in proposals.verdicts),
+                mutations=proposals.sources.count("mutation"),
+                trained_tasks=len(batch),
+                train_episodes=len(episodes),
+                train_success=_mean([e.reward.value for e in episodes]),
+                eval_success=_mean([e.reward.value for e in evals]),
+                frontier=self.curriculum.frontier(),
+                accepted_level=_mean([lv for t in accepted if (lv := task_level(t)) is not None]),
+                trained_level=_mean([lv for t in batch if (lv := task_level(t)) is not None]),
+                brier=brier([p for p, _ in fresh], [o for _, o in fresh]) if fresh else None,
+                version=version,
+                rejections=json.dumps(dict(rejections.most_common(5)), sort_keys=True),
+                failures=proposals.failures
+                + sum(e.reward.reason.startswith(FAILED_PREFIX) for e in episodes),
+            )
+        ]
+        record.usage = self._drained(self._every_actor, "drain_usage", gen)
+        self._commit(record, next_plan)
         lap("commit")
         seconds = time.perf_counter() - started
-        rejections = _rejections(verdicts)
+        row = record.generations[0].cells()
         report = GenerationReport(
             gen=gen,
             row=row,
@@ -494,182 +504,39 @@ class Arena:
             self.on_generation(report)
         return report
 
-    @property
-    def _eval_ids(self) -> set[str]:
-        return {t.task_id for t in self.eval_tasks}
-
-    def _commit(
-        self,
-        gen: int,
-        tasks: list[TaskSpec],
-        verdicts: list[Verdict],
-        sources: list[str],
-        accepted: list[TaskSpec],
-        predicted: list[float],
-        batch: list[TaskSpec],
-        episodes: list[Episode],
-        evals: list[Episode],
-        stats: Any,
-        label: str,
-        next_plan: GenerationPlan,
-        failures: int,
-    ) -> dict[str, Any]:
-        rows: dict[str, list[dict[str, Any]]] = {
-            name: []
-            for name in (
-                "worlds",
-                "tasks",
-                "verdicts",
-                "episodes",
-                "predictions",
-                "updates",
-                "generations",
-                "evals",
-                "usage",
-            )
-        }
-        new_tasks = list(tasks)
-        if gen == 0:
-            new_tasks = [*self.eval_tasks, *tasks]
+    def _log_proposals(self, record: GenerationRecord, proposals: _Proposals) -> None:
+        """The generation's worlds, tasks and verdicts (generation 0 logs the eval suite first)."""
+        tasks, sources = proposals.tasks, proposals.sources
+        if record.gen == 0:
+            tasks = [*self.eval_tasks, *tasks]
             sources = ["eval"] * len(self.eval_tasks) + sources
-        for task in new_tasks:
+        for task in tasks:
             world = task.world
-            assert isinstance(world, WorldSpec)
-            if world.world_id not in self.logged_worlds:
+            if isinstance(world, WorldSpec) and world.world_id not in self.logged_worlds:
                 self.logged_worlds.add(world.world_id)
-                rows["worlds"].append(
-                    {
-                        "world_id": world.world_id,
-                        "domain": world.domain,
-                        "spec": world.model_dump_json(),
-                    }
-                )
-        for task, source in zip(new_tasks, sources, strict=True):
-            rows["tasks"].append(
-                {
-                    "task_id": task.task_id,
-                    "world_id": task.world_id,
-                    "source": source,
-                    "level": task_level(task),
-                    "family": _family(task),
-                    "domain": task.world.domain if isinstance(task.world, WorldSpec) else None,
-                    "parent": task.lineage.parent if task.lineage else None,
-                    "operator": task.lineage.operator if task.lineage else None,
-                    "spec": task.model_copy(update={"world": task.world_id}).model_dump_json(),
-                }
-            )
-        for verdict in verdicts:
-            rows["verdicts"].append(
-                {
-                    "task_id": verdict.task_id,
-                    "accepted": verdict.accepted,
-                    "failed": sorted(verdict.failed),
-                    "checks": json.dumps(
-                        {k: v.model_dump() for k, v in verdict.checks.items()}, sort_keys=True
-                    ),
-                    "solve_calls": getattr(verdict, "solve_calls", None),
-                    "error": verdict.error,
-                }
-            )
-        predictions = dict(zip([t.task_id for t in accepted], predicted, strict=True))
-        for task_id, p in predictions.items():
-            rows["predictions"].append({"task_id": task_id, "version": label, "p": float(p)})
-        for purpose, items in (("train", episodes), ("eval", evals)):
-            for e in items:
-                rows["episodes"].append(
-                    {
-                        "episode_id": e.episode_id,
-                        "task_id": e.task_id,
-                        "purpose": purpose,
-                        "solver": e.solver,
-                        "seed": e.seed,
-                        "reward": e.reward.value,
-                        "steps": len(e.calls),
-                        "truncated": e.truncated,
-                        "calls": json.dumps(
-                            [{"tool": c.tool, "arguments": c.arguments} for c in e.calls],
-                            default=str,
-                        ),
-                        "reason": e.reward.reason,
-                        "failure": e.reward.reason
-                        if e.reward.reason.startswith("the solver failed")
-                        else None,
-                    }
-                )
-        levels = {t.task_id: task_level(t) for t in self.eval_tasks}
-        domains = {
-            t.task_id: (t.world.domain if isinstance(t.world, WorldSpec) else None)
-            for t in self.eval_tasks
-        }
-        for e in evals:
-            rows["evals"].append(
-                {
-                    "task_id": e.task_id,
-                    "episode_id": e.episode_id,
-                    "level": levels.get(e.task_id),
-                    "domain": domains.get(e.task_id),
-                    "reward": e.reward.value,
-                    "success": e.reward.value == 1,
-                }
-            )
-        extra = stats.extra or {}
-        rows["updates"].append(
-            {
-                "version": label,
-                "episodes": stats.episodes,
-                "loss": stats.loss,
-                "success": extra.get("success"),
-                "entropy": extra.get("entropy"),
-                "skipped": extra.get("skipped"),
-            }
-        )
-        fresh_outcomes = [
-            (predictions[e.task_id], e.reward.value) for e in episodes if e.task_id in predictions
-        ]
-        accepted_levels = [lv for t in accepted if (lv := task_level(t)) is not None]
-        trained_levels = [lv for t in batch if (lv := task_level(t)) is not None]
-        rejections = _rejections(verdicts)
-        row = {
-            "proposed": len(tasks),
-            "accepted": len(accepted),
-            "rejected": sum(not v.accepted for v in verdicts),
-            "mutations": sum(s == "mutation" for s in sources),
-            "trained_tasks": len(batch),
-            "train_episodes": len(episodes),
-            "train_success": sum(e.reward.value for e in episodes) / len(episodes)
-            if episodes
-            else None,
-            "eval_success": sum(e.reward.value for e in evals) / len(evals) if evals else None,
-            "frontier": self.curriculum.frontier(),
-            "accepted_level": sum(accepted_levels) / len(accepted_levels)
-            if accepted_levels
-            else None,
-            "trained_level": sum(trained_levels) / len(trained_levels) if trained_levels else None,
-            "brier": brier([p for p, _ in fresh_outcomes], [o for _, o in fresh_outcomes])
-            if fresh_outcomes
-            else None,
-            "version": label,
-            "rejections": json.dumps(dict(rejections.most_common(5)), sort_keys=True),
-            "failures": failures
-            + sum(e.reward.reason.startswith("the solver failed") for e in episodes),
-        }
-        rows["generations"].append(row)
-        actors = [
-            *self.synth.actors,
-            *self.judges.actors,
-            *self.solvers.actors,
-            self.learner,
-            self.model,
-        ]
-        for spent in self._from_each(actors, "usage", gen):
-            rows["usage"].extend(spent)
+                record.worlds.append(WorldRow.of(world))
+        record.tasks = [TaskRow.of(t, s) for t, s in zip(tasks, sources, strict=True)]
+        record.verdicts = [VerdictRow.of(v) for v in proposals.verdicts]
 
-        parts = {name: self.log.write_part(name, gen, items) for name, items in rows.items()}
-        base = ("checkpoints", f"gen={gen}")
-        solver_state = ray.get(self.learner.get_state.remote())
-        if solver_state is not None:
-            self.run.write_bytes(solver_state, *base, "solver.bin")
-        self.run.write_bytes(ray.get(self.model.dump.remote()), *base, "world_model.pkl")
+    def _commit(self, record: GenerationRecord, next_plan: GenerationPlan) -> None:
+        """Write the record, then the checkpoint, then the manifest (the commit)."""
+        parts = self.log.write(record)
+        base = ("checkpoints", f"gen={record.gen}")
+        files: dict[str, str | None] = {}
+        for table, actor in (("solver", self.learner), ("world_model", self.model)):
+            state = ray.get(actor.get_state.remote())
+            files[table] = None if state is None else f"{table}.state"
+            if state is not None:
+                self.run.write_bytes(state, *base, f"{table}.state")
+            elif table not in self.unsaved:
+                self.unsaved.add(table)
+                role = getattr(self.exp, table).name
+                self.events(
+                    "role_not_checkpointed",
+                    role=table,
+                    name=role,
+                    why=f"{role!r} is not Stateful: a resumed run starts it afresh",
+                )
         state = {
             "curriculum": self.curriculum.state(),
             "next_plan": _plan_json(next_plan),
@@ -677,26 +544,23 @@ class Arena:
             "eval_tasks": [t.task_id for t in self.eval_tasks],
         }
         self.run.write_bytes(json.dumps(state, sort_keys=True).encode(), *base, "state.json")
+        rows = {name: len(items) for name, items in record.tables()}
         self.log.commit(
-            gen, parts, {k: len(v) for k, v in rows.items()}, {"checkpoint": "/".join(base)}
+            record.gen,
+            parts,
+            rows,
+            {"checkpoint": "/".join(base), "checkpoint_files": {**files, "state": "state.json"}},
         )
-        return row
 
     def close(self) -> None:
         """Stop the actors."""
-        for actor in [
-            *self.synth.actors,
-            *self.judges.actors,
-            *self.solvers.actors,
-            self.learner,
-            self.model,
-        ]:
+        for actor in self._every_actor:
             ray.kill(actor)
 
 
-def _passed_env(name: str) -> dict[str, str]:
-    factory = REGISTRY.get(name).factory
-    return {k: os.environ[k] for k in getattr(factory, "passed_env", ()) if k in os.environ}
+def _passed_env(info: RoleInfo, role: RoleTable) -> dict[str, str]:
+    passed = info.env(info.validate(role.config)).passed
+    return {k: os.environ[k] for k in passed if k in os.environ}
 
 
 def check_environment(experiment: Experiment) -> None:
@@ -705,28 +569,14 @@ def check_environment(experiment: Experiment) -> None:
     Raises:
         ArenaError: naming the role, and the setting or the variable to fix.
     """
-    for table in ("synthesizer", "judge", "solver", "world_model"):
-        role = getattr(experiment, table)
+    for table in _ROLE_TABLES:
+        role: RoleTable = getattr(experiment, table)
         try:
-            factory = REGISTRY.get(role.name).factory
-        except RegistryError as exc:
-            raise ArenaError(f"{table}: {exc}") from None
-        parameters: Mapping[str, inspect.Parameter]
-        try:
-            parameters = inspect.signature(factory).parameters
-        except (TypeError, ValueError):  # a factory without a signature: its settings go unchecked
-            parameters = {}
-        takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
-        if parameters and not takes_any:
-            for key in role.config:
-                if key not in parameters:
-                    close = difflib.get_close_matches(key, list(parameters), n=1)
-                    hint = f"did you mean {close[0]!r}? " if close else ""
-                    raise ArenaError(
-                        f"{table}.config: {role.name!r} takes no {key!r}; {hint}"
-                        f"it takes: {', '.join(parameters) or 'nothing'}"
-                    )
-        for variable in getattr(factory, "required_env", ()):
+            info = REGISTRY.get(role.name)
+            settings = info.validate(role.config, where=f"{table}.config")
+        except CoevoError as exc:
+            raise ArenaError(f"{table}: {exc}") from exc
+        for variable in info.env(settings).required:
             if not os.environ.get(variable):
                 raise ArenaError(
                     f"the {table} {role.name!r} needs {variable}: set it in the environment "
@@ -799,13 +649,31 @@ def resume_run(run_dir: str, **kwargs: Any) -> RunSummary:
     """Continue the run in ``run_dir`` after its last committed generation (its own experiment file).
 
     Raises:
-        ArenaError: no experiment was recorded there.
+        ArenaError: no experiment was recorded there, or its log or checkpoint cannot be read.
     """
-    run = RunDir(run_dir)
-    if not run.exists("experiment.json"):
-        raise ArenaError(f"{run_dir} holds no run (no experiment.json); start one with `coevo run`")
-    experiment = Experiment.model_validate_json(run.read_bytes("experiment.json"))
+    experiment = recorded_experiment(run_dir)
     try:
         return run_experiment(experiment, run_dir, resume=True, **kwargs)
     except LogError as exc:
-        raise ArenaError(str(exc)) from None
+        raise ArenaError(str(exc)) from exc
+
+
+def summarize(run_dir: str) -> dict[str, Any]:
+    """The figures a run ends with, read back from its game log."""
+    rows = GameLog(run_dir).read("generations").to_pylist()
+    evals = [(r["gen"], r["eval_success"]) for r in rows if r["eval_success"] is not None]
+    levels = [r["trained_level"] for r in rows if r["trained_level"] is not None]
+    third = max(1, len(levels) // 3)
+    return {
+        "run_dir": run_dir,
+        "generations": len(rows),
+        "episodes": sum(r["train_episodes"] for r in rows),
+        "eval_success_first": evals[0][1] if evals else None,
+        "eval_success_last": evals[-1][1] if evals else None,
+        "trained_level_first_third": sum(levels[:third]) / third if levels else None,
+        "trained_level_last_third": sum(levels[-third:]) / third if levels else None,
+        "train_success_last": rows[-1]["train_success"] if rows else None,
+        "rejected": sum(r["rejected"] for r in rows),
+        "accepted": sum(r["accepted"] for r in rows),
+        "failures": sum(r["failures"] for r in rows),
+    }

@@ -8,6 +8,7 @@ from coevo.agents.linear_pg import LinearPGSolver
 from coevo.agents.protocols import ProposalRequest
 from coevo.agents.registry import REGISTRY
 from coevo.agents.synthesizers.procedural import ProceduralSynthesizer
+from coevo.agents.world_models import IRTWorldModel
 from coevo.arena import Episode, TaskSpec, ToolCall
 from coevo.arena.errors import CoevoError
 from coevo.arena.testing import check_role, sample_tasks
@@ -152,8 +153,10 @@ def test_state_round_trips_and_a_copy_acts_the_same(tasks) -> None:
 
 def test_a_wrong_state_is_refused_with_the_fix(tasks) -> None:
     """Bytes that are not a linear-pg state, or of another size, raise an error that says what to do."""
-    with pytest.raises(CoevoError, match="not a linear-pg state"):
+    with pytest.raises(CoevoError, match=r"not a coevo\.state/1 state"):
         LinearPGSolver().set_state(b"weights")
+    with pytest.raises(CoevoError, match="written by 'irt', not 'linear-pg'"):
+        LinearPGSolver().set_state(IRTWorldModel().get_state())
     with pytest.raises(CoevoError, match="dim=2048"):
         LinearPGSolver().set_state(LinearPGSolver(dim=2048).get_state())
     with pytest.raises(CoevoError, match="truncated"):

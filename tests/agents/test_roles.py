@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from coevo.agents.protocols import LearnStats, kind_of
-from coevo.agents.registry import REGISTRY, Registry
+from coevo.agents.registry import REGISTRY, Registry, RoleInfo
 from coevo.arena import Episode, Observation, Reward, TaskSpec, Verdict
 from coevo.arena.errors import RegistryError, RoleCheckError
 from coevo.arena.testing import check_role, role_problems
@@ -102,11 +102,13 @@ def test_unknown_names_say_did_you_mean() -> None:
 def test_registration_refuses_clashes_and_unknown_kinds() -> None:
     """A name already taken, or a factory of no known kind, is refused with the reason."""
     registry = Registry()
-    registry.register("band", _Model, kind="world model")
+    registry.add("band", _Model, kind="world model")
     with pytest.raises(RegistryError, match="already registered"):
-        registry.register("band", _NoisyModel)
+        registry.add("band", _NoisyModel)
     with pytest.raises(RegistryError, match="cannot tell its kind"):
-        registry.register("thing", object)
+        registry.add("thing", object)
+    with pytest.raises(RegistryError, match="unknown kind 'critic'"):
+        RoleInfo("critic", "critic", "pkg.module:Critic")
     assert [r.name for r in registry.roles()] == ["band"]
 
 
@@ -182,7 +184,7 @@ class _StatefulSolver(_IdleSolver):
         (_NoisyModel(), "predict gave other numbers"),
         (_ShortJudge(), "5 item(s) in, 4 out; return one result per item"),
         (_RaisingSolver(), "attempt(tasks, seed) raised RuntimeError: cannot build this world"),
-        (_StatefulSolver(), "get_state and set_state come together"),
+        (_StatefulSolver(), "has get_state but not set_state: the stateful capability"),
         (object(), "satisfies no role protocol"),
     ],
 )

@@ -26,3 +26,19 @@ class PickySynthesizer(ProceduralSynthesizer):
         if request.level == 3:
             raise ValueError("level 3 is not my thing")
         return super().propose(request)
+
+
+class ForgetfulModel:
+    """A World model with no saved state (not Stateful): P(success) is the running success rate."""
+
+    kind = "world model"
+
+    def __init__(self) -> None:
+        self.outcomes = [1, 2]
+
+    def predict(self, tasks: Sequence[TaskSpec]) -> list[float]:
+        return [self.outcomes[0] / self.outcomes[1]] * len(tasks)
+
+    def update(self, episodes: Sequence[Episode]) -> None:
+        self.outcomes[0] += sum(e.reward.value for e in episodes)
+        self.outcomes[1] += len(episodes)

@@ -2,8 +2,21 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
-from coevo.arena.gamelog import SCHEMA_VERSION, SCHEMAS, GameLog, LogError, RunDir
+from coevo.arena.gamelog import (
+    READABLE_VERSIONS,
+    SCHEMA_VERSION,
+    SCHEMAS,
+    TABLES,
+    EvalRow,
+    GameLog,
+    GenerationRecord,
+    LogError,
+    PredictionRow,
+    RunDir,
+)
 
 
 def _eval_row(i: int) -> dict:
@@ -52,3 +65,73 @@ def test_bad_rows_tables_and_versions_are_refused(tmp_path) -> None:
     log.run.write_bytes(data, "log", "_manifests", "gen=000000.json")
     with pytest.raises(LogError, match="schema 999"):
         log.manifests()
+
+
+V1_RUN = Path(__file__).resolve().parents[1] / "data" / "logs" / "v1-383f438"
+
+
+def test_every_table_has_one_typed_row_model_and_the_record_fills_them_all() -> None:
+    """The Arrow schemas are derived from the row models, and a GenerationRecord has a field per table."""
+    assert set(SCHEMAS) == set(TABLES)
+    for name, model in TABLES.items():
+        assert SCHEMAS[name].names == list(model.model_fields), name
+        assert all(info.description for info in model.model_fields.values()), name
+    record = GenerationRecord(0)
+    assert [name for name, _ in record.tables()] == list(TABLES)
+
+
+def test_a_record_is_written_committed_and_read_back(tmp_path) -> None:
+    """GameLog.write puts every table of a record in a part; the committed generation reads back row for row."""
+    log = GameLog(str(tmp_path / "run"))
+    record = GenerationRecord(0)
+    record.predictions = [PredictionRow(task_id="t1", version="v@0", p=0.25)]
+    record.evals = [EvalRow.model_validate(_eval_row(3))]
+    parts = log.write(record)
+    assert set(parts) == set(TABLES)
+    log.commit(0, parts, {name: len(rows) for name, rows in record.tables()}, {})
+    assert log.read("predictions").to_pylist() == [
+        {"task_id": "t1", "version": "v@0", "p": 0.25, "gen": 0}
+    ]
+    assert log.read("evals").to_pylist() == [{**_eval_row(3), "gen": 0}]
+    assert log.read("episodes").num_rows == 0
+
+
+def test_a_log_written_by_schema_1_still_reads() -> None:
+    """A run directory from 383f438 (schema 1): every table reads, with today's columns, and analysis runs."""
+    from coevo.curricula.analysis import analyze, load_run
+
+    log = GameLog(str(V1_RUN))
+    assert [m["schema_version"] for m in log.manifests()] == [1, 1]
+    assert SCHEMA_VERSION > 1 and 1 in READABLE_VERSIONS
+    counts = {name: log.read(name).num_rows for name in SCHEMAS}
+    assert counts["generations"] == 2 and counts["episodes"] > 0 and counts["worlds"] >= 1
+    for name in SCHEMAS:
+        assert log.read(name).schema.names == [*SCHEMAS[name].names, "gen"]
+    tasks, worlds = log.task_specs()
+    assert tasks and worlds
+    metrics = analyze(load_run(str(V1_RUN)))
+    assert metrics["generations"] == 2
+    assert metrics["irt"]["abilities"], "abilities are fitted from the episodes"
+
+
+def test_a_column_an_older_log_lacks_reads_as_null(tmp_path) -> None:
+    """Reading a part written without a column gives that column as nulls (how old logs stay readable)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    log = GameLog(str(tmp_path / "run"))
+    part = "log/evals/gen=0/part-0.parquet"
+    older = pa.table({"task_id": ["t"], "episode_id": ["e"], "reward": [1]})
+    log.run.fs.create_dir(log.run.path("log/evals/gen=0"), recursive=True)
+    pq.write_table(older, log.run.path(part), filesystem=log.run.fs)
+    log.commit(0, {"evals": part}, {"evals": 1}, {})
+    (row,) = log.read("evals").to_pylist()
+    assert row == {
+        "task_id": "t",
+        "episode_id": "e",
+        "level": None,
+        "domain": None,
+        "reward": 1,
+        "success": None,
+        "gen": 0,
+    }

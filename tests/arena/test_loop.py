@@ -191,3 +191,56 @@ def test_a_driver_killed_with_sigkill_resumes_to_the_same_log(tmp_path) -> None:
     assert len(ids) == len(set(ids))
     run_experiment(load_experiment(toml), str(tmp_path / "whole"))
     assert resumed == tables(tmp_path / "whole")
+
+
+def test_checkpoints_hold_role_state_as_data(tmp_path) -> None:
+    """The learner's and the World model's checkpoints are coevo.state/1 data named in the manifest."""
+    from coevo.arena.state import peek_state
+
+    run_experiment(experiment(run__generations=1), str(tmp_path / "run"))
+    log = GameLog(str(tmp_path / "run"))
+    (manifest,) = log.manifests()
+    files = manifest["checkpoint_files"]
+    assert files == {"solver": "solver.state", "world_model": "world_model.state", "state": "state.json"}
+    base = ("checkpoints", "gen=0")
+    assert peek_state(log.run.read_bytes(*base, files["solver"]))[0] == "linear-pg"
+    assert peek_state(log.run.read_bytes(*base, files["world_model"]))[0] == "irt"
+
+
+def test_a_role_without_saved_state_is_said_so_and_starts_afresh_on_resume(tmp_path) -> None:
+    """A World model that is not Stateful is not checkpointed: an event says so, and resume says it starts afresh."""
+    events: list[tuple[str, dict]] = []
+    exp = experiment(world_model__name="tests.arena.faulty_roles:ForgetfulModel")
+
+    def record(event: str, **fields: Any) -> None:
+        events.append((event, fields))
+
+    run_experiment(exp, str(tmp_path / "run"), stop_after=1, events=record)
+    assert [f["role"] for n, f in events if n == "role_not_checkpointed"] == ["world_model"]
+    (manifest,) = GameLog(str(tmp_path / "run")).manifests()
+    assert manifest["checkpoint_files"]["world_model"] is None
+    resume_run(str(tmp_path / "run"), events=record)
+    assert [f["role"] for n, f in events if n == "role_not_restored"] == ["world_model"]
+    assert GameLog(str(tmp_path / "run")).last_generation() == 2
+
+
+def test_a_schema_1_run_is_not_resumed_and_its_pickles_never_load(tmp_path) -> None:
+    """Resuming a run written with pickled checkpoints stops with a message; a planted pickle never runs."""
+    import pickle
+    import shutil
+    from pathlib import Path
+
+    run = tmp_path / "old"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "data" / "logs" / "v1-383f438", run)
+    marker = tmp_path / "pwned"
+
+    class Payload:
+        def __reduce__(self):
+            return (open, (str(marker), "w"))
+
+    for checkpoint in (run / "checkpoints").iterdir():
+        for name in ("world_model.pkl", "solver.bin", "world_model.state", "solver.state"):
+            (checkpoint / name).write_bytes(pickle.dumps(Payload()))
+    with pytest.raises(ArenaError, match="checkpoints are Python pickles; coevo never loads"):
+        resume_run(str(run))
+    assert not marker.exists()

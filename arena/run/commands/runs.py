@@ -4,35 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any
 
-from coevo.arena.errors import CommandError
-
-__all__ = ["add_commands", "cmd_resume", "cmd_run", "summarize"]
-
-
-def summarize(run_dir: str) -> dict[str, Any]:
-    """The figures a run ends with, read back from its game log."""
-    from coevo.arena.gamelog import GameLog
-
-    rows = GameLog(run_dir).read("generations").to_pylist()
-    evals = [(r["gen"], r["eval_success"]) for r in rows if r["eval_success"] is not None]
-    levels = [r["trained_level"] for r in rows if r["trained_level"] is not None]
-    third = max(1, len(levels) // 3)
-    return {
-        "run_dir": run_dir,
-        "generations": len(rows),
-        "episodes": sum(r["train_episodes"] for r in rows),
-        "eval_success_first": evals[0][1] if evals else None,
-        "eval_success_last": evals[-1][1] if evals else None,
-        "trained_level_first_third": sum(levels[:third]) / third if levels else None,
-        "trained_level_last_third": sum(levels[-third:]) / third if levels else None,
-        "train_success_last": rows[-1]["train_success"] if rows else None,
-        "rejected": sum(r["rejected"] for r in rows),
-        "accepted": sum(r["accepted"] for r in rows),
-        "failures": sum(r["failures"] for r in rows),
-    }
+__all__ = ["add_commands", "cmd_resume", "cmd_run"]
 
 
 def _print_summary(summary: dict[str, Any]) -> None:
@@ -56,19 +32,25 @@ def _print_summary(summary: dict[str, Any]) -> None:
     print(f"game log: {summary['run_dir']}/log", file=sys.stderr)
 
 
+def _local_ray_auth(args: argparse.Namespace, address: str) -> None:
+    """A Ray this command starts keeps token authentication, chosen explicitly (before Ray is imported).
+
+    Ray 2.60 enables token authentication for a new local cluster and warns
+    that it did; saying so in ``RAY_AUTH_MODE`` keeps the protection without
+    the warning. A cluster to join, the user's own ``RAY_AUTH_MODE``, or a process
+    that has imported Ray already (Ray reads the mode once, at import) is left alone.
+    """
+    joining = getattr(args, "address", None) or address or os.environ.get("RAY_ADDRESS")
+    if not joining and "ray" not in sys.modules:
+        os.environ.setdefault("RAY_AUTH_MODE", "token")
+
+
 def _run(args: argparse.Namespace, *, resume: bool) -> int:
     from coevo.arena.gamelog import RunDir
-    from coevo.arena.run.display import EventLog, GenerationTable
-    from coevo.arena.run.experiment import Experiment, load_experiment
-    from coevo.arena.run.loop import run_experiment
+    from coevo.arena.run.experiment import load_experiment, recorded_experiment
 
     if resume:
-        run = RunDir(args.run_dir)
-        if not run.exists("experiment.json"):
-            raise CommandError(
-                f"{args.run_dir} holds no run (no experiment.json); start one with `coevo run`"
-            )
-        experiment = Experiment.model_validate_json(run.read_bytes("experiment.json"))
+        experiment = recorded_experiment(args.run_dir)
         run_dir = args.run_dir
     else:
         overrides = list(args.set or [])
@@ -76,7 +58,10 @@ def _run(args: argparse.Namespace, *, resume: bool) -> int:
             overrides.append(f"run.seed={args.seed}")
         experiment = load_experiment(args.experiment, overrides)
         run_dir = args.out or experiment.run.out
-    from coevo.arena.run.loop import check_environment
+    _local_ray_auth(args, experiment.ray.address)
+    # Ray loads here, once the run is known, so that `coevo --help` and bad input stay fast
+    from coevo.arena.run.display import EventLog, GenerationTable
+    from coevo.arena.run.loop import check_environment, run_experiment, summarize
 
     check_environment(experiment)  # before anything is written or started
     events = EventLog(RunDir(run_dir))

@@ -15,205 +15,37 @@ a manifest: they are invisible, and the rerun overwrites them (file names are
 deterministic). Nothing in the tables depends on timing (no wall-clock
 columns), so the same seed gives the same log.
 
-Tables (every one also has ``gen``, from the partition):
-
-=============== ============================================================
-``worlds``      world_id, domain, spec (the world record as JSON), once per world
-``tasks``       every proposed task: task_id, world_id, source (fresh, mutation,
-                eval), level, family, domain, parent, operator, spec (JSON, world by id)
-``verdicts``    task_id, accepted, failed (check names), checks (JSON), solve_calls, error
-``episodes``    episode_id (unique, deterministic), task_id, purpose (train, eval),
-                solver (version), seed, reward, steps, truncated, calls (JSON), reason, failure
-``predictions`` task_id, version, p: the World model's P(success) before any rollout
-``updates``     version, episodes, loss, success, entropy, skipped: one row per learner step
-``generations`` one row per generation: counts, success on train and eval, frontier,
-                accepted level, calibration, top rejection reasons
-``evals``       task_id, episode_id, level, domain, reward, success
-``usage``       role, task_id, calls and tokens (input, output, cache write, cache read)
-                and dollars: what API-backed roles spent this generation, per task
-=============== ============================================================
+Tables: one typed row model each in :mod:`coevo.arena.gamelog.rows`, which
+also generates their documentation (``docs/game-log.md``). Every table has a
+``gen`` column, from its partition.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from functools import cached_property
-from pathlib import Path
 from typing import Any, Final
 
 import pyarrow as pa
 import pyarrow.dataset as ds
-import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from coevo.arena.errors import LogError
+from coevo.arena.gamelog.rows import SCHEMAS, GenerationRecord
+from coevo.arena.gamelog.rundir import RunDir
 from coevo.arena.spec import TaskSpec, WorldSpec
 
-__all__ = [
-    "SCHEMAS",
-    "SCHEMA_VERSION",
-    "GameLog",
-    "LogError",
-    "RunDir",
-]
+__all__ = ["READABLE_VERSIONS", "SCHEMA_VERSION", "GameLog"]
 
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final = 2
+"""The version of the log's format this coevo writes (in every manifest).
 
-_S, _I, _F, _B = pa.string(), pa.int64(), pa.float64(), pa.bool_()
+1. the first format (checkpoints held pickles);
+2. checkpoints hold role state as data (``coevo.state/1``), listed in the
+   manifest's ``checkpoint_files``; the tables are unchanged.
+"""
 
-SCHEMAS: Final[dict[str, pa.Schema]] = {
-    "worlds": pa.schema([("world_id", _S), ("domain", _S), ("spec", _S)]),
-    "tasks": pa.schema(
-        [
-            ("task_id", _S),
-            ("world_id", _S),
-            ("source", _S),
-            ("level", _I),
-            ("family", _S),
-            ("domain", _S),
-            ("parent", _S),
-            ("operator", _S),
-            ("spec", _S),
-        ]
-    ),
-    "verdicts": pa.schema(
-        [
-            ("task_id", _S),
-            ("accepted", _B),
-            ("failed", pa.list_(_S)),
-            ("checks", _S),
-            ("solve_calls", _I),
-            ("error", _S),
-        ]
-    ),
-    "episodes": pa.schema(
-        [
-            ("episode_id", _S),
-            ("task_id", _S),
-            ("purpose", _S),
-            ("solver", _S),
-            ("seed", _I),
-            ("reward", _I),
-            ("steps", _I),
-            ("truncated", _B),
-            ("calls", _S),
-            ("reason", _S),
-            ("failure", _S),
-        ]
-    ),
-    "predictions": pa.schema([("task_id", _S), ("version", _S), ("p", _F)]),
-    "updates": pa.schema(
-        [
-            ("version", _S),
-            ("episodes", _I),
-            ("loss", _F),
-            ("success", _F),
-            ("entropy", _F),
-            ("skipped", _I),
-        ]
-    ),
-    "generations": pa.schema(
-        [
-            ("proposed", _I),
-            ("accepted", _I),
-            ("rejected", _I),
-            ("mutations", _I),
-            ("trained_tasks", _I),
-            ("train_episodes", _I),
-            ("train_success", _F),
-            ("eval_success", _F),
-            ("frontier", _F),
-            ("accepted_level", _F),
-            ("trained_level", _F),
-            ("brier", _F),
-            ("version", _S),
-            ("rejections", _S),
-            ("failures", _I),
-        ]
-    ),
-    "usage": pa.schema(
-        [
-            ("role", _S),
-            ("task_id", _S),
-            ("calls", _I),
-            ("input_tokens", _I),
-            ("output_tokens", _I),
-            ("cache_write_tokens", _I),
-            ("cache_read_tokens", _I),
-            ("dollars", _F),
-        ]
-    ),
-    "evals": pa.schema(
-        [
-            ("task_id", _S),
-            ("episode_id", _S),
-            ("level", _I),
-            ("domain", _S),
-            ("reward", _I),
-            ("success", _B),
-        ]
-    ),
-}
-"""The columns of every table (``gen`` comes from the partition)."""
-
-
-@dataclass(frozen=True)
-class RunDir:
-    """A run directory on a pyarrow filesystem.
-
-    Args:
-        uri: a local path or a filesystem URI (``file://``, ``s3://``, ``gs://``, ...).
-    """
-
-    uri: str
-
-    @property
-    def fs(self) -> pafs.FileSystem:
-        """The filesystem."""
-        return self._resolved[0]
-
-    @property
-    def root(self) -> str:
-        """The run directory's path on :attr:`fs`."""
-        return self._resolved[1]
-
-    @cached_property
-    def _resolved(self) -> tuple[pafs.FileSystem, str]:
-        # resolved once per RunDir: a filesystem object keeps its connection (and a mock:// one, its files)
-        if "://" in self.uri:
-            fs, path = pafs.FileSystem.from_uri(self.uri)
-            return fs, path.rstrip("/")
-        return pafs.LocalFileSystem(), str(Path(self.uri).resolve())
-
-    def path(self, *parts: str) -> str:
-        """A path under the run directory."""
-        return "/".join([self.root, *parts])
-
-    def exists(self, *parts: str) -> bool:
-        """Whether the file or directory exists."""
-        return self.fs.get_file_info(self.path(*parts)).type != pafs.FileType.NotFound
-
-    def write_bytes(self, data: bytes, *parts: str) -> None:
-        """Write a file whole: to a temporary name, then moved into place (atomic on local disks)."""
-        target = self.path(*parts)
-        self.fs.create_dir(target.rsplit("/", 1)[0], recursive=True)
-        temporary = target + ".partial"
-        with self.fs.open_output_stream(temporary) as out:
-            out.write(data)
-        self.fs.move(temporary, target)
-
-    def read_bytes(self, *parts: str) -> bytes:
-        """Read a file whole."""
-        with self.fs.open_input_stream(self.path(*parts)) as stream:
-            return bytes(stream.read())
-
-    def listdir(self, *parts: str) -> list[str]:
-        """Base names in a directory (empty when it does not exist)."""
-        if not self.exists(*parts):
-            return []
-        infos = self.fs.get_file_info(pafs.FileSelector(self.path(*parts)))
-        return sorted(info.base_name for info in infos)
+READABLE_VERSIONS: Final = (1, 2)
+"""The versions whose tables this coevo reads (a column an older log lacks reads as null)."""
 
 
 def _manifest_name(gen: int) -> str:
@@ -246,17 +78,35 @@ class GameLog:
         except (pa.ArrowInvalid, pa.ArrowTypeError, KeyError) as exc:
             raise LogError(
                 f"a row of {table!r} (generation {gen}) does not fit its columns: {exc}"
-            ) from None
+            ) from exc
         relative = f"log/{table}/gen={gen}/part-0.parquet"
         target = self.run.path(relative)
         self.run.fs.create_dir(target.rsplit("/", 1)[0], recursive=True)
         pq.write_table(data, target, filesystem=self.run.fs)
         return relative
 
+    def write(self, record: GenerationRecord) -> dict[str, str]:
+        """Write every table's part of ``record``'s generation; returns table → part path (for :meth:`commit`).
+
+        Raises:
+            LogError: a row that does not fit its table's columns.
+        """
+        return {
+            name: self.write_part(name, record.gen, [row.cells() for row in rows])
+            for name, rows in record.tables()
+        }
+
     def commit(
         self, gen: int, parts: Mapping[str, str], rows: Mapping[str, int], extra: Mapping[str, Any]
     ) -> None:
-        """Write generation ``gen``'s manifest (last: this commits the generation)."""
+        """Write generation ``gen``'s manifest (last: this commits the generation).
+
+        Args:
+            gen: the generation.
+            parts: table → the part written for it (what :meth:`write` returned).
+            rows: table → rows in that part.
+            extra: more keys for the manifest (where the generation's checkpoint is).
+        """
         manifest = {
             "schema_version": SCHEMA_VERSION,
             "gen": gen,
@@ -286,11 +136,12 @@ class GameLog:
             try:
                 manifest = json.loads(self.run.read_bytes("log", "_manifests", name))
             except (OSError, ValueError) as exc:
-                raise LogError(f"manifest {name} of {self.run.uri} cannot be read: {exc}") from None
-            if manifest.get("schema_version") != SCHEMA_VERSION:
+                raise LogError(f"manifest {name} of {self.run.uri} cannot be read: {exc}") from exc
+            if manifest.get("schema_version") not in READABLE_VERSIONS:
                 raise LogError(
                     f"{self.run.uri} was written with game-log schema "
-                    f"{manifest.get('schema_version')}, this coevo reads {SCHEMA_VERSION}"
+                    f"{manifest.get('schema_version')}; this coevo reads schemas "
+                    f"{', '.join(map(str, READABLE_VERSIONS))}: read it with the coevo that wrote it"
                 )
             out.append(manifest)
         return out

@@ -1,0 +1,385 @@
+"""The game log's tables, one typed row model each: the one owner of the log's schema.
+
+Each table is a pydantic model whose fields are the table's columns, in
+order, each with its type and a description. Everything else is derived from
+these models: the Arrow schemas the writer and the reader use
+(:data:`SCHEMAS`), the table in ``docs/game-log.md``
+(:func:`markdown_table`, checked by a test), and the rows the loop writes
+(:class:`GenerationRecord`, one generation's rows of every table).
+
+Every table also has a ``gen`` column, from its hive partition. Changing a
+model changes the log's format: bump :data:`SCHEMA_VERSION` in
+:mod:`coevo.arena.gamelog.log` and keep older logs readable (a column a
+log lacks reads as null).
+"""
+
+from __future__ import annotations
+
+import json
+import types
+import typing
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar, Final
+
+import pyarrow as pa
+from coevo.arena.difficulty import task_level
+from coevo.arena.outcomes import FAILED_PREFIX, Episode, Verdict
+from coevo.arena.spec import TaskSpec, WorldSpec
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "SCHEMAS",
+    "TABLES",
+    "EpisodeRow",
+    "EvalRow",
+    "GenerationRecord",
+    "GenerationRow",
+    "PredictionRow",
+    "Row",
+    "TaskRow",
+    "UpdateRow",
+    "UsageRow",
+    "VerdictRow",
+    "WorldRow",
+    "markdown_table",
+]
+
+
+class Row(BaseModel):
+    """A row of a game-log table; subclasses name their table and describe it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    table: ClassVar[str]
+    """The table's name."""
+    about: ClassVar[str]
+    """One sentence: what one row of the table is."""
+
+    def cells(self) -> dict[str, Any]:
+        """The row as the writer takes it: column → value."""
+        return {name: getattr(self, name) for name in type(self).model_fields}
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True)
+
+
+class WorldRow(Row):
+    """One world, logged the first time a task brings it."""
+
+    table: ClassVar[str] = "worlds"
+    about: ClassVar[str] = "a world, once, in the generation whose tasks first used it"
+
+    world_id: str = Field(description="the world's content id (`sha256:...`)")
+    domain: str = Field(description="its domain (retail, airline, a mined database's name, ...)")
+    spec: str = Field(description="the whole `coevo.world/1` record, as JSON")
+
+    @classmethod
+    def of(cls, world: WorldSpec) -> WorldRow:
+        """The row of ``world``."""
+        return cls(world_id=world.world_id, domain=world.domain, spec=world.model_dump_json())
+
+
+def _family(task: TaskSpec) -> str | None:
+    plan = (task.provenance or {}).get("plan")
+    family = plan.get("family") if isinstance(plan, dict) else None
+    return str(family) if family is not None else None
+
+
+class TaskRow(Row):
+    """One task as proposed (accepted or not), or one task of the held-out eval suite."""
+
+    table: ClassVar[str] = "tasks"
+    about: ClassVar[str] = "every proposed task, and (in generation 0) the eval suite"
+
+    task_id: str = Field(description="the task's content id")
+    world_id: str = Field(description="its world (a row of `worlds`)")
+    source: str = Field(
+        description="`fresh` (proposed), `mutation` (a child of a logged task) or `eval`"
+    )
+    level: int | None = Field(
+        description="its difficulty level (1–5), from its measured difficulty"
+    )
+    family: str | None = Field(
+        description="question, action, bulk or conditional, when the synthesizer recorded a plan"
+    )
+    domain: str | None = Field(description="its world's domain")
+    parent: str | None = Field(description="for a mutation, the parent task's id")
+    operator: str | None = Field(description="for a mutation, the operator that made it")
+    spec: str = Field(description="the whole `coevo.task/1` record, as JSON, its world by id")
+
+    @classmethod
+    def of(cls, task: TaskSpec, source: str) -> TaskRow:
+        """The row of ``task`` (its world inline), proposed as ``source``."""
+        return cls(
+            task_id=task.task_id,
+            world_id=task.world_id,
+            source=source,
+            level=task_level(task),
+            family=_family(task),
+            domain=task.world.domain if isinstance(task.world, WorldSpec) else None,
+            parent=task.lineage.parent if task.lineage else None,
+            operator=task.lineage.operator if task.lineage else None,
+            spec=task.model_copy(update={"world": task.world_id}).model_dump_json(),
+        )
+
+
+class VerdictRow(Row):
+    """The Judge's verdict on one proposed task."""
+
+    table: ClassVar[str] = "verdicts"
+    about: ClassVar[str] = "the Judge's verdict on each proposed task, in the order of `tasks`"
+
+    task_id: str | None = Field(description="the task (null when its record could not be read)")
+    accepted: bool = Field(description="whether the task may enter the curriculum")
+    failed: list[str] = Field(description="the names of the checks it failed, sorted")
+    checks: str = Field(description="every check: `{name: {passed, reason}}`, as JSON")
+    solve_calls: int | None = Field(
+        description="tool calls a solvability search spent before earning 1"
+    )
+    error: str | None = Field(description="why the record could not be judged at all")
+
+    @classmethod
+    def of(cls, verdict: Verdict) -> VerdictRow:
+        """The row of ``verdict``."""
+        return cls(
+            task_id=verdict.task_id,
+            accepted=verdict.accepted,
+            failed=sorted(verdict.failed),
+            checks=_json({k: v.model_dump() for k, v in verdict.checks.items()}),
+            solve_calls=verdict.solve_calls,
+            error=verdict.error,
+        )
+
+
+class EpisodeRow(Row):
+    """One episode a Solver played, for training or for the eval suite."""
+
+    table: ClassVar[str] = "episodes"
+    about: ClassVar[str] = "every episode played: training rollouts and eval episodes"
+
+    episode_id: str = Field(
+        description="unique and deterministic: from the seed, generation, purpose, index and task"
+    )
+    task_id: str = Field(description="the task played")
+    purpose: str = Field(description="`train` or `eval`")
+    solver: str | None = Field(
+        description="the policy version that played it (e.g. `linear-pg@12`)"
+    )
+    seed: int | None = Field(description="the seed the Solver used")
+    reward: int = Field(description="the binary reward, 0 or 1")
+    steps: int = Field(description="tool calls made, `submit` included")
+    truncated: bool = Field(description="the step budget ran out before `submit`")
+    calls: str = Field(description="the tool calls, `[{tool, arguments}]`, as JSON")
+    reason: str = Field(description="why the reward is what it is (one line)")
+    failure: str | None = Field(
+        description="when the Solver could not play the task at all: why (the same text as `reason`)"
+    )
+
+    @classmethod
+    def of(cls, episode: Episode, purpose: str) -> EpisodeRow:
+        """The row of ``episode``, played for ``purpose``."""
+        reason = episode.reward.reason
+        return cls(
+            episode_id=episode.episode_id,
+            task_id=episode.task_id,
+            purpose=purpose,
+            solver=episode.solver,
+            seed=episode.seed,
+            reward=episode.reward.value,
+            steps=len(episode.calls),
+            truncated=episode.truncated,
+            calls=json.dumps(
+                [{"tool": c.tool, "arguments": c.arguments} for c in episode.calls], default=str
+            ),
+            reason=reason,
+            failure=reason if reason.startswith(FAILED_PREFIX) else None,
+        )
+
+
+class PredictionRow(Row):
+    """The World model's prediction for one accepted task, before any rollout."""
+
+    table: ClassVar[str] = "predictions"
+    about: ClassVar[str] = "the World model's P(success) of each accepted task, before any rollout"
+
+    task_id: str = Field(description="the task")
+    version: str = Field(description="the policy version the prediction is for")
+    p: float = Field(description="P(the Solver succeeds)")
+
+
+class UpdateRow(Row):
+    """One learner step."""
+
+    table: ClassVar[str] = "updates"
+    about: ClassVar[str] = "one row per learner step"
+
+    version: str = Field(description="the policy version before the step")
+    episodes: int = Field(description="episodes learnt from")
+    loss: float | None = Field(description="the objective after the step, when the Solver has one")
+    success: float | None = Field(
+        description="the success rate of those episodes, as the learner saw it"
+    )
+    entropy: float | None = Field(description="the policy's mean entropy, when it reports one")
+    skipped: int | None = Field(description="episodes the learner could not use")
+
+
+class GenerationRow(Row):
+    """What one generation did, in one row."""
+
+    table: ClassVar[str] = "generations"
+    about: ClassVar[str] = "one row per generation: what was proposed, accepted, trained and learnt"
+
+    proposed: int = Field(description="tasks proposed (fresh and mutations, distinct)")
+    accepted: int = Field(description="of those, accepted by the Judge")
+    rejected: int = Field(description="of those, rejected")
+    mutations: int = Field(description="proposals that were mutations of earlier tasks")
+    trained_tasks: int = Field(description="distinct tasks trained on")
+    train_episodes: int = Field(description="training episodes played")
+    train_success: float | None = Field(description="their mean reward")
+    eval_success: float | None = Field(
+        description="mean reward on the eval suite (null when it was not played)"
+    )
+    frontier: float | None = Field(
+        description="the curriculum's level after this generation (its own measure)"
+    )
+    accepted_level: float | None = Field(description="mean level of the accepted tasks")
+    trained_level: float | None = Field(description="mean level of the tasks trained on")
+    brier: float | None = Field(
+        description="the World model's Brier score on this generation's fresh tasks"
+    )
+    version: str = Field(description="the policy version that played this generation")
+    rejections: str = Field(
+        description="the five most frequent failed checks, `{check: count}`, as JSON"
+    )
+    failures: int = Field(
+        description="role failures: proposals that raised plus episodes the Solver could not play"
+    )
+
+
+class EvalRow(Row):
+    """One episode of the held-out eval suite, with the task's level and domain."""
+
+    table: ClassVar[str] = "evals"
+    about: ClassVar[str] = "the eval suite's episodes, with each task's level and domain"
+
+    task_id: str = Field(description="the eval task")
+    episode_id: str = Field(description="its episode (a row of `episodes`)")
+    level: int | None = Field(description="the task's level")
+    domain: str | None = Field(description="its world's domain")
+    reward: int = Field(description="the reward, 0 or 1")
+    success: bool = Field(description="reward = 1")
+
+    @classmethod
+    def of(cls, episode: Episode, task: TaskSpec | None) -> EvalRow:
+        """The row of an eval ``episode`` of ``task``."""
+        return cls(
+            task_id=episode.task_id,
+            episode_id=episode.episode_id,
+            level=task_level(task) if task is not None else None,
+            domain=task.world.domain
+            if task is not None and isinstance(task.world, WorldSpec)
+            else None,
+            reward=episode.reward.value,
+            success=episode.reward.value == 1,
+        )
+
+
+class UsageRow(Row):
+    """What an API-backed role spent on one task this generation."""
+
+    table: ClassVar[str] = "usage"
+    about: ClassVar[str] = "calls, tokens and dollars API-backed roles spent, per role and task"
+
+    role: str = Field(
+        description="the role that spent it (synthesizer, solver, judge, world model)"
+    )
+    task_id: str | None = Field(description="the task it was spent on (null: not for one task)")
+    calls: int = Field(description="API calls")
+    input_tokens: int = Field(description="input tokens")
+    output_tokens: int = Field(description="output tokens")
+    cache_write_tokens: int = Field(description="input tokens written to the prompt cache")
+    cache_read_tokens: int = Field(description="input tokens read from the prompt cache")
+    dollars: float = Field(description="the cost at the provider's list price")
+
+
+TABLES: Final[Mapping[str, type[Row]]] = {
+    model.table: model
+    for model in (
+        WorldRow,
+        TaskRow,
+        VerdictRow,
+        EpisodeRow,
+        PredictionRow,
+        UpdateRow,
+        GenerationRow,
+        UsageRow,
+        EvalRow,
+    )
+}
+"""Every table's row model, by table name."""
+
+
+def _arrow_type(annotation: Any) -> tuple[pa.DataType, bool]:
+    """The Arrow type of a field's annotation, and whether it may be null."""
+    nullable = False
+    if typing.get_origin(annotation) in (types.UnionType, typing.Union):
+        members = [a for a in typing.get_args(annotation) if a is not type(None)]
+        nullable = len(members) < len(typing.get_args(annotation))
+        (annotation,) = members
+    if typing.get_origin(annotation) is list:
+        (inner,) = typing.get_args(annotation)
+        return pa.list_(_arrow_type(inner)[0]), nullable
+    scalar = {str: pa.string(), int: pa.int64(), float: pa.float64(), bool: pa.bool_()}
+    return scalar[annotation], nullable
+
+
+def _schema(model: type[Row]) -> pa.Schema:
+    hints = typing.get_type_hints(model)
+    return pa.schema([pa.field(name, _arrow_type(hints[name])[0]) for name in model.model_fields])
+
+
+SCHEMAS: Final[Mapping[str, pa.Schema]] = {name: _schema(model) for name, model in TABLES.items()}
+"""The Arrow schema of every table (``gen`` comes from the partition), derived from the row models."""
+
+
+def markdown_table() -> str:
+    """The documentation of every table and column, as Markdown (``docs/game-log.md`` holds it)."""
+    lines = []
+    for name, model in TABLES.items():
+        hints = typing.get_type_hints(model)
+        lines += [f"### `{name}`", "", model.about[0].upper() + model.about[1:] + ".", ""]
+        lines += ["| column | type | meaning |", "|---|---|---|"]
+        for column, info in model.model_fields.items():
+            arrow, nullable = _arrow_type(hints[column])
+            kind = f"{arrow}{' or null' if nullable else ''}"
+            lines.append(f"| `{column}` | {kind} | {info.description} |")
+        lines.append("| `gen` | int32 | the generation (from the partition) |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+@dataclass
+class GenerationRecord:
+    """One generation's rows of every table: what the loop fills and the log writes, then commits.
+
+    A field per table, named after it (see :data:`TABLES`).
+    """
+
+    gen: int
+    worlds: list[WorldRow] = field(default_factory=list)
+    tasks: list[TaskRow] = field(default_factory=list)
+    verdicts: list[VerdictRow] = field(default_factory=list)
+    episodes: list[EpisodeRow] = field(default_factory=list)
+    predictions: list[PredictionRow] = field(default_factory=list)
+    updates: list[UpdateRow] = field(default_factory=list)
+    generations: list[GenerationRow] = field(default_factory=list)
+    usage: list[UsageRow] = field(default_factory=list)
+    evals: list[EvalRow] = field(default_factory=list)
+
+    def tables(self) -> Iterator[tuple[str, Sequence[Row]]]:
+        """``(table, rows)`` for every table, in the order of :data:`TABLES`."""
+        by_name = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "gen"}
+        for name in TABLES:
+            yield name, by_name[name]

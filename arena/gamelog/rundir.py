@@ -1,0 +1,69 @@
+"""Run directories: a local path or any pyarrow filesystem URI, read and written whole-file."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+import pyarrow.fs as pafs
+
+__all__ = ["RunDir"]
+
+
+@dataclass(frozen=True)
+class RunDir:
+    """A run directory on a pyarrow filesystem.
+
+    Args:
+        uri: a local path or a filesystem URI (``file://``, ``s3://``, ``gs://``, ...).
+    """
+
+    uri: str
+
+    @property
+    def fs(self) -> pafs.FileSystem:
+        """The filesystem."""
+        return self._resolved[0]
+
+    @property
+    def root(self) -> str:
+        """The run directory's path on :attr:`fs`."""
+        return self._resolved[1]
+
+    @cached_property
+    def _resolved(self) -> tuple[pafs.FileSystem, str]:
+        # resolved once per RunDir: a filesystem object keeps its connection (and a mock:// one, its files)
+        if "://" in self.uri:
+            fs, path = pafs.FileSystem.from_uri(self.uri)
+            return fs, path.rstrip("/")
+        return pafs.LocalFileSystem(), str(Path(self.uri).resolve())
+
+    def path(self, *parts: str) -> str:
+        """A path under the run directory."""
+        return "/".join([self.root, *parts])
+
+    def exists(self, *parts: str) -> bool:
+        """Whether the file or directory exists."""
+        return self.fs.get_file_info(self.path(*parts)).type != pafs.FileType.NotFound
+
+    def write_bytes(self, data: bytes, *parts: str) -> None:
+        """Write a file whole: to a temporary name, then moved into place (atomic on local disks)."""
+        target = self.path(*parts)
+        self.fs.create_dir(target.rsplit("/", 1)[0], recursive=True)
+        temporary = target + ".partial"
+        with self.fs.open_output_stream(temporary) as out:
+            out.write(data)
+        self.fs.move(temporary, target)
+
+    def read_bytes(self, *parts: str) -> bytes:
+        """Read a file whole."""
+        with self.fs.open_input_stream(self.path(*parts)) as stream:
+            return bytes(stream.read())
+
+    def listdir(self, *parts: str) -> list[str]:
+        """Base names in a directory (empty when it does not exist)."""
+        if not self.exists(*parts):
+            return []
+        infos = self.fs.get_file_info(pafs.FileSelector(self.path(*parts)))
+        return sorted(info.base_name for info in infos)

@@ -1,0 +1,122 @@
+"""Typed settings for plugins: a pydantic model per role or curriculum, and errors that say how to fix them.
+
+A role's settings (the ``config`` of its experiment table) are validated
+against a model before anything starts. A role declares nothing for this: the
+model is derived from its factory's signature (:func:`settings_model`), so
+the constructor stays the one owner of every setting's name, type and default.
+:func:`validate_settings` reads a mapping into such a model and turns
+pydantic's errors into one message per problem, each naming the key, with
+"did you mean" for a misspelt one.
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+import typing
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+from coevo.arena.errors import ConfigError
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+
+__all__ = ["Settings", "explain", "settings_model", "validate_settings"]
+
+
+class Settings(BaseModel):
+    """The base of every settings model: unknown keys are errors, values are frozen."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+
+    def arguments(self) -> dict[str, Any]:
+        """The settings as keyword arguments for the factory (validated values, not re-dumped)."""
+        return {name: getattr(self, name) for name in type(self).model_fields}
+
+
+Model = TypeVar("Model", bound=BaseModel)
+
+
+def settings_model(factory: Callable[..., Any], name: str) -> type[Settings]:
+    """A settings model with a field per keyword parameter of ``factory`` (a class or a function).
+
+    A parameter's annotation is its type (``Any`` when it has none) and its
+    default is the field's; a ``**kwargs`` parameter lets any other key through.
+    """
+    target = factory.__init__ if inspect.isclass(factory) else factory
+    try:
+        signature = inspect.signature(factory)
+        hints = typing.get_type_hints(target)
+    except (TypeError, ValueError, NameError):  # no readable signature: take anything
+        return create_model(f"{name}Settings", __base__=_Open)
+    fields: dict[str, Any] = {}
+    open_ended = False
+    for parameter in signature.parameters.values():
+        if parameter.kind is inspect.Parameter.VAR_KEYWORD:
+            open_ended = True
+            continue
+        if parameter.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.POSITIONAL_ONLY):
+            continue
+        default = ... if parameter.default is inspect.Parameter.empty else parameter.default
+        fields[parameter.name] = (hints.get(parameter.name, Any), default)
+    return create_model(f"{name}Settings", __base__=_Open if open_ended else Settings, **fields)
+
+
+class _Open(Settings):
+    model_config = ConfigDict(extra="allow", frozen=True, arbitrary_types_allowed=True)
+
+    def arguments(self) -> dict[str, Any]:
+        """Declared settings and every other key given."""
+        return {**super().arguments(), **(self.model_extra or {})}
+
+
+def explain(
+    error: ValidationError, where: str, allowed: Callable[[tuple[Any, ...]], list[str]]
+) -> list[str]:
+    """One line per problem in ``error``, each naming its key under ``where``.
+
+    Args:
+        error: what pydantic found.
+        where: the dotted place the validated mapping sits at (``solver.config``).
+        allowed: the keys allowed at a location (for "did you mean" on an unknown key).
+    """
+    lines = []
+    for problem in error.errors():
+        location = tuple(problem["loc"])
+        dotted = ".".join([where, *map(str, location)]) if where else ".".join(map(str, location))
+        if problem["type"] == "extra_forbidden":
+            keys = allowed(location[:-1])
+            close = difflib.get_close_matches(str(location[-1]), keys, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            lines.append(
+                f"unknown key {dotted!r}{hint} (allowed here: {', '.join(keys) or 'none'})"
+            )
+        else:
+            lines.append(f"{dotted}: {problem['msg']} (got {problem.get('input')!r})")
+    return lines
+
+
+def validate_settings(
+    model: type[Model], data: Mapping[str, Any], *, where: str, owner: str
+) -> Model:
+    """``data`` read into ``model``.
+
+    Args:
+        model: the settings model.
+        data: the settings as given (from TOML or JSON).
+        where: where they were given (``solver.config``), for messages.
+        owner: what takes them (``the solver 'linear-pg'``), for messages.
+
+    Raises:
+        ConfigError: every problem, one per line, each naming its key and what is allowed.
+    """
+    try:
+        return model.model_validate(dict(data))
+    except ValidationError as exc:
+
+        def allowed(location: tuple[Any, ...]) -> list[str]:
+            return list(model.model_fields) if not location else []
+
+        lines = explain(exc, where, allowed)
+        raise ConfigError(
+            f"{owner} does not take these settings:\n  " + "\n  ".join(lines)
+        ) from exc
