@@ -227,7 +227,9 @@ def _half_capabilities(obj: Any) -> list[str]:
     """A capability whose methods the role has only some of (a typo, or a hook half written)."""
     problems = []
     for name, protocol in CAPABILITIES.items():
-        methods = sorted(m for m, v in vars(protocol).items() if callable(v) and not m.startswith("_"))
+        methods = sorted(
+            m for m, v in vars(protocol).items() if callable(v) and not m.startswith("_")
+        )
         present = [m for m in methods if callable(getattr(obj, m, None))]
         if present and len(present) < len(methods):
             missing = [m for m in methods if m not in present]

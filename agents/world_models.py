@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from coevo.arena.difficulty import TASK_FEATURES
 from coevo.arena.errors import StateError
 from coevo.arena.outcomes import Episode
 from coevo.arena.spec import SUBMIT, TaskSpec, WorldSpec
@@ -38,17 +39,7 @@ __all__ = [
     "task_features",
 ]
 
-_SYNTH_FEATURES = (
-    "difficulty",
-    "steps",
-    "hops",
-    "writes",
-    "distractors",
-    "branching",
-    "result_rows",
-    "aggregates",
-    "question",
-)
+_SYNTH_FEATURES = TASK_FEATURES
 
 
 FEATURE_NAMES: tuple[str, ...] = (

@@ -14,7 +14,20 @@ from typing import Final
 
 from coevo.arena.spec import TaskSpec
 
-__all__ = ["LEVELS", "difficulty", "level_of", "task_level"]
+__all__ = ["LEVELS", "TASK_FEATURES", "difficulty", "level_of", "task_level"]
+
+TASK_FEATURES: Final = (
+    "difficulty",
+    "steps",
+    "hops",
+    "writes",
+    "distractors",
+    "branching",
+    "result_rows",
+    "aggregates",
+    "question",
+)
+"""The features coevo's synthesizers measure on every task they make (``TaskSpec.features``)."""
 
 LEVELS: Final[Mapping[int, Mapping[str, tuple[float, float]]]] = {
     1: {"difficulty": (0, 3.5)},

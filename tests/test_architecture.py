@@ -32,8 +32,6 @@ LONG_MODULES = {
     "agents/synthesizers/procedural/warehouse.py": "a domain, as above",
     "agents/synthesizers/procedural/airline.py": "a domain, as above",
     "agents/synthesizers/procedural/clinic.py": "a domain, as above",
-    # split later in issue 12 (the planner, by a helper now)
-    "agents/synthesizers/planner.py": "to be split",
 }
 
 

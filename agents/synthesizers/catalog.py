@@ -11,6 +11,9 @@ fragment must read another table (a precondition that looks at the parent
 order, say) it writes ``{db}`` before the table name, so the same text runs on
 the planning database (``{db}`` empty) and in a verifier (``{db}`` =
 ``initial.``).
+
+The records take keyword arguments only, so a catalogue reads as what it says:
+``Hop(source="customers", target="orders", fk="customer_id", ...)``.
 """
 
 from __future__ import annotations
@@ -55,7 +58,7 @@ def sql_literal(value: Any) -> str:
     return "'" + str(value).replace("'", "''") + "'"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Anchor:
     """A way for an instruction to name the row a task starts from.
 
@@ -83,7 +86,7 @@ class Anchor:
         return not self.disambiguate
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Order:
     """A way to pick one row of a list by an extreme value ("most recent", "most expensive").
 
@@ -99,7 +102,7 @@ class Order:
     lowest: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Filter:
     """A condition on the listed rows that the instruction states ("pending", "in economy").
 
@@ -121,7 +124,7 @@ class Filter:
     after: bool = False
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Hop:
     """One step along a foreign key, made with a tool call.
 
@@ -159,7 +162,7 @@ class Hop:
     of: str = "of"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Attribute:
     """Something a question task can ask about a row.
 
@@ -179,7 +182,7 @@ class Attribute:
     hint: str = "exactly as the system shows it"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Action:
     """A write the instruction can ask for on the target row.
 
@@ -226,7 +229,7 @@ class Action:
     bulk: bool = True
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Catalog:
     """Everything the planner needs to make tasks in one world.
 

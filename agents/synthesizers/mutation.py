@@ -34,7 +34,14 @@ from typing import Any, Final
 from coevo.agents.synthesizers.catalog import Catalog
 from coevo.agents.synthesizers.initial import initial_state
 from coevo.agents.synthesizers.mining import catalog_of_world
-from coevo.agents.synthesizers.planner import Pick, Plan, Unfit, _Db, _goal_options, realize
+from coevo.agents.synthesizers.planner import (
+    Pick,
+    Plan,
+    PlanningDb,
+    Unfit,
+    goal_options,
+    realize,
+)
 from coevo.agents.synthesizers.procedural.domains import DOMAINS
 from coevo.arena.spec import TaskSpec, WorldSpec
 
@@ -91,7 +98,7 @@ class Operator:
 
 def _regoal(plan: Plan, catalog: Catalog, table: str, rng: random.Random) -> Iterator[Plan]:
     """``plan`` with each goal of its family on ``table`` (choices kept where they still apply)."""
-    goals = _goal_options(catalog, plan.family, table)
+    goals = goal_options(catalog, plan.family, table)
     rng.shuffle(goals)
     for goal in goals:
         choices: dict[str, Any] = {}
@@ -171,7 +178,7 @@ def _add_condition(plan: Plan, ctx: Context) -> Iterator[Plan]:
         return
     action = plan.goal[0]
     table = catalog.actions[action].table
-    pairs = [pair for pair in _goal_options(catalog, "conditional", table) if action in pair]
+    pairs = [pair for pair in goal_options(catalog, "conditional", table) if action in pair]
     rng.shuffle(pairs)
     for goal in pairs:
         choices = dict(plan.choices)
@@ -301,7 +308,7 @@ class Mutator:
         conn = self._state(spec)
         rng = random.Random(f"mutate:{operator}:{seed}:{task.task_id}")
         op = OPERATORS[operator]
-        db = _Db(conn, catalog, spec)
+        db = PlanningDb(conn, catalog, spec)
         candidates = op.candidates(plan, Context(catalog, rng, db.keys_of))
         provenance = {k: v for k, v in task.provenance.items() if k != "plan"}
         provenance["mutation_seed"] = seed

@@ -253,7 +253,7 @@ def test_walks_never_return_to_a_row(synth: ProceduralSynthesizer) -> None:
 
 def test_answer_checks_keep_codes_exact_and_integers_exact() -> None:
     """A code stored as text ('0417618938') is not a number; a huge integer compares exactly."""
-    from coevo.agents.synthesizers.planner import _answer_check
+    from coevo.agents.synthesizers.planner.realization import _answer_check
 
     conn = sqlite3.connect(":memory:")
 

@@ -201,7 +201,11 @@ def test_checkpoints_hold_role_state_as_data(tmp_path) -> None:
     log = GameLog(str(tmp_path / "run"))
     (manifest,) = log.manifests()
     files = manifest["checkpoint_files"]
-    assert files == {"solver": "solver.state", "world_model": "world_model.state", "state": "state.json"}
+    assert files == {
+        "solver": "solver.state",
+        "world_model": "world_model.state",
+        "state": "state.json",
+    }
     base = ("checkpoints", "gen=0")
     assert peek_state(log.run.read_bytes(*base, files["solver"]))[0] == "linear-pg"
     assert peek_state(log.run.read_bytes(*base, files["world_model"]))[0] == "irt"

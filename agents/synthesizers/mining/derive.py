@@ -216,7 +216,11 @@ def derive(conn: sqlite3.Connection, schema: SchemaGraph) -> Derived:
             ):
                 continue
             if p.avg_length <= 60:
-                attributes.append(Attribute(name, quote(column.name), f"the {words(column.name)}"))
+                attributes.append(
+                    Attribute(
+                        table=name, expr=quote(column.name), phrase=f"the {words(column.name)}"
+                    )
+                )
         _status_actions(table, profiles, names, tools, actions, noun)
         if table.key != "rowid" and name not in referenced:
             tool = names.take(f"delete_{snake(name)}")
@@ -234,11 +238,11 @@ def derive(conn: sqlite3.Connection, schema: SchemaGraph) -> Derived:
             k = quote(table.key)
             actions.append(
                 Action(
-                    f"delete_{snake(name)}",
-                    name,
-                    tool,
-                    {param: "key"},
-                    "1",
+                    name=f"delete_{snake(name)}",
+                    table=name,
+                    tool=tool,
+                    args={param: "key"},
+                    when="1",
                     ask="delete {target}",
                     check=f"SELECT NOT EXISTS (SELECT 1 FROM {quote(name)} WHERE {k} = {{target}})",
                     frame={name: f"{k} = {{key}}"},
@@ -316,11 +320,11 @@ def _anchors_of(
         )
         anchors.append(
             Anchor(
-                table.name,
-                tool,
-                param,
-                column.name,
-                f"the {noun} whose {words(column.name)} is '{{{slot(column.name)}}}'",
+                table=table.name,
+                tool=tool,
+                param=param,
+                column=column.name,
+                phrase=f"the {noun} whose {words(column.name)} is '{{{slot(column.name)}}}'",
             )
         )
     for column in named[:1]:
@@ -345,11 +349,11 @@ def _anchors_of(
         )
         anchors.append(
             Anchor(
-                table.name,
-                tool,
-                param,
-                column.name,
-                f"the {noun} '{{{slot(column.name)}}}' whose {words(other.name)} is '{{{slot(other.name)}}}'",
+                table=table.name,
+                tool=tool,
+                param=param,
+                column=column.name,
+                phrase=f"the {noun} '{{{slot(column.name)}}}' whose {words(other.name)} is '{{{slot(other.name)}}}'",
                 disambiguate=(other.name,),
             )
         )
@@ -408,11 +412,11 @@ def _status_actions(
         col, k = quote(column.name), quote(table.key)
         actions.append(
             Action(
-                f"set_{snake(column.name)}",
-                table.name,
-                tool,
-                {key_param: "key", param: f"choice:{choice}"},
-                f"{col} IS NOT {{{choice}}}",
+                name=f"set_{snake(column.name)}",
+                table=table.name,
+                tool=tool,
+                args={key_param: "key", param: f"choice:{choice}"},
+                when=f"{col} IS NOT {{{choice}}}",
                 ask=f"set the {words(column.name)} of {{target}} to '{{{choice}}}'",
                 check=f"SELECT {col} = {{{choice}}} FROM {quote(table.name)} WHERE {k} = {{target}}",
                 frame={table.name: {"where": f"{k} = {{key}}", "columns": [column.name]}},
@@ -465,12 +469,14 @@ def _hops_of(
         ):
             continue
         if p.dates == p.nonnull:  # every value ISO 8601, so text order is time order
-            orders.append(Order(quote(column.name), "most recent", "earliest"))
+            orders.append(Order(expr=quote(column.name), highest="most recent", lowest="earliest"))
         elif p.numbers == p.nonnull and p.distinct > 2:
             label = words(column.name)
-            orders.append(Order(quote(column.name), f"highest-{label}", f"lowest-{label}"))
+            orders.append(
+                Order(expr=quote(column.name), highest=f"highest-{label}", lowest=f"lowest-{label}")
+            )
     filters = tuple(
-        Filter(quote(c.name), f"with {words(c.name)} '{{value}}'", after=True)
+        Filter(column=quote(c.name), words=f"with {words(c.name)} '{{value}}'", after=True)
         for c in _status_columns(child, profiles)[:2]
     )
     # Two links between the same tables (a flight's origin and destination airports), or a
@@ -486,13 +492,13 @@ def _hops_of(
     role = re.sub(r"\s*(?:id|code|key|no|number)$", "", words(fk)) or words(fk)
     hops.append(
         Hop(
-            parent.name,
-            child.name,
-            fk,
-            tool,
-            param,
-            child_noun,
-            _plural(child_noun),
+            source=parent.name,
+            target=child.name,
+            fk=fk,
+            tool=tool,
+            param=param,
+            noun=child_noun,
+            plural=_plural(child_noun),
             orders=tuple(orders[:3]),
             filters=filters,
             limit=LIST_LIMIT,
@@ -504,13 +510,13 @@ def _hops_of(
         get_name, get_param = get_tool[parent.name]
         hops.append(
             Hop(
-                child.name,
-                parent.name,
-                fk,
-                get_name,
-                get_param,
-                f"{role} {parent_noun}" if ambiguous and role != parent_noun else parent_noun,
-                _plural(parent_noun),
+                source=child.name,
+                target=parent.name,
+                fk=fk,
+                tool=get_name,
+                param=get_param,
+                noun=f"{role} {parent_noun}" if ambiguous and role != parent_noun else parent_noun,
+                plural=_plural(parent_noun),
                 down=False,
             )
         )
@@ -583,11 +589,11 @@ def _insert_action(
     args = {snake(fk): "key", **{snake(c.name): f"choice:v_{slot(c.name)}" for c, _ in stated}}
     actions.append(
         Action(
-            f"add_{snake(child.name)}",
-            parent.name,
-            tool,
-            args,
-            "1",
+            name=f"add_{snake(child.name)}",
+            table=parent.name,
+            tool=tool,
+            args=args,
+            when="1",
             ask=f"add {_article(child_noun)} {child_noun} with {phrase} to {{target}}",
             check=(
                 f"SELECT count(*) = 1 FROM {quote(child.name)} WHERE {quote(fk)} = {{target}} AND {conditions} "

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import random
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -311,15 +312,41 @@ def _itinerary(rng: random.Random, home: str, round_trip: float) -> list[tuple[s
     return out
 
 
-def build_world(seed: int) -> WorldSpec:
-    """An airline world: ~60 passengers (some sharing a name), ~250 bookings, their legs, bags and refunds."""
+@dataclass(frozen=True)
+class AirlineKnobs:
+    """The numbers that shape an airline world (the defaults are the built-in domain's).
+
+    A draw pool is a tuple drawn from uniformly: a value that repeats is drawn more often.
+    """
+
+    passengers: int = 60
+    """How many passengers."""
+    twin_share: float = 0.2
+    """The chance that a passenger gets a name already given (a same-name distractor)."""
+    bookings_per_passenger: tuple[int, ...] = (1, 1, 2, 2, 2, 3, 3, 4, 4, 5, 6, 7, 9, 11)
+    """The draw pool of a passenger's number of bookings."""
+    cancelled_share: float = 0.08
+    """The chance that a booking is cancelled."""
+    refund_share: float = 0.1
+    """The chance that a booking with a flown leg has a refund request."""
+
+
+DEFAULT_KNOBS = AirlineKnobs()
+"""The knobs of the airline domain's worlds."""
+
+
+def build_world(seed: int, knobs: AirlineKnobs = DEFAULT_KNOBS) -> WorldSpec:
+    """An airline world: passengers (some sharing a name), bookings, their legs, bags and refunds, as ``knobs`` shape it.
+
+    With the default knobs: 60 passengers, ~250 bookings.
+    """
     rng = random.Random(f"airline:world:{seed}")
     schedule = _Schedule(rng)
     airports = [[i + 1, *a[:4]] for i, a in enumerate(AIRPORTS)]
-    people = People(rng, twin_share=0.2)
+    people = People(rng, twin_share=knobs.twin_share)
     passengers: list[list[Any]] = []
     ff_numbers: set[str] = set()
-    for pid in range(1, 61):
+    for pid in range(1, knobs.passengers + 1):
         name = people.name()
         ff = f"MR{rng.randrange(10**7, 10**8)}"
         while ff in ff_numbers:
@@ -348,7 +375,7 @@ def build_world(seed: int) -> WorldSpec:
     first_tag = rng.randrange(100_000, 900_000)
     first_ticket = rng.randrange(21 * 10**8, 23 * 10**8)
     for passenger in passengers:
-        for _ in range(rng.choice([1, 1, 2, 2, 2, 3, 3, 4, 4, 5, 6, 7, 9, 11])):
+        for _ in range(rng.choice(knobs.bookings_per_passenger)):
             when = rng.random()
             soon = 0.55 <= when < 0.73  # leaves within a day: online check-in is open
             legs = _itinerary(rng, city_code[passenger[4]], 0.3 if soon else 0.55)
@@ -380,7 +407,7 @@ def build_world(seed: int) -> WorldSpec:
             booked = first_departs - rng.randint(1, 120) * DAY - rng.randint(0, 900)
             booked = min(booked, NOW_MINUTE - rng.randint(2, 48) * 60)
             departed = [schedule.flights[fid - 1][7] in ("departed", "landed") for fid, _ in flown]
-            cancelled = rng.random() < 0.08
+            cancelled = rng.random() < knobs.cancelled_share
             status = "cancelled" if cancelled else "completed" if all(departed) else "confirmed"
             locator = "".join(rng.choices(LOCATOR_LETTERS, k=6))
             while locator in locators:
@@ -442,7 +469,7 @@ def build_world(seed: int) -> WorldSpec:
                                 bag_status,
                             ]
                         )
-            if status != "cancelled" and any(departed) and rng.random() < 0.1:
+            if status != "cancelled" and any(departed) and rng.random() < knobs.refund_share:
                 opened = min(first_arrives + rng.randint(0, 20) * DAY, NOW_MINUTE)
                 refund_status = rng.choice(["requested", "approved", "paid", "rejected"])
                 amount = (
@@ -684,7 +711,7 @@ TOOLS = [
     ),
 ]
 
-STATUS = Filter("status", "{value}")
+STATUS = Filter(column="status", words="{value}")
 HAS_DEPARTED = (
     "EXISTS (SELECT 1 FROM {db}segments s JOIN {db}flights f ON f.id = s.flight_id "
     f"WHERE s.booking_id = bookings.id AND {_DEPARTED})"
@@ -696,160 +723,184 @@ CATALOG = Catalog(
         for t in ("airports", "passengers", "flights", "bookings", "segments", "bags", "refunds")
     },
     anchors=(
-        Anchor("passengers", "find_passenger_by_email", "email", "email", "{name} ({email})"),
         Anchor(
-            "passengers",
-            "search_passengers",
-            "name",
-            "name",
-            "{name} from {home_city}",
+            table="passengers",
+            tool="find_passenger_by_email",
+            param="email",
+            column="email",
+            phrase="{name} ({email})",
+        ),
+        Anchor(
+            table="passengers",
+            tool="search_passengers",
+            param="name",
+            column="name",
+            phrase="{name} from {home_city}",
             disambiguate=("home_city",),
         ),
         Anchor(
-            "passengers",
-            "find_passenger_by_frequent_flyer",
-            "ff_number",
-            "ff_number",
-            "{name} (frequent flyer {ff_number})",
+            table="passengers",
+            tool="find_passenger_by_frequent_flyer",
+            param="ff_number",
+            column="ff_number",
+            phrase="{name} (frequent flyer {ff_number})",
         ),
-        Anchor("bookings", "find_booking", "locator", "locator", "booking {locator}"),
         Anchor(
-            "bookings",
-            "find_booking",
-            "ticket_number",
-            "ticket_number",
-            "the booking with e-ticket number {ticket_number}",
+            table="bookings",
+            tool="find_booking",
+            param="locator",
+            column="locator",
+            phrase="booking {locator}",
+        ),
+        Anchor(
+            table="bookings",
+            tool="find_booking",
+            param="ticket_number",
+            column="ticket_number",
+            phrase="the booking with e-ticket number {ticket_number}",
         ),
     ),
     hops=(
         Hop(
-            "passengers",
-            "bookings",
-            "passenger_id",
-            "list_bookings",
-            "passenger_id",
-            "booking",
-            "bookings",
+            source="passengers",
+            target="bookings",
+            fk="passenger_id",
+            tool="list_bookings",
+            param="passenger_id",
+            noun="booking",
+            plural="bookings",
             orders=(
-                Order("booked_at", "most recently booked", "earliest-booked"),
-                Order("fare_cents", "most expensive", "cheapest"),
+                Order(expr="booked_at", highest="most recently booked", lowest="earliest-booked"),
+                Order(expr="fare_cents", highest="most expensive", lowest="cheapest"),
             ),
-            filters=(STATUS, Filter("cabin", "{value} class")),
+            filters=(STATUS, Filter(column="cabin", words="{value} class")),
         ),
         Hop(
-            "bookings",
-            "passengers",
-            "passenger_id",
-            "get_passenger",
-            "passenger_id",
-            "passenger",
-            "passengers",
+            source="bookings",
+            target="passengers",
+            fk="passenger_id",
+            tool="get_passenger",
+            param="passenger_id",
+            noun="passenger",
+            plural="passengers",
             down=False,
             of="on",
         ),
         Hop(
-            "bookings",
-            "segments",
-            "booking_id",
-            "list_segments",
-            "booking_id",
-            "leg",
-            "legs",
-            orders=(Order(LEG_DEPARTS, "last", "first"),),
+            source="bookings",
+            target="segments",
+            fk="booking_id",
+            tool="list_segments",
+            param="booking_id",
+            noun="leg",
+            plural="legs",
+            orders=(Order(expr=LEG_DEPARTS, highest="last", lowest="first"),),
             limit=10,
         ),
         Hop(
-            "segments",
-            "flights",
-            "flight_id",
-            "get_flight",
-            "flight_id",
-            "flight",
-            "flights",
+            source="segments",
+            target="flights",
+            fk="flight_id",
+            tool="get_flight",
+            param="flight_id",
+            noun="flight",
+            plural="flights",
             down=False,
             of="on",
         ),
         Hop(
-            "flights",
-            "airports",
-            "destination_id",
-            "get_airport",
-            "airport_id",
-            "destination airport",
-            "destination airports",
+            source="flights",
+            target="airports",
+            fk="destination_id",
+            tool="get_airport",
+            param="airport_id",
+            noun="destination airport",
+            plural="destination airports",
             down=False,
         ),
         Hop(
-            "flights",
-            "airports",
-            "origin_id",
-            "get_airport",
-            "airport_id",
-            "departure airport",
-            "departure airports",
+            source="flights",
+            target="airports",
+            fk="origin_id",
+            tool="get_airport",
+            param="airport_id",
+            noun="departure airport",
+            plural="departure airports",
             down=False,
         ),
         Hop(
-            "segments",
-            "bags",
-            "segment_id",
-            "list_bags",
-            "segment_id",
-            "bag",
-            "bags",
-            orders=(Order("weight_kg", "heaviest", "lightest"),),
+            source="segments",
+            target="bags",
+            fk="segment_id",
+            tool="list_bags",
+            param="segment_id",
+            noun="bag",
+            plural="bags",
+            orders=(Order(expr="weight_kg", highest="heaviest", lowest="lightest"),),
             filters=(STATUS,),
             limit=20,
             of="on",
         ),
         Hop(
-            "bookings",
-            "refunds",
-            "booking_id",
-            "list_refunds",
-            "booking_id",
-            "refund request",
-            "refund requests",
-            orders=(Order("requested_on", "latest", "earliest"),),
+            source="bookings",
+            target="refunds",
+            fk="booking_id",
+            tool="list_refunds",
+            param="booking_id",
+            noun="refund request",
+            plural="refund requests",
+            orders=(Order(expr="requested_on", highest="latest", lowest="earliest"),),
             filters=(STATUS,),
             limit=20,
             of="for",
         ),
     ),
     attributes=(
-        Attribute("passengers", "tier", "the frequent flyer tier"),
-        Attribute("passengers", "miles", "the miles balance", "as a number"),
-        Attribute("passengers", "ff_number", "the frequent flyer number"),
-        Attribute("passengers", "email", "the email address"),
-        Attribute("bookings", "locator", "the record locator"),
-        Attribute("bookings", "ticket_number", "the e-ticket number"),
-        Attribute("bookings", FARE, "the fare", "as shown, like 123.45"),
-        Attribute("bookings", "cabin", "the cabin"),
-        Attribute("bookings", "status", "the status"),
-        Attribute("bookings", "booked_at", "the booking time", "as YYYY-MM-DD HH:MM"),
-        Attribute("segments", "seat", "the seat"),
-        Attribute("segments", "meal", "the meal choice"),
-        Attribute("segments", "status", "the ticket status"),
-        Attribute("flights", "flight_number", "the flight number"),
-        Attribute("flights", "status", "the status"),
-        Attribute("flights", "departs_at", "the scheduled departure time", "as YYYY-MM-DD HH:MM"),
-        Attribute("flights", "aircraft", "the aircraft type"),
-        Attribute("airports", "code", "the IATA code"),
-        Attribute("airports", "city", "the city"),
-        Attribute("bags", "tag", "the tag number"),
-        Attribute("bags", WEIGHT, "the weight in kg", "as shown, like 18.5"),
-        Attribute("bags", "status", "the status"),
-        Attribute("refunds", "status", "the status"),
-        Attribute("refunds", "reason", "the stated reason"),
-        Attribute("refunds", AMOUNT, "the approved amount", "as shown, like 123.45"),
+        Attribute(table="passengers", expr="tier", phrase="the frequent flyer tier"),
+        Attribute(table="passengers", expr="miles", phrase="the miles balance", hint="as a number"),
+        Attribute(table="passengers", expr="ff_number", phrase="the frequent flyer number"),
+        Attribute(table="passengers", expr="email", phrase="the email address"),
+        Attribute(table="bookings", expr="locator", phrase="the record locator"),
+        Attribute(table="bookings", expr="ticket_number", phrase="the e-ticket number"),
+        Attribute(table="bookings", expr=FARE, phrase="the fare", hint="as shown, like 123.45"),
+        Attribute(table="bookings", expr="cabin", phrase="the cabin"),
+        Attribute(table="bookings", expr="status", phrase="the status"),
+        Attribute(
+            table="bookings",
+            expr="booked_at",
+            phrase="the booking time",
+            hint="as YYYY-MM-DD HH:MM",
+        ),
+        Attribute(table="segments", expr="seat", phrase="the seat"),
+        Attribute(table="segments", expr="meal", phrase="the meal choice"),
+        Attribute(table="segments", expr="status", phrase="the ticket status"),
+        Attribute(table="flights", expr="flight_number", phrase="the flight number"),
+        Attribute(table="flights", expr="status", phrase="the status"),
+        Attribute(
+            table="flights",
+            expr="departs_at",
+            phrase="the scheduled departure time",
+            hint="as YYYY-MM-DD HH:MM",
+        ),
+        Attribute(table="flights", expr="aircraft", phrase="the aircraft type"),
+        Attribute(table="airports", expr="code", phrase="the IATA code"),
+        Attribute(table="airports", expr="city", phrase="the city"),
+        Attribute(table="bags", expr="tag", phrase="the tag number"),
+        Attribute(table="bags", expr=WEIGHT, phrase="the weight in kg", hint="as shown, like 18.5"),
+        Attribute(table="bags", expr="status", phrase="the status"),
+        Attribute(table="refunds", expr="status", phrase="the status"),
+        Attribute(table="refunds", expr="reason", phrase="the stated reason"),
+        Attribute(
+            table="refunds", expr=AMOUNT, phrase="the approved amount", hint="as shown, like 123.45"
+        ),
     ),
     actions=(
         Action(
-            "cancel",
-            "bookings",
-            "cancel_booking",
-            {"booking_id": "key"},
-            f"status = 'confirmed' AND NOT {HAS_DEPARTED}",
+            name="cancel",
+            table="bookings",
+            tool="cancel_booking",
+            args={"booking_id": "key"},
+            when=f"status = 'confirmed' AND NOT {HAS_DEPARTED}",
             ask="cancel {target}",
             check="SELECT b.status = 'cancelled' AND NOT EXISTS (SELECT 1 FROM segments s "
             "WHERE s.booking_id = b.id AND s.status <> 'cancelled') FROM bookings b WHERE b.id = {target}",
@@ -861,11 +912,11 @@ CATALOG = Catalog(
             blocked="if any of its flights has already departed",
         ),
         Action(
-            "request_refund",
-            "bookings",
-            "request_refund",
-            {"booking_id": "key", "reason": "choice:reason"},
-            f"status IN ('confirmed', 'completed') AND {HAS_DEPARTED} AND NOT EXISTS "
+            name="request_refund",
+            table="bookings",
+            tool="request_refund",
+            args={"booking_id": "key", "reason": "choice:reason"},
+            when=f"status IN ('confirmed', 'completed') AND {HAS_DEPARTED} AND NOT EXISTS "
             "(SELECT 1 FROM {db}refunds r WHERE r.booking_id = bookings.id AND r.status = 'requested')",
             ask="request a refund for {target} with the reason '{reason}'",
             check="SELECT count(*) = 1 FROM refunds WHERE booking_id = {target} AND reason = {reason} "
@@ -876,11 +927,11 @@ CATALOG = Catalog(
             blocked="if none of its flights has departed yet",
         ),
         Action(
-            "check_in",
-            "segments",
-            "check_in",
-            {"segment_id": "key"},
-            "status = 'booked' AND (SELECT f.status <> 'cancelled' AND f.departs_at "
+            name="check_in",
+            table="segments",
+            tool="check_in",
+            args={"segment_id": "key"},
+            when="status = 'booked' AND (SELECT f.status <> 'cancelled' AND f.departs_at "
             f"BETWEEN '{CHECK_IN_OPENS}' AND '{CHECK_IN_CLOSES}' "
             "FROM {db}flights f WHERE f.id = flight_id)",
             ask="check in the passenger for {target}",
@@ -888,42 +939,42 @@ CATALOG = Catalog(
             frame={"segments": {"where": "id = {key}", "columns": ["status", "checked_in_at"]}},
         ),
         Action(
-            "change_meal",
-            "segments",
-            "change_meal",
-            {"segment_id": "key", "meal": "choice:meal"},
-            "status = 'booked' AND meal <> {meal}",
+            name="change_meal",
+            table="segments",
+            tool="change_meal",
+            args={"segment_id": "key", "meal": "choice:meal"},
+            when="status = 'booked' AND meal <> {meal}",
             ask="change the meal on {target} to {meal}",
             check="SELECT meal = {meal} FROM segments WHERE id = {target}",
             frame={"segments": {"where": "id = {key}", "columns": ["meal"]}},
             choices={"meal": MEALS},
         ),
         Action(
-            "remove_bag",
-            "bags",
-            "remove_bag",
-            {"bag_id": "key"},
-            "status = 'checked'",
+            name="remove_bag",
+            table="bags",
+            tool="remove_bag",
+            args={"bag_id": "key"},
+            when="status = 'checked'",
             ask="remove {target}",
             check="SELECT NOT EXISTS (SELECT 1 FROM bags WHERE id = {target})",
             frame={"bags": "id = {key}"},
         ),
         Action(
-            "report_missing",
-            "bags",
-            "report_bag_missing",
-            {"bag_id": "key"},
-            "status = 'delivered'",
+            name="report_missing",
+            table="bags",
+            tool="report_bag_missing",
+            args={"bag_id": "key"},
+            when="status = 'delivered'",
             ask="report {target} as missing",
             check="SELECT status = 'missing' FROM bags WHERE id = {target}",
             frame={"bags": {"where": "id = {key}", "columns": ["status"]}},
         ),
         Action(
-            "credit_miles",
-            "passengers",
-            "credit_miles",
-            {"passenger_id": "key", "miles": "choice:miles"},
-            "1",
+            name="credit_miles",
+            table="passengers",
+            tool="credit_miles",
+            args={"passenger_id": "key", "miles": "choice:miles"},
+            when="1",
             ask="credit {miles} goodwill miles to {target}",
             check="SELECT p.miles = i.miles + {miles} FROM passengers p JOIN {db}passengers i ON i.id = p.id "
             "WHERE p.id = {target}",
@@ -934,8 +985,9 @@ CATALOG = Catalog(
 )
 
 DOMAIN = Domain(
-    "airline",
-    "airline customer service: passengers, bookings and flight legs, flights, airports, bags, refunds",
-    build_world,
-    CATALOG,
+    name="airline",
+    description="airline customer service: passengers, bookings and flight legs, flights, airports, bags, refunds",
+    build_world=build_world,
+    catalog=CATALOG,
+    knobs=DEFAULT_KNOBS,
 )

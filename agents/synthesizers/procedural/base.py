@@ -1,10 +1,20 @@
-"""What a procedural domain is: a seeded world builder and the catalog of its tasks.
+"""What a procedural domain is: the knobs of its worlds, a seeded world builder, the catalog of its tasks.
 
 Each domain module (``retail.py``, ``airline.py``, ...) defines one
-:class:`Domain`. ``retail.py`` is the template new domains copy: the schema,
-a ``build_world(seed)`` that fills it with realistic rows (deterministic by
-seed), the tools, and the :class:`~coevo.agents.synthesizers.catalog.Catalog`
-that tells the planner how to name rows, walk foreign keys, ask and act.
+:class:`Domain`. ``retail.py`` is the template new domains copy:
+
+* the schema;
+* its **knobs**: a frozen dataclass (``RetailKnobs``) of the numbers that
+  shape a world (how many rows of each kind, the share of same-name "twins"
+  that act as distractors, the draw pools of list lengths), one docstring per
+  field, with the domain's values as defaults, and ``DEFAULT_KNOBS``, an
+  instance of it;
+* ``build_world(seed, knobs=DEFAULT_KNOBS)``, which fills the schema with
+  realistic rows, deterministic by seed, reading every such number from the
+  knobs rather than writing it inline;
+* the tools, and the :class:`~coevo.agents.synthesizers.catalog.Catalog` that
+  tells the planner how to name rows, walk foreign keys, ask and act;
+* ``DOMAIN``, the :class:`Domain` record of all of these.
 """
 
 from __future__ import annotations
@@ -15,11 +25,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from coevo.agents.synthesizers.catalog import Catalog
 from coevo.agents.synthesizers.procedural.names import EMAIL_DOMAINS, FIRST_NAMES, LAST_NAMES
 from coevo.arena.spec import TableData, ToolSpec, WorldSpec
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 __all__ = ["NOW", "Domain", "People", "day", "make_world", "read_tool", "stamp", "write_tool"]
 
@@ -27,21 +40,26 @@ NOW = datetime(2026, 11, 29, 12, 0, 0)
 """Every procedural world's fixed clock."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Domain:
-    """A procedural domain.
+    """A procedural domain (its module's ``DOMAIN``).
 
     Attributes:
         name: the domain's name (``--domain``).
         description: one line for ``coevo synth --list`` and the README.
-        build_world: seed → a world record (deterministic by seed).
+        build_world: seed → a world record (deterministic by seed), shaped by :attr:`knobs`.
         catalog: how the planner makes tasks in this domain's worlds.
+        knobs: the numbers that shape the domain's worlds (row counts, the share
+            of same-name twins, list lengths): an instance of the frozen
+            dataclass the domain module declares (``RetailKnobs``, ...), whose
+            fields are documented there; :attr:`build_world` builds with these.
     """
 
     name: str
     description: str
     build_world: Callable[[int], WorldSpec]
     catalog: Catalog
+    knobs: DataclassInstance
 
 
 @lru_cache(maxsize=16_384)
@@ -57,9 +75,15 @@ def stamp(offset_days: int, minutes: int) -> str:
 
 
 class People:
-    """Draws people's names and unique emails, with a share of same-name "twins" (distractors)."""
+    """Draws people's names and unique emails, with a share of same-name "twins" (distractors).
 
-    def __init__(self, rng: random.Random, twin_share: float = 0.15):
+    Args:
+        rng: the world's random generator.
+        twin_share: the chance that a name already given is given again (a
+            domain's knob: ``RetailKnobs.twin_share``, ...).
+    """
+
+    def __init__(self, rng: random.Random, *, twin_share: float):
         self.rng = rng
         self.twin_share = twin_share
         self.names: list[str] = []

@@ -16,6 +16,7 @@ import random
 import re
 import sys
 from collections.abc import Sequence
+from dataclasses import is_dataclass
 
 from coevo.agents.synthesizers.initial import initial_state
 from coevo.agents.synthesizers.planner import FAMILY_LEVELS, Target, TaskSampler, Unfit
@@ -60,6 +61,11 @@ def check_domain(domain: Domain, *, seeds: Sequence[int] = (1, 2), per_level: in
         One line per problem (empty when the domain passes).
     """
     problems: list[str] = []
+    if not is_dataclass(domain.knobs) or isinstance(domain.knobs, type):
+        problems.append(
+            f"DOMAIN.knobs is {domain.knobs!r}; record an instance of the domain's knobs "
+            "dataclass (like retail.py's RetailKnobs: the numbers that shape its worlds)"
+        )
     cache = WorldCache()
     try:
         for seed in seeds:

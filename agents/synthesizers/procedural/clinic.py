@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from coevo.agents.synthesizers.catalog import Action, Anchor, Attribute, Catalog, Filter, Hop, Order
@@ -225,13 +226,42 @@ PAST_DRAW = ("completed",) * 16 + ("cancelled",) * 2 + ("no-show",) * 2
 MISSER_DRAW = ("completed",) * 5 + ("cancelled", "no-show", "no-show", "no-show")
 CLAIM_DRAW = ("approved",) * 14 + ("denied",) * 4 + ("appealed", "submitted")
 CHANNEL_DRAW = ("email",) * 5 + ("text message",) * 4 + ("phone call",) * 2 + ("none",)
-VISITS_DRAW = (1, 1, 2, 2, 3, 3, 4, 4, 5, 6, 7, 9, 12, 16)
 
 
-def build_world(seed: int) -> WorldSpec:
-    """A clinic world: 130 patients (some sharing a name, some new), 12 clinicians, ~700 appointments."""
+@dataclass(frozen=True)
+class ClinicKnobs:
+    """The numbers that shape a clinic world (the defaults are the built-in domain's).
+
+    A draw pool is a tuple drawn from uniformly: a value that repeats is drawn
+    more often. The clinicians follow from the specialties (``SPECIALTIES``).
+    """
+
+    patients: int = 130
+    """How many patients."""
+    twin_share: float = 0.15
+    """The chance that a patient gets a name already given (a same-name distractor)."""
+    insurers: int = 6
+    """How many insurers."""
+    insured_share: float = 0.72
+    """The chance that a patient has an insurer."""
+    newcomer_every: int = 5
+    """Every this many patients, one is newly registered (only upcoming appointments)."""
+    visits_per_patient: tuple[int, ...] = (1, 1, 2, 2, 3, 3, 4, 4, 5, 6, 7, 9, 12, 16)
+    """The draw pool of a registered patient's number of visits (a newcomer has one to
+    three, a patient who often misses appointments five to ten)."""
+
+
+DEFAULT_KNOBS = ClinicKnobs()
+"""The knobs of the clinic domain's worlds."""
+
+
+def build_world(seed: int, knobs: ClinicKnobs = DEFAULT_KNOBS) -> WorldSpec:
+    """A clinic world: patients (some sharing a name, some new), clinicians, appointments, as ``knobs`` shape it.
+
+    With the default knobs: 130 patients, 12 clinicians, ~750 appointments.
+    """
     rng = random.Random(f"clinic:world:{seed}")
-    people = People(rng)
+    people = People(rng, twin_share=knobs.twin_share)
     chance = rng.random
 
     # draws from rng.random alone: several times faster than rng.choice / rng.randint
@@ -242,7 +272,7 @@ def build_world(seed: int) -> WorldSpec:
         return low + int(chance() * (high - low + 1))
 
     insurers: list[list[Any]] = []
-    for n, word in enumerate(rng.sample(COMPANY_WORDS, 6)):
+    for n, word in enumerate(rng.sample(COMPANY_WORDS, knobs.insurers)):
         name = f"{word} {choice(INSURER_SUFFIXES)}"
         code = f"{word[:3].upper()}{randint(10, 99)}"
         insurers.append([n + 1, name, code, f"+1-800-{randint(200, 999)}-{randint(1000, 9999)}"])
@@ -259,14 +289,14 @@ def build_world(seed: int) -> WorldSpec:
     patients: list[list[Any]] = []
     mrns: set[str] = set()
     newcomers: set[int] = set()
-    for n in range(130):
+    for n in range(knobs.patients):
         name = people.name()
         mrn = str(randint(10**7, 10**8 - 1))
         while mrn in mrns:
             mrn = str(randint(10**7, 10**8 - 1))
         mrns.add(mrn)
-        insurer = randint(1, len(insurers)) if chance() < 0.72 else None
-        new = n % 5 == 4  # newly registered: only upcoming appointments
+        insurer = randint(1, len(insurers)) if chance() < knobs.insured_share else None
+        new = n % knobs.newcomer_every == knobs.newcomer_every - 1  # only upcoming appointments
         if new:
             newcomers.add(PATIENT_ID0 + n + 1)
         patients.append(
@@ -337,7 +367,11 @@ def build_world(seed: int) -> WorldSpec:
         days.clear()  # the patient's appointment days
         planned.clear()
         visits = (
-            choice((1, 2, 2, 2, 3)) if new else randint(5, 10) if misser else choice(VISITS_DRAW)
+            choice((1, 2, 2, 2, 3))
+            if new
+            else randint(5, 10)
+            if misser
+            else choice(knobs.visits_per_patient)
         )
         for visit_number in range(visits):
             visit = choice(FIRST_VISIT_DRAW if new and visit_number == 0 else VISIT_DRAW)
@@ -658,7 +692,7 @@ TOOLS = [
     ),
 ]
 
-STATUS = Filter("status", "{value}")
+STATUS = Filter(column="status", words="{value}")
 NO_INVOICE = "NOT EXISTS (SELECT 1 FROM {db}invoices x WHERE x.appointment_id = appointments.id)"
 
 CATALOG = Catalog(
@@ -676,159 +710,190 @@ CATALOG = Catalog(
         )
     },
     anchors=(
-        Anchor("patients", "find_patient_by_mrn", "mrn", "mrn", "{name} (MRN {mrn})"),
-        Anchor("patients", "find_patient_by_email", "email", "email", "{name} ({email})"),
         Anchor(
-            "patients",
-            "search_patients",
-            "name",
-            "name",
-            "{name} (born {date_of_birth})",
+            table="patients",
+            tool="find_patient_by_mrn",
+            param="mrn",
+            column="mrn",
+            phrase="{name} (MRN {mrn})",
+        ),
+        Anchor(
+            table="patients",
+            tool="find_patient_by_email",
+            param="email",
+            column="email",
+            phrase="{name} ({email})",
+        ),
+        Anchor(
+            table="patients",
+            tool="search_patients",
+            param="name",
+            column="name",
+            phrase="{name} (born {date_of_birth})",
             disambiguate=("date_of_birth",),
         ),
     ),
     hops=(
         Hop(
-            "patients",
-            "appointments",
-            "patient_id",
-            "list_appointments",
-            "patient_id",
-            "appointment",
-            "appointments",
-            orders=(Order("starts_at", "latest", "earliest"),),
-            filters=(STATUS, Filter("visit_type", "{value}")),
+            source="patients",
+            target="appointments",
+            fk="patient_id",
+            tool="list_appointments",
+            param="patient_id",
+            noun="appointment",
+            plural="appointments",
+            orders=(Order(expr="starts_at", highest="latest", lowest="earliest"),),
+            filters=(STATUS, Filter(column="visit_type", words="{value}")),
         ),
         Hop(
-            "patients",
-            "insurers",
-            "insurer_id",
-            "get_insurer",
-            "insurer_id",
-            "insurer",
-            "insurers",
+            source="patients",
+            target="insurers",
+            fk="insurer_id",
+            tool="get_insurer",
+            param="insurer_id",
+            noun="insurer",
+            plural="insurers",
             down=False,
         ),
         Hop(
-            "appointments",
-            "clinicians",
-            "clinician_id",
-            "get_clinician",
-            "clinician_id",
-            "clinician",
-            "clinicians",
+            source="appointments",
+            target="clinicians",
+            fk="clinician_id",
+            tool="get_clinician",
+            param="clinician_id",
+            noun="clinician",
+            plural="clinicians",
             down=False,
             of="for",
         ),
         Hop(
-            "appointments",
-            "invoices",
-            "appointment_id",
-            "get_appointment_invoice",
-            "appointment_id",
-            "invoice",
-            "invoices",
+            source="appointments",
+            target="invoices",
+            fk="appointment_id",
+            tool="get_appointment_invoice",
+            param="appointment_id",
+            noun="invoice",
+            plural="invoices",
             of="for",
         ),
         Hop(
-            "appointments",
-            "prescriptions",
-            "appointment_id",
-            "list_prescriptions",
-            "appointment_id",
-            "prescription",
-            "prescriptions",
+            source="appointments",
+            target="prescriptions",
+            fk="appointment_id",
+            tool="list_prescriptions",
+            param="appointment_id",
+            noun="prescription",
+            plural="prescriptions",
             filters=(STATUS,),
             limit=20,
             of="from",
         ),
         Hop(
-            "invoices",
-            "payments",
-            "invoice_id",
-            "list_payments",
-            "invoice_id",
-            "payment",
-            "payments",
-            orders=(Order("amount_cents", "largest", "smallest"),),
-            filters=(Filter("method", "{value}"),),
+            source="invoices",
+            target="payments",
+            fk="invoice_id",
+            tool="list_payments",
+            param="invoice_id",
+            noun="payment",
+            plural="payments",
+            orders=(Order(expr="amount_cents", highest="largest", lowest="smallest"),),
+            filters=(Filter(column="method", words="{value}"),),
             limit=20,
             of="on",
         ),
         Hop(
-            "invoices",
-            "claims",
-            "invoice_id",
-            "list_claims",
-            "invoice_id",
-            "insurance claim",
-            "insurance claims",
+            source="invoices",
+            target="claims",
+            fk="invoice_id",
+            tool="list_claims",
+            param="invoice_id",
+            noun="insurance claim",
+            plural="insurance claims",
             filters=(STATUS,),
             limit=20,
             of="for",
         ),
         Hop(
-            "claims",
-            "insurers",
-            "insurer_id",
-            "get_insurer",
-            "insurer_id",
-            "insurer",
-            "insurers",
+            source="claims",
+            target="insurers",
+            fk="insurer_id",
+            tool="get_insurer",
+            param="insurer_id",
+            noun="insurer",
+            plural="insurers",
             down=False,
         ),
     ),
     attributes=(
-        Attribute("patients", "phone", "the phone number on file"),
-        Attribute("patients", "member_number", "the insurance member number"),
-        Attribute("patients", "reminder_channel", "the reminder preference"),
-        Attribute("insurers", "name", "the name"),
-        Attribute("insurers", "payer_code", "the payer code"),
-        Attribute("insurers", "claims_phone", "the claims phone number"),
-        Attribute("appointments", "starts_at", "the start time", "as YYYY-MM-DD HH:MM"),
-        Attribute("appointments", "duration_min", "the length in minutes", "as a number"),
-        Attribute("clinicians", "name", "the name"),
-        Attribute("clinicians", "specialty", "the specialty"),
-        Attribute("clinicians", "room", "the room"),
+        Attribute(table="patients", expr="phone", phrase="the phone number on file"),
+        Attribute(table="patients", expr="member_number", phrase="the insurance member number"),
+        Attribute(table="patients", expr="reminder_channel", phrase="the reminder preference"),
+        Attribute(table="insurers", expr="name", phrase="the name"),
+        Attribute(table="insurers", expr="payer_code", phrase="the payer code"),
+        Attribute(table="insurers", expr="claims_phone", phrase="the claims phone number"),
         Attribute(
-            "invoices",
-            "printf('%.2f', amount_cents / 100.0)",
-            "the amount",
-            "as shown, like 123.45",
+            table="appointments",
+            expr="starts_at",
+            phrase="the start time",
+            hint="as YYYY-MM-DD HH:MM",
         ),
-        Attribute("invoices", "due_on", "the due date", "as YYYY-MM-DD"),
-        Attribute("invoices", "status", "the status"),
-        Attribute("payments", "paid_on", "the payment date", "as YYYY-MM-DD"),
         Attribute(
-            "payments",
-            "printf('%.2f', amount_cents / 100.0)",
-            "the amount",
-            "as shown, like 123.45",
+            table="appointments",
+            expr="duration_min",
+            phrase="the length in minutes",
+            hint="as a number",
         ),
-        Attribute("claims", "denial_reason", "the denial reason"),
-        Attribute("claims", "submitted_on", "the submission date", "as YYYY-MM-DD"),
-        Attribute("prescriptions", "drug", "the medication"),
-        Attribute("prescriptions", "dose", "the dosage"),
-        Attribute("prescriptions", "refills", "the number of refills", "as a number"),
+        Attribute(table="clinicians", expr="name", phrase="the name"),
+        Attribute(table="clinicians", expr="specialty", phrase="the specialty"),
+        Attribute(table="clinicians", expr="room", phrase="the room"),
+        Attribute(
+            table="invoices",
+            expr="printf('%.2f', amount_cents / 100.0)",
+            phrase="the amount",
+            hint="as shown, like 123.45",
+        ),
+        Attribute(table="invoices", expr="due_on", phrase="the due date", hint="as YYYY-MM-DD"),
+        Attribute(table="invoices", expr="status", phrase="the status"),
+        Attribute(
+            table="payments", expr="paid_on", phrase="the payment date", hint="as YYYY-MM-DD"
+        ),
+        Attribute(
+            table="payments",
+            expr="printf('%.2f', amount_cents / 100.0)",
+            phrase="the amount",
+            hint="as shown, like 123.45",
+        ),
+        Attribute(table="claims", expr="denial_reason", phrase="the denial reason"),
+        Attribute(
+            table="claims", expr="submitted_on", phrase="the submission date", hint="as YYYY-MM-DD"
+        ),
+        Attribute(table="prescriptions", expr="drug", phrase="the medication"),
+        Attribute(table="prescriptions", expr="dose", phrase="the dosage"),
+        Attribute(
+            table="prescriptions",
+            expr="refills",
+            phrase="the number of refills",
+            hint="as a number",
+        ),
     ),
     actions=(
         Action(
-            "set_reminders",
-            "patients",
-            "set_reminder_preference",
-            {"patient_id": "key", "channel": "choice:channel"},
-            "reminder_channel <> {channel}",
+            name="set_reminders",
+            table="patients",
+            tool="set_reminder_preference",
+            args={"patient_id": "key", "channel": "choice:channel"},
+            when="reminder_channel <> {channel}",
             ask="set the appointment reminder preference of {target} to {channel}",
             check="SELECT reminder_channel = {channel} FROM patients WHERE id = {target}",
             frame={"patients": {"where": "id = {key}", "columns": ["reminder_channel"]}},
             choices={"channel": REMINDER_CHANNELS[:3]},
         ),
         Action(
-            "cancel",
-            "appointments",
-            "cancel_appointment",
-            {"appointment_id": "key"},
-            "status = 'booked'",
+            name="cancel",
+            table="appointments",
+            tool="cancel_appointment",
+            args={"appointment_id": "key"},
+            when="status = 'booked'",
             ask="cancel {target}",
             check="SELECT status = 'cancelled' FROM appointments WHERE id = {target}",
             frame={"appointments": {"where": "id = {key}", "columns": ["status"]}},
@@ -836,11 +901,11 @@ CATALOG = Catalog(
             blocked="if the patient already missed it",
         ),
         Action(
-            "charge_no_show",
-            "appointments",
-            "charge_no_show_fee",
-            {"appointment_id": "key"},
-            f"status = 'no-show' AND {NO_INVOICE}",
+            name="charge_no_show",
+            table="appointments",
+            tool="charge_no_show_fee",
+            args={"appointment_id": "key"},
+            when=f"status = 'no-show' AND {NO_INVOICE}",
             ask="charge the no-show fee for {target}",
             check=f"SELECT count(*) = 1 FROM invoices WHERE appointment_id = {{target}} AND kind = 'no-show fee' "
             f"AND amount_cents = {NO_SHOW_FEE_CENTS} AND status = 'open' "
@@ -850,11 +915,11 @@ CATALOG = Catalog(
             blocked="if it is still upcoming",
         ),
         Action(
-            "reschedule",
-            "appointments",
-            "reschedule_appointment",
-            {"appointment_id": "key", "starts_at": "choice:slot"},
-            "status = 'booked' AND starts_at <> {slot} AND NOT EXISTS (SELECT 1 FROM {db}appointments o "
+            name="reschedule",
+            table="appointments",
+            tool="reschedule_appointment",
+            args={"appointment_id": "key", "starts_at": "choice:slot"},
+            when="status = 'booked' AND starts_at <> {slot} AND NOT EXISTS (SELECT 1 FROM {db}appointments o "
             "WHERE o.status = 'booked' AND o.starts_at = {slot} AND o.id <> appointments.id "
             "AND (o.clinician_id = appointments.clinician_id OR o.patient_id = appointments.patient_id))",
             ask="move {target} to {slot}",
@@ -864,11 +929,11 @@ CATALOG = Catalog(
             bulk=False,
         ),
         Action(
-            "settle",
-            "invoices",
-            "settle_invoice",
-            {"invoice_id": "key", "method": "choice:method"},
-            "status = 'open' AND NOT EXISTS (SELECT 1 FROM {db}claims c WHERE c.invoice_id = invoices.id "
+            name="settle",
+            table="invoices",
+            tool="settle_invoice",
+            args={"invoice_id": "key", "method": "choice:method"},
+            when="status = 'open' AND NOT EXISTS (SELECT 1 FROM {db}claims c WHERE c.invoice_id = invoices.id "
             "AND c.status IN ('submitted', 'appealed'))",
             ask="record a {method} payment for the outstanding balance of {target}",
             check="SELECT i.status = 'paid' AND (SELECT sum(p.amount_cents) FROM payments p "
@@ -883,11 +948,11 @@ CATALOG = Catalog(
             bulk=False,  # an appointment has one invoice: never several to settle at once
         ),
         Action(
-            "appeal",
-            "claims",
-            "appeal_claim",
-            {"claim_id": "key", "note": "choice:note"},
-            "status = 'denied'",
+            name="appeal",
+            table="claims",
+            tool="appeal_claim",
+            args={"claim_id": "key", "note": "choice:note"},
+            when="status = 'denied'",
             ask="appeal {target} with the note '{note}'",
             check="SELECT status = 'appealed' AND lower(trim(appeal_note)) = lower({note}) FROM claims WHERE id = {target}",
             frame={
@@ -900,11 +965,11 @@ CATALOG = Catalog(
             bulk=False,  # an invoice has at most one claim
         ),
         Action(
-            "remove_payment",
-            "payments",
-            "remove_payment",
-            {"payment_id": "key"},
-            "method <> 'insurance'",
+            name="remove_payment",
+            table="payments",
+            tool="remove_payment",
+            args={"payment_id": "key"},
+            when="method <> 'insurance'",
             ask="remove {target}, posted in error",
             check="SELECT NOT EXISTS (SELECT 1 FROM payments WHERE id = {target}) AND "
             "(SELECT status FROM invoices WHERE id = {row[invoice_id]}) = CASE WHEN "
@@ -919,8 +984,9 @@ CATALOG = Catalog(
 )
 
 DOMAIN = Domain(
-    "clinic",
-    "outpatient clinic front desk and billing: patients, appointments, invoices, payments, insurance claims",
-    build_world,
-    CATALOG,
+    name="clinic",
+    description="outpatient clinic front desk and billing: patients, appointments, invoices, payments, insurance claims",
+    build_world=build_world,
+    catalog=CATALOG,
+    knobs=DEFAULT_KNOBS,
 )

@@ -1,7 +1,10 @@
 """The registry of procedural domains: every domain module's ``DOMAIN``, by name.
 
-To add a domain, copy ``retail.py`` and add its ``DOMAIN`` here; the
-registry-wide test then checks every family at every level against the Judge.
+To add a domain, copy ``retail.py`` (schema, knobs dataclass and
+``DEFAULT_KNOBS``, ``build_world(seed, knobs)``, tools, catalog, ``DOMAIN``;
+see :mod:`.base`), give its knobs the numbers your world needs, and add its
+``DOMAIN`` here; the registry-wide test then checks every family at every
+level against the Judge.
 """
 
 from __future__ import annotations

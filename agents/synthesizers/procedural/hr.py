@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import random
 import re
+from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Any
 
@@ -346,10 +347,43 @@ def _slug(text: str) -> str:
     return re.sub(r"[^a-z]", "", text.lower())
 
 
-def build_world(seed: int) -> WorldSpec:
-    """An HR world: 10 departments, ~150 employees (some sharing a name), their leave, claims and pay."""
+@dataclass(frozen=True)
+class HrKnobs:
+    """The numbers that shape an HR world (the defaults are the built-in domain's).
+
+    A draw pool is a tuple drawn from uniformly: a value that repeats is drawn
+    more often. The departments and their sizes are data (``DEPARTMENTS``).
+    """
+
+    twin_share: float = 0.15
+    """The chance that an employee gets a name already given (a same-name distractor)."""
+    recent_joiner_share: float = 0.2
+    """The chance that a staff member (not a head or lead) joined in the last few months."""
+    payslip_months: int = 6
+    """How many months of payslips (and their pay dates) the world holds."""
+    contacts_per_employee: tuple[int, ...] = (1, 1, 2, 2, 2, 3)
+    """The draw pool of an employee's number of emergency contacts."""
+    salary_changes_per_employee: tuple[int, ...] = (0, 1, 1, 2, 2, 3)
+    """The draw pool of an employee's number of salary changes (at most one a month)."""
+    leave_requests_per_employee: tuple[int, ...] = (0, 1, 1, 2, 2, 3, 3, 4, 5, 6)
+    """The draw pool of an established employee's number of leave requests (a recent
+    joiner has two or three, mostly still pending)."""
+    expense_claims_per_employee: tuple[int, ...] = (0, 0, 1, 1, 2, 2, 3, 3, 4, 5, 6)
+    """The draw pool of an established employee's number of expense claims (a recent
+    joiner has two or three)."""
+
+
+DEFAULT_KNOBS = HrKnobs()
+"""The knobs of the HR domain's worlds."""
+
+
+def build_world(seed: int, knobs: HrKnobs = DEFAULT_KNOBS) -> WorldSpec:
+    """An HR world: departments, employees (some sharing a name), their leave, claims and pay, as ``knobs`` shape it.
+
+    With the default knobs: 10 departments, ~150 employees.
+    """
     rng = random.Random(f"hr:world:{seed}")
-    people = People(rng)
+    people = People(rng, twin_share=knobs.twin_share)
     company = COMPANY_WORDS[seed % len(COMPANY_WORDS)].lower()
     email_domain = f"{company}.com"
     departments: list[list[Any]] = []
@@ -416,7 +450,8 @@ def build_world(seed: int) -> WorldSpec:
             title = rng.choices(staff, weights)[0]
             if title.startswith("Chief") and any(e[6] == title for e in employees):
                 title = staff[0]
-            tenure = (20, 110) if rng.random() < 0.2 else (110, 3000)  # some recent joiners
+            joined_lately = rng.random() < knobs.recent_joiner_share
+            tenure = (20, 110) if joined_lately else (110, 3000)
             eid = add_employee(n, title, rng.choice(managers), title, tenure)
             if title.startswith("Chief"):
                 chiefs.append(eid)
@@ -426,7 +461,7 @@ def build_world(seed: int) -> WorldSpec:
     claims: list[list[Any]] = []
     payslips: list[list[Any]] = []
     changes: list[list[Any]] = []
-    periods = _pay_dates(6)
+    periods = _pay_dates(knobs.payslip_months)
     for emp in employees:
         eid, name, status, salary = emp[0], emp[2], emp[8], emp[10]
         hired = (date.fromisoformat(emp[7]) - NOW.date()).days
@@ -434,7 +469,7 @@ def build_world(seed: int) -> WorldSpec:
         surname = name.split(" ", 1)[1]
 
         # emergency contacts
-        for priority in range(1, rng.choice([1, 1, 2, 2, 2, 3]) + 1):
+        for priority in range(1, rng.choice(knobs.contacts_per_employee) + 1):
             relationship = rng.choice(RELATIONSHIPS[:5] if priority == 1 else RELATIONSHIPS)
             family = relationship in ("parent", "sibling", "child") or (
                 relationship == "spouse" and rng.random() < 0.5
@@ -457,7 +492,7 @@ def build_world(seed: int) -> WorldSpec:
         # salary history, newest change first, walking back from today's salary
         new = salary
         months: list[str] = []
-        for _ in range(rng.choice([0, 1, 1, 2, 2, 3])):
+        for _ in range(rng.choice(knobs.salary_changes_per_employee)):
             effective = (
                 _month_start(rng.randint(hired + 30, last - 1)) if hired + 30 < last else None
             )
@@ -507,7 +542,7 @@ def build_world(seed: int) -> WorldSpec:
         taken: list[tuple[int, int]] = []
         horizon = last if status == "terminated" else 150
         joiner = hired > -110  # a recent joiner: only upcoming leave, mostly still pending
-        count = rng.choice([2, 2, 2, 3] if joiner else [0, 1, 1, 2, 2, 3, 3, 4, 5, 6])
+        count = rng.choice([2, 2, 2, 3] if joiner else knobs.leave_requests_per_employee)
         if status == "on leave":
             start = _weekday(max(-rng.randint(5, 60), hired + 5))
             end = rng.randint(20, 90)
@@ -582,7 +617,7 @@ def build_world(seed: int) -> WorldSpec:
             )
 
         # expense claims
-        for _ in range(rng.choice([2, 2, 2, 3] if joiner else [0, 0, 1, 1, 2, 2, 3, 3, 4, 5, 6])):
+        for _ in range(rng.choice([2, 2, 2, 3] if joiner else knobs.expense_claims_per_employee)):
             # a recent joiner mostly claims the home-office equipment they were told to buy
             category = rng.choices(
                 CLAIM_CATEGORIES, [1, 0, 1, 0, 12, 0] if joiner else [5, 3, 5, 2, 3, 2]
@@ -923,7 +958,7 @@ TOOLS = [
     ),
 ]
 
-STATUS = Filter("status", "{value}")
+STATUS = Filter(column="status", words="{value}")
 
 CATALOG = Catalog(
     keys={
@@ -940,180 +975,210 @@ CATALOG = Catalog(
         )
     },
     anchors=(
-        Anchor("employees", "find_employee", "email", "work_email", "{name} ({work_email})"),
         Anchor(
-            "employees",
-            "find_employee",
-            "employee_number",
-            "employee_number",
-            "{name} (employee no. {employee_number})",
+            table="employees",
+            tool="find_employee",
+            param="email",
+            column="work_email",
+            phrase="{name} ({work_email})",
         ),
         Anchor(
-            "employees",
-            "search_employees",
-            "name",
-            "name",
-            "{name} ({job_title})",
+            table="employees",
+            tool="find_employee",
+            param="employee_number",
+            column="employee_number",
+            phrase="{name} (employee no. {employee_number})",
+        ),
+        Anchor(
+            table="employees",
+            tool="search_employees",
+            param="name",
+            column="name",
+            phrase="{name} ({job_title})",
             disambiguate=("job_title",),
         ),
-        Anchor("departments", "find_department", "name", "name", "the {name} department"),
+        Anchor(
+            table="departments",
+            tool="find_department",
+            param="name",
+            column="name",
+            phrase="the {name} department",
+        ),
     ),
     hops=(
         Hop(
-            "departments",
-            "employees",
-            "department_id",
-            "list_department_employees",
-            "department_id",
-            "employee",
-            "employees",
+            source="departments",
+            target="employees",
+            fk="department_id",
+            tool="list_department_employees",
+            param="department_id",
+            noun="employee",
+            plural="employees",
             of="in",
             orders=(
                 Order(
-                    "CASE WHEN status <> 'terminated' THEN hire_date END",
-                    "most recently hired",
-                    "longest-serving",
+                    expr="CASE WHEN status <> 'terminated' THEN hire_date END",
+                    highest="most recently hired",
+                    lowest="longest-serving",
                 ),
                 Order(
-                    "CASE WHEN status <> 'terminated' THEN salary_cents END",
-                    "highest-paid",
-                    "lowest-paid",
+                    expr="CASE WHEN status <> 'terminated' THEN salary_cents END",
+                    highest="highest-paid",
+                    lowest="lowest-paid",
                 ),
             ),
             filters=(
-                Filter("status", "active", value="active"),
-                Filter("job_title", "titled {value}", after=True),
+                Filter(column="status", words="active", value="active"),
+                Filter(column="job_title", words="titled {value}", after=True),
             ),
         ),
         Hop(
-            "employees",
-            "departments",
-            "department_id",
-            "get_department",
-            "department_id",
-            "department",
-            "departments",
+            source="employees",
+            target="departments",
+            fk="department_id",
+            tool="get_department",
+            param="department_id",
+            noun="department",
+            plural="departments",
             down=False,
         ),
         Hop(
-            "departments",
-            "employees",
-            "head_id",
-            "get_employee",
-            "employee_id",
-            "head",
-            "heads",
+            source="departments",
+            target="employees",
+            fk="head_id",
+            tool="get_employee",
+            param="employee_id",
+            noun="head",
+            plural="heads",
             down=False,
         ),
         Hop(
-            "employees",
-            "employees",
-            "manager_id",
-            "get_employee",
-            "employee_id",
-            "line manager",
-            "line managers",
+            source="employees",
+            target="employees",
+            fk="manager_id",
+            tool="get_employee",
+            param="employee_id",
+            noun="line manager",
+            plural="line managers",
             down=False,
         ),
         Hop(
-            "employees",
-            "leave_requests",
-            "employee_id",
-            "list_leave_requests",
-            "employee_id",
-            "leave request",
-            "leave requests",
+            source="employees",
+            target="leave_requests",
+            fk="employee_id",
+            tool="list_leave_requests",
+            param="employee_id",
+            noun="leave request",
+            plural="leave requests",
             of="from",
             orders=(
-                Order("requested_on", "most recently submitted", "earliest-submitted"),
-                Order("days", "longest", "shortest"),
+                Order(
+                    expr="requested_on",
+                    highest="most recently submitted",
+                    lowest="earliest-submitted",
+                ),
+                Order(expr="days", highest="longest", lowest="shortest"),
             ),
-            filters=(STATUS, Filter("leave_type", "{value}")),
+            filters=(STATUS, Filter(column="leave_type", words="{value}")),
         ),
         Hop(
-            "employees",
-            "expense_claims",
-            "employee_id",
-            "list_expense_claims",
-            "employee_id",
-            "expense claim",
-            "expense claims",
+            source="employees",
+            target="expense_claims",
+            fk="employee_id",
+            tool="list_expense_claims",
+            param="employee_id",
+            noun="expense claim",
+            plural="expense claims",
             of="from",
             orders=(
-                Order("submitted_on", "most recent", "oldest"),
-                Order("amount_cents", "largest", "smallest"),
+                Order(expr="submitted_on", highest="most recent", lowest="oldest"),
+                Order(expr="amount_cents", highest="largest", lowest="smallest"),
             ),
-            filters=(STATUS, Filter("category", "{value}")),
+            filters=(STATUS, Filter(column="category", words="{value}")),
         ),
         Hop(
-            "employees",
-            "payslips",
-            "employee_id",
-            "list_payslips",
-            "employee_id",
-            "payslip",
-            "payslips",
-            orders=(Order("period", "latest", "earliest"),),
+            source="employees",
+            target="payslips",
+            fk="employee_id",
+            tool="list_payslips",
+            param="employee_id",
+            noun="payslip",
+            plural="payslips",
+            orders=(Order(expr="period", highest="latest", lowest="earliest"),),
             limit=24,
         ),
         Hop(
-            "employees",
-            "emergency_contacts",
-            "employee_id",
-            "list_emergency_contacts",
-            "employee_id",
-            "emergency contact",
-            "emergency contacts",
-            orders=(Order("priority", "lowest-priority", "primary"),),
+            source="employees",
+            target="emergency_contacts",
+            fk="employee_id",
+            tool="list_emergency_contacts",
+            param="employee_id",
+            noun="emergency contact",
+            plural="emergency contacts",
+            orders=(Order(expr="priority", highest="lowest-priority", lowest="primary"),),
         ),
     ),
     attributes=(
-        Attribute("employees", "job_title", "the job title"),
-        Attribute("employees", "hire_date", "the hire date", "as YYYY-MM-DD"),
+        Attribute(table="employees", expr="job_title", phrase="the job title"),
         Attribute(
-            "employees",
-            "printf('%.2f', salary_cents / 100.0)",
-            "the annual salary",
-            "as shown, like 64250.00",
-        ),
-        Attribute("employees", "employee_number", "the employee number"),
-        Attribute("employees", "work_email", "the work email address"),
-        Attribute("departments", "code", "the department code"),
-        Attribute("departments", "cost_center", "the cost center"),
-        Attribute("departments", "location", "the location"),
-        Attribute("leave_requests", "status", "the status"),
-        Attribute("leave_requests", "days", "the number of working days", "as a number"),
-        Attribute("leave_requests", "start_date", "the start date", "as YYYY-MM-DD"),
-        Attribute("leave_requests", "leave_type", "the leave type"),
-        Attribute(
-            "expense_claims",
-            "printf('%.2f', amount_cents / 100.0)",
-            "the amount",
-            "as shown, like 123.45",
-        ),
-        Attribute("expense_claims", "status", "the status"),
-        Attribute("expense_claims", "description", "the description"),
-        Attribute(
-            "payslips", "printf('%.2f', net_cents / 100.0)", "the net pay", "as shown, like 3120.50"
+            table="employees", expr="hire_date", phrase="the hire date", hint="as YYYY-MM-DD"
         ),
         Attribute(
-            "payslips",
-            "printf('%.2f', tax_cents / 100.0)",
-            "the income tax",
-            "as shown, like 812.40",
+            table="employees",
+            expr="printf('%.2f', salary_cents / 100.0)",
+            phrase="the annual salary",
+            hint="as shown, like 64250.00",
         ),
-        Attribute("payslips", "paid_on", "the payment date", "as YYYY-MM-DD"),
-        Attribute("emergency_contacts", "phone", "the phone number"),
-        Attribute("emergency_contacts", "name", "the name"),
-        Attribute("emergency_contacts", "relationship", "the relationship"),
+        Attribute(table="employees", expr="employee_number", phrase="the employee number"),
+        Attribute(table="employees", expr="work_email", phrase="the work email address"),
+        Attribute(table="departments", expr="code", phrase="the department code"),
+        Attribute(table="departments", expr="cost_center", phrase="the cost center"),
+        Attribute(table="departments", expr="location", phrase="the location"),
+        Attribute(table="leave_requests", expr="status", phrase="the status"),
+        Attribute(
+            table="leave_requests",
+            expr="days",
+            phrase="the number of working days",
+            hint="as a number",
+        ),
+        Attribute(
+            table="leave_requests", expr="start_date", phrase="the start date", hint="as YYYY-MM-DD"
+        ),
+        Attribute(table="leave_requests", expr="leave_type", phrase="the leave type"),
+        Attribute(
+            table="expense_claims",
+            expr="printf('%.2f', amount_cents / 100.0)",
+            phrase="the amount",
+            hint="as shown, like 123.45",
+        ),
+        Attribute(table="expense_claims", expr="status", phrase="the status"),
+        Attribute(table="expense_claims", expr="description", phrase="the description"),
+        Attribute(
+            table="payslips",
+            expr="printf('%.2f', net_cents / 100.0)",
+            phrase="the net pay",
+            hint="as shown, like 3120.50",
+        ),
+        Attribute(
+            table="payslips",
+            expr="printf('%.2f', tax_cents / 100.0)",
+            phrase="the income tax",
+            hint="as shown, like 812.40",
+        ),
+        Attribute(
+            table="payslips", expr="paid_on", phrase="the payment date", hint="as YYYY-MM-DD"
+        ),
+        Attribute(table="emergency_contacts", expr="phone", phrase="the phone number"),
+        Attribute(table="emergency_contacts", expr="name", phrase="the name"),
+        Attribute(table="emergency_contacts", expr="relationship", phrase="the relationship"),
     ),
     actions=(
         Action(
-            "cancel_leave",
-            "leave_requests",
-            "cancel_leave_request",
-            {"leave_id": "key"},
-            "status = 'pending'",
+            name="cancel_leave",
+            table="leave_requests",
+            tool="cancel_leave_request",
+            args={"leave_id": "key"},
+            when="status = 'pending'",
             ask="cancel {target}",
             check="SELECT status = 'cancelled' FROM leave_requests WHERE id = {target}",
             frame={"leave_requests": {"where": "id = {key}", "columns": ["status"]}},
@@ -1121,11 +1186,11 @@ CATALOG = Catalog(
             blocked="if it has already been approved",
         ),
         Action(
-            "request_leave_cancellation",
-            "leave_requests",
-            "request_leave_cancellation",
-            {"leave_id": "key"},
-            f"status = 'approved' AND start_date > '{TODAY}' AND NOT EXISTS (SELECT 1 FROM "
+            name="request_leave_cancellation",
+            table="leave_requests",
+            tool="request_leave_cancellation",
+            args={"leave_id": "key"},
+            when=f"status = 'approved' AND start_date > '{TODAY}' AND NOT EXISTS (SELECT 1 FROM "
             "{db}leave_cancellations c WHERE c.leave_id = leave_requests.id AND c.status = 'open')",
             ask="request the cancellation of {target}",
             check="SELECT count(*) = 1 FROM leave_cancellations WHERE leave_id = {target} AND status = 'open' "
@@ -1135,11 +1200,11 @@ CATALOG = Catalog(
             blocked="if it is still awaiting approval",
         ),
         Action(
-            "approve_claim",
-            "expense_claims",
-            "approve_expense_claim",
-            {"claim_id": "key"},
-            f"status = 'pending' AND amount_cents <= {APPROVAL_LIMIT_CENTS}",
+            name="approve_claim",
+            table="expense_claims",
+            tool="approve_expense_claim",
+            args={"claim_id": "key"},
+            when=f"status = 'pending' AND amount_cents <= {APPROVAL_LIMIT_CENTS}",
             ask="approve {target}",
             check="SELECT status = 'approved' FROM expense_claims WHERE id = {target}",
             frame={"expense_claims": {"where": "id = {key}", "columns": ["status", "decided_on"]}},
@@ -1147,11 +1212,11 @@ CATALOG = Catalog(
             blocked="if it is over the 1000.00 approval limit",
         ),
         Action(
-            "escalate_claim",
-            "expense_claims",
-            "escalate_expense_claim",
-            {"claim_id": "key"},
-            f"status = 'pending' AND amount_cents > {APPROVAL_LIMIT_CENTS}",
+            name="escalate_claim",
+            table="expense_claims",
+            tool="escalate_expense_claim",
+            args={"claim_id": "key"},
+            when=f"status = 'pending' AND amount_cents > {APPROVAL_LIMIT_CENTS}",
             ask="escalate {target} to finance for sign-off",
             check="SELECT status = 'escalated' FROM expense_claims WHERE id = {target}",
             frame={"expense_claims": {"where": "id = {key}", "columns": ["status"]}},
@@ -1159,11 +1224,11 @@ CATALOG = Catalog(
             blocked="if it is within the 1000.00 approval limit",
         ),
         Action(
-            "raise_salary",
-            "employees",
-            "apply_salary_raise",
-            {"employee_id": "key", "percent": "choice:percent", "reason": "choice:reason"},
-            "status IN ('active', 'on leave')",
+            name="raise_salary",
+            table="employees",
+            tool="apply_salary_raise",
+            args={"employee_id": "key", "percent": "choice:percent", "reason": "choice:reason"},
+            when="status IN ('active', 'on leave')",
             ask="raise the salary of {target} by {percent}%, with the reason '{reason}'",
             check="SELECT e.salary_cents = CAST(round(i.salary_cents * (100 + {percent}) / 100.0) AS INTEGER) "
             "AND (SELECT count(*) FROM salary_changes s WHERE s.employee_id = e.id AND s.reason = {reason} "
@@ -1177,22 +1242,22 @@ CATALOG = Catalog(
             choices={"percent": (3, 4, 5, 6, 8, 10), "reason": RAISE_REASONS},
         ),
         Action(
-            "remove_contact",
-            "emergency_contacts",
-            "remove_emergency_contact",
-            {"contact_id": "key"},
-            "(SELECT count(*) FROM {db}emergency_contacts c WHERE c.employee_id = emergency_contacts.employee_id) > 1",
+            name="remove_contact",
+            table="emergency_contacts",
+            tool="remove_emergency_contact",
+            args={"contact_id": "key"},
+            when="(SELECT count(*) FROM {db}emergency_contacts c WHERE c.employee_id = emergency_contacts.employee_id) > 1",
             ask="remove {target}",
             check="SELECT NOT EXISTS (SELECT 1 FROM emergency_contacts WHERE id = {target})",
             frame={"emergency_contacts": "id = {key}"},
             bulk=False,
         ),
         Action(
-            "confirm_contact",
-            "emergency_contacts",
-            "confirm_emergency_contact",
-            {"contact_id": "key"},
-            f"confirmed_on IS NOT '{TODAY}'",
+            name="confirm_contact",
+            table="emergency_contacts",
+            tool="confirm_emergency_contact",
+            args={"contact_id": "key"},
+            when=f"confirmed_on IS NOT '{TODAY}'",
             ask="record that {target} has been confirmed as up to date",
             check=f"SELECT confirmed_on = '{TODAY}' FROM emergency_contacts WHERE id = {{target}}",
             frame={"emergency_contacts": {"where": "id = {key}", "columns": ["confirmed_on"]}},
@@ -1201,8 +1266,9 @@ CATALOG = Catalog(
 )
 
 DOMAIN = Domain(
-    "hr",
-    "HR and payroll: departments, employees and line managers, leave, expense claims, payslips, salaries",
-    build_world,
-    CATALOG,
+    name="hr",
+    description="HR and payroll: departments, employees and line managers, leave, expense claims, payslips, salaries",
+    build_world=build_world,
+    catalog=CATALOG,
+    knobs=DEFAULT_KNOBS,
 )

@@ -1,7 +1,12 @@
 """Retail: customers, orders and their items, products and suppliers, shipments and returns.
 
-This module is the template the other domains copy: ``SCHEMA``, a seeded
-``build_world``, ``TOOLS`` and ``CATALOG``, and ``DOMAIN`` at the end.
+This module is the template the other domains copy: ``SCHEMA``; the knobs
+that shape a world (:class:`RetailKnobs`, a frozen dataclass with a docstring
+per field and the domain's numbers as defaults, and ``DEFAULT_KNOBS``); a seeded
+``build_world(seed, knobs=DEFAULT_KNOBS)`` that reads how many rows to make,
+the share of same-name twins and the list lengths from the knobs; ``TOOLS``
+and ``CATALOG``; and ``DOMAIN`` at the end, which records the knobs.
+
 The hidden state an agent has to uncover: which of two customers with the
 same name is meant, which order is "the most recent pending one", whether an
 order has shipped (cancel, or open a return instead), what an order contains.
@@ -10,6 +15,7 @@ order has shipped (cancel, or open a return instead), what an order contains.
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
 from typing import Any
 
 from coevo.agents.synthesizers.catalog import Action, Anchor, Attribute, Catalog, Filter, Hop, Order
@@ -117,12 +123,42 @@ RETURN_REASONS = (
 )
 
 
-def build_world(seed: int) -> WorldSpec:
-    """A retail world: ~80 customers (some sharing a name), ~40 products, ~250 orders."""
+@dataclass(frozen=True)
+class RetailKnobs:
+    """The numbers that shape a retail world (the defaults are the built-in domain's).
+
+    A draw pool is a tuple drawn from uniformly: a value that repeats is drawn more often.
+    """
+
+    customers: int = 80
+    """How many customers."""
+    twin_share: float = 0.15
+    """The chance that a customer gets a name already given (a same-name distractor)."""
+    suppliers: int = 8
+    """How many suppliers."""
+    product_issues: int = 6
+    """How many product quality issues are already reported."""
+    orders_per_customer: tuple[int, ...] = (1, 2, 2, 3, 3, 4, 5, 6, 8, 11)
+    """The draw pool of a customer's number of orders."""
+    items_per_order: tuple[int, ...] = (1, 1, 2, 2, 3, 3, 4)
+    """The draw pool of an order's number of line items (each a different product)."""
+    return_share: float = 0.12
+    """The chance that a delivered order has a return."""
+
+
+DEFAULT_KNOBS = RetailKnobs()
+"""The knobs of the retail domain's worlds."""
+
+
+def build_world(seed: int, knobs: RetailKnobs = DEFAULT_KNOBS) -> WorldSpec:
+    """A retail world: customers (some sharing a name), products, orders, as ``knobs`` shape it.
+
+    With the default knobs: 80 customers, 25 products, ~340 orders.
+    """
     rng = random.Random(f"retail:world:{seed}")
-    people = People(rng)
+    people = People(rng, twin_share=knobs.twin_share)
     customers: list[list[Any]] = []
-    for cid in range(1, 81):
+    for cid in range(1, knobs.customers + 1):
         name = people.name()
         customers.append(
             [
@@ -135,7 +171,7 @@ def build_world(seed: int) -> WorldSpec:
             ]
         )
     suppliers: list[list[Any]] = []
-    for sid in range(1, 9):
+    for sid in range(1, knobs.suppliers + 1):
         company = (
             f"{COMPANY_WORDS[(seed + sid * 5) % len(COMPANY_WORDS)]} {rng.choice(COMPANY_SUFFIXES)}"
         )
@@ -166,14 +202,14 @@ def build_world(seed: int) -> WorldSpec:
             day(-rng.randint(1, 300)),
             rng.choice(["new", "investigating", "closed"]),
         ]
-        for n in range(6)
+        for n in range(knobs.product_issues)
     ]
     orders: list[list[Any]] = []
     items: list[list[Any]] = []
     shipments: list[list[Any]] = []
     returns: list[list[Any]] = []
     for customer in customers:
-        for _ in range(rng.choice([1, 2, 2, 3, 3, 4, 5, 6, 8, 11])):
+        for _ in range(rng.choice(knobs.orders_per_customer)):
             oid = len(orders) + 1
             age = rng.randint(0, 200)
             status = (
@@ -184,7 +220,7 @@ def build_world(seed: int) -> WorldSpec:
                 else rng.choice(["delivered"] * 5 + ["cancelled"])
             )
             total = 0
-            for product in rng.sample(products, rng.choice([1, 1, 2, 2, 3, 3, 4])):
+            for product in rng.sample(products, rng.choice(knobs.items_per_order)):
                 quantity = rng.choice([1, 1, 1, 2, 3])
                 items.append([len(items) + 1, oid, product[0], quantity, product[4]])
                 total += quantity * product[4]
@@ -206,7 +242,7 @@ def build_world(seed: int) -> WorldSpec:
                         delivered,
                     ]
                 )
-                if status == "delivered" and rng.random() < 0.12:
+                if status == "delivered" and rng.random() < knobs.return_share:
                     returns.append(
                         [
                             len(returns) + 1,
@@ -377,7 +413,7 @@ TOOLS = [
     ),
 ]
 
-STATUS = Filter("status", "{value}")
+STATUS = Filter(column="status", words="{value}")
 PENDING_ORDER = "status = 'pending'"
 
 CATALOG = Catalog(
@@ -395,107 +431,132 @@ CATALOG = Catalog(
         )
     },
     anchors=(
-        Anchor("customers", "find_customer_by_email", "email", "email", "{name} ({email})"),
         Anchor(
-            "customers",
-            "search_customers",
-            "name",
-            "name",
-            "{name} from {city}",
+            table="customers",
+            tool="find_customer_by_email",
+            param="email",
+            column="email",
+            phrase="{name} ({email})",
+        ),
+        Anchor(
+            table="customers",
+            tool="search_customers",
+            param="name",
+            column="name",
+            phrase="{name} from {city}",
             disambiguate=("city",),
         ),
     ),
     hops=(
         Hop(
-            "customers",
-            "orders",
-            "customer_id",
-            "list_orders",
-            "customer_id",
-            "order",
-            "orders",
+            source="customers",
+            target="orders",
+            fk="customer_id",
+            tool="list_orders",
+            param="customer_id",
+            noun="order",
+            plural="orders",
             orders=(
-                Order("placed_on", "most recent", "oldest"),
-                Order("total_cents", "most expensive", "cheapest"),
+                Order(expr="placed_on", highest="most recent", lowest="oldest"),
+                Order(expr="total_cents", highest="most expensive", lowest="cheapest"),
             ),
             filters=(STATUS,),
         ),
         Hop(
-            "orders",
-            "order_items",
-            "order_id",
-            "list_order_items",
-            "order_id",
-            "line item",
-            "line items",
+            source="orders",
+            target="order_items",
+            fk="order_id",
+            tool="list_order_items",
+            param="order_id",
+            noun="line item",
+            plural="line items",
             of="in",
-            orders=(Order("quantity * unit_price_cents", "highest-total", "lowest-total"),),
+            orders=(
+                Order(
+                    expr="quantity * unit_price_cents",
+                    highest="highest-total",
+                    lowest="lowest-total",
+                ),
+            ),
         ),
         Hop(
-            "order_items",
-            "products",
-            "product_id",
-            "get_product",
-            "product_id",
-            "product",
-            "products",
+            source="order_items",
+            target="products",
+            fk="product_id",
+            tool="get_product",
+            param="product_id",
+            noun="product",
+            plural="products",
             down=False,
         ),
         Hop(
-            "products",
-            "suppliers",
-            "supplier_id",
-            "get_supplier",
-            "supplier_id",
-            "supplier",
-            "suppliers",
+            source="products",
+            target="suppliers",
+            fk="supplier_id",
+            tool="get_supplier",
+            param="supplier_id",
+            noun="supplier",
+            plural="suppliers",
             down=False,
         ),
-        Hop("orders", "shipments", "order_id", "get_shipment", "order_id", "shipment", "shipments"),
         Hop(
-            "orders",
-            "returns",
-            "order_id",
-            "list_returns",
-            "order_id",
-            "return",
-            "returns",
-            orders=(Order("opened_on", "latest", "earliest"),),
+            source="orders",
+            target="shipments",
+            fk="order_id",
+            tool="get_shipment",
+            param="order_id",
+            noun="shipment",
+            plural="shipments",
+        ),
+        Hop(
+            source="orders",
+            target="returns",
+            fk="order_id",
+            tool="list_returns",
+            param="order_id",
+            noun="return",
+            plural="returns",
+            orders=(Order(expr="opened_on", highest="latest", lowest="earliest"),),
             filters=(STATUS,),
         ),
     ),
     attributes=(
-        Attribute("customers", "tier", "the loyalty tier"),
+        Attribute(table="customers", expr="tier", phrase="the loyalty tier"),
         Attribute(
-            "orders", "printf('%.2f', total_cents / 100.0)", "the total", "as shown, like 123.45"
+            table="orders",
+            expr="printf('%.2f', total_cents / 100.0)",
+            phrase="the total",
+            hint="as shown, like 123.45",
         ),
-        Attribute("orders", "placed_on", "the order date", "as YYYY-MM-DD"),
-        Attribute("orders", "status", "the status"),
-        Attribute("orders", "ship_city", "the delivery city"),
-        Attribute("order_items", "quantity", "the quantity ordered", "as a number"),
+        Attribute(table="orders", expr="placed_on", phrase="the order date", hint="as YYYY-MM-DD"),
+        Attribute(table="orders", expr="status", phrase="the status"),
+        Attribute(table="orders", expr="ship_city", phrase="the delivery city"),
         Attribute(
-            "order_items",
-            "printf('%.2f', quantity * unit_price_cents / 100.0)",
-            "the line total",
-            "as shown, like 123.45",
+            table="order_items", expr="quantity", phrase="the quantity ordered", hint="as a number"
         ),
-        Attribute("products", "sku", "the SKU"),
-        Attribute("products", "category", "the category"),
-        Attribute("suppliers", "name", "the name"),
-        Attribute("suppliers", "contact_email", "the contact email"),
-        Attribute("suppliers", "country", "the country"),
-        Attribute("shipments", "tracking_number", "the tracking number"),
-        Attribute("shipments", "carrier", "the carrier"),
-        Attribute("returns", "status", "the status"),
-        Attribute("returns", "reason", "the stated reason"),
+        Attribute(
+            table="order_items",
+            expr="printf('%.2f', quantity * unit_price_cents / 100.0)",
+            phrase="the line total",
+            hint="as shown, like 123.45",
+        ),
+        Attribute(table="products", expr="sku", phrase="the SKU"),
+        Attribute(table="products", expr="category", phrase="the category"),
+        Attribute(table="suppliers", expr="name", phrase="the name"),
+        Attribute(table="suppliers", expr="contact_email", phrase="the contact email"),
+        Attribute(table="suppliers", expr="country", phrase="the country"),
+        Attribute(table="shipments", expr="tracking_number", phrase="the tracking number"),
+        Attribute(table="shipments", expr="carrier", phrase="the carrier"),
+        Attribute(table="returns", expr="status", phrase="the status"),
+        Attribute(table="returns", expr="reason", phrase="the stated reason"),
     ),
     actions=(
         Action(
-            "cancel",
-            "orders",
-            "cancel_order",
-            {"order_id": "key"},
-            PENDING_ORDER,
+            name="cancel",
+            table="orders",
+            tool="cancel_order",
+            args={"order_id": "key"},
+            when=PENDING_ORDER,
             ask="cancel {target}",
             check="SELECT status = 'cancelled' FROM orders WHERE id = {target}",
             frame={"orders": {"where": "id = {key}", "columns": ["status"]}},
@@ -503,11 +564,11 @@ CATALOG = Catalog(
             blocked="if it has already shipped",
         ),
         Action(
-            "open_return",
-            "orders",
-            "open_return",
-            {"order_id": "key", "reason": "choice:reason"},
-            "status IN ('shipped', 'delivered')",
+            name="open_return",
+            table="orders",
+            tool="open_return",
+            args={"order_id": "key", "reason": "choice:reason"},
+            when="status IN ('shipped', 'delivered')",
             ask="open a return for {target} with the reason '{reason}'",
             check="SELECT count(*) = 1 FROM returns WHERE order_id = {target} AND lower(trim(reason)) = lower({reason}) "
             "AND status = 'open' AND id NOT IN (SELECT id FROM {db}returns)",
@@ -519,21 +580,21 @@ CATALOG = Catalog(
             blocked="if it has not shipped yet",
         ),
         Action(
-            "receive_return",
-            "returns",
-            "mark_return_received",
-            {"return_id": "key"},
-            "status = 'open'",
+            name="receive_return",
+            table="returns",
+            tool="mark_return_received",
+            args={"return_id": "key"},
+            when="status = 'open'",
             ask="record that the goods of {target} have arrived back",
             check="SELECT status = 'received' FROM returns WHERE id = {target}",
             frame={"returns": {"where": "id = {key}", "columns": ["status"]}},
         ),
         Action(
-            "change_quantity",
-            "order_items",
-            "change_item_quantity",
-            {"item_id": "key", "quantity": "choice:quantity"},
-            "quantity <> {quantity} AND (SELECT o.status FROM {db}orders o WHERE o.id = order_id) = 'pending'",
+            name="change_quantity",
+            table="order_items",
+            tool="change_item_quantity",
+            args={"item_id": "key", "quantity": "choice:quantity"},
+            when="quantity <> {quantity} AND (SELECT o.status FROM {db}orders o WHERE o.id = order_id) = 'pending'",
             ask="change the quantity of {target} to {quantity}",
             check="SELECT i.quantity = {quantity} AND o.total_cents = (SELECT sum(quantity * unit_price_cents) "
             "FROM order_items WHERE order_id = o.id) FROM order_items i JOIN orders o ON o.id = i.order_id "
@@ -545,11 +606,11 @@ CATALOG = Catalog(
             choices={"quantity": (1, 2, 3, 4, 5)},
         ),
         Action(
-            "remove_item",
-            "order_items",
-            "remove_order_item",
-            {"item_id": "key"},
-            "(SELECT o.status FROM {db}orders o WHERE o.id = order_id) = 'pending' "
+            name="remove_item",
+            table="order_items",
+            tool="remove_order_item",
+            args={"item_id": "key"},
+            when="(SELECT o.status FROM {db}orders o WHERE o.id = order_id) = 'pending' "
             "AND (SELECT count(*) FROM {db}order_items s WHERE s.order_id = order_items.order_id) > 1",
             ask="remove {target}",
             check="SELECT NOT EXISTS (SELECT 1 FROM order_items WHERE id = {target}) AND "
@@ -562,11 +623,11 @@ CATALOG = Catalog(
             bulk=False,
         ),
         Action(
-            "report_issue",
-            "products",
-            "report_product_issue",
-            {"product_id": "key", "kind": "choice:kind"},
-            "NOT EXISTS (SELECT 1 FROM {db}product_issues x WHERE x.product_id = products.id AND x.status <> 'closed')",
+            name="report_issue",
+            table="products",
+            tool="report_product_issue",
+            args={"product_id": "key", "kind": "choice:kind"},
+            when="NOT EXISTS (SELECT 1 FROM {db}product_issues x WHERE x.product_id = products.id AND x.status <> 'closed')",
             ask="report a {kind} issue with {target} to the quality team",
             check="SELECT count(*) = 1 FROM product_issues WHERE product_id = {target} AND kind = {kind} "
             "AND status = 'new' AND id NOT IN (SELECT id FROM {db}product_issues)",
@@ -576,11 +637,11 @@ CATALOG = Catalog(
             choices={"kind": ISSUE_KINDS},
         ),
         Action(
-            "set_tier",
-            "customers",
-            "set_customer_tier",
-            {"customer_id": "key", "tier": "choice:tier"},
-            "tier <> {tier}",
+            name="set_tier",
+            table="customers",
+            tool="set_customer_tier",
+            args={"customer_id": "key", "tier": "choice:tier"},
+            when="tier <> {tier}",
             ask="move {target} to the {tier} loyalty tier",
             check="SELECT tier = {tier} FROM customers WHERE id = {target}",
             frame={"customers": {"where": "id = {key}", "columns": ["tier"]}},
@@ -590,8 +651,9 @@ CATALOG = Catalog(
 )
 
 DOMAIN = Domain(
-    "retail",
-    "online shop: customers, orders and items, products, suppliers, shipments, returns",
-    build_world,
-    CATALOG,
+    name="retail",
+    description="online shop: customers, orders and items, products, suppliers, shipments, returns",
+    build_world=build_world,
+    catalog=CATALOG,
+    knobs=DEFAULT_KNOBS,
 )

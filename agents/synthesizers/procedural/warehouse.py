@@ -13,6 +13,7 @@ its lines change), and which bins hold a product in which warehouse.
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
 from typing import Any
 
 from coevo.agents.synthesizers.catalog import Action, Anchor, Attribute, Catalog, Filter, Hop, Order
@@ -228,16 +229,44 @@ def _bin_code(rng: random.Random, zone: str) -> str:
     return f"QC-{rng.randint(1, 60):02d}"
 
 
-def _suppliers(rng: random.Random) -> list[list[Any]]:
-    """About a dozen suppliers; three names belong to two sister companies in different countries."""
+@dataclass(frozen=True)
+class WarehouseKnobs:
+    """The numbers that shape a warehouse world (the defaults are the built-in domain's).
+
+    A draw pool is a tuple drawn from uniformly: a value that repeats is drawn
+    more often. The products and warehouses are data (``PRODUCTS``, ``WAREHOUSES``).
+    """
+
+    supplier_names: int = 11
+    """How many supplier company names."""
+    sister_companies: int = 3
+    """How many of those names belong to two suppliers in different countries (a distractor)."""
+    new_suppliers: int = 5
+    """How many suppliers are newly onboarded, with few purchase orders so far."""
+    orders_per_supplier: tuple[int, int] = (10, 28)
+    """An established supplier's number of purchase orders: at least, at most."""
+    orders_per_new_supplier: tuple[int, ...] = (1, 1, 2, 2, 3)
+    """The draw pool of a new supplier's number of purchase orders."""
+    warehouses_per_product: tuple[int, ...] = (1, 1, 1, 2, 2, 3, 4)
+    """The draw pool of the number of warehouses that stock a product."""
+    products_per_order: tuple[int, ...] = (1, 1, 2, 2, 3, 3, 4, 5)
+    """The draw pool of a purchase order's number of lines (each a different product)."""
+
+
+DEFAULT_KNOBS = WarehouseKnobs()
+"""The knobs of the warehouse domain's worlds."""
+
+
+def _suppliers(rng: random.Random, knobs: WarehouseKnobs) -> list[list[Any]]:
+    """The suppliers; some names belong to two sister companies in different countries."""
     names: list[str] = []
-    while len(names) < 11:
+    while len(names) < knobs.supplier_names:
         name = f"{rng.choice(COMPANY_WORDS)} {rng.choice(COMPANY_SUFFIXES)}"
         if name not in names:
             names.append(name)
     countries = list(SUPPLIER_COUNTRIES)
     rows: list[tuple[str, str]] = [(name, rng.choice(countries)) for name in names]
-    for name, country in rng.sample(rows, 3):
+    for name, country in rng.sample(rows, knobs.sister_companies):
         rows.append((name, rng.choice([c for c in countries if c != country])))
     rng.shuffle(rows)
     suppliers: list[list[Any]] = []
@@ -260,10 +289,13 @@ def _suppliers(rng: random.Random) -> list[list[Any]]:
     return suppliers
 
 
-def build_world(seed: int) -> WorldSpec:
-    """A warehouse world: ~14 suppliers, ~55 products, ~200 bins, ~250 purchase orders."""
+def build_world(seed: int, knobs: WarehouseKnobs = DEFAULT_KNOBS) -> WorldSpec:
+    """A warehouse world: suppliers, products, bin stock, purchase orders, as ``knobs`` shape it.
+
+    With the default knobs: 14 suppliers, 55 products, ~200 bins, ~180 purchase orders.
+    """
     rng = random.Random(f"warehouse:world:{seed}")
-    suppliers = _suppliers(rng)
+    suppliers = _suppliers(rng, knobs)
     supplier_ids = [s[0] for s in suppliers]
 
     products: list[list[Any]] = []
@@ -299,7 +331,7 @@ def build_world(seed: int) -> WorldSpec:
     used_bins: set[tuple[str, str]] = set()
     for product in products:
         expensive = product[7] > 10000
-        for wcode in sorted(rng.sample(CODES, rng.choice([1, 1, 1, 2, 2, 3, 4]))):
+        for wcode in sorted(rng.sample(CODES, rng.choice(knobs.warehouses_per_product))):
             zones = ["pick"]
             if rng.random() < 0.55:
                 zones.append("reserve")
@@ -349,9 +381,14 @@ def build_world(seed: int) -> WorldSpec:
 
     # purchase orders, numbered in the order they were raised
     raised: list[tuple[int, int, str, list[list[Any]]]] = []  # (day, supplier, warehouse, products)
-    onboarded = set(rng.sample(supplier_ids, 5))  # new suppliers, with few orders so far
+    onboarded = set(rng.sample(supplier_ids, knobs.new_suppliers))  # with few orders so far
     for sid in supplier_ids:
-        for _ in range(rng.choice([1, 1, 2, 2, 3]) if sid in onboarded else rng.randint(10, 28)):
+        raised_by_supplier = (
+            rng.choice(knobs.orders_per_new_supplier)
+            if sid in onboarded
+            else rng.randint(*knobs.orders_per_supplier)
+        )
+        for _ in range(raised_by_supplier):
             band = rng.random()
             age = (
                 rng.randint(0, 6)
@@ -361,7 +398,7 @@ def build_world(seed: int) -> WorldSpec:
                 else rng.randint(51, 420)
             )
             picked = rng.sample(
-                catalogue[sid], min(len(catalogue[sid]), rng.choice([1, 1, 2, 2, 3, 3, 4, 5]))
+                catalogue[sid], min(len(catalogue[sid]), rng.choice(knobs.products_per_order))
             )
             # Leeds, the newest warehouse, receives fewer orders than the others
             raised.append((-age, sid, rng.choice(CODES[:3] + CODES), picked))
@@ -662,7 +699,7 @@ TOOLS = [
     ),
 ]
 
-STATUS = Filter("status", "{value}")
+STATUS = Filter(column="status", words="{value}")
 TODAY = day(0)
 DRAFT_LINE = "(SELECT o.status FROM {db}purchase_orders o WHERE o.id = po_id) = 'draft'"
 
@@ -684,183 +721,230 @@ CATALOG = Catalog(
     },
     anchors=(
         Anchor(
-            "suppliers",
-            "find_supplier_by_email",
-            "email",
-            "contact_email",
-            "{name} ({contact_email})",
+            table="suppliers",
+            tool="find_supplier_by_email",
+            param="email",
+            column="contact_email",
+            phrase="{name} ({contact_email})",
         ),
         Anchor(
-            "suppliers",
-            "search_suppliers",
-            "name",
-            "name",
-            "{name} ({country})",
+            table="suppliers",
+            tool="search_suppliers",
+            param="name",
+            column="name",
+            phrase="{name} ({country})",
             disambiguate=("country",),
         ),
-        Anchor("products", "find_product_by_sku", "sku", "sku", "{name} (SKU {sku})"),
         Anchor(
-            "products",
-            "search_products",
-            "name",
-            "name",
-            "{name} (per {uom})",
+            table="products",
+            tool="find_product_by_sku",
+            param="sku",
+            column="sku",
+            phrase="{name} (SKU {sku})",
+        ),
+        Anchor(
+            table="products",
+            tool="search_products",
+            param="name",
+            column="name",
+            phrase="{name} (per {uom})",
             disambiguate=("uom",),
         ),
         Anchor(
-            "purchase_orders",
-            "find_purchase_order",
-            "po_number",
-            "po_number",
-            "purchase order {po_number}",
+            table="purchase_orders",
+            tool="find_purchase_order",
+            param="po_number",
+            column="po_number",
+            phrase="purchase order {po_number}",
         ),
     ),
     hops=(
         Hop(
-            "suppliers",
-            "purchase_orders",
-            "supplier_id",
-            "list_purchase_orders",
-            "supplier_id",
-            "purchase order",
-            "purchase orders",
+            source="suppliers",
+            target="purchase_orders",
+            fk="supplier_id",
+            tool="list_purchase_orders",
+            param="supplier_id",
+            noun="purchase order",
+            plural="purchase orders",
             orders=(
-                Order("created_on", "most recent", "oldest"),
-                Order("total_cents", "highest-value", "lowest-value"),
+                Order(expr="created_on", highest="most recent", lowest="oldest"),
+                Order(expr="total_cents", highest="highest-value", lowest="lowest-value"),
             ),
             filters=(STATUS,),
         ),
         Hop(
-            "purchase_orders",
-            "po_lines",
-            "po_id",
-            "list_po_lines",
-            "po_id",
-            "line",
-            "lines",
+            source="purchase_orders",
+            target="po_lines",
+            fk="po_id",
+            tool="list_po_lines",
+            param="po_id",
+            noun="line",
+            plural="lines",
             of="on",
             orders=(
-                Order("quantity * unit_cost_cents", "highest-total", "lowest-total"),
-                Order("quantity", "highest-quantity", "lowest-quantity"),
+                Order(
+                    expr="quantity * unit_cost_cents",
+                    highest="highest-total",
+                    lowest="lowest-total",
+                ),
+                Order(expr="quantity", highest="highest-quantity", lowest="lowest-quantity"),
             ),
-            filters=(Filter("received_qty < quantity", "short-delivered", value=1),),
+            filters=(Filter(column="received_qty < quantity", words="short-delivered", value=1),),
         ),
         Hop(
-            "po_lines",
-            "products",
-            "product_id",
-            "get_product",
-            "product_id",
-            "product",
-            "products",
+            source="po_lines",
+            target="products",
+            fk="product_id",
+            tool="get_product",
+            param="product_id",
+            noun="product",
+            plural="products",
             down=False,
             of="on",
         ),
         Hop(
-            "products",
-            "stock_levels",
-            "product_id",
-            "list_stock_levels",
-            "product_id",
-            "bin",
-            "bins",
+            source="products",
+            target="stock_levels",
+            fk="product_id",
+            tool="list_stock_levels",
+            param="product_id",
+            noun="bin",
+            plural="bins",
             of="holding",
-            orders=(Order("on_hand", "fullest", "emptiest"),),
+            orders=(Order(expr="on_hand", highest="fullest", lowest="emptiest"),),
             filters=(
-                Filter("zone", "{value}"),
-                Filter("warehouse_code", "at warehouse {value}", after=True),
+                Filter(column="zone", words="{value}"),
+                Filter(column="warehouse_code", words="at warehouse {value}", after=True),
             ),
         ),
         Hop(
-            "purchase_orders",
-            "suppliers",
-            "supplier_id",
-            "get_supplier",
-            "supplier_id",
-            "supplier",
-            "suppliers",
+            source="purchase_orders",
+            target="suppliers",
+            fk="supplier_id",
+            tool="get_supplier",
+            param="supplier_id",
+            noun="supplier",
+            plural="suppliers",
             down=False,
         ),
         Hop(
-            "products",
-            "suppliers",
-            "preferred_supplier_id",
-            "get_supplier",
-            "supplier_id",
-            "preferred supplier",
-            "preferred suppliers",
+            source="products",
+            target="suppliers",
+            fk="preferred_supplier_id",
+            tool="get_supplier",
+            param="supplier_id",
+            noun="preferred supplier",
+            plural="preferred suppliers",
             down=False,
         ),
         Hop(
-            "purchase_orders",
-            "supplier_claims",
-            "po_id",
-            "list_supplier_claims",
-            "po_id",
-            "supplier claim",
-            "supplier claims",
+            source="purchase_orders",
+            target="supplier_claims",
+            fk="po_id",
+            tool="list_supplier_claims",
+            param="po_id",
+            noun="supplier claim",
+            plural="supplier claims",
             of="on",
-            orders=(Order("opened_on", "latest", "earliest"),),
+            orders=(Order(expr="opened_on", highest="latest", lowest="earliest"),),
             filters=(STATUS,),
         ),
     ),
     attributes=(
-        Attribute("suppliers", "contact_email", "the contact email"),
-        Attribute("suppliers", "country", "the country"),
-        Attribute("suppliers", "lead_time_days", "the quoted lead time in days", "as a number"),
-        Attribute("suppliers", "payment_terms", "the payment term"),
-        Attribute("purchase_orders", "po_number", "the PO number"),
-        Attribute("purchase_orders", "status", "the status"),
-        Attribute("purchase_orders", "expected_on", "the expected delivery date", "as YYYY-MM-DD"),
-        Attribute("purchase_orders", "created_on", "the order date", "as YYYY-MM-DD"),
+        Attribute(table="suppliers", expr="contact_email", phrase="the contact email"),
+        Attribute(table="suppliers", expr="country", phrase="the country"),
         Attribute(
-            "purchase_orders",
-            "printf('%.2f', total_cents / 100.0)",
-            "the order total",
-            "as shown, like 1234.50",
+            table="suppliers",
+            expr="lead_time_days",
+            phrase="the quoted lead time in days",
+            hint="as a number",
+        ),
+        Attribute(table="suppliers", expr="payment_terms", phrase="the payment term"),
+        Attribute(table="purchase_orders", expr="po_number", phrase="the PO number"),
+        Attribute(table="purchase_orders", expr="status", phrase="the status"),
+        Attribute(
+            table="purchase_orders",
+            expr="expected_on",
+            phrase="the expected delivery date",
+            hint="as YYYY-MM-DD",
         ),
         Attribute(
-            "purchase_orders", "warehouse_code", "the receiving warehouse", "as its warehouse code"
-        ),
-        Attribute("po_lines", "quantity", "the quantity ordered", "as a number"),
-        Attribute("po_lines", "received_qty", "the received quantity", "as a number"),
-        Attribute(
-            "po_lines",
-            "printf('%.2f', unit_cost_cents / 100.0)",
-            "the unit cost",
-            "as shown, like 12.50",
+            table="purchase_orders",
+            expr="created_on",
+            phrase="the order date",
+            hint="as YYYY-MM-DD",
         ),
         Attribute(
-            "po_lines",
-            "printf('%.2f', quantity * unit_cost_cents / 100.0)",
-            "the line total",
-            "as shown, like 1234.50",
-        ),
-        Attribute("products", "sku", "the SKU"),
-        Attribute("products", "reorder_point", "the reorder point", "as a number"),
-        Attribute("products", "reorder_qty", "the standard reorder quantity", "as a number"),
-        Attribute("products", "category", "the category"),
-        Attribute("stock_levels", "bin", "the bin code"),
-        Attribute("stock_levels", "on_hand", "the quantity on hand", "as a number"),
-        Attribute(
-            "stock_levels",
-            "on_hand - allocated",
-            "the available quantity (on hand minus allocated)",
-            "as a number",
+            table="purchase_orders",
+            expr="printf('%.2f', total_cents / 100.0)",
+            phrase="the order total",
+            hint="as shown, like 1234.50",
         ),
         Attribute(
-            "stock_levels", "last_counted_on", "the date it was last counted", "as YYYY-MM-DD"
+            table="purchase_orders",
+            expr="warehouse_code",
+            phrase="the receiving warehouse",
+            hint="as its warehouse code",
         ),
-        Attribute("supplier_claims", "status", "the status"),
-        Attribute("supplier_claims", "reason", "the stated reason"),
+        Attribute(
+            table="po_lines", expr="quantity", phrase="the quantity ordered", hint="as a number"
+        ),
+        Attribute(
+            table="po_lines",
+            expr="received_qty",
+            phrase="the received quantity",
+            hint="as a number",
+        ),
+        Attribute(
+            table="po_lines",
+            expr="printf('%.2f', unit_cost_cents / 100.0)",
+            phrase="the unit cost",
+            hint="as shown, like 12.50",
+        ),
+        Attribute(
+            table="po_lines",
+            expr="printf('%.2f', quantity * unit_cost_cents / 100.0)",
+            phrase="the line total",
+            hint="as shown, like 1234.50",
+        ),
+        Attribute(table="products", expr="sku", phrase="the SKU"),
+        Attribute(
+            table="products", expr="reorder_point", phrase="the reorder point", hint="as a number"
+        ),
+        Attribute(
+            table="products",
+            expr="reorder_qty",
+            phrase="the standard reorder quantity",
+            hint="as a number",
+        ),
+        Attribute(table="products", expr="category", phrase="the category"),
+        Attribute(table="stock_levels", expr="bin", phrase="the bin code"),
+        Attribute(
+            table="stock_levels", expr="on_hand", phrase="the quantity on hand", hint="as a number"
+        ),
+        Attribute(
+            table="stock_levels",
+            expr="on_hand - allocated",
+            phrase="the available quantity (on hand minus allocated)",
+            hint="as a number",
+        ),
+        Attribute(
+            table="stock_levels",
+            expr="last_counted_on",
+            phrase="the date it was last counted",
+            hint="as YYYY-MM-DD",
+        ),
+        Attribute(table="supplier_claims", expr="status", phrase="the status"),
+        Attribute(table="supplier_claims", expr="reason", phrase="the stated reason"),
     ),
     actions=(
         Action(
-            "cancel",
-            "purchase_orders",
-            "cancel_purchase_order",
-            {"po_id": "key"},
-            "status IN ('draft', 'sent')",
+            name="cancel",
+            table="purchase_orders",
+            tool="cancel_purchase_order",
+            args={"po_id": "key"},
+            when="status IN ('draft', 'sent')",
             ask="cancel {target}",
             check="SELECT status = 'cancelled' FROM purchase_orders WHERE id = {target}",
             frame={"purchase_orders": {"where": "id = {key}", "columns": ["status"]}},
@@ -868,11 +952,11 @@ CATALOG = Catalog(
             blocked="if it has already been received",
         ),
         Action(
-            "open_claim",
-            "purchase_orders",
-            "open_supplier_claim",
-            {"po_id": "key", "reason": "choice:reason"},
-            "status = 'received'",
+            name="open_claim",
+            table="purchase_orders",
+            tool="open_supplier_claim",
+            args={"po_id": "key", "reason": "choice:reason"},
+            when="status = 'received'",
             ask="open a supplier claim for {target} with the reason '{reason}'",
             check="SELECT count(*) = 1 FROM supplier_claims WHERE po_id = {target} AND reason = {reason} "
             "AND status = 'open' AND id NOT IN (SELECT id FROM {db}supplier_claims)",
@@ -885,11 +969,11 @@ CATALOG = Catalog(
             blocked="if it has not been received yet",
         ),
         Action(
-            "change_quantity",
-            "po_lines",
-            "change_po_line_quantity",
-            {"line_id": "key", "quantity": "choice:quantity"},
-            f"quantity <> {{quantity}} AND {DRAFT_LINE}",
+            name="change_quantity",
+            table="po_lines",
+            tool="change_po_line_quantity",
+            args={"line_id": "key", "quantity": "choice:quantity"},
+            when=f"quantity <> {{quantity}} AND {DRAFT_LINE}",
             ask="change the quantity of {target} to {quantity}",
             check="SELECT l.quantity = {quantity} AND o.total_cents = (SELECT sum(quantity * unit_cost_cents) "
             "FROM po_lines WHERE po_id = o.id) FROM po_lines l JOIN purchase_orders o ON o.id = l.po_id "
@@ -901,11 +985,11 @@ CATALOG = Catalog(
             choices={"quantity": (10, 20, 25, 40, 50, 80, 120)},
         ),
         Action(
-            "remove_line",
-            "po_lines",
-            "remove_po_line",
-            {"line_id": "key"},
-            f"{DRAFT_LINE} AND (SELECT count(*) FROM {{db}}po_lines s WHERE s.po_id = po_lines.po_id) > 1",
+            name="remove_line",
+            table="po_lines",
+            tool="remove_po_line",
+            args={"line_id": "key"},
+            when=f"{DRAFT_LINE} AND (SELECT count(*) FROM {{db}}po_lines s WHERE s.po_id = po_lines.po_id) > 1",
             ask="remove {target}",
             check="SELECT NOT EXISTS (SELECT 1 FROM po_lines WHERE id = {target}) AND "
             "(SELECT total_cents FROM purchase_orders WHERE id = {row[po_id]}) = "
@@ -917,22 +1001,22 @@ CATALOG = Catalog(
             bulk=False,
         ),
         Action(
-            "set_reorder_point",
-            "products",
-            "set_reorder_point",
-            {"product_id": "key", "reorder_point": "choice:reorder_point"},
-            "reorder_point <> {reorder_point}",
+            name="set_reorder_point",
+            table="products",
+            tool="set_reorder_point",
+            args={"product_id": "key", "reorder_point": "choice:reorder_point"},
+            when="reorder_point <> {reorder_point}",
             ask="set the reorder point of {target} to {reorder_point}",
             check="SELECT reorder_point = {reorder_point} FROM products WHERE id = {target}",
             frame={"products": {"where": "id = {key}", "columns": ["reorder_point"]}},
             choices={"reorder_point": (80, 100, 120, 150, 200, 250)},
         ),
         Action(
-            "request_count",
-            "stock_levels",
-            "request_cycle_count",
-            {"stock_level_id": "key"},
-            "zone <> 'quarantine' AND NOT EXISTS (SELECT 1 FROM {db}cycle_counts c "
+            name="request_count",
+            table="stock_levels",
+            tool="request_cycle_count",
+            args={"stock_level_id": "key"},
+            when="zone <> 'quarantine' AND NOT EXISTS (SELECT 1 FROM {db}cycle_counts c "
             "WHERE c.stock_level_id = stock_levels.id AND c.status = 'open')",
             ask="request a cycle count of {target}",
             check="SELECT count(*) = 1 FROM cycle_counts WHERE stock_level_id = {target} AND status = 'open' "
@@ -942,11 +1026,11 @@ CATALOG = Catalog(
             },
         ),
         Action(
-            "hold_supplier",
-            "suppliers",
-            "set_supplier_status",
-            {"supplier_id": "key", "status": "choice:status"},
-            "status = 'active'",
+            name="hold_supplier",
+            table="suppliers",
+            tool="set_supplier_status",
+            args={"supplier_id": "key", "status": "choice:status"},
+            when="status = 'active'",
             ask="put {target} on hold",
             check="SELECT status = 'on_hold' FROM suppliers WHERE id = {target}",
             frame={"suppliers": {"where": "id = {key}", "columns": ["status"]}},
@@ -956,8 +1040,9 @@ CATALOG = Catalog(
 )
 
 DOMAIN = Domain(
-    "warehouse",
-    "inventory and purchasing: suppliers, purchase orders and lines, products, bin stock, cycle counts",
-    build_world,
-    CATALOG,
+    name="warehouse",
+    description="inventory and purchasing: suppliers, purchase orders and lines, products, bin stock, cycle counts",
+    build_world=build_world,
+    catalog=CATALOG,
+    knobs=DEFAULT_KNOBS,
 )
