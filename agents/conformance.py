@@ -30,8 +30,6 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Sequence
-from importlib import resources
-from pathlib import Path
 from typing import Any, cast
 
 from coevo.agents.protocols import (
@@ -47,10 +45,11 @@ from coevo.agents.protocols import (
     kind_of,
 )
 from coevo.arena.errors import RoleCheckError, StateError
+from coevo.arena.examples import example_tasks
 from coevo.arena.gamelog.rows import UsageRow
 from coevo.arena.judge import WorldCache, check_valid
 from coevo.arena.outcomes import Episode, Verdict
-from coevo.arena.records import dump_record, load_records
+from coevo.arena.records import dump_record
 from coevo.arena.spec import TaskSpec, WorldSpec
 from coevo.arena.state import STATE_FORMAT, peek_state
 from coevo.arena.world import World
@@ -60,12 +59,7 @@ __all__ = ["broken_task", "check_role", "role_problems", "sample_tasks"]
 
 def sample_tasks() -> list[TaskSpec]:
     """The bundled example tasks, each with its world inline."""
-    path = Path(str(resources.files("coevo.arena.examples") / "examples.jsonl"))
-    tasks, worlds = load_records(path)
-    return [
-        t if isinstance(t.world, WorldSpec) else t.model_copy(update={"world": worlds[t.world]})
-        for t in tasks
-    ]
+    return example_tasks()
 
 
 def broken_task() -> TaskSpec:

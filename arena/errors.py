@@ -100,8 +100,8 @@ class RegistryError(CoevoError, LookupError):
     """A role name that is not registered (with the closest names), or a registration that cannot be made."""
 
 
-class RoleCheckError(CoevoError, AssertionError):
-    """A role does not conform to its protocol; ``problems`` lists every finding, each saying what must hold.
+class ConformanceError(CoevoError, AssertionError):
+    """A plugin does not conform to its contract; ``problems`` lists every finding, each saying what must hold.
 
     Attributes:
         role: what was checked (its name or type).
@@ -113,6 +113,14 @@ class RoleCheckError(CoevoError, AssertionError):
         self.problems = list(problems)
         listed = "\n".join(f"  - {p}" for p in self.problems)
         super().__init__(f"{role} does not conform ({len(self.problems)} problem(s)):\n{listed}")
+
+
+class RoleCheckError(ConformanceError):
+    """A role does not conform to its protocol (:func:`coevo.arena.testing.check_role`)."""
+
+
+class CurriculumCheckError(ConformanceError):
+    """A curriculum does not conform to its contract (:func:`coevo.arena.testing.check_curriculum`)."""
 
 
 class LogError(CoevoError):

@@ -80,16 +80,21 @@ def explain(
         allowed: the keys allowed at a location (for "did you mean" on an unknown key).
     """
     lines = []
+    prefix = [where] if where else []
     for problem in error.errors():
         location = tuple(problem["loc"])
-        dotted = ".".join([where, *map(str, location)]) if where else ".".join(map(str, location))
+        dotted = ".".join([*prefix, *map(str, location)])
         if problem["type"] == "extra_forbidden":
             keys = allowed(location[:-1])
             close = difflib.get_close_matches(str(location[-1]), keys, n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
+            suggestion = ".".join([*prefix, *map(str, location[:-1]), *close[:1]])
+            hint = f"; did you mean {suggestion!r}?" if close else ""
             lines.append(
                 f"unknown key {dotted!r}{hint} (allowed here: {', '.join(keys) or 'none'})"
             )
+        elif problem["type"] == "value_error" and not location:
+            # a rule over several settings (a model validator): its message says it all
+            lines.append(f"{where or 'settings'}: {problem['ctx']['error']}")
         else:
             lines.append(f"{dotted}: {problem['msg']} (got {problem.get('input')!r})")
     return lines
@@ -118,5 +123,5 @@ def validate_settings(
 
         lines = explain(exc, where, allowed)
         raise ConfigError(
-            f"{owner} does not take these settings:\n  " + "\n  ".join(lines)
+            f"{owner} does not accept these settings:\n  " + "\n  ".join(lines)
         ) from exc

@@ -16,7 +16,8 @@ from typing import Any
 
 from coevo.arena.errors import CoevoError
 from coevo.arena.gamelog import GameLog, RunDir
-from coevo.curricula.strategies import Curriculum, CurriculumConfig, make_curriculum
+from coevo.curricula.base import Curriculum
+from coevo.curricula.registry import make_curriculum, recorded_curriculum
 
 __all__ = ["curriculum_from_log"]
 
@@ -39,7 +40,7 @@ def curriculum_from_log(run_dir: str, *, through: int | None = None) -> Curricul
     if not run.exists("experiment.json"):
         raise CoevoError(f"{run_dir} holds no run (no experiment.json)")
     recorded = json.loads(run.read_bytes("experiment.json"))
-    config = CurriculumConfig.model_validate(recorded.get("curriculum", {}))
+    config = recorded_curriculum(recorded.get("curriculum", {}))
     seed = int(recorded.get("run", {}).get("seed", 0))
     log = GameLog(run)
     last = log.last_generation() if through is None else through

@@ -21,16 +21,19 @@ TOML (``1``, ``"text"``, ``[1, 2]``, ``true``) or, failing that, as text.
 
 from __future__ import annotations
 
-import difflib
+import json
 import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
-from coevo.arena.errors import ExperimentError
+from coevo.agents.registry import REGISTRY
+from coevo.arena.errors import CoevoError, ExperimentError
 from coevo.arena.gamelog import RunDir
-from coevo.curricula.strategies import CurriculumConfig
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from coevo.arena.settings import Settings, explain
+from coevo.curricula.base import CurriculumConfig
+from coevo.curricula.registry import curriculum_config, recorded_curriculum
+from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, ValidationError, field_validator
 
 __all__ = [
     "EvalConfig",
@@ -119,9 +122,34 @@ class Experiment(_Table):
     judge: RoleTable = Field(default_factory=lambda: RoleTable(name="mechanical"))
     solver: RoleTable = Field(default_factory=lambda: RoleTable(name="linear-pg"))
     world_model: RoleTable = Field(default_factory=lambda: RoleTable(name="irt"))
-    curriculum: CurriculumConfig = Field(default_factory=CurriculumConfig)
+    curriculum: SerializeAsAny[CurriculumConfig] = Field(default_factory=CurriculumConfig)
     eval: EvalConfig = Field(default_factory=EvalConfig)
     ray: RayConfig = Field(default_factory=RayConfig)
+
+    @field_validator("curriculum", mode="before")
+    @classmethod
+    def _the_named_curriculums_settings(cls, value: Any) -> Any:
+        # the [curriculum] table is read by the curriculum it names (its own keys, no others)
+        return curriculum_config(value) if isinstance(value, Mapping) else value
+
+    def role_settings(self) -> dict[str, Settings]:
+        """Each role table's settings, validated by its role (did-you-mean on a misspelt key).
+
+        Raises:
+            ExperimentError: an unknown role, or a setting it does not take.
+        """
+        out = {}
+        for table in ROLE_TABLES:
+            role: RoleTable = getattr(self, table)
+            try:
+                out[table] = REGISTRY.get(role.name).validate(role.config, where=f"{table}.config")
+            except CoevoError as exc:
+                raise ExperimentError(f"{table}: {exc}") from exc
+        return out
+
+
+ROLE_TABLES: Final = ("synthesizer", "judge", "solver", "world_model")
+"""The tables of an experiment that name a role."""
 
 
 def _fields_at(model: type[BaseModel], path: Sequence[str | int]) -> list[str]:
@@ -137,19 +165,7 @@ def _fields_at(model: type[BaseModel], path: Sequence[str | int]) -> list[str]:
 
 
 def _explain(error: ValidationError, source: str) -> str:
-    lines = []
-    for problem in error.errors():
-        path = [p for p in problem["loc"]]
-        dotted = ".".join(str(p) for p in path)
-        if problem["type"] == "extra_forbidden":
-            allowed = _fields_at(Experiment, path)
-            close = difflib.get_close_matches(str(path[-1]), allowed, n=1)
-            hint = (
-                f"; did you mean {'.'.join([*map(str, path[:-1]), close[0]])!r}?" if close else ""
-            )
-            lines.append(f"unknown key {dotted!r}{hint} (allowed here: {', '.join(allowed)})")
-        else:
-            lines.append(f"{dotted}: {problem['msg']} (got {problem.get('input')!r})")
+    lines = explain(error, "", lambda location: _fields_at(Experiment, [*location, ""]))
     return f"{source} is not a valid experiment:\n  " + "\n  ".join(lines)
 
 
@@ -209,17 +225,23 @@ def load_experiment(
         try:
             data = tomllib.loads(path.read_text(encoding="utf-8"))
         except tomllib.TOMLDecodeError as exc:
-            raise ExperimentError(f"{path} is not valid TOML: {exc}") from None
+            raise ExperimentError(f"{path} is not valid TOML: {exc}") from exc
     # role tables start from their defaults, so "--set solver.actors=2" works without a [solver] table
-    defaults = {
-        key: {"name": getattr(Experiment(), key).name}
-        for key in ("synthesizer", "judge", "solver", "world_model")
-    }
+    defaults = {key: {"name": getattr(Experiment(), key).name} for key in ROLE_TABLES}
     data = _merge(_merge(defaults, data), parse_overrides(overrides))
     try:
-        return Experiment.model_validate(data)
+        # read first on its own, so that its errors name the curriculum's own keys
+        data["curriculum"] = curriculum_config(data.get("curriculum", {}))
+        experiment = Experiment.model_validate(data)
+    except CoevoError as exc:
+        raise ExperimentError(f"{label} is not a valid experiment:\n  {exc}") from exc
     except ValidationError as exc:
-        raise ExperimentError(_explain(exc, label)) from None
+        raise ExperimentError(_explain(exc, label)) from exc
+    try:
+        experiment.role_settings()
+    except ExperimentError as exc:
+        raise ExperimentError(f"{label} is not a valid experiment:\n  {exc}") from exc
+    return experiment
 
 
 def recorded_experiment(run_dir: str) -> Experiment:
@@ -233,7 +255,12 @@ def recorded_experiment(run_dir: str) -> Experiment:
         raise ExperimentError(
             f"{run_dir} holds no run (no experiment.json); start one with `coevo run`"
         )
+    label = f"{run_dir}/experiment.json"
     try:
-        return Experiment.model_validate_json(run.read_bytes("experiment.json"))
+        data = json.loads(run.read_bytes("experiment.json"))
+        data["curriculum"] = recorded_curriculum(data.get("curriculum", {}))
+        return Experiment.model_validate(data)
     except ValidationError as exc:
-        raise ExperimentError(_explain(exc, f"{run_dir}/experiment.json")) from exc
+        raise ExperimentError(_explain(exc, label)) from exc
+    except (ValueError, CoevoError) as exc:
+        raise ExperimentError(f"{label} cannot be read: {exc}") from exc

@@ -40,7 +40,7 @@ from coevo.agents.synthesizers.mutation import Mutator
 from coevo.arena.gamelog.rows import UsageRow
 from coevo.arena.outcomes import CheckResult, Episode, Verdict, failed_episode
 from coevo.arena.spec import TaskSpec
-from coevo.curricula.strategies import Mutation
+from coevo.curricula.base import Mutation
 
 __all__ = ["JudgeHost", "SolverHost", "SynthesizerHost", "WorldModelHost", "host_for"]
 

@@ -57,7 +57,8 @@ from coevo.arena.run.experiment import Experiment, RoleTable, recorded_experimen
 from coevo.arena.run.hosts import host_for
 from coevo.arena.run.pool import ActorPool, Lost
 from coevo.arena.spec import TaskSpec, WorldSpec
-from coevo.curricula.strategies import Curriculum, GenerationPlan, Mutation, make_curriculum
+from coevo.curricula.base import Curriculum, GenerationPlan, Mutation
+from coevo.curricula.registry import make_curriculum
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 __all__ = [
@@ -69,8 +70,6 @@ __all__ = [
     "run_experiment",
     "summarize",
 ]
-
-_ROLE_TABLES = ("synthesizer", "judge", "solver", "world_model")
 
 
 @dataclass
@@ -569,14 +568,13 @@ def check_environment(experiment: Experiment) -> None:
     Raises:
         ArenaError: naming the role, and the setting or the variable to fix.
     """
-    for table in _ROLE_TABLES:
+    try:
+        settings = experiment.role_settings()
+    except CoevoError as exc:
+        raise ArenaError(str(exc)) from exc
+    for table, role_settings in settings.items():
         role: RoleTable = getattr(experiment, table)
-        try:
-            info = REGISTRY.get(role.name)
-            settings = info.validate(role.config, where=f"{table}.config")
-        except CoevoError as exc:
-            raise ArenaError(f"{table}: {exc}") from exc
-        for variable in info.env(settings).required:
+        for variable in REGISTRY.get(role.name).env(role_settings).required:
             if not os.environ.get(variable):
                 raise ArenaError(
                     f"the {table} {role.name!r} needs {variable}: set it in the environment "

@@ -112,6 +112,10 @@ def test_a_log_written_by_schema_1_still_reads() -> None:
     metrics = analyze(load_run(str(V1_RUN)))
     assert metrics["generations"] == 2
     assert metrics["irt"]["abilities"], "abilities are fitted from the episodes"
+    # its experiment.json holds every curriculum's keys, as coevo then wrote it: it reads as it ran
+    from coevo.curricula.rebuild import curriculum_from_log
+
+    assert curriculum_from_log(str(V1_RUN)).name == "target-band"
 
 
 def test_a_column_an_older_log_lacks_reads_as_null(tmp_path) -> None:

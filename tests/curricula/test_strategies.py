@@ -8,15 +8,16 @@ from coevo.agents.protocols import ProposalRequest
 from coevo.agents.synthesizers.procedural import ProceduralSynthesizer
 from coevo.arena import TaskSpec
 from coevo.arena.difficulty import task_level
+from coevo.curricula.accel import ACCEL
+from coevo.curricula.plr import PLR
+from coevo.curricula.registry import curriculum_config, make_curriculum
 from coevo.curricula.scorers import absolute_zero, learnability, r_zero, scorer_named
-from coevo.curricula.strategies import (
-    ACCEL,
-    PLR,
-    CurriculumConfig,
-    TargetBand,
-    Uniform,
-    make_curriculum,
-)
+from coevo.curricula.target_band import TargetBand
+from coevo.curricula.uniform import Uniform
+
+
+def CurriculumConfig(**settings):
+    return curriculum_config(settings)
 
 
 @pytest.fixture(scope="module")
@@ -122,7 +123,8 @@ def test_target_band_moves_the_frontier_with_the_predictions(pool) -> None:
 def test_state_is_enough_to_go_on(pool) -> None:
     """A curriculum restored from state() and the task records makes the same next plan and batch."""
     for name in ("uniform", "plr", "accel", "target-band"):
-        config = CurriculumConfig(name=name, tasks_per_gen=6, min_fill=4)
+        replay = {"min_fill": 4} if name in ("plr", "accel") else {}
+        config = CurriculumConfig(name=name, tasks_per_gen=6, **replay)
         a = make_curriculum(config, 5)
         success = {t.task_id: float(np.random.default_rng(i).random()) for i, t in enumerate(pool)}
         _play(a, 0, pool[:12], success)
@@ -137,3 +139,14 @@ def test_state_is_enough_to_go_on(pool) -> None:
             make_curriculum(
                 CurriculumConfig(name="uniform" if name != "uniform" else "plr"), 5
             ).load(a.state(), {t.task_id: t for t in pool})
+
+
+def test_a_key_the_named_curriculum_does_not_take_is_an_error_naming_both() -> None:
+    """`band` given to uniform, or a misspelt key, is refused with the key, the curriculum and what it takes."""
+    with pytest.raises(
+        ValueError, match=r"(?s)the curriculum 'uniform'.*unknown key 'curriculum\.band'"
+    ):
+        CurriculumConfig(name="uniform", band=[0.3, 0.7])
+    with pytest.raises(ValueError, match=r"did you mean 'curriculum\.replay_prob'"):
+        CurriculumConfig(name="plr", replay_prop=0.3)
+    assert type(CurriculumConfig(name="accel", mutations=0.2)).__name__ == "ACCELConfig"

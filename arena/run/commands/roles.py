@@ -8,27 +8,58 @@ import sys
 from typing import Any
 
 from coevo.agents.registry import REGISTRY
+from coevo.arena.errors import CoevoError
 from coevo.arena.run.commands import EXIT_OK
+from coevo.curricula.registry import CURRICULA
 
 __all__ = ["add_commands"]
 
 
+def _rows() -> list[dict[str, Any]]:
+    """Every role, then every curriculum, as ``coevo roles --json`` prints them."""
+    rows = []
+    for r in REGISTRY.roles():
+        try:
+            capabilities = r.capabilities
+        except CoevoError as exc:  # a role whose module cannot be imported here
+            capabilities = [f"(cannot import: {exc})"]
+        rows.append(
+            {
+                "name": r.name,
+                "kind": r.kind,
+                "origin": r.origin,
+                "capabilities": capabilities,
+                "description": r.description,
+            }
+        )
+    for c in CURRICULA.specs():
+        rows.append(
+            {
+                "name": c.name,
+                "kind": c.kind,
+                "origin": c.origin,
+                "capabilities": [],
+                "description": c.description,
+            }
+        )
+    return rows
+
+
 def cmd_roles(args: argparse.Namespace) -> int:
-    """``coevo roles``: the registered roles."""
-    roles = REGISTRY.roles()
-    for error in REGISTRY.plugin_errors:
+    """``coevo roles``: the registered roles and curricula."""
+    rows = _rows()
+    for error in [*REGISTRY.plugin_errors, *CURRICULA.plugin_errors]:
         print(f"coevo roles: a plugin did not load: {error}", file=sys.stderr)
     if args.json:
-        rows = [
-            {"name": r.name, "kind": r.kind, "origin": r.origin, "description": r.description}
-            for r in roles
-        ]
         sys.stdout.write(json.dumps(rows, indent=2, ensure_ascii=False) + "\n")
         return EXIT_OK
-    width = max((len(r.name) for r in roles), default=4)
-    print(f"{'name':<{width}}  {'kind':<11}  {'origin':<24}  description")
-    for r in roles:
-        print(f"{r.name:<{width}}  {r.kind:<11}  {r.origin:<24}  {r.description}")
+    for r in rows:
+        r["capabilities"] = ", ".join(r["capabilities"]) or "–"
+    columns = ("name", "kind", "origin", "capabilities")
+    widths = {c: max(len(c), *(len(r[c]) for r in rows)) for c in columns}
+    print("  ".join(f"{c:<{widths[c]}}" for c in columns) + "  description")
+    for r in rows:
+        print("  ".join(f"{r[c]:<{widths[c]}}" for c in columns) + f"  {r['description']}")
     return EXIT_OK
 
 
@@ -36,16 +67,19 @@ def add_commands(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
     """Add ``roles`` to the ``coevo`` command."""
     roles = sub.add_parser(
         "roles",
-        help="list every registered role with its kind and origin",
+        help="list every registered role and curriculum with its kind, origin and capabilities",
         formatter_class=fmt,
         description=(
-            "Every role an experiment can name: coevo's built-ins and the roles plugins\n"
-            "register through the 'coevo.roles' entry points. A plugin that fails to load is\n"
-            "reported on standard error and left out."
+            "Every role and curriculum an experiment can name: coevo's built-ins and those plugins\n"
+            "register through the 'coevo.roles' and 'coevo.curricula' entry points, each with the\n"
+            "capabilities it has (stateful: checkpointed; versioned; remembers; reports-usage;\n"
+            "reports-attempts). A plugin that fails to load is reported on standard error and left out."
         ),
         epilog="examples:\n  coevo roles\n  coevo roles --json | jq -r '.[] | select(.kind == \"solver\") | .name'",
     )
     roles.add_argument(
-        "--json", action="store_true", help="a JSON array of {name, kind, origin, description}"
+        "--json",
+        action="store_true",
+        help="a JSON array of {name, kind, origin, capabilities, description}",
     )
     roles.set_defaults(func=cmd_roles)

@@ -1,0 +1,254 @@
+"""What every curriculum is: the four calls the arena makes, the state it keeps, its settings.
+
+The arena drives a curriculum through four calls per generation ``g``::
+
+    plan = curriculum.plan(g)              # proposal requests (and mutations) for the Synthesizer
+    curriculum.admit(g, tasks, predicted)  # the accepted tasks, with the World model's P(success)
+    tasks = curriculum.batch(g)            # distinct tasks to train on (the arena plays each k times)
+    curriculum.observe(g, played, rewards) # the outcomes, to rescore
+
+plus :meth:`Curriculum.frontier` (for the live table) and
+:meth:`Curriculum.state`/:meth:`Curriculum.load` (checkpoints: JSON). All
+randomness comes from ``numpy.random.default_rng([seed, g, ...])``, so a
+curriculum resumed from its state (or rebuilt from the game log by replaying
+``admit``/``observe``) makes the same choices.
+
+A curriculum is a subclass of :class:`Curriculum` with a settings class of its
+own, a subclass of :class:`CurriculumConfig` (the ``[curriculum]`` table), as
+its ``Config`` attribute; the registry (:mod:`coevo.curricula.registry`) finds
+it by name. ``uniform.py`` is the template a new curriculum copies.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+from coevo.agents.protocols import ProposalRequest
+from coevo.arena.difficulty import task_level
+from coevo.arena.spec import TaskSpec
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "Curriculum",
+    "CurriculumConfig",
+    "GenerationPlan",
+    "Mutation",
+    "TaskStats",
+]
+
+
+class CurriculumConfig(BaseModel):
+    """The ``[curriculum]`` table of an experiment file: the settings every curriculum takes.
+
+    A curriculum with settings of its own subclasses this; a key the chosen
+    curriculum does not take is an error that names the key and the curriculum.
+
+    Attributes:
+        name: the curriculum (``coevo roles`` lists them: uniform, plr, accel, target-band, plugins).
+        tasks_per_gen: distinct tasks trained on per generation.
+        levels: the levels fresh tasks are drawn from (or the range a frontier moves in).
+        domains: the domains to draw from (None: every domain the synthesizer has).
+        oversample: proposals asked for per task needed (rejections need spares).
+        window: outcomes per task kept for its success estimate.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = "uniform"
+    tasks_per_gen: int = Field(default=32, ge=1)
+    levels: list[int] = Field(default_factory=lambda: [1, 2, 3], min_length=1)
+    domains: list[str] | None = None
+    oversample: float = Field(default=1.5, ge=1.0)
+    window: int = Field(default=16, ge=1)
+
+
+@dataclass(frozen=True)
+class Mutation:
+    """A child to make from an accepted task: ``parent`` task id, an operator name, the seed."""
+
+    parent: str
+    operator: str
+    seed: int
+
+
+@dataclass(frozen=True)
+class GenerationPlan:
+    """What a generation asks the Synthesizer for: proposal requests and mutations."""
+
+    requests: list[ProposalRequest]
+    mutations: list[Mutation] = field(default_factory=list)
+
+
+@dataclass
+class TaskStats:
+    """What a curriculum knows of one task.
+
+    Attributes:
+        level: its difficulty level.
+        outcomes: its latest rewards (at most ``window``).
+        plays: episodes played in all.
+        last_played: the generation it was last played in (-1: never).
+        admitted: the generation it was accepted in.
+        predicted: the World model's P(success) when it was admitted.
+        score: its replay score (plr, accel).
+    """
+
+    level: int | None
+    outcomes: list[int] = field(default_factory=list)
+    plays: int = 0
+    last_played: int = -1
+    admitted: int = 0
+    predicted: float | None = None
+    score: float = 0.0
+
+    @property
+    def success(self) -> float | None:
+        """The success estimate: the mean of the kept outcomes (None before any)."""
+        return sum(self.outcomes) / len(self.outcomes) if self.outcomes else None
+
+
+class Curriculum:
+    """The state every curriculum keeps: the accepted tasks and their statistics.
+
+    Subclasses override :meth:`plan`, :meth:`batch`, :meth:`frontier` and the
+    hooks ``_rescore``/``_forget``/``_extra``/``_load_extra`` as they need.
+
+    Args:
+        config: the ``[curriculum]`` table (an instance of :attr:`Config`).
+        seed: the run's seed.
+    """
+
+    name: ClassVar[str] = "curriculum"
+    """The name it is registered under (checkpoints record it)."""
+    Config: ClassVar[type[CurriculumConfig]] = CurriculumConfig
+    """Its settings: the ``[curriculum]`` keys it takes."""
+    config: CurriculumConfig
+    tasks: dict[str, TaskSpec]
+    stats: dict[str, TaskStats]
+    fresh: list[str]
+
+    def __init__(self, config: CurriculumConfig, seed: int):
+        # settings given as another CurriculumConfig (the base, say) are read into this one's
+        self.config = (
+            config
+            if isinstance(config, self.Config)
+            else self.Config.model_validate(config.model_dump())
+        )
+        self.seed = seed
+        self.tasks = {}
+        self.stats = {}
+        self.fresh = []  # admitted, not yet put in a batch
+
+    # ---- the arena's calls --------------------------------------------------------------
+
+    def plan(self, gen: int) -> GenerationPlan:
+        """The proposals (and mutations) generation ``gen`` asks for."""
+        need = math.ceil(self.fresh_slots(gen) * self.config.oversample)
+        return GenerationPlan(self._spread(gen, need, self.config.levels))
+
+    def admit(self, gen: int, tasks: Sequence[TaskSpec], predicted: Sequence[float]) -> None:
+        """Accepted tasks of generation ``gen``, with the World model's predictions."""
+        for task, p in zip(tasks, predicted, strict=True):
+            if task.task_id in self.stats:
+                continue
+            self.tasks[task.task_id] = task
+            self.stats[task.task_id] = TaskStats(
+                level=task_level(task), admitted=gen, predicted=float(p)
+            )
+            self.fresh.append(task.task_id)
+
+    def batch(self, gen: int) -> list[TaskSpec]:
+        """The distinct tasks generation ``gen`` trains on."""
+        chosen = self.fresh[: self.config.tasks_per_gen]
+        self.fresh = []
+        return [self.tasks[t] for t in chosen]
+
+    def observe(self, gen: int, task_ids: Sequence[str], rewards: Sequence[int]) -> None:
+        """The rewards of generation ``gen``'s training episodes (task id per episode)."""
+        for task_id, reward in zip(task_ids, rewards, strict=True):
+            stats = self.stats.get(task_id)
+            if stats is None:
+                continue
+            stats.outcomes.append(int(reward))
+            del stats.outcomes[: -self.config.window]
+            stats.plays += 1
+            stats.last_played = gen
+        self._rescore()
+        self._forget()
+
+    # ---- shared helpers -----------------------------------------------------------------
+
+    def fresh_slots(self, gen: int) -> int:
+        """How many fresh tasks generation ``gen`` needs."""
+        return self.config.tasks_per_gen
+
+    def frontier(self) -> float | None:
+        """The level the curriculum is working at (the mean level of recent batches)."""
+        return None
+
+    def _rng(self, gen: int, purpose: str) -> np.random.Generator:
+        return np.random.default_rng([self.seed, gen, sum(map(ord, purpose)), len(purpose)])
+
+    def _spread(self, gen: int, n: int, levels: Sequence[int]) -> list[ProposalRequest]:
+        """``n`` proposals spread over ``levels`` (drawn uniformly), one request per level."""
+        if n <= 0:
+            return []
+        rng = self._rng(gen, "levels")
+        counts = np.bincount(rng.integers(0, len(levels), size=n), minlength=len(levels))
+        return [
+            ProposalRequest(
+                n=int(count),
+                seed=int(self._rng(gen, f"request:{level}").integers(0, 2**31)),
+                level=level,
+                domains=self.config.domains,
+            )
+            for level, count in zip(levels, counts, strict=True)
+            if count
+        ]
+
+    def _rescore(self) -> None:
+        return None
+
+    def _forget(self) -> None:
+        return None
+
+    # ---- state --------------------------------------------------------------------------
+
+    def state(self) -> dict[str, Any]:
+        """Everything needed to go on (task ids and statistics; the task records are in the log)."""
+        return {
+            "name": self.name,
+            "stats": {k: asdict(v) for k, v in self.stats.items()},
+            "fresh": list(self.fresh),
+            "extra": self._extra(),
+        }
+
+    def load(self, state: dict[str, Any], tasks: dict[str, TaskSpec]) -> None:
+        """Restore :meth:`state`; ``tasks``: the task records by id (from the game log).
+
+        Raises:
+            ValueError: the state is of another curriculum, or names a task not in ``tasks``.
+        """
+        if state.get("name") != self.name:
+            raise ValueError(
+                f"the checkpoint holds a {state.get('name')!r} curriculum, not {self.name!r}"
+            )
+        missing = [t for t in state["stats"] if t not in tasks]
+        if missing:
+            raise ValueError(
+                f"{len(missing)} tasks of the curriculum are not in the log, e.g. {missing[0]}"
+            )
+        self.stats = {k: TaskStats(**v) for k, v in state["stats"].items()}
+        self.tasks = {k: tasks[k] for k in self.stats}
+        self.fresh = list(state["fresh"])
+        self._load_extra(state.get("extra") or {})
+
+    def _extra(self) -> dict[str, Any]:
+        return {}
+
+    def _load_extra(self, extra: dict[str, Any]) -> None:
+        return None
