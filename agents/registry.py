@@ -29,7 +29,7 @@ from coevo.arena.errors import RegistryError
 from coevo.arena.plugins import PluginRegistry, import_object
 from coevo.arena.settings import Settings, settings_model, validate_settings
 
-__all__ = ["ENTRY_POINT_GROUP", "REGISTRY", "RoleEnvironment", "RoleInfo", "role"]
+__all__ = ["ENTRY_POINT_GROUP", "REGISTRY", "Registry", "RoleEnvironment", "RoleInfo", "role"]
 
 ENTRY_POINT_GROUP: Final = "coevo.roles"
 

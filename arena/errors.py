@@ -12,13 +12,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 __all__ = [
+    "ArenaError",
     "CoevoError",
+    "CommandError",
+    "ConfigError",
+    "ConformanceError",
+    "CurriculumCheckError",
     "EpisodeError",
+    "ExperimentError",
+    "LogError",
     "Problem",
     "RecordError",
     "RegistryError",
     "RoleCheckError",
     "SpecError",
+    "StateError",
 ]
 
 

@@ -161,9 +161,9 @@ def parse_record(obj: Any, *, line: int | None = None) -> TaskSpec | WorldSpec:
     try:
         return model.model_validate(obj)
     except ValidationError as exc:
-        raise RecordError(_describe_validation(exc), line=line, kind=kind) from None
+        raise RecordError(_describe_validation(exc), line=line, kind=kind) from exc
     except (RecursionError, ValueError, TypeError) as exc:
-        raise RecordError(f"cannot read the record: {exc}", line=line, kind=kind) from None
+        raise RecordError(f"cannot read the record: {exc}", line=line, kind=kind) from exc
 
 
 def _guess_kind(text: str) -> Literal["task", "world"]:

@@ -7,7 +7,7 @@ pydantic models check the *shape* of a record (fields and JSON types);
 :mod:`coevo.arena.validation` checks everything SQLite has to see (SQL,
 parameters, frames) and :mod:`coevo.arena.ids` gives a record its id.
 
-The full semantics are in ``DESIGN.md`` and the README's "The task format".
+The full semantics are in ``docs/task-format.md``.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 from coevo.arena.gamelog import SCHEMAS, GameLog, RunDir
-from coevo.curricula import analysis
+from coevo.curricula.analysis import metrics as analysis
 from coevo.curricula.analysis.lineage import lineage_graph, lineage_summary
 
 
@@ -166,6 +166,7 @@ def main() -> None:
         timed("rejections per check", lambda: analysis._rejections(run), times)
         timed("calibration (Brier, ECE, reliability)", lambda: analysis._calibration(run), times)
         timed("throughput", lambda: analysis._throughput(run), times)
+        timed("irt (a Rasch fit to every episode)", lambda: analysis._irt(run), times)
         graph = timed("lineage graph", lambda: lineage_graph(run), times)
         timed("lineage summary", lambda: lineage_summary(graph), times)
         base = times["baseline: pyarrow read of episodes"]

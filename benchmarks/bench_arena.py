@@ -28,7 +28,7 @@ from coevo.agents.linear_pg import LinearPGSolver
 from coevo.agents.protocols import ProposalRequest
 from coevo.agents.synthesizers.procedural import ProceduralSynthesizer
 from coevo.arena.run.experiment import load_experiment
-from coevo.arena.run.hosts import RoleHost
+from coevo.arena.run.hosts import SolverHost
 from coevo.arena.run.loop import run_experiment
 
 CHUNK = 64
@@ -60,7 +60,7 @@ def in_process(chunks: list[list], state: bytes) -> tuple[float, int]:
 
 
 def with_actors(chunks: list[list], state: bytes, n: int) -> float:
-    host = ray.remote(RoleHost)
+    host = ray.remote(SolverHost)
     actors = [host.options(num_cpus=0).remote("linear-pg", {}) for _ in range(n)]
     ref = ray.put(state)
     warm = [actors[i % n].attempt.remote(1, [ref], chunk[:1], 0) for i, chunk in enumerate(chunks)]

@@ -2,9 +2,9 @@
 
     python benchmarks/bench_difficulty.py [--n 60] [--k 20]
 
-No learning solver exists yet (it comes with the roles issue); until then
-this measures what the levels do to two fixed policies, against the
-reference solution (success 1.0 by construction, the baseline):
+This measures what the levels do to two fixed policies (the learning
+Solver's figures are in ``bench_solver.py``), against the reference
+solution (success 1.0 by construction, the baseline):
 
 * **row guesser**: knows which tools to call in which order (the reference
   solution's tools) but not which row: every argument that is not stated in

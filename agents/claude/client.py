@@ -202,6 +202,8 @@ class ClaudeClient:
         async with self._limit:
             try:
                 message = await client.messages.create(**request)
+            # `from None` below on purpose: the SDK's errors carry the whole request (its
+            # headers hold the key), which must never reach a traceback; the message says what failed
             except anthropic.APIStatusError as exc:
                 raise ClaudeCallError(
                     redact(
@@ -285,8 +287,8 @@ class ClaudeClient:
             try:
                 payload = json.loads(payload)
             except json.JSONDecodeError as exc:
-                raise ClaudeCallError(f"the {tool} input is not JSON: {exc}") from None
+                raise ClaudeCallError(f"the {tool} input is not JSON: {exc}") from exc
         try:
             return model.model_validate(payload)
         except ValidationError as exc:
-            raise ClaudeCallError(f"the {tool} input does not validate: {exc}") from None
+            raise ClaudeCallError(f"the {tool} input does not validate: {exc}") from exc

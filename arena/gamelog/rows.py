@@ -293,7 +293,7 @@ class UsageRow(Row):
     about: ClassVar[str] = "calls, tokens and dollars API-backed roles spent, per role and task"
 
     role: str = Field(
-        description="the role that spent it (synthesizer, solver, judge, world model)"
+        description="what spent it: `synthesizer`, `solver`, `judge` or `world_model` (a Judge's solve attempts count as `solver`)"
     )
     task_id: str | None = Field(description="the task it was spent on (null: not for one task)")
     calls: int = Field(description="API calls")

@@ -99,7 +99,7 @@ def compile_where(expression: str) -> Callable[[Mapping[str, Any]], bool]:
     try:
         tree = ast.parse(expression, mode="eval")
     except SyntaxError as exc:
-        raise CoevoError(f"--where {expression!r} is not an expression: {exc.msg}") from None
+        raise CoevoError(f"--where {expression!r} is not an expression: {exc.msg}") from exc
 
     def value(node: ast.AST, row: Mapping[str, Any]) -> Any:
         if isinstance(node, ast.Constant):

@@ -62,16 +62,16 @@ class Run:
         """The table as a pandas DataFrame (needs pandas installed)."""
         try:
             import pandas  # noqa: F401  (optional: the "frames" extra)
-        except ImportError:
-            raise CoevoError("to_pandas needs pandas: pip install pandas") from None
+        except ImportError as exc:
+            raise CoevoError("to_pandas needs pandas: pip install pandas") from exc
         return self.tables[name].to_pandas()
 
     def to_polars(self, name: str) -> Any:
         """The table as a polars DataFrame (needs polars installed)."""
         try:
             import polars  # optional: the "frames" extra
-        except ImportError:
-            raise CoevoError("to_polars needs polars: pip install polars") from None
+        except ImportError as exc:
+            raise CoevoError("to_polars needs polars: pip install polars") from exc
         return polars.from_arrow(self.tables[name])
 
     @property

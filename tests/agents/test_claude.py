@@ -268,6 +268,7 @@ def test_a_claude_run_without_a_key_fails_at_once(monkeypatch, tmp_path, capsys)
     assert not (tmp_path / "r").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("ray_cluster")
 def test_a_claude_run_goes_end_to_end_against_a_loopback_fake(monkeypatch, tmp_path) -> None:
     """With ANTHROPIC_BASE_URL at a loopback fake, the arena runs generations with Claude as the Solver."""
@@ -530,6 +531,7 @@ def test_a_world_that_does_not_build_is_sent_back_with_the_errors() -> None:
     assert made.task_id == task.task_id
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("ray_cluster")
 def test_claude_toml_runs_end_to_end_against_a_loopback_fake(monkeypatch, tmp_path) -> None:
     """experiments/claude.toml (Claude synthesizer and judge, offline solver) runs generations against the fake."""

@@ -41,6 +41,7 @@ def train(
         solver.learn(solver.attempt([t for t in chosen for _ in range(k)], seed=step))
 
 
+@pytest.mark.slow
 def test_success_on_worlds_never_trained_on_rises_from_near_zero() -> None:
     """Level-1 questions (2–3 calls) in worlds of seeds never trained on: ≤ 0.1 before, ≥ 0.6 after 80 updates.
 
@@ -60,6 +61,7 @@ def test_success_on_worlds_never_trained_on_rises_from_near_zero() -> None:
     assert after >= 0.6, (before, after)
 
 
+@pytest.mark.slow
 def test_writes_are_learnt_too() -> None:
     """Level-1 actions (look up, write, submit) of retail worlds never trained on: ≤ 0.1 before, ≥ 0.6 after.
 
@@ -97,6 +99,7 @@ def test_same_seed_same_episodes_other_seed_other_episodes(tasks) -> None:
     assert _dump(LinearPGSolver().attempt(tasks, seed=4)) != first
 
 
+@pytest.mark.slow
 def test_learning_does_not_depend_on_the_hash_seed() -> None:
     """Two processes with different PYTHONHASHSEED learn bit-identical weights (no set order leaks into features)."""
     import os

@@ -56,6 +56,7 @@ def _baselines(tasks: list[TaskSpec], episodes: list[Episode]) -> tuple[float, d
     return statistics.mean(outcomes), {k: statistics.mean(v) for k, v in by_level.items()}
 
 
+@pytest.mark.slow
 def test_predictions_beat_constant_and_per_level_baselines_on_held_out_tasks_and_a_new_version(
     split,
 ) -> None:
@@ -95,6 +96,7 @@ def test_predictions_beat_constant_and_per_level_baselines_on_held_out_tasks_and
     )
 
 
+@pytest.mark.slow
 def test_on_the_learning_solver_its_versions_are_predicted_better_than_by_level(
     split,
 ) -> None:

@@ -153,3 +153,22 @@ def test_every_command_has_help_with_an_example(command):
     """`coevo COMMAND --help` exits 0 and shows an example."""
     result = coevo(command, "--help")
     assert result.returncode == 0 and "example" in result.stdout
+
+
+def test_errors_are_one_line_and_debug_shows_what_caused_them(tmp_path):
+    """Every command's errors go through one boundary: `coevo <cmd>: <message>`, exit 2; --debug adds the cause."""
+    broken = tmp_path / "broken.toml"
+    broken.write_text("[run\n")
+    plain = coevo("run", str(broken))
+    assert plain.returncode == 2
+    first = plain.stderr.splitlines()[0]
+    assert first.startswith(f"coevo run: {broken} is not valid TOML")
+    assert "Traceback" not in plain.stderr
+    assert "--debug" in plain.stderr, "the message says how to see the cause"
+    debug = coevo("run", str(broken), "--debug")
+    assert debug.returncode == 2
+    assert "TOMLDecodeError" in debug.stderr and "Traceback" in debug.stderr
+    assert coevo("--debug", "play", str(tmp_path / "missing.jsonl")).returncode == 2
+    missing = coevo("check", str(tmp_path / "missing.jsonl"))
+    assert missing.returncode == 2
+    assert missing.stderr.strip() == f"coevo check: no such file: {tmp_path / 'missing.jsonl'}"

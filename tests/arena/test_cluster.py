@@ -50,6 +50,7 @@ def _raylets() -> set[int]:
 @pytest.mark.skipif(
     not Path("/proc").exists() or not RAY.exists(), reason="needs /proc and the ray CLI"
 )
+@pytest.mark.slow
 def test_a_run_on_two_nodes_survives_losing_the_worker_node(tmp_path) -> None:
     """Head + worker started with `ray start`; the worker's raylet is SIGKILLed mid-run; the run completes whole."""
     # Ray 2.60 turns token auth on for `ray start` clusters; a local test cluster opts out

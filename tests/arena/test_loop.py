@@ -58,6 +58,7 @@ def test_a_run_writes_a_whole_log(tmp_path) -> None:
     assert {w["world_id"] for w in log["worlds"]} >= {t["world_id"] for t in log["tasks"]}
 
 
+@pytest.mark.slow
 def test_the_curriculum_is_rebuilt_from_the_log_alone(tmp_path) -> None:
     """Replaying admit/batch/observe from the log gives exactly the curriculum state in the last checkpoint."""
     import json
@@ -65,10 +66,10 @@ def test_the_curriculum_is_rebuilt_from_the_log_alone(tmp_path) -> None:
     from coevo.arena.gamelog import RunDir
     from coevo.curricula.rebuild import curriculum_from_log
 
-    run_experiment(experiment(curriculum__name="accel", run__generations=4), str(tmp_path / "run"))
+    run_experiment(experiment(curriculum__name="accel", run__generations=6), str(tmp_path / "run"))
     rebuilt = curriculum_from_log(str(tmp_path / "run"))
     saved = json.loads(
-        RunDir(str(tmp_path / "run")).read_bytes("checkpoints", "gen=3", "state.json")
+        RunDir(str(tmp_path / "run")).read_bytes("checkpoints", "gen=5", "state.json")
     )
     assert json.loads(json.dumps(rebuilt.state())) == saved["curriculum"]
     log = tables(tmp_path / "run")
@@ -77,6 +78,7 @@ def test_the_curriculum_is_rebuilt_from_the_log_alone(tmp_path) -> None:
     assert all(t["parent"] and t["operator"] for t in mutated)
 
 
+@pytest.mark.slow
 def test_same_seed_same_log_and_resume_continues_it(tmp_path) -> None:
     """Two runs with one seed write equal logs; a run stopped after gen 1 and resumed writes the same log again."""
     run_experiment(experiment(), str(tmp_path / "a"))
@@ -90,6 +92,7 @@ def test_same_seed_same_log_and_resume_continues_it(tmp_path) -> None:
     assert tables(tmp_path / "c") == first
 
 
+@pytest.mark.slow
 def test_a_finished_run_is_not_overwritten(tmp_path) -> None:
     """Running again into a run directory with generations says to resume or choose another --out."""
     run_experiment(experiment(run__generations=1), str(tmp_path / "r"))
@@ -97,6 +100,7 @@ def test_a_finished_run_is_not_overwritten(tmp_path) -> None:
         run_experiment(experiment(run__generations=1), str(tmp_path / "r"))
 
 
+@pytest.mark.slow
 def test_half_written_generations_are_invisible(tmp_path) -> None:
     """Parts of a generation without its manifest (a driver killed while writing) are never read."""
     run_experiment(experiment(run__generations=1), str(tmp_path / "r"))
@@ -107,6 +111,7 @@ def test_half_written_generations_are_invisible(tmp_path) -> None:
     assert isinstance(log.read("episodes"), pa.Table)
 
 
+@pytest.mark.slow
 def test_a_killed_solver_actor_is_restarted_and_the_log_is_unchanged(tmp_path) -> None:
     """SIGKILL of a Solver actor's process after generation 0: Ray restarts it, the batch is retried, same log."""
     import ray
@@ -130,6 +135,7 @@ def test_a_killed_solver_actor_is_restarted_and_the_log_is_unchanged(tmp_path) -
     assert tables(tmp_path / "k") == tables(tmp_path / "ref")
 
 
+@pytest.mark.slow
 def test_roles_that_raise_are_recorded_and_the_run_goes_on(tmp_path) -> None:
     """A solver raising on some chunks gives recorded failed episodes; a synthesizer raising on level 3 gives fewer tasks."""
     exp = experiment(
@@ -146,6 +152,7 @@ def test_roles_that_raise_are_recorded_and_the_run_goes_on(tmp_path) -> None:
     assert sum(r["failures"] for r in log["generations"]) >= len(failed)
 
 
+@pytest.mark.slow
 def test_a_driver_killed_with_sigkill_resumes_to_the_same_log(tmp_path) -> None:
     """`coevo run` killed -9 mid-run, then `coevo resume`: contiguous generations, no duplicates, the same log."""
     import subprocess
@@ -193,6 +200,7 @@ def test_a_driver_killed_with_sigkill_resumes_to_the_same_log(tmp_path) -> None:
     assert resumed == tables(tmp_path / "whole")
 
 
+@pytest.mark.slow
 def test_checkpoints_hold_role_state_as_data(tmp_path) -> None:
     """The learner's and the World model's checkpoints are coevo.state/1 data named in the manifest."""
     from coevo.arena.state import peek_state
@@ -211,6 +219,7 @@ def test_checkpoints_hold_role_state_as_data(tmp_path) -> None:
     assert peek_state(log.run.read_bytes(*base, files["world_model"]))[0] == "irt"
 
 
+@pytest.mark.slow
 def test_a_role_without_saved_state_is_said_so_and_starts_afresh_on_resume(tmp_path) -> None:
     """A World model that is not Stateful is not checkpointed: an event says so, and resume says it starts afresh."""
     events: list[tuple[str, dict]] = []

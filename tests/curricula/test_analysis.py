@@ -21,7 +21,7 @@ def run(ray_cluster, tmp_path_factory):
     out = tmp_path_factory.mktemp("analysis") / "run"
     exp = load_experiment(
         {
-            "run": {"seed": 11, "generations": 4, "rollouts": 2, "chunk": 8},
+            "run": {"seed": 11, "generations": 6, "rollouts": 2, "chunk": 8},
             "synthesizer": {
                 "name": "procedural",
                 "config": {"domains": ["retail"], "world_pool": 2},

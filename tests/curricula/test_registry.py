@@ -105,3 +105,25 @@ def test_a_plugin_curriculum_is_found_through_its_entry_point_and_conforms(
     curriculum = make_curriculum(settings, 0)
     assert all(r.level <= 2 for r in curriculum.plan(0).requests)
     check_curriculum(info.cls, {"ceiling": 2})
+
+
+TEMPLATE = Path(__file__).resolve().parents[2] / "docs" / "templates" / "curriculum_plugin"
+
+
+def test_the_curriculum_plugin_template_installs_and_conforms(tmp_path, monkeypatch) -> None:
+    """docs/templates/curriculum_plugin, laid out as pip would, registers `ladder`, which conforms and climbs."""
+    site = install_plugin(TEMPLATE, tmp_path / "site")
+    monkeypatch.syspath_prepend(str(site))
+    CURRICULA.reload()
+    try:
+        info = CURRICULA.get("ladder")
+        assert info.origin == "coevo-ladder 0.1.0"
+        check_curriculum(info.cls, {"levels": [1, 2, 3]})
+        ladder = make_curriculum({"name": "ladder", "levels": [1, 2], "promote": 0.5}, 0)
+        assert {r.level for r in ladder.plan(0).requests} == {1}
+        ladder.observe(0, ["t1", "t2"], [1, 1])
+        assert ladder.frontier() == 2.0
+    finally:
+        monkeypatch.undo()
+        sys.modules.pop("coevo_ladder", None)
+        CURRICULA.reload()

@@ -46,7 +46,7 @@ class Domain:
 
     Attributes:
         name: the domain's name (``--domain``).
-        description: one line for ``coevo synth --list`` and the README.
+        description: one line for ``coevo synth --list`` and ``docs/synthesis.md``.
         build_world: seed → a world record (deterministic by seed), shaped by :attr:`knobs`.
         catalog: how the planner makes tasks in this domain's worlds.
         knobs: the numbers that shape the domain's worlds (row counts, the share

@@ -82,6 +82,20 @@ def _report(made: int, kept: int, rejected: list[str], out: str, what: str) -> N
         print(f"  rejected {line}", file=sys.stderr)
 
 
+def _drawn(synthesizer: Any, request: Any, label: str) -> list[TaskSpec]:
+    """Task ``i`` of ``request`` for every ``i`` (those that could be drawn), with a progress bar; misses shown."""
+    tasks: list[TaskSpec] = []
+    with Progress(request.n, label) as bar:
+        for i in range(request.n):
+            task = synthesizer.draw(request, i)
+            if task is not None:
+                tasks.append(task)
+            bar.advance()
+    for miss in synthesizer.misses[:3]:
+        print(f"  missed: {miss}", file=sys.stderr)
+    return tasks
+
+
 def cmd_synth(args: argparse.Namespace) -> int:
     """``coevo synth``: procedural tasks."""
     from coevo.agents.protocols import ProposalRequest
@@ -96,18 +110,10 @@ def cmd_synth(args: argparse.Namespace) -> int:
     request = ProposalRequest(
         n=args.n, seed=args.seed, level=args.level, families=args.family or None
     )
-    tasks: list[TaskSpec] = []
     try:
-        with Progress(args.n, "synthesizing") as bar:
-            for i in range(args.n):
-                task = synth.draw(request, i)
-                if task is not None:
-                    tasks.append(task)
-                bar.advance()
+        tasks = _drawn(synth, request, "synthesizing")
     except (CoevoError, ValueError) as exc:
         raise CommandError(str(exc)) from exc
-    for miss in synth.misses[:3]:
-        print(f"  missed: {miss}", file=sys.stderr)
     kept, rejected = _judged(tasks, [], not args.no_check, "tasks")
     _write(args.out, _records(kept, []))
     _report(len(tasks), len(kept), rejected, args.out, f"synth {','.join(domains)}")
@@ -142,19 +148,12 @@ def cmd_mine(args: argparse.Namespace) -> int:
     for note in report.notes[:20]:
         print(f"  note: {note}", file=sys.stderr)
     try:
-        request = ProposalRequest(n=args.n, seed=args.seed, level=args.level)
-        tasks: list[TaskSpec] = []
-        with Progress(args.n, "mining tasks") as bar:
-            for i in range(args.n):
-                task = miner.draw(request, i)
-                if task is not None:
-                    tasks.append(task)
-                bar.advance()
+        tasks = _drawn(
+            miner, ProposalRequest(n=args.n, seed=args.seed, level=args.level), "mining tasks"
+        )
     except (NothingToMine, ValueError) as exc:
         print(f"coevo mine: {exc}", file=sys.stderr)
         return EXIT_OK
-    for miss in miner.misses[:3]:
-        print(f"  missed: {miss}", file=sys.stderr)
     kept, rejected = _judged(tasks, [miner.world], not args.no_check, "mined tasks")
     _write(args.out, _records(kept, [miner.world]))
     _report(len(tasks), len(kept), rejected, args.out, f"mine {Path(args.db).name}")

@@ -1,0 +1,117 @@
+"""The documentation is executed: README.md and docs/ run as written, link to real files, and cannot drift."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import sys
+import tempfile
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from coevo.agents.registry import REGISTRY
+from coevo.arena.gamelog import markdown_table
+from coevo.arena.testing import check_role
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+TEMPLATE = ROOT / "docs" / "templates" / "role_plugin"
+
+PYTHON_BLOCK = re.compile(r"^```python\n(.*?)^```", flags=re.S | re.M)
+FENCED = re.compile(r"^```.*?^```", flags=re.S | re.M)
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def _name(page: Path) -> str:
+    return str(page.relative_to(ROOT))
+
+
+def _executed(page: Path) -> object:
+    """The page as a test parameter; one whose blocks start Ray (a run) is slow."""
+    blocks = "".join(PYTHON_BLOCK.findall(page.read_text()))
+    slow = [pytest.mark.slow] if "run_experiment(" in blocks else []
+    return pytest.param(page, marks=slow, id=_name(page))
+
+
+@pytest.mark.parametrize("page", [_executed(page) for page in PAGES])
+def test_every_python_block_runs(
+    page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every ```python block of the page runs as written from the repository root, in order, in one namespace."""
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # what blocks write goes to tmp_path
+    monkeypatch.setattr(sys, "path", list(sys.path))  # a block may put a package on the path
+    text = page.read_text()
+    namespace: dict[str, object] = {"__name__": f"docs:{_name(page)}"}
+    for block in PYTHON_BLOCK.finditer(text):
+        line = text.count("\n", 0, block.start(1))  # so a traceback gives the page's line numbers
+        exec(compile("\n" * line + block.group(1), _name(page), "exec"), namespace)
+
+
+def test_the_game_log_page_holds_the_tables_of_the_row_models() -> None:
+    """docs/game-log.md contains markdown_table() verbatim, so it cannot drift from the row models."""
+    page = (ROOT / "docs" / "game-log.md").read_text()
+    assert markdown_table() in page, (
+        "docs/game-log.md is out of date: paste in the output of "
+        "coevo.arena.gamelog.markdown_table() under 'The tables'"
+    )
+
+
+@pytest.mark.parametrize("page", PAGES, ids=_name)
+def test_every_relative_link_points_to_a_file(page: Path) -> None:
+    """Every relative Markdown link of the page (outside code blocks) names a file or folder that exists."""
+    text = FENCED.sub("", page.read_text())
+    missing = []
+    for target in LINK.findall(text):
+        if "://" in target or target.startswith(("#", "mailto:")):
+            continue
+        path = target.split("#", 1)[0]
+        if not (page.parent / path).exists():
+            missing.append(target)
+    assert not missing, f"{_name(page)} links to files that do not exist: {missing}"
+
+
+def install_plugin(source: Path, site: Path) -> str:
+    """Lay the plugin out in ``site`` as ``pip install --target site`` would; returns its package name."""
+    meta = tomllib.loads((source / "pyproject.toml").read_text())["project"]
+    name, version = meta["name"], meta["version"]
+    package = name.replace("-", "_")
+    shutil.copytree(source / package, site / package)
+    info = site / f"{package}-{version}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    lines = []
+    for group, entries in meta.get("entry-points", {}).items():
+        lines.append(f"[{group}]")
+        lines += [f"{key} = {value}" for key, value in entries.items()]
+    (info / "entry_points.txt").write_text("\n".join(lines) + "\n")
+    return package
+
+
+@pytest.fixture
+def template_installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict]:
+    site = tmp_path / "site"
+    package = install_plugin(TEMPLATE, site)
+    sys.modules.pop(package, None)  # a page may have imported it from docs/ already
+    monkeypatch.syspath_prepend(str(site))
+    REGISTRY.reload()
+    yield tomllib.loads((TEMPLATE / "pyproject.toml").read_text())["project"]
+    monkeypatch.undo()
+    sys.modules.pop(package, None)
+    REGISTRY.reload()
+
+
+def test_the_role_plugin_template_installs_and_conforms(template_installed: dict) -> None:
+    """The template's role is found through its entry point, with its origin, and passes check_role."""
+    meta = template_installed
+    ((name, target),) = meta["entry-points"]["coevo.roles"].items()
+    info = REGISTRY.get(name)
+    assert info.origin == f"{meta['name']} {meta['version']}"
+    assert f"{info.factory.__module__}:{info.factory.__qualname__}" == target
+    assert info.kind == "world model" and "stateful" in info.capabilities
+    assert info.description, (
+        "the role's class needs a docstring (its first line is the description)"
+    )
+    check_role(info.create({}), name=name)
