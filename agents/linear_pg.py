@@ -40,6 +40,7 @@ from coevo.agents.role_features import (
 from coevo.arena.errors import CoevoError, SpecError, StateError
 from coevo.arena.limits import DEFAULT_LIMITS, Limits
 from coevo.arena.outcomes import Episode, Reward
+from coevo.arena.seeding import derive_seed
 from coevo.arena.spec import TaskSpec, ToolCall, WorldSpec
 from coevo.arena.state import pack_state, unpack_state
 from coevo.arena.world import World
@@ -129,7 +130,7 @@ class LinearPGSolver:
     # ---- acting -------------------------------------------------------------------------
 
     def attempt(self, tasks: Sequence[TaskSpec], seed: int) -> list[Episode]:
-        """One episode per task, in order; task ``i`` is played with ``default_rng([seed, i])``.
+        """One episode per task, in order; task ``i`` is played with ``default_rng(derive_seed(seed, "episode", i))``.
 
         A task whose world cannot be built gives a reward-0 episode whose reason says why.
         """
@@ -174,7 +175,7 @@ class LinearPGSolver:
                 solver=self.name,
                 seed=seed,
             )
-        rng = np.random.default_rng([seed, index])
+        rng = np.random.default_rng(derive_seed(seed, "episode", index))
         decisions: list[_Decision] = []
         calls = self._play(task, world, decisions, rng)
         self._traces[_call_key(task.task_id, calls)] = decisions

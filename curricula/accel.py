@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from typing import ClassVar
 
+from coevo.arena.seeding import derive_seed
 from coevo.curricula.base import CurriculumConfig, GenerationPlan, Mutation
 from coevo.curricula.plr import PLR, PLRConfig
 from pydantic import Field
@@ -53,6 +54,8 @@ class ACCEL(PLR):
             ops = _HARDER if p >= 0.5 else _EASIER
             for j in range(math.ceil(self.config.oversample)):
                 op = ops[int(rng.integers(0, len(ops)))]
-                mutations.append(Mutation(parent, op, seed=gen * 10_000 + i * 10 + j))
+                mutations.append(
+                    Mutation(parent, op, seed=derive_seed(self.seed, "mutation", gen, i, j))
+                )
         need = math.ceil((slots - n_mut) * self.config.oversample)
         return GenerationPlan(self._spread(gen, need, self.config.levels), mutations)

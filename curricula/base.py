@@ -9,7 +9,7 @@ The arena drives a curriculum through four calls per generation ``g``::
 
 plus :meth:`Curriculum.frontier` (for the live table) and
 :meth:`Curriculum.state`/:meth:`Curriculum.load` (checkpoints: JSON). All
-randomness comes from ``numpy.random.default_rng([seed, g, ...])``, so a
+randomness comes from seeds derived from the run's (:func:`~coevo.arena.seeding.derive_seed`), so a
 curriculum resumed from its state (or rebuilt from the game log by replaying
 ``admit``/``observe``) makes the same choices.
 
@@ -29,6 +29,7 @@ from typing import Any, ClassVar
 import numpy as np
 from coevo.agents.protocols import ProposalRequest
 from coevo.arena.difficulty import task_level
+from coevo.arena.seeding import derive_seed
 from coevo.arena.spec import TaskSpec
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -191,7 +192,7 @@ class Curriculum:
         return None
 
     def _rng(self, gen: int, purpose: str) -> np.random.Generator:
-        return np.random.default_rng([self.seed, gen, sum(map(ord, purpose)), len(purpose)])
+        return np.random.default_rng(derive_seed(self.seed, "curriculum", gen, purpose))
 
     def _spread(self, gen: int, n: int, levels: Sequence[int]) -> list[ProposalRequest]:
         """``n`` proposals spread over ``levels`` (drawn uniformly), one request per level."""
@@ -202,7 +203,7 @@ class Curriculum:
         return [
             ProposalRequest(
                 n=int(count),
-                seed=int(self._rng(gen, f"request:{level}").integers(0, 2**31)),
+                seed=derive_seed(self.seed, "request", gen, level),
                 level=level,
                 domains=self.config.domains,
             )

@@ -32,6 +32,7 @@ from typing import Any
 
 from coevo.arena.errors import CurriculumCheckError
 from coevo.arena.examples import example_tasks
+from coevo.arena.seeding import derive_seed
 from coevo.arena.spec import TaskSpec
 from coevo.curricula.base import Curriculum, CurriculumConfig, GenerationPlan
 
@@ -65,7 +66,7 @@ def _drive(
     trace = []
     per_gen = max(1, len(tasks) // 4)
     for gen in gens:
-        rng = random.Random(f"curriculum-check:{seed}:{gen}")
+        rng = random.Random(derive_seed("curriculum-check", seed, gen))
         plan = curriculum.plan(gen)
         offered = [tasks[(gen * per_gen + k) % len(tasks)] for k in range(per_gen)]
         curriculum.admit(gen, offered, [rng.random() for _ in offered])

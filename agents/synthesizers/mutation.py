@@ -43,6 +43,7 @@ from coevo.agents.synthesizers.planner import (
     realize,
 )
 from coevo.agents.synthesizers.procedural.domains import DOMAINS
+from coevo.arena.seeding import derive_seed
 from coevo.arena.spec import TaskSpec, WorldSpec
 
 __all__ = ["OPERATORS", "Mutator", "Operator", "catalog_for"]
@@ -306,7 +307,7 @@ class Mutator:
         plan = Plan.from_json(task.provenance["plan"])
         catalog = catalog_for(spec, task.provenance)
         conn = self._state(spec)
-        rng = random.Random(f"mutate:{operator}:{seed}:{task.task_id}")
+        rng = random.Random(derive_seed("mutate", operator, seed, task.task_id))
         op = OPERATORS[operator]
         db = PlanningDb(conn, catalog, spec)
         candidates = op.candidates(plan, Context(catalog, rng, db.keys_of))

@@ -56,6 +56,7 @@ from coevo.arena.outcomes import FAILED_PREFIX, Episode, Verdict
 from coevo.arena.run.experiment import Experiment, RoleTable, recorded_experiment
 from coevo.arena.run.hosts import host_for
 from coevo.arena.run.pool import ActorPool, Lost
+from coevo.arena.seeding import derive_seed
 from coevo.arena.spec import TaskSpec, WorldSpec
 from coevo.curricula.base import Curriculum, GenerationPlan, Mutation
 from coevo.curricula.registry import make_curriculum
@@ -91,11 +92,6 @@ class RunSummary:
     run_dir: str
     generations: int
     reports: list[GenerationReport]
-
-
-def _seed(*parts: Any) -> int:
-    digest = hashlib.sha256(":".join(str(p) for p in parts).encode()).digest()
-    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
 
 
 def _episode_id(seed: int, gen: int, purpose: str, index: int, task_id: str) -> str:
@@ -270,7 +266,7 @@ class Arena:
         calls = self.solvers.map(
             "attempt",
             [
-                (self.version, state, c, _seed(self.seed, gen, purpose, i))
+                (self.version, state, c, derive_seed(self.seed, "solve", gen, purpose, i))
                 for i, c in enumerate(chunks)
             ],
         )
@@ -288,7 +284,7 @@ class Arena:
             [
                 ProposalRequest(
                     n=config.per_level,
-                    seed=_seed(config.seed, "eval", level),
+                    seed=derive_seed(config.seed, "eval", level),
                     level=level,
                     domains=self.exp.curriculum.domains,
                 )
@@ -476,7 +472,7 @@ class Arena:
                 version=version,
                 rejections=json.dumps(dict(rejections.most_common(5)), sort_keys=True),
                 failures=proposals.failures
-                + sum(e.reward.reason.startswith(FAILED_PREFIX) for e in episodes),
+                + sum(e.reward.reason.startswith(FAILED_PREFIX) for e in [*episodes, *evals]),
             )
         ]
         record.usage = self._drained(self._every_actor, "drain_usage", gen)

@@ -52,3 +52,33 @@ def test_a_bad_experiment_or_run_dir_exits_2_with_the_reason(tmp_path, capsys) -
     assert "no such experiment file" in capsys.readouterr().err
     assert main(["resume", str(tmp_path)]) == 2
     assert "holds no run" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_a_local_run_prints_no_ray_token_warning(tmp_path) -> None:
+    """`coevo run` on a local Ray keeps token authentication by saying so: Ray's warning appears nowhere."""
+    import os
+    import subprocess
+    import sys
+
+    toml = tmp_path / "tiny.toml"
+    toml.write_text(SMALL.replace("generations = 2", "generations = 1"))
+    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "RAY_AUTH_MODE")}
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "coevo.arena.run.cli",
+            "run",
+            str(toml),
+            "--out",
+            str(tmp_path / "run"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "Token authentication is enabled" not in result.stdout + result.stderr
+    assert "game log:" in result.stderr

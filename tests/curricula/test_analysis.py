@@ -59,7 +59,7 @@ def test_success_and_frontier_match_a_count_by_hand(run) -> None:
     for row in metrics["frontier"]:
         levels = {lv: s for (g, lv), s in got.items() if g == row["gen"]}
         assert row["frontier"] == frontier_of(levels)
-    assert len(metrics["throughput"]) == run.generations == 4
+    assert len(metrics["throughput"]) == run.generations == 6
     for row in metrics["pool"]:
         assert row["domains"] == {"retail": row["accepted"]}
         assert row["schemas"] == 1 <= row["worlds"] <= 2  # one domain's schema, world_pool = 2

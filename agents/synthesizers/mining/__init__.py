@@ -33,6 +33,7 @@ from coevo.agents.synthesizers.mining.schema import SchemaGraph, infer_links, re
 from coevo.agents.synthesizers.planner import FAMILIES, FAMILY_LEVELS, Target, TaskSampler, Unfit
 from coevo.agents.synthesizers.procedural.base import NOW
 from coevo.arena.errors import CoevoError, SpecError
+from coevo.arena.seeding import derive_seed
 from coevo.arena.spec import Blob, TableData, TaskSpec, ToolSpec, WorldSpec
 from coevo.arena.world import World
 
@@ -326,7 +327,7 @@ class Miner:
         if level is not None:
             wanted = [f for f in wanted if level in FAMILY_LEVELS[f]] or list(wanted)
         target = Target.of(level, request.features, wanted)
-        rng = random.Random(f"{request.seed}:{index}")
+        rng = random.Random(derive_seed(request.seed, "task", index))
         provenance = {
             "synthesizer": "miner",
             "source": self.path.name,

@@ -18,6 +18,7 @@ from typing import Any
 
 from coevo.agents.synthesizers.catalog import quote
 from coevo.agents.synthesizers.mining.schema import SchemaGraph, Table
+from coevo.arena.seeding import derive_seed
 
 __all__ = ["Sample", "sample_rows"]
 
@@ -140,7 +141,7 @@ def sample_rows(
         per_table: rows drawn from a large table before the closure adds referenced rows.
         rounds: upward-closure rounds (cycles of references stop after this many).
     """
-    rng = random.Random(f"mine:{seed}")
+    rng = random.Random(derive_seed("mine", seed))
     picker = _Picker(conn, schema)
     for name in schema.parents_first():
         table = schema.tables[name]

@@ -27,6 +27,7 @@ from coevo.agents.synthesizers.procedural.base import (
     stamp,
     write_tool,
 )
+from coevo.arena.seeding import derive_seed
 from coevo.arena.spec import WorldSpec
 
 _NOW_TEXT = "strftime('%Y-%m-%d %H:%M', 'now')"
@@ -340,7 +341,7 @@ def build_world(seed: int, knobs: AirlineKnobs = DEFAULT_KNOBS) -> WorldSpec:
 
     With the default knobs: 60 passengers, ~250 bookings.
     """
-    rng = random.Random(f"airline:world:{seed}")
+    rng = random.Random(derive_seed("airline", "world", seed))
     schedule = _Schedule(rng)
     airports = [[i + 1, *a[:4]] for i, a in enumerate(AIRPORTS)]
     people = People(rng, twin_share=knobs.twin_share)

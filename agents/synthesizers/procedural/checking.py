@@ -22,6 +22,7 @@ from coevo.agents.synthesizers.initial import initial_state
 from coevo.agents.synthesizers.planner import FAMILY_LEVELS, Target, TaskSampler, Unfit
 from coevo.agents.synthesizers.procedural.base import Domain
 from coevo.arena.judge import CHECK_NAMES, WorldCache, assess_task
+from coevo.arena.seeding import derive_seed
 from coevo.arena.world import World
 
 __all__ = ["check_domain", "stated_numbers"]
@@ -74,7 +75,7 @@ def check_domain(domain: Domain, *, seeds: Sequence[int] = (1, 2), per_level: in
             sampler = TaskSampler(domain.catalog, initial_state(spec), spec)
             for family, levels in FAMILY_LEVELS.items():
                 for level in levels:
-                    rng = random.Random(f"check:{domain.name}:{seed}:{family}:{level}")
+                    rng = random.Random(derive_seed("check", domain.name, seed, family, level))
                     target = Target.of(level, families=[family])
                     for _ in range(per_level):
                         where = f"seed {seed} {family} L{level}"

@@ -34,6 +34,7 @@ from coevo.agents.synthesizers.procedural.names import (
     FIRST_NAMES,
     LAST_NAMES,
 )
+from coevo.arena.seeding import derive_seed
 from coevo.arena.spec import WorldSpec
 
 VISIT_TYPES = (
@@ -260,7 +261,7 @@ def build_world(seed: int, knobs: ClinicKnobs = DEFAULT_KNOBS) -> WorldSpec:
 
     With the default knobs: 130 patients, 12 clinicians, ~750 appointments.
     """
-    rng = random.Random(f"clinic:world:{seed}")
+    rng = random.Random(derive_seed("clinic", "world", seed))
     people = People(rng, twin_share=knobs.twin_share)
     chance = rng.random
 

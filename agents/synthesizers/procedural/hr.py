@@ -33,6 +33,7 @@ from coevo.agents.synthesizers.procedural.base import (
     write_tool,
 )
 from coevo.agents.synthesizers.procedural.names import CITIES, COMPANY_WORDS, FIRST_NAMES
+from coevo.arena.seeding import derive_seed
 from coevo.arena.spec import WorldSpec
 
 TODAY = day(0)
@@ -382,7 +383,7 @@ def build_world(seed: int, knobs: HrKnobs = DEFAULT_KNOBS) -> WorldSpec:
 
     With the default knobs: 10 departments, ~150 employees.
     """
-    rng = random.Random(f"hr:world:{seed}")
+    rng = random.Random(derive_seed("hr", "world", seed))
     people = People(rng, twin_share=knobs.twin_share)
     company = COMPANY_WORDS[seed % len(COMPANY_WORDS)].lower()
     email_domain = f"{company}.com"

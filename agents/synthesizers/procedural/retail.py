@@ -33,6 +33,7 @@ from coevo.agents.synthesizers.procedural.names import (
     COMPANY_WORDS,
     COUNTRIES,
 )
+from coevo.arena.seeding import derive_seed
 from coevo.arena.spec import WorldSpec
 
 SCHEMA = [
@@ -155,7 +156,7 @@ def build_world(seed: int, knobs: RetailKnobs = DEFAULT_KNOBS) -> WorldSpec:
 
     With the default knobs: 80 customers, 25 products, ~340 orders.
     """
-    rng = random.Random(f"retail:world:{seed}")
+    rng = random.Random(derive_seed("retail", "world", seed))
     people = People(rng, twin_share=knobs.twin_share)
     customers: list[list[Any]] = []
     for cid in range(1, knobs.customers + 1):

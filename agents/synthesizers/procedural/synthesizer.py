@@ -12,6 +12,7 @@ from coevo.agents.synthesizers.initial import initial_state
 from coevo.agents.synthesizers.planner import Target, TaskSampler, Unfit
 from coevo.agents.synthesizers.procedural.domains import DOMAINS, domain_named
 from coevo.arena.errors import CoevoError
+from coevo.arena.seeding import derive_seed
 from coevo.arena.spec import TaskSpec, WorldSpec
 
 __all__ = ["ProceduralSynthesizer"]
@@ -21,7 +22,7 @@ class ProceduralSynthesizer:
     """Proposes tasks in procedural worlds (no network, no API key).
 
     One world per (domain, world seed) serves every task drawn in it; task
-    ``i`` of a request is drawn with ``Random(f"{seed}:{i}")``, so the same
+    ``i`` of a request is drawn with ``Random(derive_seed(seed, "task", i))``, so the same
     request gives the same tasks, byte for byte.
 
     Args:
@@ -88,12 +89,12 @@ class ProceduralSynthesizer:
         return tasks
 
     def draw(self, request: ProposalRequest, index: int) -> TaskSpec | None:
-        """Task ``index`` of ``request`` (drawn with ``Random(f"{seed}:{index}")``), or None with the miss recorded."""
+        """Task ``index`` of ``request`` (drawn with ``Random(derive_seed(seed, "task", index))``), or None with the miss recorded."""
         domains = (
             [domain_named(d).name for d in request.domains] if request.domains else self.domains
         )
         target = Target.of(request.level, request.features, request.families)
-        rng = random.Random(f"{request.seed}:{index}")
+        rng = random.Random(derive_seed(request.seed, "task", index))
         domain = domains[rng.randrange(len(domains))]
         sampler = self.sampler(domain, self.world_seed(request.seed))
         provenance: dict[str, Any] = {

@@ -25,6 +25,7 @@ from coevo.agents.synthesizers.procedural.base import (
     write_tool,
 )
 from coevo.agents.synthesizers.procedural.names import COMPANY_SUFFIXES, COMPANY_WORDS
+from coevo.arena.seeding import derive_seed
 from coevo.arena.spec import WorldSpec
 
 SCHEMA = [
@@ -294,7 +295,7 @@ def build_world(seed: int, knobs: WarehouseKnobs = DEFAULT_KNOBS) -> WorldSpec:
 
     With the default knobs: 14 suppliers, 55 products, ~200 bins, ~180 purchase orders.
     """
-    rng = random.Random(f"warehouse:world:{seed}")
+    rng = random.Random(derive_seed("warehouse", "world", seed))
     suppliers = _suppliers(rng, knobs)
     supplier_ids = [s[0] for s in suppliers]
 

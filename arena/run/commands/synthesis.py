@@ -20,6 +20,7 @@ from coevo.arena.judge import WorldCache, assess_task
 from coevo.arena.records import dump_record, load_records
 from coevo.arena.run.commands import EXIT_OK, EXIT_REJECTED
 from coevo.arena.run.progress import Progress
+from coevo.arena.seeding import derive_seed
 from coevo.arena.spec import TaskSpec, WorldSpec
 
 __all__ = ["add_commands"]
@@ -193,7 +194,7 @@ def cmd_mutate(args: argparse.Namespace) -> int:
         for i, task in enumerate(tasks):
             world = task.world if isinstance(task.world, WorldSpec) else worlds.get(task.world_id)
             order = list(choices)
-            random.Random(f"{args.seed}:{i}").shuffle(order)
+            random.Random(derive_seed(args.seed, "operators", i)).shuffle(order)
             for op in order:
                 try:
                     children.append(mutator.mutate(task, op, seed=args.seed, world=world))
