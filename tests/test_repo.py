@@ -67,3 +67,20 @@ def test_mypy_passes():
         [sys.executable, "-m", "mypy"], cwd=ROOT, capture_output=True, text=True
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_every_package_is_in_the_wheel():
+    """Every folder with an __init__.py under arena/, agents/, curricula/ is listed in pyproject's packages."""
+    import tomllib
+
+    listed = set(
+        tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    )
+    names = {"arena": "coevo.arena", "agents": "coevo.agents", "curricula": "coevo.curricula"}
+    found = {
+        ".".join([names[init.relative_to(ROOT).parts[0]], *init.relative_to(ROOT).parts[1:-1]])
+        for folder in names
+        for init in (ROOT / folder).rglob("__init__.py")
+    }
+    assert found - listed == set(), "add these packages to [tool.setuptools] packages"
+    assert listed - found == set(), "these listed packages do not exist"
