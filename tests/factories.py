@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import copy
+import shutil
+import sys
+import tomllib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from coevo.agents.registry import REGISTRY
 from coevo.arena import TaskSpec, WorldSpec, dump_record, load_records
+from coevo.curricula.registry import CURRICULA
 
 EXAMPLES = Path(str(resources.files("coevo.arena.examples") / "examples.jsonl"))
 
@@ -159,3 +166,46 @@ def mini_task(world: dict[str, Any] | None = None, **overrides: Any) -> dict[str
     }
     task.update(overrides)
     return task
+
+
+def install_plugin(source: Path, site: Path) -> str:
+    """Lay the plugin package at ``source`` out in ``site`` as ``pip install --target`` would; returns its package.
+
+    The package and a ``dist-info`` with its metadata and ``entry_points.txt``,
+    so that ``importlib.metadata`` finds its entry points once ``site`` is on the path.
+    """
+    meta = tomllib.loads((source / "pyproject.toml").read_text())["project"]
+    name, version = meta["name"], meta["version"]
+    package = name.replace("-", "_")
+    shutil.copytree(source / package, site / package)
+    info = site / f"{package}-{version}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    lines = []
+    for group, entries in meta.get("entry-points", {}).items():
+        lines.append(f"[{group}]")
+        lines += [f"{key} = {value}" for key, value in entries.items()]
+    (info / "entry_points.txt").write_text("\n".join(lines) + "\n")
+    return package
+
+
+@contextmanager
+def plugin_on_path(source: Path, tmp: Path, monkeypatch: Any) -> Iterator[Path]:
+    """The plugin at ``source`` installed under ``tmp`` and on ``sys.path``, the registries reloaded; undone after.
+
+    Yields the site folder (what a subprocess needs on its path to see the plugin).
+    """
+    site = tmp / "site"
+    package = install_plugin(source, site)
+    sys.modules.pop(package, None)  # a test may have imported it from elsewhere already
+    monkeypatch.syspath_prepend(str(site))
+    REGISTRY.reload()
+    CURRICULA.reload()
+    try:
+        yield site
+    finally:
+        monkeypatch.undo()
+        for name in [m for m in sys.modules if m == package or m.startswith(package + ".")]:
+            sys.modules.pop(name)
+        REGISTRY.reload()
+        CURRICULA.reload()

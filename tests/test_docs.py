@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import shutil
 import sys
 import tempfile
 import tomllib
@@ -14,6 +13,8 @@ import pytest
 from coevo.agents.registry import REGISTRY
 from coevo.arena.gamelog import markdown_table
 from coevo.arena.testing import check_role
+
+from tests.factories import plugin_on_path
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
@@ -73,34 +74,10 @@ def test_every_relative_link_points_to_a_file(page: Path) -> None:
     assert not missing, f"{_name(page)} links to files that do not exist: {missing}"
 
 
-def install_plugin(source: Path, site: Path) -> str:
-    """Lay the plugin out in ``site`` as ``pip install --target site`` would; returns its package name."""
-    meta = tomllib.loads((source / "pyproject.toml").read_text())["project"]
-    name, version = meta["name"], meta["version"]
-    package = name.replace("-", "_")
-    shutil.copytree(source / package, site / package)
-    info = site / f"{package}-{version}.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
-    lines = []
-    for group, entries in meta.get("entry-points", {}).items():
-        lines.append(f"[{group}]")
-        lines += [f"{key} = {value}" for key, value in entries.items()]
-    (info / "entry_points.txt").write_text("\n".join(lines) + "\n")
-    return package
-
-
 @pytest.fixture
 def template_installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict]:
-    site = tmp_path / "site"
-    package = install_plugin(TEMPLATE, site)
-    sys.modules.pop(package, None)  # a page may have imported it from docs/ already
-    monkeypatch.syspath_prepend(str(site))
-    REGISTRY.reload()
-    yield tomllib.loads((TEMPLATE / "pyproject.toml").read_text())["project"]
-    monkeypatch.undo()
-    sys.modules.pop(package, None)
-    REGISTRY.reload()
+    with plugin_on_path(TEMPLATE, tmp_path, monkeypatch):
+        yield tomllib.loads((TEMPLATE / "pyproject.toml").read_text())["project"]
 
 
 def test_the_role_plugin_template_installs_and_conforms(template_installed: dict) -> None:

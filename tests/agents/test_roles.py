@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import random
-import shutil
-import sys
-import tomllib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -17,37 +14,15 @@ from coevo.arena.errors import RegistryError, RoleCheckError
 from coevo.arena.testing import check_role, role_problems
 
 from tests.arena.test_cli import coevo
+from tests.factories import plugin_on_path
 
 PLUGIN = Path(__file__).resolve().parents[1] / "plugins" / "coevo_example_plugin"
 
 
-def install_plugin(source: Path, site: Path) -> Path:
-    """Lay the plugin out in ``site`` as ``pip install --target site`` would (package + dist-info)."""
-    meta = tomllib.loads((source / "pyproject.toml").read_text())["project"]
-    name, version = meta["name"], meta["version"]
-    package = name.replace("-", "_")
-    shutil.copytree(source / package, site / package)
-    info = site / f"{package}-{version}.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
-    groups = meta.get("entry-points", {})
-    lines = []
-    for group, entries in groups.items():
-        lines.append(f"[{group}]")
-        lines += [f"{key} = {value}" for key, value in entries.items()]
-    (info / "entry_points.txt").write_text("\n".join(lines) + "\n")
-    return site
-
-
 @pytest.fixture
 def plugin_installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    site = install_plugin(PLUGIN, tmp_path / "site")
-    monkeypatch.syspath_prepend(str(site))
-    REGISTRY.reload()
-    yield site
-    monkeypatch.undo()
-    sys.modules.pop("coevo_example_plugin", None)
-    REGISTRY.reload()
+    with plugin_on_path(PLUGIN, tmp_path, monkeypatch) as site:
+        yield site
 
 
 @pytest.mark.parametrize("name", ["procedural", "mechanical"])

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import ClassVar
@@ -16,7 +15,7 @@ from coevo.curricula.base import CurriculumConfig
 from coevo.curricula.registry import CURRICULA, curriculum_config, make_curriculum
 from coevo.curricula.uniform import Uniform
 
-from tests.agents.test_roles import install_plugin
+from tests.factories import plugin_on_path
 
 PLUGIN = Path(__file__).resolve().parents[1] / "plugins" / "coevo_example_plugin"
 
@@ -86,13 +85,8 @@ def test_a_curriculum_can_be_named_by_import_path() -> None:
 
 @pytest.fixture
 def plugin_installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    site = install_plugin(PLUGIN, tmp_path / "site")
-    monkeypatch.syspath_prepend(str(site))
-    CURRICULA.reload()
-    yield site
-    monkeypatch.undo()
-    sys.modules.pop("coevo_example_plugin", None)
-    CURRICULA.reload()
+    with plugin_on_path(PLUGIN, tmp_path, monkeypatch) as site:
+        yield site
 
 
 def test_a_plugin_curriculum_is_found_through_its_entry_point_and_conforms(
@@ -112,10 +106,7 @@ TEMPLATE = Path(__file__).resolve().parents[2] / "docs" / "templates" / "curricu
 
 def test_the_curriculum_plugin_template_installs_and_conforms(tmp_path, monkeypatch) -> None:
     """docs/templates/curriculum_plugin, laid out as pip would, registers `ladder`, which conforms and climbs."""
-    site = install_plugin(TEMPLATE, tmp_path / "site")
-    monkeypatch.syspath_prepend(str(site))
-    CURRICULA.reload()
-    try:
+    with plugin_on_path(TEMPLATE, tmp_path, monkeypatch):
         info = CURRICULA.get("ladder")
         assert info.origin == "coevo-ladder 0.1.0"
         check_curriculum(info.cls, {"levels": [1, 2, 3]})
@@ -123,7 +114,3 @@ def test_the_curriculum_plugin_template_installs_and_conforms(tmp_path, monkeypa
         assert {r.level for r in ladder.plan(0).requests} == {1}
         ladder.observe(0, ["t1", "t2"], [1, 1])
         assert ladder.frontier() == 2.0
-    finally:
-        monkeypatch.undo()
-        sys.modules.pop("coevo_ladder", None)
-        CURRICULA.reload()
