@@ -34,7 +34,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import ray
-from coevo.agents.protocols import ProposalRequest
+from coevo.agents.protocols import LearnStats, ProposalRequest
 from coevo.agents.registry import REGISTRY, RoleInfo
 from coevo.arena.calibration import brier
 from coevo.arena.difficulty import task_level
@@ -132,6 +132,43 @@ class _Proposals:
     verdicts: list[Verdict]
     sources: list[str]
     failures: int
+
+
+@dataclass
+class _Generation:
+    """What one generation did, filled phase by phase: everything its rows are made from."""
+
+    gen: int
+    proposals: _Proposals
+    accepted: list[TaskSpec] = field(default_factory=list)
+    predicted: list[float] = field(default_factory=list)
+    next_plan: GenerationPlan = field(default_factory=lambda: GenerationPlan([]))
+    batch: list[TaskSpec] = field(default_factory=list)
+    episodes: list[Episode] = field(default_factory=list)
+    evals: list[Episode] = field(default_factory=list)
+    stats: LearnStats = field(default_factory=lambda: LearnStats(episodes=0))
+    version: str = ""
+    solving: float = 0.0
+
+
+class _Clock:
+    """Wall time per phase of a generation (for the report and events only: never in the log)."""
+
+    def __init__(self) -> None:
+        self.started = self.last = time.perf_counter()
+        self.phases: dict[str, float] = {}
+
+    def lap(self, name: str) -> float:
+        """End phase ``name`` now; returns its seconds."""
+        now = time.perf_counter()
+        seconds = now - self.last
+        self.phases[name] = round(self.phases.get(name, 0.0) + seconds, 4)
+        self.last = now
+        return seconds
+
+    def total(self) -> float:
+        """Seconds since the generation started."""
+        return time.perf_counter() - self.started
 
 
 class Arena:
@@ -374,125 +411,137 @@ class Arena:
         return tasks
 
     def generation(self, gen: int) -> GenerationReport:
-        """Run and commit generation ``gen``."""
-        started = time.perf_counter()
-        phases: dict[str, float] = {}
-        clock = [started]
-
-        def lap(name: str) -> None:
-            now = time.perf_counter()
-            phases[name] = round(phases.get(name, 0.0) + now - clock[0], 4)
-            clock[0] = now
-
-        exp = self.exp
-        record = GenerationRecord(gen)
-        proposals = self._collect(self.pending)
+        """Run and commit generation ``gen``: its phases fill a :class:`_Generation`, whose rows are logged."""
+        clock = _Clock()
+        done = _Generation(gen, proposals=self._collect(self.pending))
         for attempt in self._drained(self.synth.actors, "drain_attempts", gen):
             self.events("synthesis_attempt", gen=gen, **attempt)
-        self._log_proposals(record, proposals)
-        lap("proposals")
+        clock.lap("proposals")
+        self._predict_and_plan(done)
+        clock.lap("predict")
+        self._train(done, clock)
+        evaluated = gen % self.exp.eval.every == 0 or gen == self.exp.run.generations - 1
+        done.evals = self._play(gen, self.eval_tasks, "eval", 1) if evaluated else []
+        clock.lap("eval")
+        done.version = ray.get(self.learner.policy_version.remote())
+        record = self._record(done)
+        self._commit(record, done.next_plan)
+        clock.lap("commit")
+        return self._report(done, record.generations[0], clock)
+
+    def _predict_and_plan(self, done: _Generation) -> None:
+        """Predict the accepted tasks, admit them, and submit the next generation's proposals."""
+        gen, proposals = done.gen, done.proposals
         eval_ids = {t.task_id for t in self.eval_tasks}
-        accepted = [
+        done.accepted = [
             t
             for t, v in zip(proposals.tasks, proposals.verdicts, strict=True)
             if v.accepted and t.task_id not in eval_ids
         ]
-        predicted, error = ray.get(self.model.predict.remote(accepted))
+        done.predicted, error = ray.get(self.model.predict.remote(done.accepted))
         if error:
             self.events("world_model_failed", gen=gen, error=error)
-        self.curriculum.admit(gen, accepted, predicted)
-        next_plan = self.curriculum.plan(gen + 1)
-        if gen + 1 < exp.run.generations:
+        self.curriculum.admit(gen, done.accepted, done.predicted)
+        done.next_plan = self.curriculum.plan(gen + 1)
+        if gen + 1 < self.exp.run.generations:
             # nothing is left in flight after the last generation (closing would kill it mid-call)
-            self.pending = self._submit(gen + 1, next_plan)
-        lap("predict")
+            self.pending = self._submit(gen + 1, done.next_plan)
 
-        batch = self.curriculum.batch(gen)
-        solve_start = time.perf_counter()
-        episodes = self._play(gen, batch, "train", exp.run.rollouts)
-        played = time.perf_counter() - solve_start
-        lap("solve")
-        stats, new_state, learn_error = ray.get(self.learner.learn.remote(episodes, batch))
+    def _train(self, done: _Generation, clock: _Clock) -> None:
+        """Play the curriculum's batch, take a learner step, update the World model and the curriculum."""
+        gen = done.gen
+        done.batch = self.curriculum.batch(gen)
+        done.episodes = self._play(gen, done.batch, "train", self.exp.run.rollouts)
+        done.solving = clock.lap("solve")
+        done.stats, new_state, learn_error = ray.get(
+            self.learner.learn.remote(done.episodes, done.batch)
+        )
         if learn_error:
             self.events("learner_failed", gen=gen, error=learn_error)
         if new_state is not None:
             self.state_ref = ray.put(new_state)
             self.version = gen
-        lap("learn")
-        model_error = ray.get(self.model.update.remote(episodes))
+        clock.lap("learn")
+        model_error = ray.get(self.model.update.remote(done.episodes))
         if model_error:
             self.events("world_model_failed", gen=gen, error=model_error)
         self.curriculum.observe(
-            gen, [e.task_id for e in episodes], [e.reward.value for e in episodes]
+            gen, [e.task_id for e in done.episodes], [e.reward.value for e in done.episodes]
         )
-        lap("world_model")
+        clock.lap("world_model")
 
-        evals: list[Episode] = []
-        if gen % exp.eval.every == 0 or gen == exp.run.generations - 1:
-            evals = self._play(gen, self.eval_tasks, "eval", 1)
-        lap("eval")
-        version = ray.get(self.learner.policy_version.remote())
-        predictions = dict(zip([t.task_id for t in accepted], predicted, strict=True))
+    def _record(self, done: _Generation) -> GenerationRecord:
+        """The generation's rows of every table."""
+        record = GenerationRecord(done.gen)
+        self._log_proposals(record, done.proposals)
+        version = done.version
+        predictions = dict(zip([t.task_id for t in done.accepted], done.predicted, strict=True))
         record.predictions = [
             PredictionRow(task_id=t, version=version, p=float(p)) for t, p in predictions.items()
         ]
-        record.episodes = [EpisodeRow.of(e, "train") for e in episodes]
-        record.episodes += [EpisodeRow.of(e, "eval") for e in evals]
+        record.episodes = [EpisodeRow.of(e, "train") for e in done.episodes]
+        record.episodes += [EpisodeRow.of(e, "eval") for e in done.evals]
         by_id = {t.task_id: t for t in self.eval_tasks}
-        record.evals = [EvalRow.of(e, by_id.get(e.task_id)) for e in evals]
-        extra = stats.extra or {}
+        record.evals = [EvalRow.of(e, by_id.get(e.task_id)) for e in done.evals]
+        extra = done.stats.extra or {}
         record.updates = [
             UpdateRow(
                 version=version,
-                episodes=stats.episodes,
-                loss=stats.loss,
+                episodes=done.stats.episodes,
+                loss=done.stats.loss,
                 success=extra.get("success"),
                 entropy=extra.get("entropy"),
                 skipped=extra.get("skipped"),
             )
         ]
+        record.generations = [self._summary(done, predictions)]
+        record.usage = self._drained(self._every_actor, "drain_usage", done.gen)
+        return record
+
+    def _summary(self, done: _Generation, predictions: dict[str, float]) -> GenerationRow:
+        """The ``generations`` row: what the generation proposed, accepted, trained and learnt."""
+        proposals, episodes, evals = done.proposals, done.episodes, done.evals
         fresh = [
             (predictions[e.task_id], e.reward.value) for e in episodes if e.task_id in predictions
         ]
-        rejections = _rejections(proposals.verdicts)
-        record.generations = [
-            GenerationRow(
-                proposed=len(proposals.tasks),
-                accepted=len(accepted),
-                rejected=sum(not v.accepted for v in proposals.verdicts),
-                mutations=proposals.sources.count("mutation"),
-                trained_tasks=len(batch),
-                train_episodes=len(episodes),
-                train_success=_mean([e.reward.value for e in episodes]),
-                eval_success=_mean([e.reward.value for e in evals]),
-                frontier=self.curriculum.frontier(),
-                accepted_level=_mean([lv for t in accepted if (lv := task_level(t)) is not None]),
-                trained_level=_mean([lv for t in batch if (lv := task_level(t)) is not None]),
-                brier=brier([p for p, _ in fresh], [o for _, o in fresh]) if fresh else None,
-                version=version,
-                rejections=json.dumps(dict(rejections.most_common(5)), sort_keys=True),
-                failures=proposals.failures
-                + sum(e.reward.reason.startswith(FAILED_PREFIX) for e in [*episodes, *evals]),
-            )
-        ]
-        record.usage = self._drained(self._every_actor, "drain_usage", gen)
-        self._commit(record, next_plan)
-        lap("commit")
-        seconds = time.perf_counter() - started
-        row = record.generations[0].cells()
+        return GenerationRow(
+            proposed=len(proposals.tasks),
+            accepted=len(done.accepted),
+            rejected=sum(not v.accepted for v in proposals.verdicts),
+            mutations=proposals.sources.count("mutation"),
+            trained_tasks=len(done.batch),
+            train_episodes=len(episodes),
+            train_success=_mean([e.reward.value for e in episodes]),
+            eval_success=_mean([e.reward.value for e in evals]),
+            frontier=self.curriculum.frontier(),
+            accepted_level=_mean([lv for t in done.accepted if (lv := task_level(t)) is not None]),
+            trained_level=_mean([lv for t in done.batch if (lv := task_level(t)) is not None]),
+            brier=brier([p for p, _ in fresh], [o for _, o in fresh]) if fresh else None,
+            version=done.version,
+            rejections=json.dumps(
+                dict(_rejections(proposals.verdicts).most_common(5)), sort_keys=True
+            ),
+            failures=proposals.failures
+            + sum(e.reward.reason.startswith(FAILED_PREFIX) for e in [*episodes, *evals]),
+        )
+
+    def _report(self, done: _Generation, summary: GenerationRow, clock: _Clock) -> GenerationReport:
+        """Show the committed generation (the table) and record it (``events.jsonl``)."""
+        seconds = clock.total()
+        row = summary.cells()
         report = GenerationReport(
-            gen=gen,
+            gen=done.gen,
             row=row,
             seconds=seconds,
-            episodes_per_second=len(episodes) / played if played > 0 else 0.0,
-            top_rejections=rejections.most_common(3),
-            phases=phases,
+            episodes_per_second=len(done.episodes) / done.solving if done.solving > 0 else 0.0,
+            top_rejections=_rejections(done.proposals.verdicts).most_common(3),
+            phases=clock.phases,
         )
         self.events(
             "generation",
-            gen=gen,
+            gen=done.gen,
             seconds=round(seconds, 3),
-            phases=phases,
+            phases=clock.phases,
             **{k: v for k, v in row.items() if k != "rejections"},
         )
         if self.on_generation:
