@@ -21,6 +21,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSeriali
 
 __all__ = [
     "FAILED_PREFIX",
+    "JUDGE_FAILED_PREFIX",
     "CheckOutcome",
     "CheckResult",
     "Episode",
@@ -31,6 +32,7 @@ __all__ = [
     "decode_value",
     "encode_value",
     "failed_episode",
+    "failed_verdict",
 ]
 
 
@@ -262,6 +264,22 @@ def failed_episode(task: TaskSpec, seed: int, why: str, solver: str) -> Episode:
         reward=Reward(value=0, submitted=False, reason=FAILED_PREFIX + why),
         solver=solver,
         seed=seed,
+    )
+
+
+JUDGE_FAILED_PREFIX = "the judge failed: "
+"""How the error of a verdict the Judge could not give begins (the loop counts these as failures)."""
+
+
+def failed_verdict(task: TaskSpec, why: str) -> Verdict:
+    """A rejected verdict recording that the Judge could not assess ``task``, and why."""
+    reason = JUDGE_FAILED_PREFIX + why
+    return Verdict(
+        task_id=task.task_id,
+        world_id=task.world_id,
+        accepted=False,
+        checks={"judge": CheckResult(passed=False, reason=reason)},
+        error=reason,
     )
 
 

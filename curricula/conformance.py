@@ -7,7 +7,8 @@ Plugin authors run it in their own tests::
     def test_my_curriculum_conforms():
         check_curriculum(MyCurriculum)   # raises CurriculumCheckError listing every problem
 
-It drives the curriculum the way the arena does, for a few generations, over
+It drives the curriculum the way the arena does (admit ``g``, plan ``g + 1``,
+batch ``g``, observe ``g``), for a few generations, over
 variants of the bundled example tasks with rewards drawn from a fixed seed,
 and checks that:
 
@@ -62,14 +63,18 @@ def curriculum_tasks(n: int = 24) -> list[TaskSpec]:
 def _drive(
     curriculum: Curriculum, tasks: Sequence[TaskSpec], gens: range, seed: int
 ) -> list[tuple[Any, list[str]]]:
-    """Generations of plan → admit → batch → observe; each generation's (plan, batch ids)."""
+    """Generations as the arena runs them: admit g, plan g + 1, batch g, observe g; each (plan, batch ids).
+
+    The plan for ``g + 1`` is made before ``g`` is played (the arena overlaps
+    synthesis with solving), so it is recorded with generation ``g``.
+    """
     trace = []
     per_gen = max(1, len(tasks) // 4)
     for gen in gens:
         rng = random.Random(derive_seed("curriculum-check", seed, gen))
-        plan = curriculum.plan(gen)
         offered = [tasks[(gen * per_gen + k) % len(tasks)] for k in range(per_gen)]
         curriculum.admit(gen, offered, [rng.random() for _ in offered])
+        plan = curriculum.plan(gen + 1)
         batch = curriculum.batch(gen)
         played = [t.task_id for t in batch for _ in range(2)]
         curriculum.observe(gen, played, [rng.randint(0, 1) for _ in played])
@@ -123,7 +128,9 @@ def curriculum_problems(
     for gen, (plan, batch) in enumerate(first):
         admitted |= {tasks[(gen * per_gen + k) % len(tasks)].task_id for k in range(per_gen)}
         if not isinstance(plan, GenerationPlan):
-            problems.append(f"plan({gen}) must return a GenerationPlan, not {type(plan).__name__}")
+            problems.append(
+                f"plan({gen + 1}) must return a GenerationPlan, not {type(plan).__name__}"
+            )
         if len(batch) > config.tasks_per_gen or len(set(batch)) != len(batch):
             problems.append(
                 f"batch({gen}) must return at most tasks_per_gen = {config.tasks_per_gen} distinct tasks"

@@ -254,7 +254,7 @@ class GenerationRow(Row):
         description="the five most frequent failed checks, `{check: count}`, as JSON"
     )
     failures: int = Field(
-        description="role failures: proposals that raised plus episodes (training or eval) the Solver could not play"
+        description="role failures: synthesizer requests that raised, tasks the Judge could not assess, World-model and learner calls that raised, and episodes (training or eval) the Solver could not play"
     )
 
 

@@ -141,8 +141,15 @@ class Experiment(_Table):
         out = {}
         for table in ROLE_TABLES:
             role: RoleTable = getattr(self, table)
+            kind = table.replace("_", " ")
             try:
-                out[table] = REGISTRY.get(role.name).validate(role.config, where=f"{table}.config")
+                info = REGISTRY.get(role.name)
+                if info.kind != kind:
+                    raise ExperimentError(
+                        f"{role.name!r} is a {info.kind}, not a {kind}; `coevo roles` lists the "
+                        f"{kind}s"
+                    )
+                out[table] = info.validate(role.config, where=f"{table}.config")
             except CoevoError as exc:
                 raise ExperimentError(f"{table}: {exc}") from exc
         return out

@@ -5,10 +5,15 @@ its role from the registry in the actor's own process and turns whatever the
 role raises into data the game log can hold:
 
 * a Synthesizer that raises on a request yields no tasks and the error;
-* a Judge that raises on a batch is retried task by task, and a task that
-  still raises gets a rejected verdict whose ``error`` says so;
-* a Solver that raises gives reward-0 episodes whose reason names the error;
-* a World model that raises predicts 0.5 (and the error is reported).
+* a Judge that raises on a batch, or answers it with verdicts of other tasks
+  or another count, is asked task by task, and a task that still fails gets a
+  rejected verdict whose ``error`` says so;
+* a Solver that raises, or returns episodes of other tasks or another count,
+  gives reward-0 episodes whose reason names the problem;
+* a World model that raises, or returns other than one probability per task,
+  predicts 0.5 (and the error is reported).
+
+The loop counts every one of these in the generation's ``failures``.
 
 A host uses a capability (:mod:`coevo.agents.protocols`) only when its role
 has it, checked with ``isinstance``; it reads nothing else off the role.
@@ -38,7 +43,7 @@ from coevo.agents.protocols import (
 from coevo.agents.registry import REGISTRY
 from coevo.agents.synthesizers.mutation import Mutator
 from coevo.arena.gamelog.rows import UsageRow
-from coevo.arena.outcomes import CheckResult, Episode, Verdict, failed_episode
+from coevo.arena.outcomes import Episode, Verdict, failed_episode, failed_verdict
 from coevo.arena.spec import TaskSpec
 from coevo.curricula.base import Mutation
 
@@ -49,6 +54,13 @@ def _error(exc: BaseException) -> str:
     frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
     where = f" at {os.path.basename(frame.filename)}:{frame.lineno}" if frame else ""
     return f"{type(exc).__name__}: {exc}{where}"
+
+
+def _matches(results: Sequence[Episode] | Sequence[Verdict], tasks: Sequence[TaskSpec]) -> bool:
+    """One result per task, in the tasks' order (the batch contract every role keeps)."""
+    return len(results) == len(tasks) and all(
+        r.task_id == t.task_id for r, t in zip(results, tasks, strict=True)
+    )
 
 
 class _Host:
@@ -132,27 +144,23 @@ class JudgeHost(_Host):
     """Hosts a Judge."""
 
     def assess(self, tasks: Sequence[TaskSpec]) -> list[Verdict]:
-        """A verdict per task; a task the Judge raises on is rejected with the error."""
+        """A verdict per task, in order; a task the Judge fails on is rejected with the reason."""
         try:
-            return list(self.role.assess(list(tasks)))
+            verdicts = list(self.role.assess(list(tasks)))
+            if _matches(verdicts, tasks):
+                return verdicts
         except Exception:
             pass
-        verdicts = []
+        out = []
         for task in tasks:
             try:
-                verdicts.extend(self.role.assess([task]))
+                (verdict,) = answer = list(self.role.assess([task]))
+                if not _matches(answer, [task]):
+                    raise ValueError(f"it returned a verdict of task {verdict.task_id}")
+                out.append(verdict)
             except Exception as exc:
-                reason = f"the judge raised {_error(exc)}"
-                verdicts.append(
-                    Verdict(
-                        task_id=task.task_id,
-                        world_id=task.world_id,
-                        accepted=False,
-                        checks={"judge": CheckResult(passed=False, reason=reason)},
-                        error=reason,
-                    )
-                )
-        return verdicts
+                out.append(failed_verdict(task, _error(exc)))
+        return out
 
 
 class SolverHost(_Host):
@@ -170,10 +178,13 @@ class SolverHost(_Host):
             self.role.set_state(ray.get(state[0]))
             self._version = version
         try:
-            return list(self.role.attempt(list(tasks), seed))
+            episodes = list(self.role.attempt(list(tasks), seed))
+            if _matches(episodes, tasks):
+                return episodes
+            why = f"it returned {len(episodes)} episodes for {len(tasks)} tasks, or of other tasks"
         except Exception as exc:
             why = _error(exc)
-            return [failed_episode(t, seed, why, self.policy_version()) for t in tasks]
+        return [failed_episode(t, seed, why, self.policy_version()) for t in tasks]
 
     def learn(
         self, episodes: Sequence[Episode], tasks: Sequence[TaskSpec]
@@ -199,9 +210,15 @@ class WorldModelHost(_Host):
     def predict(self, tasks: Sequence[TaskSpec]) -> tuple[list[float], str | None]:
         """P(success) per task (0.5 each and the error if the model raises)."""
         try:
-            return [float(p) for p in self.role.predict(list(tasks))], None
+            predicted = [float(p) for p in self.role.predict(list(tasks))]
         except Exception as exc:
             return [0.5] * len(tasks), _error(exc)
+        if len(predicted) != len(tasks) or not all(0.0 <= p <= 1.0 for p in predicted):
+            why = (
+                f"it returned {len(predicted)} values for {len(tasks)} tasks, or one outside [0, 1]"
+            )
+            return [0.5] * len(tasks), why
+        return predicted, None
 
     def update(self, episodes: Sequence[Episode]) -> str | None:
         """Give the model the outcomes; the error if it raised."""

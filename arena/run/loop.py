@@ -29,7 +29,7 @@ import logging
 import os
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -52,7 +52,7 @@ from coevo.arena.gamelog import (
     VerdictRow,
     WorldRow,
 )
-from coevo.arena.outcomes import FAILED_PREFIX, Episode, Verdict
+from coevo.arena.outcomes import FAILED_PREFIX, JUDGE_FAILED_PREFIX, Episode, Verdict
 from coevo.arena.run.experiment import Experiment, RoleTable, recorded_experiment
 from coevo.arena.run.hosts import host_for
 from coevo.arena.run.pool import ActorPool, Lost
@@ -149,6 +149,7 @@ class _Generation:
     stats: LearnStats = field(default_factory=lambda: LearnStats(episodes=0))
     version: str = ""
     solving: float = 0.0
+    failures: int = 0
 
 
 class _Clock:
@@ -202,6 +203,7 @@ class Arena:
         self.version: int | None = None
         self.state_ref: Any = None
         self.unsaved: set[str] = set()  # roles already reported as not checkpointed
+        self.suite_failures = 0  # role failures while the eval suite was made
 
     # ---- actors -------------------------------------------------------------------------
 
@@ -253,17 +255,23 @@ class Arena:
         kept = self.worlds.setdefault(task.world.world_id, task.world)
         return task if kept is task.world else task.model_copy(update={"world": kept})
 
-    def _submit(self, gen: int, plan: GenerationPlan) -> dict[str, Any]:
-        """Submit a generation's proposals (and mutations); judging follows in :meth:`_collect`."""
-        refs: dict[str, Any] = {"plan": plan, "gen": gen}
+    def _submit(
+        self, gen: int, plan: GenerationPlan, logged: Mapping[str, TaskSpec] | None = None
+    ) -> dict[str, Any]:
+        """Submit a generation's proposals (and mutations); judging follows in :meth:`_collect`.
+
+        A mutation's parent is the curriculum's task; on resume, a parent the
+        curriculum has since forgotten (it planned before its last ``observe``)
+        comes from the log (``logged``), so a resumed run mutates what the
+        uninterrupted one did.
+        """
+        refs: dict[str, Any] = {"plan": plan, "gen": gen, "missing": 0}
         refs["proposals"] = self.synth.map("propose", [([r],) for r in plan.requests])
         if plan.mutations:
-            parents = [
-                self.curriculum.tasks[m.parent]
-                for m in plan.mutations
-                if m.parent in self.curriculum.tasks
-            ]
-            refs["mutations"] = self.synth.map("mutate", [(parents, plan.mutations)])
+            known = {**(logged or {}), **self.curriculum.tasks}
+            parents = {m.parent: known[m.parent] for m in plan.mutations if m.parent in known}
+            refs["missing"] = sum(m.parent not in known for m in plan.mutations)
+            refs["mutations"] = self.synth.map("mutate", [(list(parents.values()), plan.mutations)])
         return refs
 
     def _collect(self, pending: dict[str, Any]) -> _Proposals:
@@ -279,6 +287,10 @@ class Arena:
         mutations = pending.get("mutations")
         for result in mutations.get() if mutations is not None else []:
             made.extend((child, "mutation") for child, _why in result if child is not None)
+        if pending["missing"]:
+            # a parent neither the curriculum nor the log holds: a bug, counted and said
+            failures += pending["missing"]
+            self.events("mutation_parent_missing", gen=pending["gen"], count=pending["missing"])
         seen: set[str] = set()
         unique: list[tuple[TaskSpec, str]] = []
         for task, source in made:
@@ -292,6 +304,7 @@ class Arena:
             "assess", [(tasks[i : i + chunk],) for i in range(0, len(tasks), chunk)]
         )
         verdicts = [v for part in calls.get() for v in part]
+        failures += sum((v.error or "").startswith(JUDGE_FAILED_PREFIX) for v in verdicts)
         return _Proposals(tasks, verdicts, [s for _, s in unique], failures)
 
     def _play(self, gen: int, tasks: list[TaskSpec], purpose: str, repeats: int) -> list[Episode]:
@@ -329,6 +342,7 @@ class Arena:
             ]
         )
         judged = self._collect(self._submit(-1, plan))
+        self.suite_failures = judged.failures  # counted with generation 0's
         return [t for t, v in zip(judged.tasks, judged.verdicts, strict=True) if v.accepted]
 
     def _drained(self, actors: list[Any], method: str, gen: int) -> list[Any]:
@@ -386,7 +400,7 @@ class Arena:
         if model_state is not None:
             self._restore(self.model, model_state, "world_model")
         if gen + 1 < self.exp.run.generations:
-            self.pending = self._submit(gen + 1, _plan_of(state["next_plan"]))
+            self.pending = self._submit(gen + 1, _plan_of(state["next_plan"]), tasks)
 
     def _read_state(self, base: tuple[str, str], name: str | None, table: str) -> bytes | None:
         if name is None:
@@ -414,6 +428,7 @@ class Arena:
         """Run and commit generation ``gen``: its phases fill a :class:`_Generation`, whose rows are logged."""
         clock = _Clock()
         done = _Generation(gen, proposals=self._collect(self.pending))
+        done.failures = done.proposals.failures + (self.suite_failures if gen == 0 else 0)
         for attempt in self._drained(self.synth.actors, "drain_attempts", gen):
             self.events("synthesis_attempt", gen=gen, **attempt)
         clock.lap("proposals")
@@ -440,6 +455,7 @@ class Arena:
         ]
         done.predicted, error = ray.get(self.model.predict.remote(done.accepted))
         if error:
+            done.failures += 1
             self.events("world_model_failed", gen=gen, error=error)
         self.curriculum.admit(gen, done.accepted, done.predicted)
         done.next_plan = self.curriculum.plan(gen + 1)
@@ -457,6 +473,7 @@ class Arena:
             self.learner.learn.remote(done.episodes, done.batch)
         )
         if learn_error:
+            done.failures += 1
             self.events("learner_failed", gen=gen, error=learn_error)
         if new_state is not None:
             self.state_ref = ray.put(new_state)
@@ -464,6 +481,7 @@ class Arena:
         clock.lap("learn")
         model_error = ray.get(self.model.update.remote(done.episodes))
         if model_error:
+            done.failures += 1
             self.events("world_model_failed", gen=gen, error=model_error)
         self.curriculum.observe(
             gen, [e.task_id for e in done.episodes], [e.reward.value for e in done.episodes]
@@ -521,7 +539,7 @@ class Arena:
             rejections=json.dumps(
                 dict(_rejections(proposals.verdicts).most_common(5)), sort_keys=True
             ),
-            failures=proposals.failures
+            failures=done.failures
             + sum(e.reward.reason.startswith(FAILED_PREFIX) for e in [*episodes, *evals]),
         )
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from coevo.agents.judges import MechanicalJudge
 from coevo.agents.linear_pg import LinearPGSolver
 from coevo.agents.protocols import ProposalRequest
 from coevo.agents.synthesizers.procedural import ProceduralSynthesizer
-from coevo.arena import Episode, TaskSpec
+from coevo.arena import Episode, TaskSpec, Verdict
 
 
 class FlakySolver(LinearPGSolver):
@@ -42,3 +43,23 @@ class ForgetfulModel:
     def update(self, episodes: Sequence[Episode]) -> None:
         self.outcomes[0] += sum(e.reward.value for e in episodes)
         self.outcomes[1] += len(episodes)
+
+
+class ShortModel(ForgetfulModel):
+    """A World model that returns one prediction too few (it breaks the batch contract)."""
+
+    def predict(self, tasks: Sequence[TaskSpec]) -> list[float]:
+        return super().predict(tasks)[:-1]
+
+
+class MuddledJudge:
+    """A Judge that answers a batch with its verdicts reversed (the wrong task in each place)."""
+
+    kind = "judge"
+
+    def __init__(self) -> None:
+        self.judge = MechanicalJudge()
+
+    def assess(self, tasks: Sequence[TaskSpec]) -> list[Verdict]:
+        verdicts = self.judge.assess(tasks)
+        return verdicts[::-1] if len(tasks) > 1 else verdicts

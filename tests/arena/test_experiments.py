@@ -57,3 +57,9 @@ def test_overrides_are_read_as_toml_values() -> None:
     assert exp.solver.actors == 3 and exp.curriculum.name == "plr"
     with pytest.raises(ExperimentError, match="key=value"):
         parse_overrides(["solver.actors"])
+
+
+def test_a_role_of_the_wrong_kind_is_refused_before_anything_starts() -> None:
+    """A World model named as the Judge is an error naming both kinds, raised when the file is loaded."""
+    with pytest.raises(ExperimentError, match="'irt' is a world model, not a judge"):
+        load_experiment({"judge": {"name": "irt"}})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -257,3 +258,64 @@ def test_a_schema_1_run_is_not_resumed_and_its_pickles_never_load(tmp_path) -> N
     with pytest.raises(ArenaError, match="checkpoints are Python pickles; coevo never loads"):
         resume_run(str(run))
     assert not marker.exists()
+
+
+@pytest.mark.slow
+def test_an_accel_run_resumes_to_the_same_log_when_its_parents_were_forgotten(tmp_path) -> None:
+    """ACCEL plans mutations before it forgets tasks: a resumed run finds those parents in the log."""
+    import json
+
+    from coevo.arena.gamelog import RunDir
+
+    exp = load_experiment(
+        str(Path(__file__).resolve().parents[2] / "experiments" / "curricula.toml"),
+        [
+            'curriculum.name="accel"',
+            "curriculum.accel.buffer_size=8",
+            "curriculum.accel.min_fill=4",
+            "curriculum.levels=[1]",
+            "curriculum.tasks_per_gen=16",
+            "run.generations=8",
+            "eval.per_level=2",
+        ],
+    )
+    run_experiment(exp, str(tmp_path / "whole"))
+    whole = tables(tmp_path / "whole")
+    run = RunDir(str(tmp_path / "whole"))
+    # the first checkpoint whose next plan mutates a task its curriculum has already forgotten
+    cut = next(
+        gen
+        for gen in range(exp.run.generations - 1)
+        if (state := json.loads(run.read_bytes("checkpoints", f"gen={gen}", "state.json")))
+        and {m["parent"] for m in state["next_plan"]["mutations"]}
+        - set(state["curriculum"]["stats"])
+    )
+    run_experiment(exp, str(tmp_path / "cut"), stop_after=cut + 1)
+    resume_run(str(tmp_path / "cut"))
+    assert tables(tmp_path / "cut") == whole
+
+
+@pytest.mark.slow
+def test_roles_that_break_the_batch_contract_are_counted_and_the_run_goes_on(tmp_path) -> None:
+    """A World model short of a prediction and a Judge that shuffles its verdicts: the run completes,
+    each failure is in the generation's `failures`, and no verdict is logged against the wrong task."""
+    events: list[tuple[str, dict]] = []
+    exp = experiment(
+        world_model__name="tests.arena.faulty_roles:ShortModel",
+        judge__name="tests.arena.faulty_roles:MuddledJudge",
+        run__generations=2,
+    )
+    summary = run_experiment(
+        exp, str(tmp_path / "run"), events=lambda e, **f: events.append((e, f))
+    )
+    assert summary.generations == 2
+    log = tables(tmp_path / "run")
+    model_failures = [f for e, f in events if e == "world_model_failed"]
+    assert len(model_failures) >= 2 and "values for" in model_failures[0]["error"]
+    per_gen = {r["gen"]: r["failures"] for r in log["generations"]}
+    assert all(failures >= 1 for failures in per_gen.values())
+    assert sum(per_gen.values()) >= len(model_failures)
+    # the Judge is asked task by task when its batch answer is muddled: every verdict is its task's
+    tasks = {(t["gen"], t["task_id"]) for t in log["tasks"]}
+    assert all((v["gen"], v["task_id"]) in tasks for v in log["verdicts"])
+    assert any(v["accepted"] for v in log["verdicts"])
