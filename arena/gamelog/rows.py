@@ -205,7 +205,9 @@ class PredictionRow(Row):
     about: ClassVar[str] = "the World model's P(success) of each accepted task, before any rollout"
 
     task_id: str = Field(description="the task")
-    version: str = Field(description="the policy version the prediction is for")
+    version: str = Field(
+        description="the policy version the prediction is for: the one that plays this generation"
+    )
     p: float = Field(description="P(the Solver succeeds)")
 
 
@@ -215,7 +217,9 @@ class UpdateRow(Row):
     table: ClassVar[str] = "updates"
     about: ClassVar[str] = "one row per learner step"
 
-    version: str = Field(description="the policy version before the step")
+    version: str = Field(
+        description="the policy version the step started from (it played the episodes)"
+    )
     episodes: int = Field(description="episodes learnt from")
     loss: float | None = Field(description="the objective after the step, when the Solver has one")
     success: float | None = Field(

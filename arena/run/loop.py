@@ -438,7 +438,6 @@ class Arena:
         evaluated = gen % self.exp.eval.every == 0 or gen == self.exp.run.generations - 1
         done.evals = self._play(gen, self.eval_tasks, "eval", 1) if evaluated else []
         clock.lap("eval")
-        done.version = ray.get(self.learner.policy_version.remote())
         record = self._record(done)
         self._commit(record, done.next_plan)
         clock.lap("commit")
@@ -466,6 +465,8 @@ class Arena:
     def _train(self, done: _Generation, clock: _Clock) -> None:
         """Play the curriculum's batch, take a learner step, update the World model and the curriculum."""
         gen = done.gen
+        # the version that plays this generation: predictions, the update and the summary say it
+        done.version = ray.get(self.learner.policy_version.remote())
         done.batch = self.curriculum.batch(gen)
         done.episodes = self._play(gen, done.batch, "train", self.exp.run.rollouts)
         done.solving = clock.lap("solve")
