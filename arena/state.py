@@ -135,17 +135,34 @@ def unpack_state(data: bytes, *, role: str, versions: Collection[int]) -> RoleSt
             f"this {role!r} state has layout version {version}; this coevo reads "
             f"{', '.join(map(str, sorted(versions)))}"
         )
+    meta, entries = header.get("meta") or {}, header.get("arrays") or []
+    if not isinstance(meta, dict) or not isinstance(entries, list):
+        raise StateError(
+            f"the {role!r} state's header is damaged (meta or arrays of the wrong type)"
+        )
     arrays: dict[str, np.ndarray] = {}
-    for entry in header.get("arrays", []):
-        dtype = np.dtype(str(entry["dtype"]))
-        if dtype.kind not in _KINDS or dtype.byteorder == ">":
-            raise StateError(f"array {entry['name']!r} of the {role!r} state has dtype {dtype}")
-        shape = tuple(int(n) for n in entry["shape"])
+    for entry in entries:
+        name, dtype, shape, start = _entry(entry, role)
         count = int(np.prod(shape, dtype=np.int64))
-        start = body + int(entry["offset"])
-        if start < body or start + count * dtype.itemsize > len(data):
-            raise StateError(f"array {entry['name']!r} of the {role!r} state is truncated")
-        arrays[str(entry["name"])] = (
+        start += body
+        if start + count * dtype.itemsize > len(data):
+            raise StateError(f"array {name!r} of the {role!r} state is truncated")
+        arrays[name] = (
             np.frombuffer(data, dtype=dtype, count=count, offset=start).reshape(shape).copy()
         )
-    return RoleState(role, int(version), dict(header.get("meta") or {}), arrays)
+    return RoleState(role, int(version), meta, arrays)
+
+
+def _entry(entry: Any, role: str) -> tuple[str, np.dtype, tuple[int, ...], int]:
+    """An array entry of a header, checked: (name, dtype, shape, offset)."""
+    try:
+        name, dtype = str(entry["name"]), np.dtype(str(entry["dtype"]))
+        shape, offset = tuple(entry["shape"]), entry["offset"]
+    except (TypeError, KeyError, ValueError) as exc:
+        raise StateError(f"an array entry of the {role!r} state is damaged: {exc}") from exc
+    if dtype.kind not in _KINDS or dtype.byteorder == ">":
+        raise StateError(f"array {name!r} of the {role!r} state has dtype {dtype}")
+    numbers = (*shape, offset)
+    if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in numbers):
+        raise StateError(f"array {name!r} of the {role!r} state has a bad shape or offset")
+    return name, dtype, shape, offset

@@ -52,6 +52,23 @@ def _manifest_name(gen: int) -> str:
     return f"gen={gen:06d}.json"
 
 
+def _check_files(manifest: Any, name: str, uri: str) -> None:
+    """A manifest names files inside its run directory only (a relative path, no ``..``)."""
+    if not isinstance(manifest, dict) or not all(
+        isinstance(manifest.get(key, {}), dict) for key in ("parts", "checkpoint_files")
+    ):
+        raise LogError(f"manifest {name} of {uri} is damaged: it is not a manifest object")
+    files = [*manifest.get("parts", {}).values(), *manifest.get("checkpoint_files", {}).values()]
+    for path in files:
+        if path is None:
+            continue
+        if not isinstance(path, str) or path.startswith("/") or ".." in path.split("/"):
+            raise LogError(
+                f"manifest {name} of {uri} names {path!r}, outside its run directory; "
+                "the run directory has been tampered with"
+            )
+
+
 class GameLog:
     """Writes and reads the game log of one run directory.
 
@@ -143,6 +160,7 @@ class GameLog:
                     f"{manifest.get('schema_version')}; this coevo reads schemas "
                     f"{', '.join(map(str, READABLE_VERSIONS))}: read it with the coevo that wrote it"
                 )
+            _check_files(manifest, name, self.run.uri)
             out.append(manifest)
         return out
 

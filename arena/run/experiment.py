@@ -265,6 +265,8 @@ def recorded_experiment(run_dir: str) -> Experiment:
     label = f"{run_dir}/experiment.json"
     try:
         data = json.loads(run.read_bytes("experiment.json"))
+        if not isinstance(data, dict) or not isinstance(data.get("curriculum", {}), dict):
+            raise ValueError("it is not an experiment record (a JSON object of tables)")
         data["curriculum"] = recorded_curriculum(data.get("curriculum", {}))
         return Experiment.model_validate(data)
     except ValidationError as exc:

@@ -372,7 +372,15 @@ class Arena:
             self.eval_tasks = self._eval_suite()
             self.pending = self._submit(0, self.curriculum.plan(0))
             return 0
-        self._load_checkpoint(last)
+        try:
+            self._load_checkpoint(last)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            # a damaged or hand-edited checkpoint: say which, and that the log itself is fine
+            raise ArenaError(
+                f"the checkpoint of generation {last} in {self.run.uri} cannot be read "
+                f"({type(exc).__name__}: {exc}); its log still reads (coevo analyze, export), "
+                "and `coevo run` starts a new run"
+            ) from exc
         return last + 1
 
     def _load_checkpoint(self, gen: int) -> None:

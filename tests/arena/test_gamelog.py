@@ -139,3 +139,11 @@ def test_a_column_an_older_log_lacks_reads_as_null(tmp_path) -> None:
         "success": None,
         "gen": 0,
     }
+
+
+def test_a_manifest_naming_a_file_outside_the_run_is_refused(tmp_path) -> None:
+    """A part path with `..` or from the root is a tampered run directory: LogError, nothing read."""
+    log = GameLog(str(tmp_path / "run"))
+    log.commit(0, {"evals": "../../elsewhere/part-0.parquet"}, {"evals": 1}, {})
+    with pytest.raises(LogError, match="outside its run directory"):
+        log.read("evals")

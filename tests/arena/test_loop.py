@@ -319,3 +319,17 @@ def test_roles_that_break_the_batch_contract_are_counted_and_the_run_goes_on(tmp
     tasks = {(t["gen"], t["task_id"]) for t in log["tasks"]}
     assert all((v["gen"], v["task_id"]) in tasks for v in log["verdicts"])
     assert any(v["accepted"] for v in log["verdicts"])
+
+
+@pytest.mark.slow
+def test_a_damaged_checkpoint_stops_resume_with_a_message(tmp_path) -> None:
+    """A checkpoint edited by hand gives ArenaError naming the generation, not a traceback."""
+    import json
+
+    run_experiment(experiment(), str(tmp_path / "run"), stop_after=1)
+    state = tmp_path / "run" / "checkpoints" / "gen=0" / "state.json"
+    data = json.loads(state.read_text())
+    del data["curriculum"]
+    state.write_text(json.dumps(data))
+    with pytest.raises(ArenaError, match=r"the checkpoint of generation 0 .* cannot be read"):
+        resume_run(str(tmp_path / "run"))

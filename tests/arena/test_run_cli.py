@@ -40,6 +40,12 @@ def test_run_prints_a_row_per_generation_logs_events_and_ends_with_a_summary(
     # resuming a finished run adds no generation and says so in its summary
     assert main(["resume", str(out), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["generations"] == 2
+    # the record says where the run went (--out), and running into it again touches nothing
+    assert json.loads((out / "experiment.json").read_text())["run"]["out"] == str(out)
+    before = (out / "events.jsonl").read_text()
+    assert main(["run", str(toml), "--out", str(out)]) == 2
+    assert "already holds 2 generations; continue it with `coevo resume" in capsys.readouterr().err
+    assert (out / "events.jsonl").read_text() == before
 
 
 def test_a_bad_experiment_or_run_dir_exits_2_with_the_reason(tmp_path, capsys) -> None:

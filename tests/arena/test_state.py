@@ -71,3 +71,35 @@ def test_damaged_or_foreign_states_say_what_is_wrong(data, message):
     """Other formats, roles, versions and truncated bytes raise StateError naming the problem."""
     with pytest.raises(StateError, match=message):
         unpack_state(data, role="irt", versions={1})
+
+
+def _with_header(blob: bytes, edit) -> bytes:
+    import json as _json
+
+    from coevo.arena.state import STATE_FORMAT
+
+    start = len(STATE_FORMAT) + 1
+    size = int.from_bytes(blob[start : start + 4], "little")
+    header = _json.loads(blob[start + 4 : start + 4 + size])
+    edit(header)
+    text = _json.dumps(header).encode()
+    return blob[:start] + len(text).to_bytes(4, "little") + text + blob[start + 4 + size :]
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda h: h["arrays"][0].update(shape=[-1]),
+        lambda h: h["arrays"][0].update(offset="0"),
+        lambda h: h["arrays"][0].pop("dtype"),
+        lambda h: h["arrays"][0].update(dtype="not a dtype"),
+        lambda h: h["arrays"][0].update(dtype="|O"),
+        lambda h: h.update(arrays={"w": 1}),
+        lambda h: h.update(meta=[1, 2]),
+    ],
+)
+def test_a_damaged_header_is_refused_with_state_error(edit):
+    """A header edited by hand (negative shape, missing dtype, object dtype, wrong types) raises StateError only."""
+    blob = _with_header(pack_state("irt", 1, {"k": 1}, {"w": np.zeros(3)}), edit)
+    with pytest.raises(StateError):
+        unpack_state(blob, role="irt", versions={1})

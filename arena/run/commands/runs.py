@@ -8,6 +8,8 @@ import os
 import sys
 from typing import Any
 
+from coevo.arena.errors import CommandError
+
 __all__ = ["add_commands", "cmd_resume", "cmd_run"]
 
 
@@ -46,7 +48,7 @@ def _local_ray_auth(args: argparse.Namespace, address: str) -> None:
 
 
 def _run(args: argparse.Namespace, *, resume: bool) -> int:
-    from coevo.arena.gamelog import RunDir
+    from coevo.arena.gamelog import GameLog, RunDir
     from coevo.arena.run.experiment import load_experiment, recorded_experiment
 
     if resume:
@@ -56,8 +58,17 @@ def _run(args: argparse.Namespace, *, resume: bool) -> int:
         overrides = list(args.set or [])
         if args.seed is not None:
             overrides.append(f"run.seed={args.seed}")
+        if args.out:
+            overrides.append(f"run.out={json.dumps(args.out)}")  # experiment.json says where it ran
         experiment = load_experiment(args.experiment, overrides)
-        run_dir = args.out or experiment.run.out
+        run_dir = experiment.run.out
+        done = GameLog(run_dir).last_generation() + 1
+        if done:
+            # said before anything is written there or Ray starts: that run's record stays as it was
+            raise CommandError(
+                f"{run_dir} already holds {done} generations; continue it with "
+                f"`coevo resume {run_dir}` or choose another --out"
+            )
     _local_ray_auth(args, experiment.ray.address)
     # Ray loads here, once the run is known, so that `coevo --help` and bad input stay fast
     from coevo.arena.run.display import EventLog, GenerationTable
