@@ -26,17 +26,12 @@ from typing import Any, Final
 from coevo.agents.claude.environment import anthropic_environment
 from coevo.agents.protocols import ROLE_KINDS, RoleEnvironment, capabilities_of, kind_of
 from coevo.arena.errors import RegistryError
-from coevo.arena.plugins import PluginRegistry, import_object
+from coevo.arena.plugins import PluginRegistry, first_line, import_object
 from coevo.arena.settings import Settings, settings_model, validate_settings
 
 __all__ = ["ENTRY_POINT_GROUP", "REGISTRY", "Registry", "RoleEnvironment", "RoleInfo", "role"]
 
 ENTRY_POINT_GROUP: Final = "coevo.roles"
-
-
-def _first_line(obj: Any) -> str:
-    doc = (getattr(obj, "__doc__", None) or "").strip()
-    return doc.splitlines()[0].rstrip(".") if doc else ""
 
 
 @dataclass(frozen=True)
@@ -109,13 +104,19 @@ def _from_entry_point(name: str, obj: Any, origin: str) -> RoleInfo:
     """The :class:`RoleInfo` of an entry point or import path: a RoleInfo itself, or a factory."""
     if isinstance(obj, RoleInfo):
         return dataclasses.replace(obj, name=name, origin=origin)
-    kind = getattr(obj, "kind", None) or kind_of(obj)
-    if kind not in ROLE_KINDS:
+    kind = kind_of(obj)
+    declared = getattr(obj, "kind", None)
+    if kind is None and declared is not None:
         raise RegistryError(
-            f"role {name!r}: cannot tell its kind ({kind!r}); give it a `kind` attribute "
+            f"role {name!r} declares kind {declared!r} but lacks that protocol's methods "
+            "(see coevo.agents.protocols)"
+        )
+    if kind is None:
+        raise RegistryError(
+            f"role {name!r}: cannot tell its kind; give it a `kind` attribute "
             f"({', '.join(ROLE_KINDS)}) or the methods of one of the protocols in coevo.agents.protocols"
         )
-    return RoleInfo(name, kind, obj, origin, _first_line(obj))
+    return RoleInfo(name, kind, obj, origin, first_line(obj))
 
 
 class Registry(PluginRegistry[RoleInfo]):

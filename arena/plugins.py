@@ -24,7 +24,13 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from coevo.arena.errors import RegistryError
 
-__all__ = ["Named", "PluginRegistry", "import_object"]
+__all__ = ["Named", "PluginRegistry", "first_line", "import_object"]
+
+
+def first_line(obj: Any) -> str:
+    """The first line of ``obj``'s docstring, as plain text (a plugin's one-line description)."""
+    doc = (getattr(obj, "__doc__", None) or "").strip()
+    return doc.splitlines()[0].rstrip(".").replace("``", "") if doc else ""
 
 
 def import_object(path: str, *, what: str) -> Any:

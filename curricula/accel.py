@@ -47,7 +47,7 @@ class ACCEL(PLR):
             key=lambda t: (-self.stats[t].score, t),
         )
         n_mut = min(len(candidates), round(self.config.mutations * slots))
-        rng = self._rng(gen, "mutate")
+        rng = self.rng(gen, "mutate")
         mutations = []
         for i, parent in enumerate(candidates[:n_mut]):
             p = self.stats[parent].success or 0.0
@@ -58,4 +58,4 @@ class ACCEL(PLR):
                     Mutation(parent, op, seed=derive_seed(self.seed, "mutation", gen, i, j))
                 )
         need = math.ceil((slots - n_mut) * self.config.oversample)
-        return GenerationPlan(self._spread(gen, need, self.config.levels), mutations)
+        return GenerationPlan(self.spread(gen, need, self.config.levels), mutations)

@@ -2,13 +2,15 @@
 
 The arena drives a curriculum through four calls per generation ``g``::
 
-    plan = curriculum.plan(g)              # proposal requests (and mutations) for the Synthesizer
     curriculum.admit(g, tasks, predicted)  # the accepted tasks, with the World model's P(success)
+    plan = curriculum.plan(g + 1)          # proposal requests (and mutations) for the next generation
     tasks = curriculum.batch(g)            # distinct tasks to train on (the arena plays each k times)
     curriculum.observe(g, played, rewards) # the outcomes, to rescore
 
-plus :meth:`Curriculum.frontier` (for the live table) and
-:meth:`Curriculum.state`/:meth:`Curriculum.load` (checkpoints: JSON). All
+The plan for ``g + 1`` is made before ``g`` is played, so that synthesis and
+judging overlap with solving (generation 0's plan is made at the start).
+Besides these, :meth:`Curriculum.frontier` is read for the live table and
+:meth:`Curriculum.state`/:meth:`Curriculum.load` for checkpoints (JSON). All
 randomness comes from seeds derived from the run's (:func:`~coevo.arena.seeding.derive_seed`), so a
 curriculum resumed from its state (or rebuilt from the game log by replaying
 ``admit``/``observe``) makes the same choices.
@@ -116,7 +118,9 @@ class Curriculum:
     """The state every curriculum keeps: the accepted tasks and their statistics.
 
     Subclasses override :meth:`plan`, :meth:`batch`, :meth:`frontier` and the
-    hooks ``_rescore``/``_forget``/``_extra``/``_load_extra`` as they need.
+    hooks :meth:`rescore`, :meth:`forget`, :meth:`extra_state` and
+    :meth:`load_extra_state` as they need; :meth:`spread` and :meth:`rng` are
+    theirs to use.
 
     Args:
         config: the ``[curriculum]`` table (an instance of :attr:`Config`).
@@ -149,7 +153,7 @@ class Curriculum:
     def plan(self, gen: int) -> GenerationPlan:
         """The proposals (and mutations) generation ``gen`` asks for."""
         need = math.ceil(self.fresh_slots(gen) * self.config.oversample)
-        return GenerationPlan(self._spread(gen, need, self.config.levels))
+        return GenerationPlan(self.spread(gen, need, self.config.levels))
 
     def admit(self, gen: int, tasks: Sequence[TaskSpec], predicted: Sequence[float]) -> None:
         """Accepted tasks of generation ``gen``, with the World model's predictions."""
@@ -178,8 +182,8 @@ class Curriculum:
             del stats.outcomes[: -self.config.window]
             stats.plays += 1
             stats.last_played = gen
-        self._rescore()
-        self._forget()
+        self.rescore()
+        self.forget()
 
     # ---- shared helpers -----------------------------------------------------------------
 
@@ -191,14 +195,15 @@ class Curriculum:
         """The level the curriculum is working at (the mean level of recent batches)."""
         return None
 
-    def _rng(self, gen: int, purpose: str) -> np.random.Generator:
+    def rng(self, gen: int, purpose: str) -> np.random.Generator:
+        """A generator for one of generation ``gen``'s random choices, named by ``purpose`` (seeded from the run's)."""
         return np.random.default_rng(derive_seed(self.seed, "curriculum", gen, purpose))
 
-    def _spread(self, gen: int, n: int, levels: Sequence[int]) -> list[ProposalRequest]:
+    def spread(self, gen: int, n: int, levels: Sequence[int]) -> list[ProposalRequest]:
         """``n`` proposals spread over ``levels`` (drawn uniformly), one request per level."""
         if n <= 0:
             return []
-        rng = self._rng(gen, "levels")
+        rng = self.rng(gen, "levels")
         counts = np.bincount(rng.integers(0, len(levels), size=n), minlength=len(levels))
         return [
             ProposalRequest(
@@ -211,10 +216,12 @@ class Curriculum:
             if count
         ]
 
-    def _rescore(self) -> None:
+    def rescore(self) -> None:
+        """After each ``observe``: update what the curriculum ranks tasks by (nothing by default)."""
         return None
 
-    def _forget(self) -> None:
+    def forget(self) -> None:
+        """After :meth:`rescore`: drop tasks the curriculum will not use again (they stay in the log)."""
         return None
 
     # ---- state --------------------------------------------------------------------------
@@ -225,7 +232,7 @@ class Curriculum:
             "name": self.name,
             "stats": {k: asdict(v) for k, v in self.stats.items()},
             "fresh": list(self.fresh),
-            "extra": self._extra(),
+            "extra": self.extra_state(),
         }
 
     def load(self, state: dict[str, Any], tasks: dict[str, TaskSpec]) -> None:
@@ -246,10 +253,12 @@ class Curriculum:
         self.stats = {k: TaskStats(**v) for k, v in state["stats"].items()}
         self.tasks = {k: tasks[k] for k in self.stats}
         self.fresh = list(state["fresh"])
-        self._load_extra(state.get("extra") or {})
+        self.load_extra_state(state.get("extra") or {})
 
-    def _extra(self) -> dict[str, Any]:
+    def extra_state(self) -> dict[str, Any]:
+        """This curriculum's own part of :meth:`state` (JSON): everything else its choices depend on."""
         return {}
 
-    def _load_extra(self, extra: dict[str, Any]) -> None:
+    def load_extra_state(self, extra: dict[str, Any]) -> None:
+        """Restore what :meth:`extra_state` returned."""
         return None

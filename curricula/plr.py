@@ -80,7 +80,7 @@ class PLR(Curriculum):
         chosen: list[str] = []
         if replay:
             p = self.replay_distribution(gen)
-            picks = self._rng(gen, "replay").choice(
+            picks = self.rng(gen, "replay").choice(
                 len(self.buffer), size=replay, replace=False, p=p
             )
             chosen = [self.buffer[i] for i in sorted(int(i) for i in picks)]
@@ -88,14 +88,16 @@ class PLR(Curriculum):
         self.fresh: list[str] = []
         return [self.tasks[t] for t in [*chosen, *new]]
 
-    def _rescore(self) -> None:
+    def rescore(self) -> None:
+        """Score every task by its success estimate; a task played once joins the replay buffer."""
         for task_id, stats in self.stats.items():
             p = stats.success
             stats.score = 0.0 if p is None else self.score(p)
             if stats.plays and task_id not in self.buffer:
                 self.buffer.append(task_id)
 
-    def _forget(self) -> None:
+    def forget(self) -> None:
+        """Keep the ``buffer_size`` best-scoring buffer tasks (and the fresh ones); drop the rest."""
         if len(self.buffer) > self.config.buffer_size:
             keep = sorted(
                 self.buffer, key=lambda t: (-self.stats[t].score, -self.stats[t].last_played, t)
@@ -107,10 +109,12 @@ class PLR(Curriculum):
             del self.stats[key]
             self.tasks.pop(key, None)
 
-    def _extra(self) -> dict[str, Any]:
+    def extra_state(self) -> dict[str, Any]:
+        """The replay buffer, in order."""
         return {"buffer": list(self.buffer)}
 
-    def _load_extra(self, extra: dict[str, Any]) -> None:
+    def load_extra_state(self, extra: dict[str, Any]) -> None:
+        """Restore the replay buffer."""
         self.buffer = list(extra.get("buffer", []))
 
     def frontier(self) -> float | None:

@@ -23,7 +23,7 @@ from functools import cached_property
 from typing import Any, Final
 
 from coevo.arena.errors import ConfigError, RegistryError
-from coevo.arena.plugins import PluginRegistry, import_object
+from coevo.arena.plugins import PluginRegistry, first_line, import_object
 from coevo.arena.settings import validate_settings
 from coevo.curricula.base import Curriculum, CurriculumConfig
 
@@ -37,11 +37,6 @@ __all__ = [
 ]
 
 ENTRY_POINT_GROUP: Final = "coevo.curricula"
-
-
-def _first_line(obj: Any) -> str:
-    doc = (getattr(obj, "__doc__", None) or "").strip()
-    return doc.splitlines()[0].rstrip(".") if doc else ""
 
 
 @dataclass(frozen=True)
@@ -92,7 +87,7 @@ def _from_entry_point(name: str, obj: Any, origin: str) -> CurriculumInfo:
         raise RegistryError(
             f"curriculum {name!r}: {obj!r} is not a subclass of coevo.curricula.base.Curriculum"
         )
-    return CurriculumInfo(name, obj, origin, _first_line(obj))
+    return CurriculumInfo(name, obj, origin, first_line(obj))
 
 
 _BUILTINS: Final = (
@@ -163,6 +158,14 @@ def curriculum_config(
             raise ConfigError(
                 f"[{where}.{key}] is not a curriculum{hint} (curricula: {', '.join(sorted(known))})"
             )
+        if key not in chosen.config.model_fields:
+            owners = [i.name for i in CURRICULA.specs() if key in i.config.model_fields]
+            if owners:
+                raise ConfigError(
+                    f"'{where}.{key}' is a setting of {' and '.join(map(repr, owners))}, not of "
+                    f"{name!r}: put it under [{where}.{owners[0]}], where it applies only when "
+                    f"{owners[0]!r} is the one chosen"
+                )
     common = {k: v for k, v in shared.items() if k in CurriculumConfig.model_fields}
     for other in sorted(known & data.keys() - {name}):
         own = {**common, **data[other], "name": other}

@@ -57,7 +57,7 @@ class TargetBand(Curriculum):
             self.level
         ]
         need = math.ceil(self.config.tasks_per_gen * self.config.oversample * 2)
-        return GenerationPlan(self._spread(gen, need, levels))
+        return GenerationPlan(self.spread(gen, need, levels))
 
     def batch(self, gen: int) -> list[TaskSpec]:
         """Fresh tasks closest to the band's middle first; replayed in-band tasks fill up."""
@@ -106,7 +106,8 @@ class TargetBand(Curriculum):
         elif mean < low / 2 and self.level - 1 in self.config.levels:
             self.level -= 1
 
-    def _forget(self) -> None:
+    def forget(self) -> None:
+        """Keep the fresh tasks and those whose success is in the band (for replay); drop the rest."""
         # keep in-band tasks for replay, the rest is in the log
         low, high = self.config.band
         keep = {
@@ -122,8 +123,10 @@ class TargetBand(Curriculum):
         """The frontier level."""
         return float(self.level)
 
-    def _extra(self) -> dict[str, Any]:
+    def extra_state(self) -> dict[str, Any]:
+        """The frontier level."""
         return {"level": self.level}
 
-    def _load_extra(self, extra: dict[str, Any]) -> None:
+    def load_extra_state(self, extra: dict[str, Any]) -> None:
+        """Restore the frontier level."""
         self.level = int(extra.get("level", self.level))

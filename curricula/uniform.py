@@ -25,7 +25,8 @@ class Uniform(Curriculum):
     name: ClassVar[str] = "uniform"
     Config: ClassVar[type[CurriculumConfig]] = UniformConfig
 
-    def _forget(self) -> None:
+    def forget(self) -> None:
+        """Drop every task once it is played: a uniform curriculum never replays."""
         # a uniform curriculum never replays: keep only what the next plan needs
         played = [k for k, s in self.stats.items() if s.last_played >= 0 and k not in self.fresh]
         for key in played:

@@ -111,7 +111,7 @@ class TaskRow(Row):
 
     @classmethod
     def of(cls, task: TaskSpec, source: str) -> TaskRow:
-        """The row of ``task`` (its world inline), proposed as ``source``."""
+        """The row of ``task``, proposed as ``source`` (given with its world inline; the row keeps the world's id)."""
         return cls(
             task_id=task.task_id,
             world_id=task.world_id,

@@ -16,6 +16,7 @@ this package; it puts them together::
 :mod:`.hosts`                a role inside a Ray actor, one host per kind
 :mod:`.pool`                 the actors of one role and the one retry policy
 :mod:`.display`              the live table and ``events.jsonl``
+:mod:`.progress`             the progress bar of long commands
 :mod:`.cli`, :mod:`.commands`  the ``coevo`` command line
 ============================ =====================================================
 

@@ -35,11 +35,11 @@ class _Forgetful(Uniform):
 
     def __init__(self, config: CurriculumConfig, seed: int):
         super().__init__(config, seed)
-        self.rng = random.Random(seed)
+        self.shuffler = random.Random(seed)
 
     def batch(self, gen: int) -> list[TaskSpec]:
         chosen = super().batch(gen)
-        self.rng.shuffle(chosen)
+        self.shuffler.shuffle(chosen)
         return chosen
 
 

@@ -147,9 +147,13 @@ def test_state_is_enough_to_go_on(pool) -> None:
 def test_a_key_the_named_curriculum_does_not_take_is_an_error_naming_both() -> None:
     """`band` given to uniform, or a misspelt key, is refused with the key, the curriculum and what it takes."""
     with pytest.raises(
-        ValueError, match=r"(?s)the curriculum 'uniform'.*unknown key 'curriculum\.band'"
+        ValueError, match=r"'curriculum\.band' is a setting of 'target-band', not of 'uniform'"
     ):
         CurriculumConfig(name="uniform", band=[0.3, 0.7])
+    with pytest.raises(
+        ValueError, match=r"(?s)the curriculum 'uniform'.*unknown key 'curriculum\.bnad'"
+    ):
+        CurriculumConfig(name="uniform", bnad=[0.3, 0.7])
     with pytest.raises(ValueError, match=r"did you mean 'curriculum\.replay_prob'"):
         CurriculumConfig(name="plr", replay_prop=0.3)
     assert type(CurriculumConfig(name="accel", mutations=0.2)).__name__ == "ACCELConfig"

@@ -42,10 +42,14 @@ class Ladder(Curriculum):
     def plan(self, gen: int) -> GenerationPlan:
         """Proposals at the current level only."""
         need = round(self.config.tasks_per_gen * self.config.oversample)
-        return GenerationPlan(self._spread(gen, need, [self.level]))
+        return GenerationPlan(self.spread(gen, need, [self.level]))
 
     def observe(self, gen: int, task_ids: Sequence[str], rewards: Sequence[int]) -> None:
-        """Record the outcomes; climb when this generation's success passes the bar."""
+        """Record the outcomes; climb when this generation's success passes the bar.
+
+        The arena plans a generation ahead (the plan for ``gen + 1`` is made
+        before ``gen`` is played), so the new level is asked for from ``gen + 2``.
+        """
         super().observe(gen, task_ids, rewards)
         higher = [lv for lv in self.config.levels if lv > self.level]
         if rewards and sum(rewards) / len(rewards) >= self.config.promote and higher:
@@ -55,14 +59,17 @@ class Ladder(Curriculum):
         """The current level."""
         return float(self.level)
 
-    def _forget(self) -> None:
+    def forget(self) -> None:
+        """Drop every task once it is trained on: nothing is replayed."""
         # nothing is replayed: keep only the tasks not yet trained on
         for key in [k for k in self.stats if k not in self.fresh]:
             del self.stats[key]
             self.tasks.pop(key, None)
 
-    def _extra(self) -> dict[str, Any]:
+    def extra_state(self) -> dict[str, Any]:
+        """The current level (everything else the ladder's choices depend on is in the base state)."""
         return {"level": self.level}
 
-    def _load_extra(self, extra: dict[str, Any]) -> None:
+    def load_extra_state(self, extra: dict[str, Any]) -> None:
+        """Restore the current level."""
         self.level = int(extra["level"])

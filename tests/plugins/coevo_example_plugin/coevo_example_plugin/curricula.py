@@ -29,7 +29,7 @@ class EasyFirst(Curriculum):
     def plan(self, gen: int) -> GenerationPlan:
         """Proposals spread over the configured levels at or below the ceiling."""
         levels = [lv for lv in self.config.levels if lv <= self.config.ceiling] or [1]
-        return GenerationPlan(self._spread(gen, self.config.tasks_per_gen * 2, levels))
+        return GenerationPlan(self.spread(gen, self.config.tasks_per_gen * 2, levels))
 
     def batch(self, gen: int) -> list[TaskSpec]:
         """This generation's fresh tasks, highest predicted success first."""
