@@ -1,4 +1,8 @@
-"""coevo.arena: the runtime — task format, SQL worlds, verifier, the Judge's checks, the CLI.
+"""coevo.arena: the task runtime — task format, SQL worlds, verifier, the Judge's checks, the game log.
+
+The bottom floor (``docs/architecture.md``): everything else builds on it, and
+it imports nothing above it. The run — experiments, the loop on Ray, the
+command line — is the sub-package :mod:`coevo.arena.run`, on the top floor.
 
 The public names are re-exported here::
 

@@ -1,5 +1,10 @@
-"""coevo.curricula: task buffers, scorers, curriculum strategies, and analysis of game logs.
+"""coevo.curricula: what the Solver trains on next, and the analysis of game logs.
 
-Curricula (uniform, level replay, mutation, target band) and log analysis
-land with the arena and analysis issues.
+* :mod:`~coevo.curricula.base`: the curriculum contract and the state every curriculum keeps;
+* one module per curriculum (:mod:`~coevo.curricula.uniform`, the template;
+  :mod:`~coevo.curricula.plr`, :mod:`~coevo.curricula.accel`, :mod:`~coevo.curricula.target_band`);
+* :mod:`~coevo.curricula.registry`: curricula by name, built-ins and ``coevo.curricula`` plugins;
+* :mod:`~coevo.curricula.scorers`, :mod:`~coevo.curricula.rebuild` (the curriculum from the log alone),
+  :mod:`~coevo.curricula.conformance` (``check_curriculum``);
+* :mod:`~coevo.curricula.analysis`: metrics, lineage, reports and exports, from the log only.
 """
