@@ -35,7 +35,7 @@ from typing import Any
 
 import ray
 from coevo.agents.protocols import LearnStats, ProposalRequest
-from coevo.agents.registry import REGISTRY, RoleInfo
+from coevo.agents.registry import REGISTRY
 from coevo.arena.calibration import brier
 from coevo.arena.difficulty import task_level
 from coevo.arena.errors import ArenaError, CoevoError, LogError, StateError
@@ -209,6 +209,7 @@ class Arena:
 
     def _start_actors(self) -> None:
         here = ray.get_runtime_context().get_node_id()
+        settings = self.exp.role_settings()
 
         def actors(table: str, n: int, restarts: bool) -> list[Any]:
             role: RoleTable = getattr(self.exp, table)
@@ -220,7 +221,7 @@ class Arena:
                 # stateful singletons (the learner, the World model) live on the driver's node:
                 # losing another node must not lose their state
                 options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(here, soft=False)
-            env = _passed_env(info, role)
+            env = {k: os.environ[k] for k in info.env(settings[table]).passed if k in os.environ}
             host = ray.remote(host_for(info.kind))
             return [host.options(**options).remote(role.name, role.config, env) for _ in range(n)]
 
@@ -268,10 +269,15 @@ class Arena:
         refs: dict[str, Any] = {"plan": plan, "gen": gen, "missing": 0}
         refs["proposals"] = self.synth.map("propose", [([r],) for r in plan.requests])
         if plan.mutations:
-            known = {**(logged or {}), **self.curriculum.tasks}
-            parents = {m.parent: known[m.parent] for m in plan.mutations if m.parent in known}
-            refs["missing"] = sum(m.parent not in known for m in plan.mutations)
-            refs["mutations"] = self.synth.map("mutate", [(list(parents.values()), plan.mutations)])
+            logged = logged or {}
+            parents = {
+                m.parent: task
+                for m in plan.mutations
+                if (task := self.curriculum.tasks.get(m.parent) or logged.get(m.parent))
+            }
+            mutations = [m for m in plan.mutations if m.parent in parents]
+            refs["missing"] = len(plan.mutations) - len(mutations)
+            refs["mutations"] = self.synth.map("mutate", [(list(parents.values()), mutations)])
         return refs
 
     def _collect(self, pending: dict[str, Any]) -> _Proposals:
@@ -627,11 +633,6 @@ class Arena:
         """Stop the actors."""
         for actor in self._every_actor:
             ray.kill(actor)
-
-
-def _passed_env(info: RoleInfo, role: RoleTable) -> dict[str, str]:
-    passed = info.env(info.validate(role.config)).passed
-    return {k: os.environ[k] for k in passed if k in os.environ}
 
 
 def check_environment(experiment: Experiment) -> None:
