@@ -30,7 +30,7 @@ from coevo.arena.grounding import ungrounded_arguments
 from coevo.arena.limits import DEFAULT_LIMITS, Limits
 from coevo.arena.outcomes import CheckResult, Episode, Verdict
 from coevo.arena.spec import SUBMIT, TaskSpec, ToolCall, WorldSpec
-from coevo.arena.sqlguard import TRACKING_PREFIX, fold
+from coevo.arena.sqlguard import TRACKING_PREFIX, TaskBudget, fold
 from coevo.arena.verifier import run_check
 from coevo.arena.world import World
 
@@ -361,8 +361,12 @@ class WorldCache:
         self._fresh: dict[str, World] = {}
 
     def add(self, spec: WorldSpec) -> str:
-        """Register a world record; returns its id."""
-        self.specs.setdefault(spec.world_id, spec)
+        """Register a world record (the first with this content, unless it gave a wrong id); returns its id."""
+        known = self.specs.get(spec.world_id)
+        if known is None or (
+            known.id not in (None, known.world_id) and spec.id in (None, spec.world_id)
+        ):
+            self.specs[spec.world_id] = spec
         return spec.world_id
 
     def spec_of(self, task: TaskSpec) -> WorldSpec | None:
@@ -378,6 +382,10 @@ class WorldCache:
             SpecError: the world is not valid (remembered, not rebuilt).
         """
         key = spec.world_id
+        if spec.id is not None and spec.id != key:
+            # The id is the one field the content hash leaves out: a record claiming another
+            # world's id must be rejected even when the same content was built before.
+            key = f"{key} given as {spec.id}"
         built = self._worlds.get(key)
         if built is None:
             try:
@@ -442,6 +450,21 @@ def assess_task(task: TaskSpec, worlds: WorldCache) -> Verdict:
         for name in CHECK_NAMES[1:]:
             results[name] = CheckResult(passed=None, reason=_NOT_VALID)
         return Verdict(task_id=task_id, world_id=task.world_id, accepted=False, checks=results)
+    assert spec is not None  # a task without a world is not valid
+    fresh = worlds.fresh(spec)
+    budget = TaskBudget(worlds.limits.task_vm_instructions)
+    world.compiled.guard.task = fresh.compiled.guard.task = budget
+    try:
+        return _assess_built(task, world, fresh, budget, results["valid"])
+    finally:
+        world.compiled.guard.task = fresh.compiled.guard.task = None
+
+
+def _assess_built(
+    task: TaskSpec, world: World, fresh: World, budget: TaskBudget, valid: CheckResult
+) -> Verdict:
+    """The checks after ``valid``, all spending from the task's ``budget``."""
+    results: dict[str, CheckResult] = {"valid": valid}
     episode: list[Episode] = []
     warnings = list(world.warnings) + list(world.prepare(task).warnings)
 
@@ -454,9 +477,7 @@ def assess_task(task: TaskSpec, worlds: WorldCache) -> Verdict:
     results["oracle"] = _guarded(oracle)
     # right after the oracle, while the world still holds the oracle's final state
     results["determinism"] = _guarded(
-        lambda: check_determinism(
-            task, world, worlds.fresh(spec), oracle=episode[0] if episode else None
-        )
+        lambda: check_determinism(task, world, fresh, oracle=episode[0] if episode else None)
     )
     results["noop"] = _guarded(lambda: check_noop(task, world))
     results["unsolved"] = _guarded(lambda: check_unsolved(task, world))
@@ -468,12 +489,24 @@ def assess_task(task: TaskSpec, worlds: WorldCache) -> Verdict:
             passed=None, reason="not run: the reference solution did not run"
         )
     results["solvable"] = CheckResult(passed=None, reason=_SOLVABLE_PENDING)
+    if "time" in budget.stops and results["determinism"].passed is False:
+        # Which limit stops a call first depends on the machine's load: not a property of the task.
+        results["determinism"] = CheckResult(
+            passed=False,
+            reason="not decided: the wall-clock backstop stopped a call (it does too much work "
+            "per SQLite instruction), so the runs cannot be compared",
+        )
+    if "task" in budget.stops:
+        warnings.append(
+            f"the task's budget of {budget.total:,} VM instructions ran out (spent by all its "
+            "checks and Judge passes together): the checks it stopped fail"
+        )
     results = {name: results[name] for name in CHECK_NAMES}  # the documented order
     accepted = (
         all(r.passed is not False for r in results.values()) and results["valid"].passed is True
     )
     return Verdict(
-        task_id=task_id,
+        task_id=task.task_id,
         world_id=task.world_id,
         accepted=accepted,
         checks=results,

@@ -23,8 +23,15 @@ class Limits:
         vm_instructions: SQLite VM instructions one tool call may execute
             (all its statements together).
         verifier_vm_instructions: VM instructions one verifier check may execute.
+        task_vm_instructions: VM instructions the Judge may spend on one task in
+            all its checks and passes together (the oracle, the determinism
+            reruns, the shortcuts of ``noop``/``unsolved``/``partial``); once it
+            is spent, the checks left fail and the reason names this budget.
         max_value_bytes: the largest string or BLOB SQLite may build
             (``SQLITE_LIMIT_LENGTH``); ``zeroblob(1e9)`` fails at once.
+        max_world_bytes: the largest database a world may grow to (its seed rows,
+            their column defaults, and every write of an episode), enforced by
+            SQLite's page count while the world is built and run.
         max_rows: rows a tool returns; more are cut off and the observation
             says so.
         max_result_bytes: bytes of text and BLOB values a tool returns.
@@ -37,7 +44,9 @@ class Limits:
     max_steps: int = 40
     vm_instructions: int = 5_000_000
     verifier_vm_instructions: int = 50_000_000
+    task_vm_instructions: int = 100_000_000
     max_value_bytes: int = 1_000_000
+    max_world_bytes: int = 64 << 20
     max_rows: int = 200
     max_result_bytes: int = 256_000
     max_call_seconds: float = 10.0

@@ -28,12 +28,20 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from coevo.arena.limits import Limits, ensure_heap_limit
+from coevo.arena.sqlfunctions import (
+    FORMAT_FUNCTIONS,
+    FUNCTION_POLICY,
+    LIKE_PATTERN_BYTES,
+    format_problem,
+    install_linear_functions,
+)
 
 __all__ = [
     "FORBIDDEN_FUNCTIONS",
     "Action",
     "Guard",
     "StatementFacts",
+    "TaskBudget",
     "explain",
     "fold",
     "is_forbidden_function",
@@ -190,10 +198,12 @@ class Guard:
         "deadline",
         "known",
         "max_ticks",
+        "metered",
         "read_only",
         "record",
         "schema_phase",
         "stopped_by",
+        "task",
         "ticks",
         "trusted",
     )
@@ -210,6 +220,9 @@ class Guard:
         self.stopped_by = ""
         #: functions untrusted SQL may call (None: everything not forbidden)
         self.allowed_functions: frozenset[str] | None = None
+        #: the budget of the task being judged, shared by all its checks and passes
+        self.task: TaskBudget | None = None
+        self.metered = False  # whether the running statement spends the task's budget
 
     def allows_function(self, name: str) -> bool:
         """Whether untrusted SQL may call ``name``: a built-in of SQLite's core, not a forbidden one."""
@@ -268,8 +281,17 @@ class Guard:
         if self.ticks > self.max_ticks:
             self.stopped_by = "budget"
             return 1
+        task = self.task
+        if task is not None and self.metered:
+            task.left -= 1
+            if task.left < 0:
+                self.stopped_by = "task"
+                task.stops.add("task")
+                return 1
         if time.monotonic() > self.deadline:
             self.stopped_by = "time"
+            if task is not None:
+                task.stops.add("time")
             return 1
         return 0
 
@@ -284,23 +306,72 @@ class Guard:
         self.max_ticks = max(1, -(-instructions // _TICK))
         self.deadline = time.monotonic() + seconds
         self.stopped_by = ""
+        self.metered = True
 
     def unlimited(self) -> None:
         """Lift the budget (for coevo's own statements)."""
         self.ticks = 0
         self.max_ticks = 1 << 62
         self.deadline = float("inf")
+        self.metered = False
+
+    def stop_reason(self, own: str, seconds: float) -> str:
+        """Which limit stopped the last statement, as the end of "stopped after ...".
+
+        Args:
+            own: the statement's own budget, e.g. ``"the verifier budget of 50,000,000 VM instructions"``.
+            seconds: the wall-clock backstop in force.
+        """
+        if self.stopped_by == "task" and self.task is not None:
+            return (
+                f"the task's budget of {self.task.total:,} VM instructions "
+                "(all its checks and Judge passes together)"
+            )
+        if self.stopped_by == "time":
+            return f"{seconds:g} seconds (the wall-clock backstop: too much work per SQLite instruction)"
+        return own
 
     @contextmanager
     def trust(self) -> Iterator[None]:
         """Compile the statements inside as coevo's own: no authorizer limits, no budget."""
-        before, ticks, limit, deadline = self.trusted, self.ticks, self.max_ticks, self.deadline
+        saved = self.trusted, self.ticks, self.max_ticks, self.deadline, self.metered
         self.trusted = True
         self.unlimited()
         try:
             yield
         finally:
-            self.trusted, self.ticks, self.max_ticks, self.deadline = before, ticks, limit, deadline
+            self.trusted, self.ticks, self.max_ticks, self.deadline, self.metered = saved
+
+
+class TaskBudget:
+    """The VM instructions one task may spend in all its checks and Judge passes together.
+
+    Attach it to the guards of the worlds judging the task (``guard.task``);
+    every untrusted statement run under a budget then spends from it too, and
+    once it is spent every statement stops at once (``stopped_by == "task"``).
+
+    Args:
+        instructions: the task's total, in VM instructions.
+
+    Attributes:
+        total: the total, in VM instructions.
+        left: what is left, in units of 100 instructions.
+        stops: which limits stopped a statement while judging the task
+            (``"task"``, ``"time"``): a verdict reached under the wall-clock
+            backstop says so, since it depends on the machine's load.
+    """
+
+    __slots__ = ("left", "stops", "total")
+
+    def __init__(self, instructions: int):
+        self.total = instructions
+        self.left = -(-instructions // _TICK)
+        self.stops: set[str] = set()
+
+    @property
+    def spent(self) -> int:
+        """VM instructions spent so far (to the nearest 100)."""
+        return (-(-self.total // _TICK) - max(self.left, 0)) * _TICK
 
 
 def sqlite_now(now: str) -> str:
@@ -319,13 +390,16 @@ _TIME_ARG = {  # which argument of each date function is the time value
 }
 
 
-def _install_clock(conn: sqlite3.Connection, now: str) -> None:
+def _install_clock(conn: sqlite3.Connection, now: str) -> sqlite3.Connection:
     """Make every date function see ``now`` as the current time.
 
     SQLite reads the time from the operating system. The date functions
     are overridden by wrappers that replace a ``'now'`` time value (and a
     missing one) with the world's clock, then call SQLite's own function on
     a private connection, so results match SQLite's exactly.
+
+    Returns:
+        The private connection (coevo's linear string functions use it too).
     """
     helper = sqlite3.connect(":memory:", check_same_thread=False)
     fixed = sqlite_now(now)
@@ -367,6 +441,7 @@ def _install_clock(conn: sqlite3.Connection, now: str) -> None:
     conn.create_function(
         "current_timestamp", 0, lambda: f"{date_part} {time_part}", deterministic=True
     )
+    return helper
 
 
 class _ForbiddenCall(Exception):
@@ -396,14 +471,14 @@ def _install_forbidden(conn: sqlite3.Connection) -> None:
         conn.create_function(name, arity, refuse)
 
 
-def _core_functions(conn: sqlite3.Connection) -> frozenset[str] | None:
-    """SQLite's own built-in functions (not those of extensions such as FTS5 or R-Tree), before coevo's overrides."""
+def _allowed_functions(conn: sqlite3.Connection) -> frozenset[str]:
+    """The functions on coevo's allow-list that this SQLite build has (before coevo's overrides)."""
     try:
         rows = conn.execute("PRAGMA function_list").fetchall()
     except sqlite3.Error:  # SQLite < 3.30 or built without introspection pragmas
-        return None
+        return frozenset(FUNCTION_POLICY)
     core = {fold(name) for name, builtin, *_ in rows if builtin}
-    return frozenset(core | set(_TIME_ARG) | {"current_date", "current_time", "current_timestamp"})
+    return frozenset(core | set(_TIME_ARG) | {"current_date", "current_time", "current_timestamp"}) & frozenset(FUNCTION_POLICY)
 
 
 def open_world_connection(now: str, limits: Limits) -> tuple[sqlite3.Connection, Guard]:
@@ -417,14 +492,19 @@ def open_world_connection(now: str, limits: Limits) -> tuple[sqlite3.Connection,
         ":memory:", isolation_level=None, check_same_thread=False, cached_statements=512
     )
     guard = Guard()
-    guard.allowed_functions = _core_functions(conn)
+    guard.allowed_functions = _allowed_functions(conn)
     conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, limits.max_value_bytes)
+    conn.setlimit(sqlite3.SQLITE_LIMIT_LIKE_PATTERN_LENGTH, LIKE_PATTERN_BYTES)
     conn.setlimit(sqlite3.SQLITE_LIMIT_SQL_LENGTH, 1_000_000)
     conn.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 999)
     conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 2)
-    _install_clock(conn, now)
+    helper = _install_clock(conn, now)
+    helper.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, limits.max_value_bytes)
+    install_linear_functions(conn, helper)
     _install_forbidden(conn)
     conn.execute("PRAGMA temp_store = MEMORY")
+    page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+    conn.execute(f"PRAGMA max_page_count = {max(2, limits.max_world_bytes // page_size)}")
     conn.execute("PRAGMA foreign_keys = OFF")
     # Table-valued functions declare themselves on first use, which looks like
     # a write to sqlite_master; do that once here, trusted.
@@ -468,6 +548,9 @@ class StatementFacts:
             including those in column defaults, views and triggers.
         opcodes: the VDBE opcodes of the main program.
         disallowed_functions: the functions called that untrusted SQL may not call.
+        unbounded_calls: calls whose cost could not be bounded, each with the
+            reason (a ``printf`` format that is not a literal, or takes a width from
+            an argument); see :mod:`coevo.arena.sqlfunctions`.
     """
 
     sql: str
@@ -477,6 +560,7 @@ class StatementFacts:
     functions: frozenset[str]
     opcodes: frozenset[str]
     disallowed_functions: tuple[str, ...] = ()
+    unbounded_calls: tuple[str, ...] = ()
 
     @property
     def denied(self) -> list[Action]:
@@ -563,4 +647,73 @@ def explain(conn: sqlite3.Connection, guard: Guard, sql: str) -> StatementFacts:
         functions=frozenset(functions),
         opcodes=opcodes,
         disallowed_functions=tuple(sorted(f for f in functions if not guard.allows_function(f))),
+        unbounded_calls=_unbounded_calls(
+            program, functions, conn.getlimit(sqlite3.SQLITE_LIMIT_LENGTH)
+        ),
     )
+
+
+def _unbounded_calls(
+    program: list[tuple[Any, ...]], functions: set[str], max_value_bytes: int
+) -> tuple[str, ...]:
+    """Why the program's ``printf``/``format`` calls may not run (empty when all are bounded).
+
+    A format must be a literal string, which SQLite marks constant (bit 0 of
+    the call's ``P1``) and loads with one ``String8`` into the argument's
+    register. Anything else (a parameter, a column, a concatenation, a
+    ``CASE``) is refused: its widths cannot be checked before the call runs.
+    A call SQLite compiled into a trigger's sub-program is not in this
+    listing; it is refused too.
+    """
+    if not functions & FORMAT_FUNCTIONS:
+        return ()
+    problems: list[str] = []
+    seen: set[str] = set()
+    for address, opcode, p1, p2, _p3, p4, *_ in program:
+        if opcode not in ("Function", "PureFunc") or not isinstance(p4, str):
+            continue
+        match = _P4_FUNCTION.match(p4)
+        name = fold(match.group(1)) if match else ""
+        if name not in FORMAT_FUNCTIONS:
+            continue
+        seen.add(name)
+        writers = [
+            row
+            for row in program
+            if row[0] != address
+            and row[1] not in _NOT_WRITERS
+            and (
+                (row[3] == p2 or (row[1] == "Null" and row[3] <= p2 <= row[4]))
+                if row[1] in _P2_WRITERS
+                else row[4] == p2
+            )
+        ]
+        literal = [row[5] for row in writers if row[1] == "String8" and row[3] == p2]
+        if not (isinstance(p1, int) and p1 & 1) or len(writers) != 1 or len(literal) != 1:
+            problems.append(
+                f"{name}() with a format that is not a literal string (its widths cannot be "
+                "checked before it runs); write the format in the statement"
+            )
+            continue
+        problem = format_problem(name, str(literal[0]), max_value_bytes)
+        if problem:
+            problems.append(problem)
+    for name in sorted((functions & FORMAT_FUNCTIONS) - seen):
+        problems.append(
+            f"{name}() inside a trigger (its format cannot be checked there); compute the value "
+            "in the statement that writes, or leave it out"
+        )
+    return tuple(dict.fromkeys(problems))
+
+
+#: Opcodes whose P2 and P3 are not registers written (jumps, cursors, flags).
+_NOT_WRITERS = frozenset(
+    "Init Goto Halt Transaction OpenRead OpenWrite Rewind Next Prev Last SorterNext Once "
+    "If IfNot IfPos IfNotZero IsNull NotNull Eq Ne Lt Le Gt Ge Jump ResultRow Yield "
+    "InitCoroutine EndCoroutine Gosub Return DecrJumpZero MustBeInt SeekGE SeekGT SeekLE "
+    "SeekLT IdxGE IdxGT IdxLE IdxLT Found NotFound NoConflict NotExists IfNoHope".split()
+)
+#: Opcodes that write the register in P2 (the others write P3).
+_P2_WRITERS = frozenset(
+    "String8 Integer Int64 Real Variable Blob SCopy Copy IntCopy Rowid Null".split()
+)

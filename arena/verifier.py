@@ -51,10 +51,9 @@ def run_check(world: CompiledWorld, check: CompiledCheck, answer: str | None) ->
         width = len(cursor.description or ())
     except sqlite3.OperationalError as exc:
         if "interrupted" in str(exc):
-            limit = (
-                f"{world.limits.max_call_seconds:g} seconds (wall-clock backstop)"
-                if guard.stopped_by == "time"
-                else f"the verifier budget of {budget:,} VM instructions"
+            limit = guard.stop_reason(
+                f"the verifier budget of {budget:,} VM instructions",
+                world.limits.max_call_seconds,
             )
             return CheckOutcome(name=check.name, passed=False, reason=f"stopped after {limit}")
         return CheckOutcome(name=check.name, passed=False, reason=f"error: {exc}")
@@ -327,10 +326,9 @@ def frame_violations(
             except (sqlite3.Error, MemoryError, OverflowError) as exc:
                 text = str(exc)
                 if "interrupted" in text:
-                    text = (
-                        f"stopped after {world.limits.max_call_seconds:g} seconds (wall-clock backstop)"
-                        if guard.stopped_by == "time"
-                        else f"stopped after the verifier budget of {budget:,} VM instructions"
+                    text = "stopped after " + guard.stop_reason(
+                        f"the verifier budget of {budget:,} VM instructions",
+                        world.limits.max_call_seconds,
                     )
                 errors.append(f"{entry.table.name}: the frame could not be checked ({text})")
                 continue

@@ -154,9 +154,12 @@ class World:
         """
         key = task.task_id
         compiled = self._tasks.get(key)
-        # The id covers world, instruction and verifier; the solution is checked too.
+        # The id covers world, instruction and verifier; what else compiling checks (the given
+        # id, the solution, the lineage) must match too, or a record reuses another's verdict.
         if compiled is None or (
-            compiled.spec is not task and compiled.spec.solution != task.solution
+            compiled.spec is not task
+            and (compiled.spec.id, compiled.spec.solution, compiled.spec.lineage)
+            != (task.id, task.solution, task.lineage)
         ):
             compiled = compile_task(task, self._w)
             self._tasks[key] = compiled
@@ -365,17 +368,24 @@ class World:
             reason = "ran out of memory (SQLite's heap limit); narrow the query"
         elif isinstance(exc, OverflowError):
             reason = f"a value is out of range ({text})"
-        elif "interrupted" in text and self._guard.stopped_by == "time":
-            reason = (
-                f"stopped after {limits.max_call_seconds:g} seconds (the wall-clock backstop: the call does "
-                "too much work per SQLite instruction); narrow the query"
-            )
         elif "interrupted" in text:
-            reason = f"stopped after its budget of {limits.vm_instructions:,} SQLite VM instructions; narrow the query"
+            reason = (
+                "stopped after "
+                + self._guard.stop_reason(
+                    f"its budget of {limits.vm_instructions:,} SQLite VM instructions",
+                    limits.max_call_seconds,
+                )
+                + "; narrow the query"
+            )
+        elif "database or disk is full" in text:
+            reason = f"the world would grow past {limits.max_world_bytes:,} bytes (the size limit)"
         elif "too big" in text:
             reason = f"a value would exceed {limits.max_value_bytes:,} bytes (the size limit)"
         elif "user-defined function raised exception" in text:
-            reason = "called a function that is not allowed (non-deterministic)"
+            reason = (
+                "a function refused its arguments (a non-deterministic function, or a "
+                "BLOB over 4 KB searched as text)"
+            )
         elif "not authorized" in text:
             reason = "refused by the authorizer (the statement does something tools may not)"
         else:

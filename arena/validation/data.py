@@ -115,10 +115,24 @@ def load_data(
             conn.executemany(sql, rows)
             conn.execute("RELEASE coevo_load")
             continue
-        except (sqlite3.Error, OverflowError) as exc:
-            conn.execute("ROLLBACK TO coevo_load")
-            conn.execute("RELEASE coevo_load")
+        except (sqlite3.Error, OverflowError, MemoryError) as exc:
+            if conn.in_transaction:  # SQLITE_FULL may have rolled the whole savepoint back
+                conn.execute("ROLLBACK TO coevo_load")
+                conn.execute("RELEASE coevo_load")
             first_error = exc
+        if _too_large(first_error):
+            limit = conn.execute("PRAGMA max_page_count").fetchone()[0] * conn.execute(
+                "PRAGMA page_size"
+            ).fetchone()[0]
+            problems.append(
+                Problem(
+                    path,
+                    f"the rows ({len(rows):,}, with their column defaults) would make the world "
+                    f"larger than {limit:,} bytes (Limits.max_world_bytes)",
+                    "seed fewer or smaller rows (or lower a column DEFAULT such as zeroblob())",
+                )
+            )
+            return
         # Find every failing row (up to a cap) to name them.
         found = 0
         for r, values in enumerate(rows):
@@ -138,6 +152,13 @@ def load_data(
             problems.append(
                 Problem(path, f"rows cannot be inserted: {first_error}", "fix the rows")
             )
+
+
+def _too_large(exc: BaseException) -> bool:
+    """Whether loading failed because the world outgrew its page count or SQLite's heap."""
+    return isinstance(exc, MemoryError) or "database or disk is full" in str(exc) or (
+        "out of memory" in str(exc)
+    )
 
 
 def foreign_key_warnings(conn: sqlite3.Connection, tables: dict[str, TableInfo]) -> list[str]:

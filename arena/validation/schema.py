@@ -294,6 +294,15 @@ def check_schema_code(
                     )
                 )
                 break
+            if facts.unbounded_calls:
+                problems.append(
+                    Problem(
+                        path,
+                        f"writing {info.name} calls {facts.unbounded_calls[0]} (a column default or trigger)",
+                        "see docs/security.md for the functions worlds may call and why",
+                    )
+                )
+                break
 
 
 def install_tracking(

@@ -111,6 +111,14 @@ def statement_problems(facts: StatementFacts, path: str, *, what: str, fix: str)
                 FIX_BY_ACTION["FUNCTION"],
             )
         )
+    for reason in facts.unbounded_calls:
+        problems.append(
+            Problem(
+                path,
+                f"{what} {shown!r} calls {reason}",
+                "see docs/security.md for the functions worlds may call and why",
+            )
+        )
     if "Vacuum" in facts.opcodes:
         problems.append(Problem(path, f"{what} {shown!r} runs VACUUM", "VACUUM is not allowed"))
     return problems

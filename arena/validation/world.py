@@ -122,6 +122,11 @@ def compile_world(spec: WorldSpec, limits: Limits) -> CompiledWorld:
             }
         check_reserved_columns(tables, created, problems)
         views: set[str] = set()
+        # Column defaults and CHECKs run for every seed row: vet them before loading any.
+        before = len(problems)
+        check_schema_code(conn, guard, tables, views, created, problems)
+        if len(problems) > before:
+            raise SpecError(problems)
         with guard.trust():
             load_data(conn, spec, tables, views, problems)
         # Views and triggers come after the rows, so seeding fires no trigger.

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from coevo.arena import CHECK_NAMES, TaskSpec, WorldCache, assess_task
 from coevo.arena.judge import perturb_answer
+from coevo.arena.limits import Limits
 
 from tests.factories import call, example, mini_task, mini_world, tool, variant
 
@@ -352,3 +353,29 @@ def test_verdict_lists_each_warning_once():
     assert any("foreign key" in w for w in verdict.warnings) and any(
         "anything in tickets" in w for w in verdict.warnings
     )
+
+
+ENDLESS = "SELECT count(*) > 0 FROM (WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) SELECT i FROM r)"
+
+
+def test_a_task_has_one_budget_for_all_its_checks_and_passes():
+    """Thirty never-ending checks share the task's budget: the verdict names it and is the same every time."""
+    task = mini_task()
+    task["verifier"]["checks"] += [{"name": f"endless_{i}", "sql": ENDLESS} for i in range(30)]
+    spec = TaskSpec.model_validate(task)
+    limits = Limits(verifier_vm_instructions=1_000_000, task_vm_instructions=3_000_000)
+    verdicts = [assess_task(spec, WorldCache(limits)) for _ in range(2)]
+    verdict = verdicts[0]
+    assert not verdict.accepted
+    reasons = " ".join(r.reason for r in verdict.checks.values())
+    assert "the task's budget of 3,000,000 VM instructions" in reasons
+    assert any("budget of 3,000,000" in w for w in verdict.warnings)
+    # deterministic budgets only: the same verdict on every pass, whatever the machine's load
+    assert verdicts[0].model_dump() == verdicts[1].model_dump()
+
+
+def test_the_task_budget_is_not_spent_by_an_ordinary_task():
+    """The default task budget leaves ordinary tasks untouched (they need well under 1% of it)."""
+    verdict = assess_task(TaskSpec.model_validate(mini_task()), WorldCache())
+    assert verdict.accepted, verdict.checks
+    assert not any("budget" in w for w in verdict.warnings)

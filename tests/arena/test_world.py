@@ -599,7 +599,7 @@ def test_wall_clock_backstop_stops_heavy_work_per_instruction():
     world, task = _world_with(
         tool(
             "grind",
-            "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < 100000) SELECT count(replace(printf('%.*c', 900000, 'x'), 'x', 'y')) FROM r",
+            "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < 100000) SELECT count(replace(printf('%900000c', 'x'), ' ', 'y')) FROM r",
         ),
         max_call_seconds=0.3,
     )
