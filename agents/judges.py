@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from coevo.agents.search import search_solve
+from coevo.arena.isolation import DEFAULT_TASK_SECONDS, IsolatedJudge
 from coevo.arena.judge import WorldCache, assess_task
 from coevo.arena.limits import DEFAULT_LIMITS, Limits
 from coevo.arena.outcomes import CheckResult, Verdict
@@ -20,23 +21,48 @@ class MechanicalJudge:
     solution (a search judge). Worlds are built once and kept for the next
     batch (the last ``keep_worlds`` of them).
 
+    By default the checks run in worker processes
+    (:class:`~coevo.arena.isolation.IsolatedJudge`): a task whose checks
+    overrun ``task_seconds`` of wall clock is rejected, saying so, and its
+    worker restarted, so no task can hang the Judge. ``isolate = false``
+    runs them in the Judge's own process (faster, for trusted synthesizers).
+
     Args:
         limits: budgets for every world built.
         keep_worlds: built worlds kept between batches.
+        isolate: run the checks in worker processes.
+        workers: worker processes when isolated.
+        task_seconds: the wall clock one task's checks may take when isolated.
     """
 
     kind = "judge"
 
-    def __init__(self, limits: Limits = DEFAULT_LIMITS, keep_worlds: int = 16):
+    def __init__(
+        self,
+        limits: Limits = DEFAULT_LIMITS,
+        keep_worlds: int = 16,
+        isolate: bool = True,
+        workers: int = 1,
+        task_seconds: float = DEFAULT_TASK_SECONDS,
+    ):
         self.limits = limits
         self.keep_worlds = keep_worlds
         self._cache = WorldCache(limits)
+        self._isolated = (
+            IsolatedJudge(limits, workers=workers, seconds=task_seconds) if isolate else None
+        )
 
     def assess(self, tasks: Sequence[TaskSpec]) -> list[Verdict]:
         """One verdict per task, in order (a broken task is a rejected verdict)."""
         if len(self._cache.specs) > self.keep_worlds:
             self._cache.close()
             self._cache = WorldCache(self.limits)
+        if self._isolated is not None:
+            for task in tasks:  # remembered (not built) for roles that need the world here
+                spec = self._cache.spec_of(task)
+                if spec is not None:
+                    self._cache.add(spec)
+            return self._isolated.assess(tasks, self._cache.specs)
         return [assess_task(task, self._cache) for task in tasks]
 
 
@@ -56,12 +82,23 @@ class SearchJudge(MechanicalJudge):
         budget: tool calls the search may spend per task.
         limits: budgets for every world built.
         keep_worlds: built worlds kept between batches.
+        isolate: run the mechanical checks in worker processes.
+        workers: worker processes when isolated.
+        task_seconds: the wall clock one task's checks may take when isolated.
     """
 
     kind = "judge"
 
-    def __init__(self, budget: int = 5000, limits: Limits = DEFAULT_LIMITS, keep_worlds: int = 16):
-        super().__init__(limits, keep_worlds)
+    def __init__(
+        self,
+        budget: int = 5000,
+        limits: Limits = DEFAULT_LIMITS,
+        keep_worlds: int = 16,
+        isolate: bool = True,
+        workers: int = 1,
+        task_seconds: float = DEFAULT_TASK_SECONDS,
+    ):
+        super().__init__(limits, keep_worlds, isolate, workers, task_seconds)
         self.budget = budget
 
     def assess(self, tasks: Sequence[TaskSpec]) -> list[Verdict]:
