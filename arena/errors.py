@@ -82,7 +82,9 @@ class RecordError(CoevoError, ValueError):
     """Input that cannot be read as a record of the right shape.
 
     Malformed JSON, a JSON value that is not an object, an unknown
-    ``format``, a missing field or a value of the wrong type.
+    ``format``, a missing field or a value of the wrong type; or a source
+    that cannot be read as records at all (no such file, not a regular
+    file), which has no line.
 
     Attributes:
         line: the 1-based line of the input the record starts on (if known).

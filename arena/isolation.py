@@ -18,8 +18,9 @@ from typing import Any, Final
 from coevo.arena.judge import CHECK_NAMES, WorldCache, assess_task, check_world_valid
 from coevo.arena.limits import DEFAULT_LIMITS, Limits
 from coevo.arena.outcomes import CheckResult, Verdict
-from coevo.arena.records import dump_record, parse_record
+from coevo.arena.records import parse_record
 from coevo.arena.spec import TaskSpec, WorldSpec
+from coevo.arena.sqlguard import TaskBudget
 from coevo.arena.workers import Crashed, Done, Overrun, WorkerPool
 
 __all__ = ["DEFAULT_TASK_SECONDS", "IsolatedJudge", "assess_job"]
@@ -29,6 +30,11 @@ DEFAULT_TASK_SECONDS: Final = 60.0
 
 _KEEP_WORLDS: Final = 32
 _caches: dict[str, WorldCache] = {}  # in a worker: built worlds, by the limits they were built with
+
+
+def _wire(spec: TaskSpec | WorldSpec) -> dict[str, Any]:
+    """A record as the worker receives it: exactly as given (a wrong ``id`` stays wrong, to be judged)."""
+    return spec.model_dump(mode="json", by_alias=True)
 
 
 def _cache(limits: dict[str, Any]) -> WorldCache:
@@ -47,6 +53,10 @@ def assess_job(job: dict[str, Any]) -> dict[str, Any]:
     Args:
         job: ``{"limits": {...}, "worlds": [world records], "task": task record}``,
             or ``"world": world record`` in place of ``"task"``.
+
+    Returns:
+        ``{"verdict": ..., "instructions": VM instructions the checks spent}``
+        for a task; the ``valid`` check's result for a world.
     """
     cache = _cache(job["limits"])
     for record in job.get("worlds", ()):
@@ -60,7 +70,9 @@ def assess_job(job: dict[str, Any]) -> dict[str, Any]:
         return check_world_valid(spec, cache).model_dump(mode="json")
     task = parse_record(job["task"])
     assert isinstance(task, TaskSpec)
-    return assess_task(task, cache).model_dump(mode="json")
+    budget = TaskBudget(cache.limits.task_vm_instructions)
+    verdict = assess_task(task, cache, budget=budget)
+    return {"verdict": verdict.model_dump(mode="json"), "instructions": budget.spent}
 
 
 class IsolatedJudge:
@@ -90,6 +102,8 @@ class IsolatedJudge:
             "coevo.arena.isolation:assess_job", workers=workers, seconds=seconds, **extra
         )
         self._limits = asdict(limits)
+        #: VM instructions each task of the last :meth:`assess` spent (None: its worker failed)
+        self.instructions: list[int | None] = []
 
     @property
     def restarts(self) -> int:
@@ -114,26 +128,31 @@ class IsolatedJudge:
         def prepare(task: TaskSpec, holds: set[str]) -> dict[str, Any]:
             # An inline world goes once per worker, like a world given by id (it is 80 KB).
             spec = task.world if isinstance(task.world, WorldSpec) else known.get(task.world)
+            if isinstance(task.world, WorldSpec) and task.world.id not in (None, task.world_id):
+                spec = None  # a wrong id is the task's own problem: send it as written
             by_id = task.model_copy(update={"world": task.world_id}) if spec else task
-            message: dict[str, Any] = {"limits": self._limits, "task": dump_record(by_id)}
+            message: dict[str, Any] = {"limits": self._limits, "task": _wire(by_id)}
             if spec is not None and spec.world_id not in holds:
-                message["worlds"] = [dump_record(spec)]
+                message["worlds"] = [_wire(spec)]
                 holds.add(spec.world_id)
             return message
 
         out = []
+        self.instructions = []
         for task, outcome in zip(
             jobs, self.pool.run(jobs, slot_of=slot_of, prepare=prepare), strict=True
         ):
             if isinstance(outcome, Done):
-                out.append(Verdict.model_validate(outcome.result))
+                out.append(Verdict.model_validate(outcome.result["verdict"]))
+                self.instructions.append(outcome.result["instructions"])
             else:
                 out.append(_failed_verdict(task, self._why(outcome)))
+                self.instructions.append(None)
         return out
 
     def check_world(self, spec: WorldSpec) -> CheckResult:
         """Whether a world record is valid, built in a worker."""
-        job = {"limits": self._limits, "world": dump_record(spec)}
+        job = {"limits": self._limits, "world": _wire(spec)}
         (outcome,) = self.pool.run([job])
         if isinstance(outcome, Done):
             return CheckResult.model_validate(outcome.result)

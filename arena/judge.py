@@ -422,11 +422,18 @@ def _guarded(fn: Callable[[], CheckResult]) -> CheckResult:
         return CheckResult(passed=False, reason=f"the check crashed: {type(exc).__name__}: {exc}")
 
 
-def assess_task(task: TaskSpec, worlds: WorldCache) -> Verdict:
+def assess_task(task: TaskSpec, worlds: WorldCache, *, budget: TaskBudget | None = None) -> Verdict:
     """Run every mechanical check on ``task`` and aggregate the verdict.
 
     The task's world comes from ``worlds`` (inline worlds are registered on
     the way). ``solvable`` is left ``null``: it needs a solver role.
+
+    Args:
+        task: the task.
+        worlds: built worlds and world records.
+        budget: the task's budget for all its checks (default: a new one of
+            ``worlds.limits.task_vm_instructions``); read ``budget.spent``
+            afterwards for what the checks cost.
     """
     results: dict[str, CheckResult] = {}
     spec = worlds.spec_of(task)
@@ -452,7 +459,7 @@ def assess_task(task: TaskSpec, worlds: WorldCache) -> Verdict:
         return Verdict(task_id=task_id, world_id=task.world_id, accepted=False, checks=results)
     assert spec is not None  # a task without a world is not valid
     fresh = worlds.fresh(spec)
-    budget = TaskBudget(worlds.limits.task_vm_instructions)
+    budget = budget or TaskBudget(worlds.limits.task_vm_instructions)
     world.compiled.guard.task = fresh.compiled.guard.task = budget
     try:
         return _assess_built(task, world, fresh, budget, results["valid"])
@@ -489,12 +496,16 @@ def _assess_built(
             passed=None, reason="not run: the reference solution did not run"
         )
     results["solvable"] = CheckResult(passed=None, reason=_SOLVABLE_PENDING)
-    if "time" in budget.stops and results["determinism"].passed is False:
-        # Which limit stops a call first depends on the machine's load: not a property of the task.
+    if budget.stops and results["determinism"].passed is False:
+        # A run cut short by a budget differs from one that was not: that is not nondeterminism.
+        # (Which limit stops a call first under the wall clock depends on the machine's load.)
+        stopped = (
+            "the wall-clock backstop stopped a call (it does too much work per SQLite instruction)"
+            if "time" in budget.stops
+            else f"the task's budget of {budget.total:,} VM instructions ran out"
+        )
         results["determinism"] = CheckResult(
-            passed=False,
-            reason="not decided: the wall-clock backstop stopped a call (it does too much work "
-            "per SQLite instruction), so the runs cannot be compared",
+            passed=False, reason=f"not decided: {stopped}, so the runs cannot be compared"
         )
     if "task" in budget.stops:
         warnings.append(

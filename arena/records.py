@@ -9,11 +9,20 @@ of records.
 
 Reading never stops at a bad record: :func:`iter_records` yields a
 :class:`BadRecord` (with its line number and what is wrong) and goes on.
+
+Input is read as a stream, in chunks, and never held whole: a line longer
+than :data:`MAX_LINE_BYTES` is reported and skipped up to the next newline
+without being kept, and a ``.json`` document larger than
+:data:`MAX_DOCUMENT_BYTES` is reported, not read. A path must name a
+regular file (``-`` is standard input); a directory, a device such as
+``/dev/zero`` or a FIFO is refused before anything is read.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import stat
 import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -26,6 +35,8 @@ from pydantic import ValidationError
 from pydantic.json_schema import models_json_schema
 
 __all__ = [
+    "MAX_DOCUMENT_BYTES",
+    "MAX_LINE_BYTES",
     "BadRecord",
     "Record",
     "dump_record",
@@ -35,6 +46,16 @@ __all__ = [
     "parse_record",
     "write_records",
 ]
+
+
+MAX_LINE_BYTES = 16 * 1024 * 1024
+"""The longest line of JSON lines input, in bytes (16 MiB); a longer line is a :class:`BadRecord`."""
+
+MAX_DOCUMENT_BYTES = 64 * 1024 * 1024
+"""The largest ``.json`` document, in bytes (64 MiB); a larger one is a :class:`BadRecord`, not read."""
+
+_CHUNK_BYTES = 1024 * 1024
+_BOM = b"\xef\xbb\xbf"
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,66 +255,256 @@ def _json_document(text: str) -> Iterator[Record | BadRecord]:
         expect_value = False
 
 
-def iter_records(
-    source: str | Path | BinaryIO, *, format: str | None = None
-) -> Iterator[Record | BadRecord]:
-    """Read records from a file path (``-`` for standard input) or a binary stream.
+def _size(n: int) -> str:
+    """``n`` bytes in words, e.g. ``16777216 bytes (16 MiB)``."""
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale and n % scale == 0:
+            return f"{n} bytes ({n // scale} {unit})"
+    return f"{n} bytes"
 
-    ``.jsonl`` (or ``format="jsonl"``) is read line by line: every non-blank
-    line is one record, and a bad line does not stop the others. Anything
-    else is read as one JSON document (an object or an array of objects).
 
-    Yields:
-        A :class:`Record` or a :class:`BadRecord` per record, in order.
+def _what_it_is(mode: int) -> str:
+    kinds = (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISSOCK, "a socket"),
+    )
+    return next((name for test, name in kinds if test(mode)), "not a file")
+
+
+def _unreadable(path: Path, exc: OSError) -> RecordError:
+    if isinstance(exc, (FileNotFoundError, NotADirectoryError)):
+        return RecordError(f"no such file: {path}")
+    return RecordError(f"cannot read {path}: {exc.strerror or exc}")
+
+
+def _check_regular(path: Path, mode: int) -> None:
+    if not stat.S_ISREG(mode):
+        raise RecordError(
+            f"{path} is not a regular file (it is {_what_it_is(mode)}); records are read from a "
+            ".jsonl or .json file, or from standard input with -"
+        )
+
+
+def _open_regular(path: Path) -> BinaryIO:
+    """``path`` opened for reading, or a :class:`RecordError` if it is not a regular file."""
+    # O_NONBLOCK: opening a FIFO that replaced the file since it was checked must not wait for a writer.
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        raise _unreadable(path, exc) from None
+    try:
+        _check_regular(path, os.fstat(fd).st_mode)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _chunks(stream: BinaryIO) -> Iterator[bytes]:
+    """The stream's bytes in chunks of at most about a MiB, without a leading UTF-8 BOM."""
+    read = getattr(stream, "read1", None) or stream.read
+    head = b""
+    ended = False
+    while len(head) < len(_BOM) and not ended:
+        chunk = read(_CHUNK_BYTES)
+        ended = not chunk
+        head += chunk or b""
+    if head.startswith(_BOM):
+        head = head[len(_BOM) :]
+    if head:
+        yield head
+    # No read after the end: on a terminal a second read would wait for another Ctrl-D.
+    while not ended and (chunk := read(_CHUNK_BYTES)):
+        yield chunk
+
+
+def _lines(stream: BinaryIO, limit: int) -> Iterator[tuple[int, bytes | None]]:
+    """Each line's number and bytes (without the newline); ``None`` for a line longer than ``limit``.
+
+    A long line is dropped as it is read, so at most ``limit`` bytes and one
+    chunk are ever held, however long the line (or the input without a newline).
     """
-    if isinstance(source, (str, Path)):
-        name = str(source)
-        if name == "-":
-            data = sys.stdin.buffer.read()
-            fmt = format or "jsonl"
-        else:
-            data = Path(source).read_bytes()
-            fmt = format or ("jsonl" if name.endswith(".jsonl") else "json")
-    else:
-        data = source.read()
-        fmt = format or "jsonl"
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    if fmt == "jsonl":
-        for number, raw in enumerate(data.split(b"\n"), start=1):
-            if not raw.strip():
-                continue
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                yield BadRecord(
-                    number, "task", f"not UTF-8 text ({exc.reason} at byte {exc.start})"
-                )
-                continue
-            yield _parse_text(text, number)
+    number = 1
+    pending = bytearray()
+    skipping = False
+    for chunk in _chunks(stream):
+        start, size = 0, len(chunk)
+        while start < size:
+            end = chunk.find(b"\n", start)
+            stop = size if end < 0 else end
+            if not skipping:
+                if len(pending) + stop - start > limit:
+                    skipping = True
+                    pending = bytearray()
+                    yield number, None
+                elif end < 0:
+                    pending += chunk[start:stop]
+                elif pending:
+                    pending += chunk[start:stop]
+                    yield number, bytes(pending)
+                    pending = bytearray()
+                else:
+                    yield number, chunk[start:stop]
+            if end < 0:
+                break
+            skipping = False
+            number += 1
+            start = end + 1
+    if pending:
+        yield number, bytes(pending)
+
+
+def _bounded_read(stream: BinaryIO, limit: int) -> bytearray | None:
+    """All of the stream, or ``None`` (having read no more than ``limit`` + a chunk) if it is longer."""
+    data = bytearray()
+    for chunk in _chunks(stream):
+        if len(data) + len(chunk) > limit:
+            return None
+        data += chunk
+    return data
+
+
+def _not_utf8(line: int, exc: UnicodeDecodeError) -> BadRecord:
+    return BadRecord(line, "task", f"not UTF-8 text ({exc.reason} at byte {exc.start})")
+
+
+def _json_lines(stream: BinaryIO, max_line_bytes: int) -> Iterator[Record | BadRecord]:
+    for number, raw in _lines(stream, max_line_bytes):
+        if raw is None:
+            yield BadRecord(
+                number,
+                "task",
+                f"the line is longer than {_size(max_line_bytes)}, the most a record line may "
+                "hold; it is skipped up to the next newline. If the record is meant to be this "
+                "large, raise the limit: --max-line-bytes on the command line, max_line_bytes= "
+                "in Python",
+            )
+            continue
+        if not raw.strip():
+            continue
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            yield _not_utf8(number, exc)
+            continue
+        yield _parse_text(text, number)
+
+
+def _document(stream: BinaryIO, max_document_bytes: int) -> Iterator[Record | BadRecord]:
+    data = _bounded_read(stream, max_document_bytes)
+    if data is None:
+        yield BadRecord(
+            1,
+            "task",
+            f"the document is larger than {_size(max_document_bytes)}, the most a .json "
+            "document may hold; write the records as JSON lines (.jsonl, one record per line), "
+            "or raise the limit: --max-document-bytes on the command line, max_document_bytes= "
+            "in Python",
+        )
         return
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        yield BadRecord(1, "task", f"not UTF-8 text ({exc.reason} at byte {exc.start})")
+        yield _not_utf8(1, exc)
         return
+    del data
     if not text.strip():
         return
     yield from _json_document(text)
 
 
-def load_records(source: str | Path | BinaryIO) -> tuple[list[TaskSpec], dict[str, WorldSpec]]:
+def _read_path(
+    path: Path, fmt: str, max_line_bytes: int, max_document_bytes: int
+) -> Iterator[Record | BadRecord]:
+    with _open_regular(path) as stream:
+        if fmt == "jsonl":
+            yield from _json_lines(stream, max_line_bytes)
+        else:
+            yield from _document(stream, max_document_bytes)
+
+
+def _positive(name: str, value: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise RecordError(f"{name} must be a positive number of bytes, got {value!r}")
+    return value
+
+
+def iter_records(
+    source: str | Path | BinaryIO,
+    *,
+    format: str | None = None,
+    max_line_bytes: int = MAX_LINE_BYTES,
+    max_document_bytes: int = MAX_DOCUMENT_BYTES,
+) -> Iterator[Record | BadRecord]:
+    """Read records from a file path (``-`` for standard input) or a binary stream, as a stream.
+
+    ``.jsonl`` (or ``format="jsonl"``; standard input and streams by default)
+    is read line by line: every non-blank line is one record, and a bad line
+    does not stop the others. A line longer than ``max_line_bytes`` is a
+    :class:`BadRecord` (even a blank one) and is skipped, unread, up to the
+    next newline. Anything else is read as one JSON document (an object or
+    an array of objects) of at most ``max_document_bytes``; a larger one is
+    one :class:`BadRecord` on line 1.
+
+    The path is checked when this is called, before anything is read.
+
+    Args:
+        source: a path, ``-``, or a binary stream (read, not closed).
+        format: ``jsonl`` or ``json``; by default from the path's suffix.
+        max_line_bytes: the longest line, in bytes (default :data:`MAX_LINE_BYTES`).
+        max_document_bytes: the largest ``.json`` document (default :data:`MAX_DOCUMENT_BYTES`).
+
+    Returns:
+        A :class:`Record` or a :class:`BadRecord` per record, in order.
+
+    Raises:
+        RecordError: the path does not exist, is not a regular file (a
+            directory, a device, a FIFO) or cannot be opened; or a limit is
+            not a positive number.
+    """
+    _positive("max_line_bytes", max_line_bytes)
+    _positive("max_document_bytes", max_document_bytes)
+    if isinstance(source, (str, Path)) and str(source) != "-":
+        path = Path(source)
+        try:
+            _check_regular(path, path.stat().st_mode)
+        except OSError as exc:
+            raise _unreadable(path, exc) from None  # the message carries the OS's reason
+        fmt = format or ("jsonl" if path.name.endswith(".jsonl") else "json")
+        return _read_path(path, fmt, max_line_bytes, max_document_bytes)
+    stream = sys.stdin.buffer if isinstance(source, (str, Path)) else source
+    if (format or "jsonl") == "jsonl":
+        return _json_lines(stream, max_line_bytes)
+    return _document(stream, max_document_bytes)
+
+
+def load_records(
+    source: str | Path | BinaryIO,
+    *,
+    max_line_bytes: int = MAX_LINE_BYTES,
+    max_document_bytes: int = MAX_DOCUMENT_BYTES,
+) -> tuple[list[TaskSpec], dict[str, WorldSpec]]:
     """Read every task and world record, failing on the first bad one.
+
+    Reads as :func:`iter_records` does, with the same limits.
 
     Returns:
         The tasks in file order, and the world records by id.
 
     Raises:
-        RecordError: a record could not be read (with its line number).
+        RecordError: the source cannot be read, or a record could not be
+            read (with its line number).
     """
     tasks: list[TaskSpec] = []
     worlds: dict[str, WorldSpec] = {}
-    for item in iter_records(source):
+    records = iter_records(
+        source, max_line_bytes=max_line_bytes, max_document_bytes=max_document_bytes
+    )
+    for item in records:
         if isinstance(item, BadRecord):
             raise RecordError(item.error, line=item.line, kind=item.kind)
         if isinstance(item.spec, WorldSpec):

@@ -13,17 +13,68 @@ from __future__ import annotations
 
 import difflib
 import inspect
+import types
 import typing
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from coevo.arena.errors import ConfigError
-from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    ValidationError,
+    ValidationInfo,
+    create_model,
+    field_validator,
+)
 
-__all__ = ["Settings", "explain", "settings_model", "validate_settings"]
+__all__ = ["Settings", "StrictNumbers", "explain", "settings_model", "validate_settings"]
 
 
-class Settings(BaseModel):
+def _members(annotation: Any) -> list[Any]:
+    """The types an annotation admits (``int | None`` → ``[int, None]``; ``Annotated`` unwrapped)."""
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _members(typing.get_args(annotation)[0])
+    if origin is typing.Union or origin is types.UnionType:
+        return [m for arg in typing.get_args(annotation) for m in _members(arg)]
+    return [annotation]
+
+
+def _wants_number(annotation: Any) -> bool:
+    members = _members(annotation)
+    takes_bool = any(m is bool or m is Any for m in members)
+    return not takes_bool and any(m is int or m is float for m in members)
+
+
+def _boolean_for_number(annotation: Any, value: Any) -> bool:
+    """True when ``value`` is, or a list of it holds, a boolean where ``annotation`` wants a number."""
+    if isinstance(value, bool):
+        return _wants_number(annotation)
+    if isinstance(value, (list, tuple)) and any(isinstance(v, bool) for v in value):
+        items = [a for m in _members(annotation) for a in typing.get_args(m) if a is not Ellipsis]
+        return any(_wants_number(a) for a in items)
+    return False
+
+
+class StrictNumbers(BaseModel):
+    """A model whose integer and float fields refuse booleans.
+
+    pydantic reads ``true`` as 1 where a number is wanted; in a settings file
+    that is a slip (``generations = true``), never a count, so it is an error
+    that names the key.
+    """
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _numbers_are_not_booleans(cls, value: Any, info: ValidationInfo) -> Any:
+        field = cls.model_fields.get(info.field_name or "")
+        if field is not None and _boolean_for_number(field.annotation, value):
+            raise ValueError("a number is wanted here: true and false are not numbers")
+        return value
+
+
+class Settings(StrictNumbers):
     """The base of every settings model: unknown keys are errors, values are frozen."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)

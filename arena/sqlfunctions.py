@@ -61,26 +61,86 @@ FUNCTION_POLICY: Final[dict[str, str]] = {
     # scalar, constant work
     **{
         name: _CONSTANT
-        for name in (
-            "abs coalesce ifnull iif nullif likelihood likely unlikely typeof sign "
-            "round max min mod"
-        ).split()
+        for name in [
+            "abs",
+            "coalesce",
+            "ifnull",
+            "iif",
+            "nullif",
+            "likelihood",
+            "likely",
+            "unlikely",
+            "typeof",
+            "sign",
+            "round",
+            "max",
+            "min",
+            "mod",
+        ]
     },
     **{
         name: _MATH
-        for name in (
-            "acos acosh asin asinh atan atan2 atanh ceil ceiling cos cosh degrees exp floor "
-            "ln log log10 log2 pi pow power radians sin sinh sqrt tan tanh trunc"
-        ).split()
+        for name in [
+            "acos",
+            "acosh",
+            "asin",
+            "asinh",
+            "atan",
+            "atan2",
+            "atanh",
+            "ceil",
+            "ceiling",
+            "cos",
+            "cosh",
+            "degrees",
+            "exp",
+            "floor",
+            "ln",
+            "log",
+            "log10",
+            "log2",
+            "pi",
+            "pow",
+            "power",
+            "radians",
+            "sin",
+            "sinh",
+            "sqrt",
+            "tan",
+            "tanh",
+            "trunc",
+        ]
     },
     # scalar, linear
     **{
         name: _LINEAR
-        for name in (
-            "char hex length lower upper quote soundex substr substring unicode zeroblob "
-            "json json_array json_array_length json_extract json_insert json_object json_quote "
-            "json_remove json_replace json_set json_type json_valid -> ->>"
-        ).split()
+        for name in [
+            "char",
+            "hex",
+            "length",
+            "lower",
+            "upper",
+            "quote",
+            "soundex",
+            "substr",
+            "substring",
+            "unicode",
+            "zeroblob",
+            "json",
+            "json_array",
+            "json_array_length",
+            "json_extract",
+            "json_insert",
+            "json_object",
+            "json_quote",
+            "json_remove",
+            "json_replace",
+            "json_set",
+            "json_type",
+            "json_valid",
+            "->",
+            "->>",
+        ]
     },
     "trim": _LINEAR + " (with a character set: coevo's linear implementation)",
     "ltrim": _LINEAR + " (with a character set: coevo's linear implementation)",
@@ -94,16 +154,41 @@ FUNCTION_POLICY: Final[dict[str, str]] = {
     # the world clock
     **{
         name: _CLOCK
-        for name in "date time datetime julianday unixepoch strftime current_date current_time current_timestamp".split()
+        for name in [
+            "date",
+            "time",
+            "datetime",
+            "julianday",
+            "unixepoch",
+            "strftime",
+            "current_date",
+            "current_time",
+            "current_timestamp",
+        ]
     },
     # aggregates and window functions
     **{
         name: _AGGREGATE
-        for name in (
-            "avg count group_concat json_group_array json_group_object sum total "
-            "cume_dist dense_rank first_value lag last_value lead nth_value ntile percent_rank "
-            "rank row_number"
-        ).split()
+        for name in [
+            "avg",
+            "count",
+            "group_concat",
+            "json_group_array",
+            "json_group_object",
+            "sum",
+            "total",
+            "cume_dist",
+            "dense_rank",
+            "first_value",
+            "lag",
+            "last_value",
+            "lead",
+            "nth_value",
+            "ntile",
+            "percent_rank",
+            "rank",
+            "row_number",
+        ]
     },
 }
 

@@ -478,7 +478,9 @@ def _allowed_functions(conn: sqlite3.Connection) -> frozenset[str]:
     except sqlite3.Error:  # SQLite < 3.30 or built without introspection pragmas
         return frozenset(FUNCTION_POLICY)
     core = {fold(name) for name, builtin, *_ in rows if builtin}
-    return frozenset(core | set(_TIME_ARG) | {"current_date", "current_time", "current_timestamp"}) & frozenset(FUNCTION_POLICY)
+    return frozenset(
+        core | set(_TIME_ARG) | {"current_date", "current_time", "current_timestamp"}
+    ) & frozenset(FUNCTION_POLICY)
 
 
 def open_world_connection(now: str, limits: Limits) -> tuple[sqlite3.Connection, Guard]:
@@ -708,12 +710,68 @@ def _unbounded_calls(
 
 #: Opcodes whose P2 and P3 are not registers written (jumps, cursors, flags).
 _NOT_WRITERS = frozenset(
-    "Init Goto Halt Transaction OpenRead OpenWrite Rewind Next Prev Last SorterNext Once "
-    "If IfNot IfPos IfNotZero IsNull NotNull Eq Ne Lt Le Gt Ge Jump ResultRow Yield "
-    "InitCoroutine EndCoroutine Gosub Return DecrJumpZero MustBeInt SeekGE SeekGT SeekLE "
-    "SeekLT IdxGE IdxGT IdxLE IdxLT Found NotFound NoConflict NotExists IfNoHope".split()
+    [
+        "Init",
+        "Goto",
+        "Halt",
+        "Transaction",
+        "OpenRead",
+        "OpenWrite",
+        "Rewind",
+        "Next",
+        "Prev",
+        "Last",
+        "SorterNext",
+        "Once",
+        "If",
+        "IfNot",
+        "IfPos",
+        "IfNotZero",
+        "IsNull",
+        "NotNull",
+        "Eq",
+        "Ne",
+        "Lt",
+        "Le",
+        "Gt",
+        "Ge",
+        "Jump",
+        "ResultRow",
+        "Yield",
+        "InitCoroutine",
+        "EndCoroutine",
+        "Gosub",
+        "Return",
+        "DecrJumpZero",
+        "MustBeInt",
+        "SeekGE",
+        "SeekGT",
+        "SeekLE",
+        "SeekLT",
+        "IdxGE",
+        "IdxGT",
+        "IdxLE",
+        "IdxLT",
+        "Found",
+        "NotFound",
+        "NoConflict",
+        "NotExists",
+        "IfNoHope",
+    ]
 )
 #: Opcodes that write the register in P2 (the others write P3).
 _P2_WRITERS = frozenset(
-    "String8 Integer Int64 Real Variable Blob SCopy Copy IntCopy Rowid Null".split()
+    [
+        "String8",
+        "Integer",
+        "Int64",
+        "Real",
+        "Variable",
+        "Blob",
+        "SCopy",
+        "Copy",
+        "IntCopy",
+        "Rowid",
+        "Null",
+    ]
 )

@@ -34,7 +34,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO, Final
+from typing import IO, Any, Final
 
 __all__ = ["Crashed", "Done", "Overrun", "WorkerPool", "serve"]
 
@@ -68,7 +68,7 @@ class Crashed:
 Outcome = Done | Overrun | Crashed
 
 
-def _write_frame(stream: BinaryIO, obj: Any) -> None:
+def _write_frame(stream: IO[bytes], obj: Any) -> None:
     data = json.dumps(obj, separators=(",", ":"), allow_nan=False).encode()
     stream.write(len(data).to_bytes(_HEADER, "big") + data)
     stream.flush()
@@ -156,13 +156,16 @@ class WorkerPool:
         def prepare() -> None:  # runs in the child, before it executes Python
             _die_with_parent()
             if limit > 0:
-                resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+                soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+                # never above a limit this process already has (it cannot be raised)
+                capped = min(v for v in (limit, soft, hard) if v != resource.RLIM_INFINITY)
+                resource.setrlimit(resource.RLIMIT_AS, (capped, capped))
 
         process = subprocess.Popen(
             [sys.executable, "-m", "coevo.arena.workers", self.handler],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            preexec_fn=prepare,  # noqa: PLW1509 - only setrlimit and prctl, no locks
+            preexec_fn=prepare,  # only setrlimit and prctl before exec: no locks taken
             env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
         )
         return _Worker(process)
@@ -221,7 +224,11 @@ class WorkerPool:
         def dispatch(slot: int) -> None:
             while pending[slot]:
                 index, job = pending[slot].pop(0)
-                worker = self._worker(slot)
+                try:
+                    worker = self._worker(slot)
+                except (OSError, subprocess.SubprocessError) as exc:
+                    results[index] = Crashed(f"a worker process could not start: {exc}")
+                    continue
                 message = prepare(job, worker.holds) if prepare else job
                 try:
                     assert worker.process.stdin is not None
@@ -317,7 +324,8 @@ def _resolve(handler: str) -> Callable[[Any], Any]:
     module, _, name = handler.partition(":")
     if not module or not name:
         raise SystemExit(f"coevo worker: {handler!r} is not module:function")
-    return getattr(importlib.import_module(module), name)  # type: ignore[no-any-return]
+    function: Callable[[Any], Any] = getattr(importlib.import_module(module), name)
+    return function
 
 
 def serve(handler: str, argv: Sequence[str] = ()) -> int:

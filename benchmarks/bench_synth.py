@@ -11,7 +11,11 @@ built here), one core:
 * the two parts alone: generation only, and the Judge only on the same tasks
   (the baseline: the ratio ``judge-only / total`` is the share of the time
   spent proving tasks rather than making them);
-* the world build (once per world, not in the per-task figures).
+* the world build (once per world, not in the per-task figures);
+* the Judge isolated in a worker process (:class:`coevo.arena.isolation.IsolatedJudge`,
+  the Judge roles' default: a task that overruns the wall clock costs a
+  worker, not the run) against the same Judge in this process: the ratio is
+  the cost of the isolation.
 
 Each part is timed three times and the fastest kept.
 
@@ -31,9 +35,18 @@ from coevo.agents.protocols import ProposalRequest
 from coevo.agents.synthesizers.mining import Miner
 from coevo.agents.synthesizers.procedural import DOMAINS, ProceduralSynthesizer
 from coevo.arena import WorldCache, assess_task
+from coevo.arena.isolation import IsolatedJudge
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.agents.databases import build_shop
+
+
+def _judge_isolated(tasks, worlds) -> tuple[float, int]:
+    with IsolatedJudge() as judge:
+        judge.assess(tasks[:1], {w.world_id: w for w in worlds})  # start the worker
+        start = time.perf_counter()
+        accepted = sum(v.accepted for v in judge.assess(tasks, {w.world_id: w for w in worlds}))
+        return time.perf_counter() - start, accepted
 
 
 def _judge(tasks, worlds) -> tuple[float, int]:
@@ -50,7 +63,7 @@ REPEATS = 3
 
 
 def bench_domain(name: str, n: int) -> dict[str, float]:
-    builds, generates, judges = [], [], []
+    builds, generates, judges, isolated = [], [], [], []
     for _ in range(REPEATS):
         synth = ProceduralSynthesizer([name])
         start = time.perf_counter()
@@ -63,6 +76,7 @@ def bench_domain(name: str, n: int) -> dict[str, float]:
         generates.append(time.perf_counter() - start)
         seconds, accepted = _judge(tasks, [world])
         judges.append(seconds)
+        isolated.append(_judge_isolated(tasks, [world])[0])
     build, generate, judge = min(builds), min(generates), min(judges)
     return {
         "tasks": len(tasks),
@@ -72,13 +86,15 @@ def bench_domain(name: str, n: int) -> dict[str, float]:
         "judge_per_s": len(tasks) / judge,
         "total_per_s": accepted / (generate + judge),
         "judge_share": judge / (generate + judge),
+        "isolated_per_s": accepted / (generate + min(isolated)),
+        "isolation_cost": min(isolated) / judge,
     }
 
 
 def bench_miner(n: int) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as folder:
         db = build_shop(Path(folder) / "shop.sqlite")
-        mines, generates, judges = [], [], []
+        mines, generates, judges, isolated = [], [], [], []
         for _ in range(REPEATS):
             start = time.perf_counter()
             miner = Miner(db, seed=1)
@@ -90,6 +106,7 @@ def bench_miner(n: int) -> dict[str, float]:
             generates.append(time.perf_counter() - start)
             seconds, accepted = _judge(tasks, [miner.world])
             judges.append(seconds)
+            isolated.append(_judge_isolated(tasks, [miner.world])[0])
         mine, generate, judge = min(mines), min(generates), min(judges)
     return {
         "tasks": len(tasks),
@@ -99,6 +116,8 @@ def bench_miner(n: int) -> dict[str, float]:
         "judge_per_s": len(tasks) / judge,
         "total_per_s": accepted / (generate + judge),
         "judge_share": judge / (generate + judge),
+        "isolated_per_s": accepted / (generate + min(isolated)),
+        "isolation_cost": min(isolated) / judge,
     }
 
 
@@ -112,6 +131,7 @@ def main() -> None:
     n = 50 if args.quick else args.n
     print(
         f"{'source':<12} {'tasks':>6} {'accepted':>8} {'world ms':>9} {'gen/s':>8} {'judge/s':>8} {'accepted/s':>10} {'judge share':>11}"
+        f" {'isolated acc/s':>14} {'isolation cost':>14}"
     )
     rows = {name: bench_domain(name, n) for name in DOMAINS}
     rows["miner(shop)"] = bench_miner(n)
@@ -119,12 +139,19 @@ def main() -> None:
         print(
             f"{name:<12} {r['tasks']:>6.0f} {r['accepted']:>8.0f} {r['build_ms']:>9.1f} {r['gen_per_s']:>8.0f} "
             f"{r['judge_per_s']:>8.0f} {r['total_per_s']:>10.0f} {r['judge_share']:>10.0%}"
+            f" {r['isolated_per_s']:>14.0f} {r['isolation_cost']:>13.2f}x"
         )
     procedural = [r["total_per_s"] for name, r in rows.items() if name in DOMAINS]
     print(
         f"\nprocedural: {min(procedural):.0f}–{max(procedural):.0f} accepted tasks/s per core "
         f"(aim >= 200); the Judge alone would allow {min(r['judge_per_s'] for r in rows.values()):.0f}–"
         f"{max(r['judge_per_s'] for r in rows.values()):.0f}/s"
+    )
+    isolated = [r["isolated_per_s"] for name, r in rows.items() if name in DOMAINS]
+    print(
+        f"isolated Judge (the default): {min(isolated):.0f}–{max(isolated):.0f} accepted tasks/s "
+        f"(the Judge in a worker costs {min(r['isolation_cost'] for r in rows.values()):.2f}–"
+        f"{max(r['isolation_cost'] for r in rows.values()):.2f}x the Judge in-process)"
     )
 
 

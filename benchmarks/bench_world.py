@@ -10,6 +10,8 @@
    bytes (aim <= 200 us), and the cost of the first step after a reset.
 3. Episode cost: reset + the reference solution + verification.
 4. The full Judge check time per task (every mechanical check).
+5. The same Judge isolated in a worker process (``IsolatedJudge``, the Judge
+   roles' default) against the Judge in this process, on the same tasks.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from coevo.arena import (
     assess_task,
     load_records,
 )
+from coevo.arena.isolation import IsolatedJudge
 
 EXAMPLES = Path(str(resources.files("coevo.arena.examples") / "examples.jsonl"))
 
@@ -193,6 +196,18 @@ def bench_judge(quick: bool) -> dict[str, float]:
     return per_task
 
 
+def bench_isolation(quick: bool) -> tuple[float, float]:
+    """Seconds per task for the example tasks: in a worker process, and in this process."""
+    tasks, worlds = load_records(EXAMPLES)
+    cache = WorldCache(specs=worlds)
+    number = 3 if quick else 20
+    here = best_of(lambda: [assess_task(t, cache) for t in tasks], 3, number) / len(tasks)
+    with IsolatedJudge() as judge:
+        judge.assess(tasks, worlds)  # start the worker and build its worlds
+        isolated = best_of(lambda: judge.assess(tasks, worlds), 3, number) / len(tasks)
+    return isolated, here
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
@@ -226,6 +241,14 @@ def main() -> None:
     )
     for label, seconds in bench_judge(args.quick).items():
         print(f"   {label:<42} {seconds * 1e3:7.2f} ms")
+
+    isolated, here = bench_isolation(args.quick)
+    print(
+        "\n5. the Judge isolated in a worker process (the default) against this process, per task"
+    )
+    print(f"   in a worker     {isolated * 1e3:7.2f} ms")
+    print(f"   in-process      {here * 1e3:7.2f} ms")
+    print(f"   ratio           {isolated / here:7.2f}x")
 
 
 if __name__ == "__main__":

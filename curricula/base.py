@@ -30,10 +30,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 from coevo.agents.protocols import ProposalRequest
-from coevo.arena.difficulty import task_level
+from coevo.arena.difficulty import LEVELS, task_level
 from coevo.arena.seeding import derive_seed
+from coevo.arena.settings import StrictNumbers
 from coevo.arena.spec import TaskSpec
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field, field_validator
 
 __all__ = [
     "Curriculum",
@@ -44,7 +45,7 @@ __all__ = [
 ]
 
 
-class CurriculumConfig(BaseModel):
+class CurriculumConfig(StrictNumbers):
     """The ``[curriculum]`` table of an experiment file: the settings every curriculum takes.
 
     A curriculum with settings of its own subclasses this; a key the chosen
@@ -67,6 +68,13 @@ class CurriculumConfig(BaseModel):
     domains: list[str] | None = None
     oversample: float = Field(default=1.5, ge=1.0)
     window: int = Field(default=16, ge=1)
+
+    @field_validator("levels")
+    @classmethod
+    def _levels_exist(cls, levels: list[int]) -> list[int]:
+        if any(level not in LEVELS for level in levels):
+            raise ValueError(f"every level must be one of {min(LEVELS)}–{max(LEVELS)}")
+        return levels
 
 
 @dataclass(frozen=True)

@@ -105,6 +105,26 @@ def redact(text: str) -> str:
     return text.replace(key, "[redacted]") if key else text
 
 
+def _root_cause(exc: BaseException) -> str:
+    """What went wrong underneath an SDK connection error ("connection refused", "name not known").
+
+    The SDK says only "Connection error."; the operating system's error at the
+    bottom of the chain of causes says which.
+    """
+    seen: BaseException | None = exc
+    deepest = str(exc)
+    for _ in range(12):  # a chain is a handful of wrappers deep; never loop on a cycle
+        seen = seen.__cause__ or seen.__context__ if seen is not None else None
+        if seen is None:
+            break
+        if isinstance(seen, ConnectionError) and seen.errno:
+            return os.strerror(seen.errno).lower()  # asyncio's own strerror hides "refused"
+        if isinstance(seen, OSError) and seen.errno is not None:
+            return (seen.strerror or str(seen)).lower()
+        deepest = str(seen) or deepest
+    return deepest
+
+
 @dataclass
 class ClaudeClient:
     """One Messages API client for the Claude roles.
@@ -211,9 +231,13 @@ class ClaudeClient:
                     )
                 ) from None
             except (anthropic.APITimeoutError, anthropic.APIConnectionError) as exc:
+                url = exc.request.url
+                where = f"{url.host}:{url.port}" if url.port else url.host
                 raise ClaudeCallError(
                     redact(
-                        f"the Messages API could not be reached after {self.max_retries} retries: {type(exc).__name__}: {exc}"
+                        f"the Messages API at {where} could not be reached "
+                        f"after {self.max_retries} retries: {type(exc).__name__}: {exc} "
+                        f"({_root_cause(exc)})"
                     )
                 ) from None
             except (anthropic.APIError, ValueError) as exc:
@@ -223,6 +247,14 @@ class ClaudeClient:
                         f"the Messages API answered with a malformed response: {type(exc).__name__}: {exc}"
                     )
                 ) from None
+        if not isinstance(message, anthropic.types.Message):
+            # a 200 that is not JSON (a proxy's HTML page): the SDK hands back the raw text
+            body = " ".join(str(message).split())[:80]
+            raise ClaudeCallError(
+                redact(
+                    f"the Messages API answered with a malformed response: not a message: {body!r}"
+                )
+            )
         self._account(role, task, message)
         return message
 

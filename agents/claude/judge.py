@@ -12,8 +12,11 @@ For each task that passes the mechanical checks:
   end states; a task with two such readings is rejected, the readings in the
   reason.
 
-A call that fails after the retries leaves that check unproven (``null``)
-with the error as its reason; the batch goes on.
+A task whose review call failed after the retries, or every one of whose
+``k`` attempts ended on a failed call, was not judged: its verdict is a
+failed one (rejected, ``the judge failed: ...``), which the arena counts as
+a role failure; the batch goes on. An attempt that ran and earned 0 is not
+a failure: it leaves ``solvable`` unproven (``null``).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from coevo.agents.claude.client import ClaudeCallError
 from coevo.agents.claude.solver import ClaudeSolver
 from coevo.agents.judges import MechanicalJudge
 from coevo.arena.gamelog.rows import UsageRow
-from coevo.arena.outcomes import CheckResult, Verdict
+from coevo.arena.outcomes import FAILED_PREFIX, CheckResult, Verdict, failed_verdict
 from coevo.arena.spec import TaskSpec, WorldSpec
 from pydantic import BaseModel, Field
 
@@ -102,9 +105,12 @@ class ClaudeJudge:
         for n, i in enumerate(ready):
             mine = episodes[n * self.k : (n + 1) * self.k]
             solved = sum(e.reward.value for e in mine)
-            failures = [
-                e.reward.reason for e in mine if e.reward.reason.startswith("the solver failed")
-            ]
+            failures = [e.reward.reason for e in mine if e.reward.reason.startswith(FAILED_PREFIX)]
+            review = reviews[n]
+            if isinstance(review, str) or len(failures) == self.k:
+                why = review if isinstance(review, str) else failures[-1][len(FAILED_PREFIX) :]
+                out[i] = failed_verdict(tasks[i], f"its calls failed: {why}")
+                continue
             if solved:
                 solvable = CheckResult(
                     passed=True, reason=f"Claude earned 1 in {solved} of {self.k} attempts"
@@ -115,10 +121,7 @@ class ClaudeJudge:
                 solvable = CheckResult(
                     passed=None, reason=f"unproven: Claude earned 0 in {self.k} attempts"
                 )
-            review = reviews[n]
-            if isinstance(review, str):
-                ambiguity = CheckResult(passed=None, reason=f"not reviewed: {review}")
-            elif review.ambiguous:
+            if review.ambiguous:
                 readings = " | ".join(review.readings[:2])
                 ambiguity = CheckResult(
                     passed=False, reason=f"ambiguous: {review.reason} ({readings})"

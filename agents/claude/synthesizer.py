@@ -202,11 +202,23 @@ class ClaudeSynthesizer:
         return out
 
     def propose(self, request: ProposalRequest) -> list[TaskSpec]:
-        """Up to ``request.n`` tasks that passed the mechanical checks (every attempt is added to :attr:`attempts`)."""
-        made = asyncio.run(self._all(request))
-        return [t for t in made if t is not None]
+        """Up to ``request.n`` tasks that passed the mechanical checks (every attempt is added to :attr:`attempts`).
 
-    async def _all(self, request: ProposalRequest) -> list[TaskSpec | None]:
+        Raises:
+            ClaudeCallError: no task was made and a proposal ended on a failed call (the
+                API unreachable, an error status, a malformed answer): the request failed,
+                it did not merely come back empty. The last call error is the message.
+        """
+        made = asyncio.run(self._all(request))
+        tasks = [t for t in made if isinstance(t, TaskSpec)]
+        failed = [e for e in made if isinstance(e, ClaudeCallError)]
+        if failed and not tasks:
+            raise ClaudeCallError(
+                f"the calls of {len(failed)} of {request.n} proposals failed, the last: {failed[-1]}"
+            )
+        return tasks
+
+    async def _all(self, request: ProposalRequest) -> list[TaskSpec | ClaudeCallError | None]:
         return list(await asyncio.gather(*(self._one(request, i) for i in range(request.n))))
 
     async def _stage(
@@ -226,7 +238,8 @@ class ClaudeSynthesizer:
             {"proposal": label, "stage": stage, "attempt": attempt, "error": error}
         )
 
-    async def _one(self, request: ProposalRequest, index: int) -> TaskSpec | None:
+    async def _one(self, request: ProposalRequest, index: int) -> TaskSpec | ClaudeCallError | None:
+        """The proposal's task; None when the Judge's checks still failed; the error when a call failed."""
         label = f"{request.seed}:{index}"
         level = f" at difficulty level {request.level} of 5" if request.level else ""
         try:
@@ -290,7 +303,7 @@ class ClaudeSynthesizer:
             return None
         except ClaudeCallError as exc:
             self._record(label, "call", 0, str(exc))
-            return None
+            return exc
 
     async def _world(self, scenario: Scenario, label: str) -> WorldSpec | None:
         feedback: list[str] = []

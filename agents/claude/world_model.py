@@ -95,10 +95,21 @@ class ClaudeWorldModel:
         return self.client.drain()
 
     def predict(self, tasks: Sequence[TaskSpec]) -> list[float]:
-        """P(success) per task, in order."""
+        """P(success) per task, in order (a task whose call failed gets the running success rate).
+
+        Raises:
+            ClaudeCallError: every call of the batch failed (the last error): the model
+                predicted nothing, and that is a failure, not a batch of fallbacks.
+        """
         for task in tasks:
             self.instructions[task.task_id] = task.instruction
-        return asyncio.run(self._predict_all(list(tasks)))
+        before = len(self.errors)
+        predicted = asyncio.run(self._predict_all(list(tasks)))
+        if tasks and len(self.errors) - before == len(tasks):
+            raise ClaudeCallError(
+                f"the calls of all {len(tasks)} predictions failed, the last: {self.errors[-1]}"
+            )
+        return predicted
 
     async def _predict_all(self, tasks: list[TaskSpec]) -> list[float]:
         return list(await asyncio.gather(*(self._predict(t) for t in tasks)))

@@ -4,12 +4,17 @@
   and :class:`GenerationRecord`, one generation's rows;
 * :mod:`~coevo.arena.gamelog.log`: :class:`GameLog`, which writes a record, commits it and reads
   the committed generations back;
-* :mod:`~coevo.arena.gamelog.rundir`: :class:`RunDir`, a run directory on any pyarrow filesystem.
+* :mod:`~coevo.arena.gamelog.rundir`: :class:`RunDir`, a run directory on any pyarrow filesystem;
+* :mod:`~coevo.arena.gamelog.lock`: :class:`RunLock`, one writer per run directory;
+* :mod:`~coevo.arena.gamelog.doctor`: :func:`diagnose` and :func:`repair`, what is damaged in a
+  run directory and truncating it back to its last intact generation.
 """
 
 from __future__ import annotations
 
 from coevo.arena.errors import LogError
+from coevo.arena.gamelog.doctor import Diagnosis, diagnose, repair
+from coevo.arena.gamelog.lock import HEARTBEAT_SECONDS, STALE_SECONDS, RunLock
 from coevo.arena.gamelog.log import READABLE_VERSIONS, SCHEMA_VERSION, GameLog
 from coevo.arena.gamelog.rows import (
     SCHEMAS,
@@ -30,10 +35,13 @@ from coevo.arena.gamelog.rows import (
 from coevo.arena.gamelog.rundir import RunDir
 
 __all__ = [
+    "HEARTBEAT_SECONDS",
     "READABLE_VERSIONS",
     "SCHEMAS",
     "SCHEMA_VERSION",
+    "STALE_SECONDS",
     "TABLES",
+    "Diagnosis",
     "EpisodeRow",
     "EvalRow",
     "GameLog",
@@ -43,10 +51,13 @@ __all__ = [
     "PredictionRow",
     "Row",
     "RunDir",
+    "RunLock",
     "TaskRow",
     "UpdateRow",
     "UsageRow",
     "VerdictRow",
     "WorldRow",
+    "diagnose",
     "markdown_table",
+    "repair",
 ]

@@ -15,6 +15,14 @@ a manifest: they are invisible, and the rerun overwrites them (file names are
 deterministic). Nothing in the tables depends on timing (no wall-clock
 columns), so the same seed gives the same log.
 
+A manifest records every file it commits (``files``: path → size and
+sha256) and the rows of each part (``rows``). Readers check each part's size
+before reading it; ``coevo resume`` and ``coevo doctor`` also check row
+counts and checksums (:meth:`GameLog.damage`). A damaged generation stops
+them with a :class:`LogError` naming the generation and the file. Manifests
+written before ``files`` existed read as before, checked for existence and
+rows only.
+
 Tables: one typed row model each in :mod:`coevo.arena.gamelog.rows`, which
 also generates their documentation (``docs/game-log.md``). Every table has a
 ``gen`` column, from its partition.
@@ -30,18 +38,21 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 from coevo.arena.errors import LogError
+from coevo.arena.gamelog.lock import RunLock
 from coevo.arena.gamelog.rows import SCHEMAS, GenerationRecord
 from coevo.arena.gamelog.rundir import RunDir
 from coevo.arena.spec import TaskSpec, WorldSpec
 
-__all__ = ["READABLE_VERSIONS", "SCHEMA_VERSION", "GameLog"]
+__all__ = ["READABLE_VERSIONS", "SCHEMA_VERSION", "GameLog", "committed_files"]
 
 SCHEMA_VERSION: Final = 2
 """The version of the log's format this coevo writes (in every manifest).
 
 1. the first format (checkpoints held pickles);
 2. checkpoints hold role state as data (``coevo.state/1``), listed in the
-   manifest's ``checkpoint_files``; the tables are unchanged.
+   manifest's ``checkpoint_files``; the tables are unchanged. Later schema-2
+   manifests add ``files`` (each file's size and sha256), which a reader
+   uses when it is there: older readers ignore it, so the version is unchanged.
 """
 
 READABLE_VERSIONS: Final = (1, 2)
@@ -52,21 +63,61 @@ def _manifest_name(gen: int) -> str:
     return f"gen={gen:06d}.json"
 
 
-def _check_files(manifest: Any, name: str, uri: str) -> None:
-    """A manifest names files inside its run directory only (a relative path, no ``..``)."""
+def _manifest_problem(manifest: Any, name: str, gen: int) -> str | None:
+    """What is wrong with a parsed manifest (None: nothing); it names files inside its run directory only."""
     if not isinstance(manifest, dict) or not all(
         isinstance(manifest.get(key, {}), dict) for key in ("parts", "checkpoint_files")
     ):
-        raise LogError(f"manifest {name} of {uri} is damaged: it is not a manifest object")
+        return f"its manifest {name} is not a manifest object"
+    if manifest.get("gen") != gen:
+        return f"its manifest {name} says it is generation {manifest.get('gen')!r}"
     files = [*manifest.get("parts", {}).values(), *manifest.get("checkpoint_files", {}).values()]
-    for path in files:
+    for path in [*files, manifest.get("checkpoint")]:
         if path is None:
             continue
         if not isinstance(path, str) or path.startswith("/") or ".." in path.split("/"):
-            raise LogError(
-                f"manifest {name} of {uri} names {path!r}, outside its run directory; "
-                "the run directory has been tampered with"
+            return (
+                f"its manifest {name} names {path!r}, outside its run directory "
+                "(the run directory has been tampered with)"
             )
+    recorded = manifest.get("files", {})
+    if not isinstance(recorded, dict) or not all(
+        isinstance(entry, dict)
+        and isinstance(entry.get("size"), int)
+        and isinstance(entry.get("sha256"), str)
+        for entry in recorded.values()
+    ):
+        return f"its manifest {name} has `files` that are not sizes and sha256 digests"
+    return None
+
+
+def committed_files(manifest: Mapping[str, Any]) -> dict[str, str | None]:
+    """Every file a manifest commits, relative to the run directory → its table (None: a checkpoint file)."""
+    out: dict[str, str | None] = {path: table for table, path in manifest["parts"].items()}
+    base = manifest.get("checkpoint")
+    for name in manifest.get("checkpoint_files", {}).values():
+        if base is not None and name is not None:
+            out[f"{base}/{name}"] = None
+    return out
+
+
+def _size_problem(path: str, size: int | None, entry: Mapping[str, Any] | None) -> str | None:
+    """What is wrong with a file's size (None: nothing; ``entry``: its record in the manifest, if any)."""
+    if size is None:
+        return f"{path} is missing"
+    if entry is None or size == entry["size"]:
+        return None
+    if size < entry["size"]:
+        return f"{path} is truncated ({size} of {entry['size']} bytes)"
+    return f"{path} is damaged ({size} bytes, its manifest says {entry['size']})"
+
+
+def _damage_message(uri: str, gen: int, problem: str) -> str:
+    back = f"generation {gen - 1}" if gen > 0 else "no generation"
+    return (
+        f"generation {gen} of {uri} is damaged: {problem}; `coevo doctor {uri}` lists the damage "
+        f"and `coevo doctor {uri} --repair` truncates the run back to {back}"
+    )
 
 
 class GameLog:
@@ -114,7 +165,13 @@ class GameLog:
         }
 
     def commit(
-        self, gen: int, parts: Mapping[str, str], rows: Mapping[str, int], extra: Mapping[str, Any]
+        self,
+        gen: int,
+        parts: Mapping[str, str],
+        rows: Mapping[str, int],
+        extra: Mapping[str, Any],
+        *,
+        owner: RunLock | None = None,
     ) -> None:
         """Write generation ``gen``'s manifest (last: this commits the generation).
 
@@ -122,15 +179,33 @@ class GameLog:
             gen: the generation.
             parts: table → the part written for it (what :meth:`write` returned).
             rows: table → rows in that part.
-            extra: more keys for the manifest (where the generation's checkpoint is).
+            extra: more keys for the manifest (where the generation's checkpoint is:
+                ``checkpoint``, the folder, and ``checkpoint_files``, the files in it).
+            owner: the run directory's lock; checked just before the manifest is written.
+
+        Raises:
+            LogError: a file to commit cannot be read back, or ``owner`` no longer holds the lock.
         """
-        manifest = {
+        manifest: dict[str, Any] = {
             "schema_version": SCHEMA_VERSION,
             "gen": gen,
             "parts": dict(parts),
             "rows": dict(rows),
             **extra,
         }
+        # what landed in the run directory, read back: a write that went wrong shows now
+        manifest["files"] = {}
+        for path in committed_files(manifest):
+            try:
+                size, digest = self.run.sha256(path)
+            except OSError as exc:
+                raise LogError(
+                    f"generation {gen} of {self.run.uri} is not committed: {path} cannot be "
+                    f"read back ({exc}); check the disk or the store and run again"
+                ) from exc
+            manifest["files"][path] = {"size": size, "sha256": digest}
+        if owner is not None:
+            owner.confirm()  # last, just before the commit: another writer's generation is never overwritten
         data = json.dumps(manifest, sort_keys=True, indent=1).encode()
         self.run.write_bytes(data, "log", "_manifests", _manifest_name(gen))
 
@@ -146,23 +221,118 @@ class GameLog:
             LogError: a manifest of another schema version, or unreadable.
         """
         out: list[dict[str, Any]] = []
-        names = [n for n in self.run.listdir("log", "_manifests") if n.endswith(".json")]
-        for expected, name in enumerate(names):
+        for expected, name in enumerate(self.manifest_names()):
             if name != _manifest_name(expected):
                 break
-            try:
-                manifest = json.loads(self.run.read_bytes("log", "_manifests", name))
-            except (OSError, ValueError) as exc:
-                raise LogError(f"manifest {name} of {self.run.uri} cannot be read: {exc}") from exc
-            if manifest.get("schema_version") not in READABLE_VERSIONS:
-                raise LogError(
-                    f"{self.run.uri} was written with game-log schema "
-                    f"{manifest.get('schema_version')}; this coevo reads schemas "
-                    f"{', '.join(map(str, READABLE_VERSIONS))}: read it with the coevo that wrote it"
-                )
-            _check_files(manifest, name, self.run.uri)
-            out.append(manifest)
+            out.append(self.manifest(expected))
         return out
+
+    def manifest_names(self) -> list[str]:
+        """The names of the manifest files there are, committed or not (after a gap), sorted."""
+        return [n for n in self.run.listdir("log", "_manifests") if n.endswith(".json")]
+
+    def manifest(self, gen: int) -> dict[str, Any]:
+        """Generation ``gen``'s manifest, checked.
+
+        Raises:
+            LogError: it cannot be read, is of another schema version, or names a file outside the run.
+        """
+        manifest, problem = self.read_manifest(gen)
+        if problem is not None:
+            raise LogError(_damage_message(self.run.uri, gen, problem))
+        return manifest
+
+    def read_manifest(self, gen: int) -> tuple[dict[str, Any], str | None]:
+        """Generation ``gen``'s manifest, and what is wrong with it (None: nothing; then it is usable).
+
+        Raises:
+            LogError: it is of a schema version this coevo does not read.
+        """
+        name = _manifest_name(gen)
+        try:
+            manifest = json.loads(self.run.read_bytes("log", "_manifests", name))
+        except (OSError, ValueError) as exc:
+            return {}, f"its manifest {name} cannot be read ({type(exc).__name__}: {exc})"
+        if isinstance(manifest, dict) and manifest.get("schema_version") not in READABLE_VERSIONS:
+            raise LogError(
+                f"{self.run.uri} was written with game-log schema "
+                f"{manifest.get('schema_version')}; this coevo reads schemas "
+                f"{', '.join(map(str, READABLE_VERSIONS))}: read it with the coevo that wrote it"
+            )
+        return manifest, _manifest_problem(manifest, name, gen)
+
+    def damage(
+        self, manifest: Mapping[str, Any], *, checksum: bool, checkpoint: bool = True
+    ) -> list[str]:
+        """What is wrong with the files of one committed generation (empty: nothing).
+
+        Every file is checked for its size (against ``files``, or only that it
+        exists for older manifests); with ``checksum``, every part's row count
+        (from its Parquet footer) and sha256 too, and the checkpoint files'
+        sha256 unless ``checkpoint`` is False.
+        """
+        recorded = manifest.get("files", {})
+        listed = committed_files(manifest)
+        sizes = self.run.sizes(list(listed))
+        problems = []
+        for path, table in listed.items():
+            entry = recorded.get(path)
+            problem = _size_problem(path, sizes[path], entry)
+            if problem:
+                problems.append(problem)
+                continue
+            if not checksum or (table is None and not checkpoint):
+                continue
+            if entry is not None and self.run.sha256(path)[1] != entry["sha256"]:
+                problems.append(f"{path} fails its checksum (sha256)")
+                continue
+            if table is not None and (expected := manifest.get("rows", {}).get(table)) is not None:
+                try:
+                    with self.run.fs.open_input_file(self.run.path(path)) as stream:
+                        found = pq.read_metadata(stream).num_rows
+                except (OSError, pa.ArrowException) as exc:
+                    problems.append(f"{path} is not a readable Parquet file ({exc})")
+                    continue
+                if found != expected:
+                    problems.append(f"{path} holds {found} rows, its manifest says {expected}")
+        return problems
+
+    def verify(self, *, checksum: bool = True, checkpoint_of: int | None = None) -> None:
+        """Check every committed generation's files (see :meth:`damage`); ``checksum``: also their sha256.
+
+        Args:
+            checksum: also check row counts and checksums (else sizes only).
+            checkpoint_of: only checksum the checkpoint of this generation (the one
+                resume loads) and no other; every part is still checked.
+
+        Raises:
+            LogError: the first damaged generation, naming it and the file, and how to repair it.
+        """
+        for manifest in self.manifests():
+            checkpoint = checkpoint_of is None or manifest["gen"] == checkpoint_of
+            problems = self.damage(manifest, checksum=checksum, checkpoint=checkpoint)
+            if problems:
+                raise LogError(_damage_message(self.run.uri, manifest["gen"], problems[0]))
+
+    def claim(self, *, resume: bool) -> RunLock:
+        """Take the run directory's lock (held: release it, or use it as a context manager).
+
+        Taken before Ray starts. To ``resume``, the committed generations are
+        then checked: every part's size, rows and checksum, and the checksums
+        of the checkpoint that resume loads (the others' sizes).
+
+        Raises:
+            LogError: another run holds the lock (naming its host and pid), or a generation is damaged.
+        """
+        lock = RunLock(self.run)
+        lock.acquire()
+        try:
+            if resume:
+                self.verify(checksum=True, checkpoint_of=self.last_generation())
+        except BaseException:
+            lock.release()
+            raise
+        return lock
 
     def last_generation(self) -> int:
         """The last committed generation (-1: none)."""
@@ -177,15 +347,41 @@ class GameLog:
         if table not in SCHEMAS:
             raise LogError(f"unknown game-log table {table!r}; tables: {', '.join(SCHEMAS)}")
         wanted = set(gens) if gens is not None else None
-        files = [
-            self.run.path(m["parts"][table])
+        chosen = [
+            m
             for m in self.manifests()
             if table in m["parts"] and (wanted is None or m["gen"] in wanted)
         ]
+        # sizes only, in one call: a truncated part is named here, not by Arrow
+        sizes = self.run.sizes([m["parts"][table] for m in chosen])
+        for manifest in chosen:
+            path = manifest["parts"][table]
+            problem = _size_problem(path, sizes[path], manifest.get("files", {}).get(path))
+            if problem:
+                raise LogError(_damage_message(self.run.uri, manifest["gen"], problem))
         schema = SCHEMAS[table].append(pa.field("gen", pa.int32()))
-        if not files:
+        if not chosen:
             return schema.empty_table()
-        dataset = ds.dataset(
+        try:
+            return self._dataset(
+                [self.run.path(m["parts"][table]) for m in chosen], table
+            ).to_table()
+        except (OSError, pa.ArrowException):
+            for (
+                manifest
+            ) in chosen:  # which part? (a damaged part of the recorded size, or no record)
+                try:
+                    self._dataset([self.run.path(manifest["parts"][table])], table).to_table()
+                except (OSError, pa.ArrowException) as exc:
+                    problem = (
+                        f"{manifest['parts'][table]} cannot be read ({type(exc).__name__}: {exc})"
+                    )
+                    raise LogError(_damage_message(self.run.uri, manifest["gen"], problem)) from exc
+            raise
+
+    def _dataset(self, files: list[str], table: str) -> ds.Dataset:
+        schema = SCHEMAS[table].append(pa.field("gen", pa.int32()))
+        return ds.dataset(
             files,
             schema=schema,
             filesystem=self.run.fs,
@@ -193,7 +389,6 @@ class GameLog:
             partitioning=ds.partitioning(pa.schema([("gen", pa.int32())]), flavor="hive"),
             partition_base_dir=self.run.path("log", table),
         )
-        return dataset.to_table()
 
     def task_specs(self) -> tuple[dict[str, Any], dict[str, Any]]:
         """Every logged task record with its world inline, by id, and the world records by id.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -67,3 +68,44 @@ class RunDir:
             return []
         infos = self.fs.get_file_info(pafs.FileSelector(self.path(*parts)))
         return sorted(info.base_name for info in infos)
+
+    def sha256(self, *parts: str) -> tuple[int, str]:
+        """A file's size and sha256 (hex), read in chunks.
+
+        Raises:
+            OSError: the file cannot be read.
+        """
+        digest, size = hashlib.sha256(), 0
+        with self.fs.open_input_stream(self.path(*parts)) as stream:
+            while chunk := stream.read(1 << 20):
+                digest.update(chunk)
+                size += len(chunk)
+        return size, digest.hexdigest()
+
+    def sizes(self, paths: list[str]) -> dict[str, int | None]:
+        """The sizes of files under the run directory, in one call (None: missing)."""
+        infos = self.fs.get_file_info([self.path(p) for p in paths]) if paths else []
+        return {
+            p: None if info.type != pafs.FileType.File else info.size
+            for p, info in zip(paths, infos, strict=True)
+        }
+
+    def delete(self, *parts: str) -> None:
+        """Delete a file or a directory with everything in it (nothing when it does not exist)."""
+        info = self.fs.get_file_info(self.path(*parts))
+        if info.type == pafs.FileType.Directory:
+            self.fs.delete_dir(self.path(*parts))
+        elif info.type != pafs.FileType.NotFound:
+            self.fs.delete_file(self.path(*parts))
+
+    def walk(self, *parts: str) -> list[str]:
+        """Every file under a directory, relative to the run directory, sorted (empty when it does not exist)."""
+        if not self.exists(*parts):
+            return []
+        selector = pafs.FileSelector(self.path(*parts), recursive=True)
+        start = len(self.root) + 1
+        return sorted(
+            info.path[start:]
+            for info in self.fs.get_file_info(selector)
+            if info.type == pafs.FileType.File
+        )

@@ -13,6 +13,7 @@
 ``coevo analyze RUN_DIR``    a run's metrics
 ``coevo report RUN_DIR...``  one HTML file comparing runs
 ``coevo export RUN_DIR``     a run's accepted tasks as training data
+``coevo doctor RUN_DIR``     what is damaged in a run directory (and ``--repair``)
 ============================ ==========================================================
 
 Every command has ``--help`` with an example. Errors are handled here and
@@ -40,6 +41,7 @@ from coevo.arena.run.commands import (
     EXIT_OK,
     EXIT_UNREADABLE,
     analysis,
+    doctor,
     records,
     roles,
     runs,
@@ -48,7 +50,7 @@ from coevo.arena.run.commands import (
 
 __all__ = ["build_parser", "main"]
 
-_GROUPS = (records, synthesis, roles, runs, analysis)
+_GROUPS = (records, synthesis, roles, runs, analysis, doctor)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -30,7 +30,8 @@ from typing import Any, Final
 from coevo.agents.registry import REGISTRY
 from coevo.arena.errors import CoevoError, ExperimentError
 from coevo.arena.gamelog import RunDir
-from coevo.arena.settings import Settings, explain
+from coevo.arena.run.capacity import MAX_ACTORS
+from coevo.arena.settings import Settings, StrictNumbers, explain
 from coevo.curricula.base import CurriculumConfig
 from coevo.curricula.registry import curriculum_config, recorded_curriculum
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, ValidationError, field_validator
@@ -48,7 +49,7 @@ __all__ = [
 ]
 
 
-class _Table(BaseModel):
+class _Table(StrictNumbers):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
@@ -77,12 +78,13 @@ class RoleTable(_Table):
 
     Attributes:
         name: the registered role name (``coevo roles`` lists them).
-        actors: Ray actors of this role (the learner and the World model are always one).
+        actors: Ray actors of this role (the learner and the World model are always one), at
+            most :data:`~coevo.arena.run.capacity.MAX_ACTORS` and what the cluster holds.
         config: keyword arguments for the role's factory.
     """
 
     name: str
-    actors: int = Field(default=1, ge=1)
+    actors: int = Field(default=1, ge=1, le=MAX_ACTORS)
     config: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -111,7 +113,7 @@ class RayConfig(_Table):
     """
 
     address: str = ""
-    num_cpus: int | None = Field(default=None, ge=1)
+    num_cpus: int | None = Field(default=None, ge=1, le=4096)
 
 
 class Experiment(_Table):
@@ -233,6 +235,11 @@ def load_experiment(
             data = tomllib.loads(path.read_text(encoding="utf-8"))
         except tomllib.TOMLDecodeError as exc:
             raise ExperimentError(f"{path} is not valid TOML: {exc}") from exc
+        except UnicodeDecodeError as exc:
+            raise ExperimentError(
+                f"{path} is not a TOML file: it is not UTF-8 text (byte {exc.start}); "
+                "pass an experiment file such as experiments/quickstart.toml"
+            ) from exc
     # role tables start from their defaults, so "--set solver.actors=2" works without a [solver] table
     defaults = {key: {"name": getattr(Experiment(), key).name} for key in ROLE_TABLES}
     data = _merge(_merge(defaults, data), parse_overrides(overrides))

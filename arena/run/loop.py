@@ -47,13 +47,16 @@ from coevo.arena.gamelog import (
     GenerationRow,
     PredictionRow,
     RunDir,
+    RunLock,
     TaskRow,
     UpdateRow,
     VerdictRow,
     WorldRow,
 )
 from coevo.arena.outcomes import FAILED_PREFIX, JUDGE_FAILED_PREFIX, Episode, Verdict
+from coevo.arena.run.capacity import check_capacity
 from coevo.arena.run.experiment import Experiment, RoleTable, recorded_experiment
+from coevo.arena.run.failures import ROLE_TABLE, RoleCalls, RoleTally
 from coevo.arena.run.hosts import host_for
 from coevo.arena.run.pool import ActorPool, Lost
 from coevo.arena.seeding import derive_seed
@@ -92,6 +95,15 @@ class RunSummary:
     run_dir: str
     generations: int
     reports: list[GenerationReport]
+    calls: dict[str, RoleCalls] = field(default_factory=dict)
+    """Calls per role in this invocation (see :mod:`coevo.arena.run.failures`)."""
+    failing: dict[str, list[int]] = field(default_factory=dict)
+    """The generations in which every call of a role failed, by role."""
+
+    @property
+    def never_succeeded(self) -> dict[str, RoleCalls]:
+        """The roles that were called and never once returned without failure."""
+        return {role: calls for role, calls in self.calls.items() if calls.all_failed}
 
 
 def _episode_id(seed: int, gen: int, purpose: str, index: int, task_id: str) -> str:
@@ -132,6 +144,7 @@ class _Proposals:
     verdicts: list[Verdict]
     sources: list[str]
     failures: int
+    calls: RoleTally = field(default_factory=RoleTally)
 
 
 @dataclass
@@ -150,6 +163,7 @@ class _Generation:
     version: str = ""
     solving: float = 0.0
     failures: int = 0
+    calls: RoleTally = field(default_factory=RoleTally)
 
 
 class _Clock:
@@ -180,19 +194,22 @@ class Arena:
         run_dir: where the log goes (any pyarrow filesystem URI).
         on_generation: called with each generation's report (the display).
         events: ``events(name, **fields)`` for structured events.
+        lock: the run directory's lock, held; checked before every commit.
     """
 
     def __init__(
         self,
         experiment: Experiment,
-        run_dir: str,
+        run_dir: str | RunDir,
         *,
         on_generation: Callable[[GenerationReport], None] | None = None,
         events: Callable[..., None] | None = None,
+        lock: RunLock | None = None,
     ):
         self.exp = experiment
-        self.run = RunDir(run_dir)
+        self.run = run_dir if isinstance(run_dir, RunDir) else RunDir(run_dir)
         self.log = GameLog(self.run)
+        self.lock = lock
         self.on_generation = on_generation
         self.events = events or (lambda event, **kw: None)
         self.seed = experiment.run.seed
@@ -204,10 +221,14 @@ class Arena:
         self.state_ref: Any = None
         self.unsaved: set[str] = set()  # roles already reported as not checkpointed
         self.suite_failures = 0  # role failures while the eval suite was made
+        self.suite_calls = RoleTally()  # the role calls that made it (counted with generation 0's)
+        self.calls = RoleTally()  # every role call of this invocation
+        self.failing: dict[str, list[int]] = {}  # generations in which every call of a role failed
 
     # ---- actors -------------------------------------------------------------------------
 
     def _start_actors(self) -> None:
+        check_capacity(self.exp, ray.cluster_resources())  # Ray never refuses actors of 0 CPUs
         here = ray.get_runtime_context().get_node_id()
         settings = self.exp.role_settings()
 
@@ -284,8 +305,10 @@ class Arena:
         """Gather proposals, judge them (chunks over the judge pool), in request order."""
         made: list[tuple[TaskSpec, str]] = []
         failures = 0
+        tally = RoleTally()
         for result in pending["proposals"].get():
             for tasks, error in result:
+                tally.record("synthesizer", error or None)
                 if error:
                     failures += 1
                     self.events("synthesizer_failed", gen=pending["gen"], error=error)
@@ -311,7 +334,10 @@ class Arena:
         )
         verdicts = [v for part in calls.get() for v in part]
         failures += sum((v.error or "").startswith(JUDGE_FAILED_PREFIX) for v in verdicts)
-        return _Proposals(tasks, verdicts, [s for _, s in unique], failures)
+        for verdict in verdicts:
+            failed = (verdict.error or "").startswith(JUDGE_FAILED_PREFIX)
+            tally.record("judge", verdict.error if failed else None)
+        return _Proposals(tasks, verdicts, [s for _, s in unique], failures, tally)
 
     def _play(self, gen: int, tasks: list[TaskSpec], purpose: str, repeats: int) -> list[Episode]:
         """Each task ``repeats`` times, in fixed chunks over the Solver pool; episodes get deterministic ids."""
@@ -349,6 +375,7 @@ class Arena:
         )
         judged = self._collect(self._submit(-1, plan))
         self.suite_failures = judged.failures  # counted with generation 0's
+        self.suite_calls = judged.calls
         return [t for t, v in zip(judged.tasks, judged.verdicts, strict=True) if v.accepted]
 
     def _drained(self, actors: list[Any], method: str, gen: int) -> list[Any]:
@@ -378,16 +405,18 @@ class Arena:
             self.eval_tasks = self._eval_suite()
             self.pending = self._submit(0, self.curriculum.plan(0))
             return 0
-        try:
-            self._load_checkpoint(last)
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            # a damaged or hand-edited checkpoint: say which, and that the log itself is fine
-            raise ArenaError(
-                f"the checkpoint of generation {last} in {self.run.uri} cannot be read "
-                f"({type(exc).__name__}: {exc}); its log still reads (coevo analyze, export), "
-                "and `coevo run` starts a new run"
-            ) from exc
+        self._load_checkpoint(last)
         return last + 1
+
+    def _unloadable(self, gen: int, name: str, why: str) -> ArenaError:
+        """The error for a checkpoint file that cannot be loaded: which file, and the way out."""
+        return ArenaError(
+            f"the checkpoint of generation {gen} in {self.run.uri} cannot be read: "
+            f"checkpoints/gen={gen}/{name} {why}; coevo never runs code from a run directory. "
+            "Its log is intact (coevo analyze, report, export read it); to train on, start a new "
+            "run with `coevo run`: the learner starts afresh, and the curriculum can be rebuilt "
+            "from this log (coevo.curricula.rebuild.curriculum_from_log)"
+        )
 
     def _load_checkpoint(self, gen: int) -> None:
         manifest = self.log.manifests()[gen]
@@ -399,22 +428,31 @@ class Arena:
                 "export); to train on, start a new run with `coevo run`"
             )
         base = ("checkpoints", f"gen={gen}")
-        state = json.loads(self.run.read_bytes(*base, "state.json"))
         tasks = self._tasks_from_log()
         self.logged_worlds = set(self.worlds)
-        self.curriculum.load(state["curriculum"], tasks)
-        self.eval_tasks = [tasks[t] for t in state["eval_tasks"]]
+        try:
+            state = json.loads(self.run.read_bytes(*base, "state.json"))
+            self.curriculum.load(state["curriculum"], tasks)
+            self.eval_tasks = [tasks[t] for t in state["eval_tasks"]]
+            version, plan = state["version"], _plan_of(state["next_plan"])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            # a damaged or hand-edited checkpoint: say which, and that the log itself is fine
+            raise self._unloadable(
+                gen,
+                "state.json",
+                f"is not a checkpoint this coevo reads ({type(exc).__name__}: {exc})",
+            ) from exc
         files = manifest.get("checkpoint_files", {})
         solver_state = self._read_state(base, files.get("solver"), "solver")
         if solver_state is not None:
-            self._restore(self.learner, solver_state, "solver")
+            self._restore(self.learner, solver_state, gen, files["solver"])
             self.state_ref = ray.put(solver_state)
-            self.version = state["version"]
+            self.version = version
         model_state = self._read_state(base, files.get("world_model"), "world_model")
         if model_state is not None:
-            self._restore(self.model, model_state, "world_model")
+            self._restore(self.model, model_state, gen, files["world_model"])
         if gen + 1 < self.exp.run.generations:
-            self.pending = self._submit(gen + 1, _plan_of(state["next_plan"]), tasks)
+            self.pending = self._submit(gen + 1, plan, tasks)
 
     def _read_state(self, base: tuple[str, str], name: str | None, table: str) -> bytes | None:
         if name is None:
@@ -423,15 +461,12 @@ class Arena:
             return None
         return self.run.read_bytes(*base, name)
 
-    def _restore(self, actor: Any, state: bytes, table: str) -> None:
+    def _restore(self, actor: Any, state: bytes, gen: int, name: str) -> None:
         try:
             ray.get(actor.set_state.remote(state))
         except ray.exceptions.RayTaskError as exc:
             cause = exc.cause if isinstance(exc.cause, StateError) else exc
-            raise ArenaError(
-                f"the {table.replace('_', ' ')}'s checkpoint in {self.run.uri} cannot be loaded: "
-                f"{cause}; start a new run with `coevo run`"
-            ) from exc
+            raise self._unloadable(gen, name, f"cannot be loaded ({cause})") from exc
 
     def _tasks_from_log(self) -> dict[str, TaskSpec]:
         tasks, worlds = self.log.task_specs()
@@ -452,6 +487,7 @@ class Arena:
         evaluated = gen % self.exp.eval.every == 0 or gen == self.exp.run.generations - 1
         done.evals = self._play(gen, self.eval_tasks, "eval", 1) if evaluated else []
         clock.lap("eval")
+        self._tally_calls(done)
         record = self._record(done)
         self._commit(record, done.next_plan)
         clock.lap("commit")
@@ -467,6 +503,7 @@ class Arena:
             if v.accepted and t.task_id not in eval_ids
         ]
         done.predicted, error = ray.get(self.model.predict.remote(done.accepted))
+        done.calls.record("world model", error or None)
         if error:
             done.failures += 1
             self.events("world_model_failed", gen=gen, error=error)
@@ -487,6 +524,7 @@ class Arena:
         done.stats, new_state, learn_error = ray.get(
             self.learner.learn.remote(done.episodes, done.batch)
         )
+        done.calls.record("learner", learn_error or None)
         if learn_error:
             done.failures += 1
             self.events("learner_failed", gen=gen, error=learn_error)
@@ -495,6 +533,7 @@ class Arena:
             self.version = gen
         clock.lap("learn")
         model_error = ray.get(self.model.update.remote(done.episodes))
+        done.calls.record("world model", model_error or None)
         if model_error:
             done.failures += 1
             self.events("world_model_failed", gen=gen, error=model_error)
@@ -502,6 +541,27 @@ class Arena:
             gen, [e.task_id for e in done.episodes], [e.reward.value for e in done.episodes]
         )
         clock.lap("world_model")
+
+    def _tally_calls(self, done: _Generation) -> None:
+        """Add the generation's role calls to the run's; a role every call of which failed is an error event."""
+        calls = done.calls
+        calls.add(done.proposals.calls)
+        if done.gen == 0:
+            calls.add(self.suite_calls)
+        for episode in [*done.episodes, *done.evals]:
+            reason = episode.reward.reason
+            calls.record("solver", reason if reason.startswith(FAILED_PREFIX) else None)
+        for role, failed in calls.all_failed().items():
+            self.failing.setdefault(role, []).append(done.gen)
+            self.events(
+                "role_failed_every_call",
+                gen=done.gen,
+                role=role,
+                name=getattr(self.exp, ROLE_TABLE[role]).name,
+                calls=failed.calls,
+                error=failed.error,
+            )
+        self.calls.add(calls)
 
     def _record(self, done: _Generation) -> GenerationRecord:
         """The generation's rows of every table."""
@@ -627,6 +687,7 @@ class Arena:
             parts,
             rows,
             {"checkpoint": "/".join(base), "checkpoint_files": {**files, "state": "state.json"}},
+            owner=self.lock,
         )
 
     def close(self) -> None:
@@ -682,6 +743,7 @@ def run_experiment(
     events: Callable[..., None] | None = None,
     stop_after: int | None = None,
     on_start: Callable[[Arena], None] | None = None,
+    lock: RunLock | None = None,
 ) -> RunSummary:
     """Run (or continue) ``experiment``; returns the summary.
 
@@ -694,11 +756,39 @@ def run_experiment(
         events: ``events(name, **fields)`` for structured events.
         stop_after: end after this many generations of this call (tests of resume).
         on_start: called with the :class:`Arena` once its actors are up (tests, embedding).
+        lock: the run directory's lock, when the caller has taken it
+            (:meth:`GameLog.claim`); else this call takes it before Ray starts.
+
+    Raises:
+        LogError: another run holds the run directory, or (to resume) its log is damaged.
     """
     target = run_dir or experiment.run.out
     check_environment(experiment)
+    owned = lock is None
+    lock = lock or GameLog(target).claim(resume=resume)
+    try:
+        if lock.taken_over and events is not None:
+            events("lock_taken_over", run_dir=target, why=lock.taken_over)
+        return _run_locked(
+            experiment, lock, resume, address, on_generation, events, stop_after, on_start
+        )
+    finally:
+        if owned:
+            lock.release()
+
+
+def _run_locked(
+    experiment: Experiment,
+    lock: RunLock,
+    resume: bool,
+    address: str | None,
+    on_generation: Callable[[GenerationReport], None] | None,
+    events: Callable[..., None] | None,
+    stop_after: int | None,
+    on_start: Callable[[Arena], None] | None,
+) -> RunSummary:
     started = _connect(address or experiment.ray.address or None, experiment.ray.num_cpus)
-    arena = Arena(experiment, target, on_generation=on_generation, events=events)
+    arena = Arena(experiment, lock.run, on_generation=on_generation, events=events, lock=lock)
     reports: list[GenerationReport] = []
     try:
         first = arena.start(resume=resume)
@@ -713,7 +803,13 @@ def run_experiment(
             arena.close()
         if started:
             ray.shutdown()
-    return RunSummary(arena.run.uri, arena.log.last_generation() + 1, reports)
+    return RunSummary(
+        arena.run.uri,
+        arena.log.last_generation() + 1,
+        reports,
+        calls=arena.calls.roles,
+        failing=arena.failing,
+    )
 
 
 def resume_run(run_dir: str, **kwargs: Any) -> RunSummary:

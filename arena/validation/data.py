@@ -121,9 +121,10 @@ def load_data(
                 conn.execute("RELEASE coevo_load")
             first_error = exc
         if _too_large(first_error):
-            limit = conn.execute("PRAGMA max_page_count").fetchone()[0] * conn.execute(
-                "PRAGMA page_size"
-            ).fetchone()[0]
+            limit = (
+                conn.execute("PRAGMA max_page_count").fetchone()[0]
+                * conn.execute("PRAGMA page_size").fetchone()[0]
+            )
             problems.append(
                 Problem(
                     path,
@@ -156,8 +157,10 @@ def load_data(
 
 def _too_large(exc: BaseException) -> bool:
     """Whether loading failed because the world outgrew its page count or SQLite's heap."""
-    return isinstance(exc, MemoryError) or "database or disk is full" in str(exc) or (
-        "out of memory" in str(exc)
+    return (
+        isinstance(exc, MemoryError)
+        or "database or disk is full" in str(exc)
+        or ("out of memory" in str(exc))
     )
 
 

@@ -84,14 +84,26 @@ def load_run(run_dir: str) -> Run:
     """Read every table of the run in ``run_dir`` (committed generations only).
 
     Raises:
-        CoevoError: the directory holds no run.
+        CoevoError: the directory holds no run, or its ``experiment.json`` is not a record.
     """
     run = RunDir(run_dir)
     if not run.exists("experiment.json"):
         raise CoevoError(f"{run_dir} holds no run (no experiment.json); start one with `coevo run`")
+    try:
+        experiment = json.loads(run.read_bytes("experiment.json"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise CoevoError(
+            f"{run_dir}/experiment.json cannot be read: it is not JSON ({exc}); "
+            "the run's record is damaged"
+        ) from exc
+    if not isinstance(experiment, dict):
+        raise CoevoError(
+            f"{run_dir}/experiment.json cannot be read: it is not an experiment record "
+            "(a JSON object of tables); the run's record is damaged"
+        )
     log = GameLog(run)
     tables = {name: log.read(name) for name in SCHEMAS}
-    return Run(run_dir, json.loads(run.read_bytes("experiment.json")), tables)
+    return Run(run_dir, experiment, tables)
 
 
 def _rows(table: pa.Table) -> list[dict[str, Any]]:

@@ -2,8 +2,11 @@
 
 ``FakeMessages(policy)`` answers each POST /v1/messages with what
 ``policy(body)`` returns: a message dict (``message(...)`` builds a realistic
-one, with usage), or an ``(status, headers, body)`` tuple for errors. Every
-request body is recorded in ``requests`` so tests can inspect what was sent.
+one, with usage), an ``(status, headers, body)`` tuple for errors, or an
+``httpx2.Response`` as it is (``html_page()``: a proxy's 200 page that is not
+JSON). Every request body is recorded in ``requests`` so tests can inspect
+what was sent. ``closed_port_url()`` is a loopback address nothing listens
+on: a base URL whose every connection is refused.
 """
 
 from __future__ import annotations
@@ -61,6 +64,22 @@ def error(
     return status, headers or {}, {"type": "error", "error": {"type": kind, "message": text}}
 
 
+def html_page(status: int = 200) -> httpx2.Response:
+    """A response that is an HTML page, not the API's JSON (a captive portal or a proxy's error page)."""
+    body = b"<html><head><title>Gateway</title></head><body><h1>Welcome</h1></body></html>"
+    return httpx2.Response(status, content=body, headers={"content-type": "text/html"})
+
+
+def closed_port_url() -> str:
+    """``http://127.0.0.1:PORT`` where nothing listens (the port was bound, then let go)."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}"
+
+
 class FakeMessages:
     """The fake server: a policy per request, every request recorded."""
 
@@ -73,6 +92,8 @@ class FakeMessages:
         body = json.loads(request.content)
         self.requests.append(body)
         answer = self.policy(body)
+        if isinstance(answer, httpx2.Response):
+            return answer
         if isinstance(answer, tuple):
             status, headers, payload = answer
             return httpx2.Response(status, headers=headers, json=payload)

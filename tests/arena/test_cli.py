@@ -12,13 +12,17 @@ import pytest
 
 from tests.factories import EXAMPLES, mini_task, mini_world
 
-KEYS = ["line", "kind", "id", "accepted", "checks", "error"]
+KEYS = ["line", "kind", "id", "accepted", "checks", "error", "instructions"]
 
 
 def coevo(
-    *args: str, stdin: str | None = None, cwd: Path | None = None, env_path: str | None = None
+    *args: str,
+    stdin: str | None = None,
+    cwd: Path | None = None,
+    env_path: str | None = None,
+    memory: int | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """Run the `coevo` command in a subprocess (``env_path``: an extra sys.path entry first)."""
+    """Run the `coevo` command in a subprocess (``env_path``: an extra sys.path entry first; ``memory``: its address-space limit in bytes)."""
     paths = [p for p in (env_path, str(Path(__file__).resolve().parents[2])) if p]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(paths))
     return subprocess.run(
@@ -29,7 +33,38 @@ def coevo(
         timeout=120,
         env=env,
         cwd=cwd,
+        preexec_fn=None if memory is None else lambda: _limit_memory(memory),
     )
+
+
+def _limit_memory(limit: int) -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+@pytest.fixture(scope="module")
+def address_space() -> int:
+    """Bytes of address space `coevo check` reserves on the examples (pyarrow and numpy reserve most of it)."""
+    script = (
+        "import sys; from coevo.arena.run.cli import main; main(['check', sys.argv[1], '--json']); "
+        "print(next(l for l in open('/proc/self/status') if l.startswith('VmPeak')).split()[1])"
+    )
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    result = subprocess.run(
+        [sys.executable, "-c", script, str(EXAMPLES)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert result.returncode == 0, result.stderr
+    return int(result.stdout.splitlines()[-1]) * 1024
+
+
+# `coevo check` may use this much more than it needs for the examples; reading all of the
+# input (the bug) needs the whole input, which the tests make larger than this.
+HEADROOM = 384 << 20
 
 
 def test_check_accepts_the_examples_with_one_json_object_per_line():
@@ -91,6 +126,109 @@ def test_check_missing_file_is_a_clear_error():
     """A path that does not exist gives exit 2 and says so."""
     result = coevo("check", "no/such/file.jsonl")
     assert result.returncode == 2 and "no such file" in result.stderr
+
+
+needs_proc = pytest.mark.skipif(
+    not Path("/proc/self/status").exists() or not hasattr(os, "mkfifo"),
+    reason="needs Linux /proc, /dev/zero and FIFOs",
+)
+
+
+@needs_proc
+def test_check_streams_an_endless_stdin_in_bounded_memory(address_space):
+    """1 GiB of zeros then a world record, piped into `coevo check -` limited to its baseline + 384 MiB: line 1 is too long, line 2 is checked, no MemoryError."""
+    limit = address_space + HEADROOM
+    writer = (
+        "import sys; out = sys.stdout.buffer; zeros = bytes(1 << 20)\n"
+        "for _ in range(1024): out.write(zeros)\n"
+        "out.write(b'\\n' + sys.argv[1].encode() + b'\\n')\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    with subprocess.Popen(
+        [sys.executable, "-c", writer, json.dumps(mini_world())],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    ) as zeros:
+        check = subprocess.run(
+            [sys.executable, "-m", "coevo.arena.run.cli", "check", "-", "--json"],
+            stdin=zeros.stdout,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=env,
+            preexec_fn=lambda: _limit_memory(limit),
+        )
+        zeros.stdout.close()
+    assert "MemoryError" not in check.stderr and "Traceback" not in check.stderr, check.stderr
+    assert check.returncode == 2, check.stderr
+    out = [json.loads(line) for line in check.stdout.splitlines()]
+    assert [o["line"] for o in out] == [1, 2]
+    assert "line is longer than 16777216 bytes (16 MiB)" in out[0]["error"]
+    assert "--max-line-bytes" in out[0]["error"]
+    assert out[1]["kind"] == "world" and out[1]["accepted"] is True
+
+
+def test_check_reports_a_long_line_and_checks_the_records_around_it(tmp_path):
+    """A line over --max-line-bytes between two good records: both are checked, the long line gets the error; exit 2."""
+    world, task = json.dumps(mini_world()), json.dumps(mini_task())
+    limit = max(len(world), len(task))
+    path = tmp_path / "long.jsonl"
+    path.write_text(world + "\n" + "x" * (3 * limit) + "\n" + task + "\n")
+    result = coevo("check", str(path), "--json", "--max-line-bytes", str(limit))
+    assert result.returncode == 2, result.stderr
+    out = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [(o["line"], o["accepted"]) for o in out] == [(1, True), (2, False), (3, True)]
+    assert f"longer than {limit} bytes" in out[1]["error"]
+    raised = coevo("check", str(path), "--json", "--max-line-bytes", "1MiB").stdout.splitlines()
+    assert "malformed JSON" in json.loads(raised[1])["error"], "1MiB lets the line be read"
+    rejected = coevo("check", str(path), "--max-line-bytes", "0")
+    assert rejected.returncode == 2 and "not a positive number of bytes" in rejected.stderr
+
+
+@needs_proc
+@pytest.mark.parametrize("command", ["check", "play"])
+@pytest.mark.parametrize("kind", ["/dev/zero", "directory", "fifo"])
+def test_files_that_are_not_regular_are_refused(command, kind, tmp_path, address_space):
+    """`coevo check|play` on /dev/zero, a directory or a FIFO says 'not a regular file' (not 'no such file'), at once."""
+    path = {"/dev/zero": Path("/dev/zero"), "directory": tmp_path, "fifo": tmp_path / "fifo"}[kind]
+    if kind == "fifo":
+        os.mkfifo(path)
+    result = coevo(command, str(path), memory=address_space + HEADROOM)
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"coevo {command}: {path} is not a regular file"), result.stderr
+    assert "no such file" not in result.stderr and "Traceback" not in result.stderr
+    assert len(result.stderr.splitlines()) == 1
+
+
+@pytest.mark.parametrize("steps", ["0", "-3"])
+def test_play_max_steps_below_one_is_a_usage_error(steps):
+    """`coevo play --max-steps 0` (or negative) is refused by the parser, naming the option; no traceback."""
+    result = coevo("play", str(EXAMPLES), "--max-steps", steps, stdin="submit\n")
+    assert result.returncode == 2
+    assert f"argument --max-steps: must be at least 1, got {steps}" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_check_rejects_a_world_record_with_another_worlds_id_after_the_same_content(tmp_path):
+    """A world (or task) record whose id is not its content's hash is rejected, even right after the same content with no id."""
+    world, task = mini_world(), mini_task()
+    path = tmp_path / "ids.jsonl"
+    lines = [
+        world,
+        world | {"id": "sha256:" + "0" * 64},
+        task,
+        task | {"id": "sha256:" + "1" * 64},
+        task | {"world": task["world"] | {"id": "sha256:" + "2" * 64}},
+        world,
+    ]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    result = coevo("check", str(path), "--json")
+    out = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [o["accepted"] for o in out] == [True, False, True, False, False, True]
+    assert "world.id: 'sha256:000" in out[1]["checks"]["valid"]["reason"]
+    assert "id: 'sha256:111" in out[3]["checks"]["valid"]["reason"]
+    assert "world.id: 'sha256:222" in out[4]["checks"]["valid"]["reason"]
+    assert result.returncode == 1
 
 
 def test_play_solves_a_task_from_the_terminal():

@@ -143,7 +143,10 @@ def test_a_column_an_older_log_lacks_reads_as_null(tmp_path) -> None:
 
 def test_a_manifest_naming_a_file_outside_the_run_is_refused(tmp_path) -> None:
     """A part path with `..` or from the root is a tampered run directory: LogError, nothing read."""
+    import json
+
     log = GameLog(str(tmp_path / "run"))
-    log.commit(0, {"evals": "../../elsewhere/part-0.parquet"}, {"evals": 1}, {})
+    tampered = {"schema_version": 2, "gen": 0, "parts": {"evals": "../../elsewhere/part-0.parquet"}}
+    log.run.write_bytes(json.dumps(tampered).encode(), "log", "_manifests", "gen=000000.json")
     with pytest.raises(LogError, match="outside its run directory"):
         log.read("evals")

@@ -372,6 +372,10 @@ def test_a_task_has_one_budget_for_all_its_checks_and_passes():
     assert any("budget of 3,000,000" in w for w in verdict.warnings)
     # deterministic budgets only: the same verdict on every pass, whatever the machine's load
     assert verdicts[0].model_dump() == verdicts[1].model_dump()
+    determinism = verdict.checks["determinism"]
+    assert determinism.passed is not False or determinism.reason.startswith(
+        "not decided: the task's budget"
+    )
 
 
 def test_the_task_budget_is_not_spent_by_an_ordinary_task():

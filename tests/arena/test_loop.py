@@ -323,7 +323,7 @@ def test_roles_that_break_the_batch_contract_are_counted_and_the_run_goes_on(tmp
 
 @pytest.mark.slow
 def test_a_damaged_checkpoint_stops_resume_with_a_message(tmp_path) -> None:
-    """A checkpoint edited by hand gives ArenaError naming the generation, not a traceback."""
+    """A checkpoint edited by hand gives ArenaError naming the generation and the file, not a traceback."""
     import json
 
     run_experiment(experiment(), str(tmp_path / "run"), stop_after=1)
@@ -331,5 +331,8 @@ def test_a_damaged_checkpoint_stops_resume_with_a_message(tmp_path) -> None:
     data = json.loads(state.read_text())
     del data["curriculum"]
     state.write_text(json.dumps(data))
-    with pytest.raises(ArenaError, match=r"the checkpoint of generation 0 .* cannot be read"):
+    with pytest.raises(
+        ArenaError,
+        match=r"generation 0 of .* is damaged: checkpoints/gen=0/state.json is truncated",
+    ):
         resume_run(str(tmp_path / "run"))

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import tracemalloc
 
+import pytest
 from coevo.arena import (
     BadRecord,
     Record,
@@ -17,6 +20,7 @@ from coevo.arena import (
     parse_record,
     write_records,
 )
+from coevo.arena.records import MAX_LINE_BYTES
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -181,3 +185,170 @@ def test_unpaired_surrogate_is_a_bad_record_not_a_crash():
         and "instruction" in items[0].error
     )
     assert isinstance(items[1], Record)
+
+
+class Trickle(io.RawIOBase):
+    """A binary stream of ``head``, then ``zeros`` NUL bytes (made on demand), then ``tail``.
+
+    Each read returns at most ``step`` bytes, so records straddle reads.
+    """
+
+    def __init__(self, head: bytes = b"", zeros: int = 0, tail: bytes = b"", step: int = 1 << 20):
+        self._parts = [head, zeros, tail]
+        self._step = step
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        want = self._step if size is None or size < 0 else min(size, self._step)
+        while self._parts:
+            part = self._parts[0]
+            if isinstance(part, int):
+                if part > 0:
+                    n = min(want, part)
+                    self._parts[0] = part - n
+                    return bytes(n)
+            elif part:
+                self._parts[0] = part[want:]
+                return part[:want]
+            self._parts.pop(0)
+        return b""
+
+
+def peak_allocated(read) -> tuple[object, int]:
+    """What ``read()`` returns, and the most memory Python held at once while it ran."""
+    tracemalloc.start()
+    try:
+        result = read()
+        return result, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_a_line_over_the_limit_is_reported_and_skipped_without_being_held():
+    """A 64 MiB line between two good records: both are read, the long line is one BadRecord naming the limit, and it is never held in memory."""
+    good = json.dumps(mini_task()).encode()
+    stream = Trickle(good + b"\nxx", zeros=64 << 20, tail=b"\n" + good + b"\n")
+    items, peak = peak_allocated(lambda: list(iter_records(stream, max_line_bytes=1 << 20)))
+    assert [(type(i).__name__, i.line) for i in items] == [
+        ("Record", 1),
+        ("BadRecord", 2),
+        ("Record", 3),
+    ]
+    assert "longer than 1048576 bytes (1 MiB)" in items[1].error
+    assert "--max-line-bytes" in items[1].error and "max_line_bytes=" in items[1].error
+    assert peak < 8 << 20, f"reading held {peak} bytes at once; the long line must be dropped"
+
+
+def test_input_with_no_newline_is_one_error_and_reading_ends():
+    """Bytes without a newline (e.g. from /dev/zero) give one BadRecord for line 1, then the end."""
+    stream = Trickle(zeros=32 << 20)
+    items, peak = peak_allocated(lambda: list(iter_records(stream, max_line_bytes=1 << 20)))
+    assert len(items) == 1 and isinstance(items[0], BadRecord) and items[0].line == 1
+    assert peak < 8 << 20
+
+
+def test_the_default_line_limit_is_16_mib():
+    """The stated default: a line of 16 MiB is read, one byte more is reported."""
+    assert MAX_LINE_BYTES == 16 * 1024 * 1024
+    items = list(iter_records(Trickle(b'"', zeros=MAX_LINE_BYTES - 2, tail=b'"\n')))
+    assert "longer than" not in items[0].error
+    over = list(iter_records(Trickle(b'"', zeros=MAX_LINE_BYTES - 1, tail=b'"\n')))
+    assert "longer than 16777216 bytes (16 MiB)" in over[0].error
+
+
+def test_a_json_document_over_the_limit_is_reported_and_not_read():
+    """A .json document larger than max_document_bytes is one BadRecord on line 1, read no further than the limit."""
+    stream = Trickle(b"[", zeros=64 << 20)
+    items, peak = peak_allocated(
+        lambda: list(iter_records(stream, format="json", max_document_bytes=1 << 20))
+    )
+    assert len(items) == 1 and items[0].line == 1
+    assert "larger than 1048576 bytes (1 MiB)" in items[0].error
+    assert "--max-document-bytes" in items[0].error
+    assert peak < 8 << 20
+    fits = records_of(json.dumps(mini_task()), "json")
+    assert isinstance(fits[0], Record)
+
+
+def test_limits_can_be_raised_and_must_be_positive():
+    """max_line_bytes lets a long record through; a limit below 1 is a RecordError."""
+    good = json.dumps(mini_task()).encode()
+    assert isinstance(next(iter_records(io.BytesIO(good), max_line_bytes=len(good))), Record)
+    assert isinstance(next(iter_records(io.BytesIO(good), max_line_bytes=len(good) - 1)), BadRecord)
+    with pytest.raises(RecordError, match="max_line_bytes must be a positive number"):
+        iter_records(io.BytesIO(good), max_line_bytes=0)
+
+
+def test_paths_that_are_not_regular_files_are_refused_before_reading(tmp_path):
+    """A device, a directory or a FIFO is 'not a regular file' (never 'no such file'); a missing path is 'no such file'."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for path, what in [
+        ("/dev/zero", "a character device"),
+        (tmp_path, "a directory"),
+        (fifo, "a FIFO"),
+    ]:
+        with pytest.raises(RecordError) as caught:
+            iter_records(path)  # raised on the call, before anything is read
+        assert f"{path} is not a regular file (it is {what})" in str(caught.value)
+        assert "no such file" not in str(caught.value)
+        with pytest.raises(RecordError, match="not a regular file"):
+            load_records(path)
+    with pytest.raises(RecordError, match=r"^no such file: .*missing\.jsonl$"):
+        iter_records(tmp_path / "missing.jsonl")
+
+
+def test_a_regular_file_is_read_as_a_stream(tmp_path):
+    """A .jsonl path with an over-long line reads the records around it."""
+    good = json.dumps(mini_task())
+    path = tmp_path / "tasks.jsonl"
+    path.write_text(good + "\n" + "x" * 5000 + "\n\n" + good)
+    items = list(iter_records(path, max_line_bytes=len(good)))
+    assert [(type(i).__name__, i.line) for i in items] == [
+        ("Record", 1),
+        ("BadRecord", 2),
+        ("Record", 4),
+    ]
+
+
+_pieces = st.one_of(
+    st.binary(max_size=40),
+    st.sampled_from(
+        [
+            b"\n",
+            b"\r\n",
+            b" \t",
+            b"\xff\xfe",
+            b"\xed\xa0\x80",
+            b"\xef\xbb\xbf",
+            b"[" * 5000,
+            b'{"a":' * 3000,
+            b"{}",
+            json.dumps(mini_task()).encode(),
+            json.dumps(mini_world()).encode(),
+        ]
+    ),
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    data=st.lists(_pieces, max_size=12).map(b"".join),
+    limit=st.sampled_from([MAX_LINE_BYTES, 1, 17, 300, 4000]),
+    step=st.integers(min_value=1, max_value=64) | st.just(1 << 20),
+)
+def test_any_bytes_give_one_item_per_non_blank_line(data, limit, step):
+    """Any bytes, read in any chunks: iter_records never raises and yields one item per non-blank (or over-long) line, in order."""
+    body = data[3:] if data.startswith(b"\xef\xbb\xbf") else data
+    expected = [
+        number
+        for number, line in enumerate(body.split(b"\n"), start=1)
+        if line.strip() or len(line) > limit
+    ]
+    items = list(iter_records(Trickle(data, step=step), format="jsonl", max_line_bytes=limit))
+    assert [item.line for item in items] == expected
+    assert all(isinstance(item, (Record, BadRecord)) for item in items)
+    document = iter_records(Trickle(data, step=step), format="json", max_document_bytes=limit)
+    assert all(isinstance(item, (Record, BadRecord)) for item in document)

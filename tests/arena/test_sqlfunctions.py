@@ -102,7 +102,10 @@ def test_a_world_whose_tool_or_check_calls_a_huge_printf_is_rejected():
             "CREATE TRIGGER pad AFTER UPDATE ON tickets BEGIN "
             "UPDATE accounts SET name = printf('%.*c', 2147483647, 'x') WHERE id = new.account_id; END",
         ),
-        ("default", "CREATE TABLE notes(id INTEGER PRIMARY KEY, body TEXT DEFAULT (printf('%.*c', 9, 'x')))"),
+        (
+            "default",
+            "CREATE TABLE notes(id INTEGER PRIMARY KEY, body TEXT DEFAULT (printf('%.*c', 9, 'x')))",
+        ),
     ],
 )
 def test_views_triggers_and_defaults_are_checked_too(where, sql):

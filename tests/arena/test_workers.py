@@ -28,9 +28,7 @@ def test_jobs_come_back_in_order_from_persistent_workers():
 def test_an_overrunning_job_is_killed_and_the_pool_goes_on():
     """A job past its wall clock gets its worker killed and restarted; the jobs after it run normally."""
     with WorkerPool(HANDLER, seconds=1.0) as pool:
-        first, slow, after = pool.run(
-            [{"echo": 1}, {"do": "sleep", "seconds": 60}, {"echo": 3}]
-        )
+        first, slow, after = pool.run([{"echo": 1}, {"do": "sleep", "seconds": 60}, {"echo": 3}])
     assert isinstance(slow, Overrun) and slow.seconds == 1.0
     assert isinstance(first, Done) and isinstance(after, Done)
     assert after.result["pid"] != first.result["pid"] and after.result["jobs"] == 1

@@ -5,7 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any
+
+from coevo.arena.errors import CommandError
 
 __all__ = ["add_commands"]
 
@@ -60,7 +63,17 @@ def cmd_export(args: argparse.Namespace) -> int:
     from coevo.curricula.analysis import load_run
     from coevo.curricula.analysis.export import export_run
 
-    path, count = export_run(load_run(args.run_dir), args.out, fmt=args.format, where=args.where)
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise CommandError(
+            f"--out {args.out} is a file; export writes a directory (tasks.{args.format} "
+            "inside it): name a directory"
+        )
+    run = load_run(args.run_dir)
+    try:
+        path, count = export_run(run, args.out, fmt=args.format, where=args.where)
+    except OSError as exc:
+        raise CommandError(f"cannot write the export to {args.out}: {exc.strerror or exc}") from exc
     print(f"{count} tasks → {path}", file=sys.stderr)
     return 0
 
@@ -69,7 +82,15 @@ def cmd_report(args: argparse.Namespace) -> int:
     """``coevo report RUN_DIR... --out report.html``."""
     from coevo.curricula.analysis.report import render_report
 
-    figures = render_report(args.run_dirs, args.out)
+    if Path(args.out).is_dir():
+        raise CommandError(
+            f"--out {args.out} is a directory; report writes one HTML file: "
+            f"name it, e.g. --out {Path(args.out) / 'report.html'}"
+        )
+    try:
+        figures = render_report(args.run_dirs, args.out)
+    except OSError as exc:
+        raise CommandError(f"cannot write the report to {args.out}: {exc.strerror or exc}") from exc
     print(f"{len(args.run_dirs)} runs, {len(figures)} figures → {args.out}", file=sys.stderr)
     return 0
 

@@ -4,27 +4,50 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
-from pathlib import Path
+from dataclasses import replace
 from typing import Any, TextIO
 
 from coevo.arena.errors import CommandError, RecordError, SpecError
-from coevo.arena.judge import CHECK_NAMES, WorldCache, assess_task, check_world_valid
+from coevo.arena.isolation import DEFAULT_TASK_SECONDS, IsolatedJudge
+from coevo.arena.judge import CHECK_NAMES, WorldCache
+from coevo.arena.limits import DEFAULT_LIMITS
 from coevo.arena.outcomes import Observation
-from coevo.arena.records import BadRecord, Record, iter_records, json_schema, load_records
+from coevo.arena.records import (
+    MAX_DOCUMENT_BYTES,
+    MAX_LINE_BYTES,
+    BadRecord,
+    Record,
+    iter_records,
+    json_schema,
+    load_records,
+)
 from coevo.arena.run.commands import EXIT_OK, EXIT_REJECTED, EXIT_UNREADABLE
 from coevo.arena.spec import TaskSpec, ToolCall, WorldSpec
 from coevo.arena.world import World
 
-__all__ = ["add_commands"]
+__all__ = ["add_commands", "add_read_limits", "read_all_records"]
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
+    return value
 
 
 def _not_run(reason: str) -> dict[str, Any]:
     return {"passed": None, "reason": reason}
 
 
-def _check_line(item: Record | BadRecord, cache: WorldCache) -> dict[str, Any]:
-    """One line of ``coevo check --json`` output."""
+def _check_line(
+    item: Record | BadRecord, cache: WorldCache, judge: IsolatedJudge
+) -> dict[str, Any]:
+    """One line of ``coevo check --json`` output (``cache`` holds the world records seen so far)."""
     if isinstance(item, BadRecord):
         checks: dict[str, Any] = {"valid": {"passed": False, "reason": item.error}}
         if item.kind == "task":
@@ -38,10 +61,11 @@ def _check_line(item: Record | BadRecord, cache: WorldCache) -> dict[str, Any]:
             "accepted": False,
             "checks": checks,
             "error": item.error,
+            "instructions": None,
         }
     if isinstance(item.spec, WorldSpec):
         world_id = cache.add(item.spec)
-        valid = check_world_valid(item.spec, cache)
+        valid = judge.check_world(item.spec)
         return {
             "line": item.line,
             "kind": "world",
@@ -49,8 +73,9 @@ def _check_line(item: Record | BadRecord, cache: WorldCache) -> dict[str, Any]:
             "accepted": bool(valid.passed),
             "checks": {"valid": valid.model_dump()},
             "error": None,
+            "instructions": None,
         }
-    verdict = assess_task(item.spec, cache)
+    (verdict,) = judge.assess([item.spec], cache.specs)
     return {
         "line": item.line,
         "kind": "task",
@@ -58,6 +83,7 @@ def _check_line(item: Record | BadRecord, cache: WorldCache) -> dict[str, Any]:
         "accepted": verdict.accepted,
         "checks": {name: result.model_dump() for name, result in verdict.checks.items()},
         "error": None,
+        "instructions": judge.instructions[0],
     }
 
 
@@ -79,17 +105,21 @@ def _print_human(result: dict[str, Any], out: TextIO) -> None:
 def cmd_check(args: argparse.Namespace) -> int:
     """Run the Judge's checks on every record of a file."""
     path = args.file
-    if path != "-" and not Path(path).is_file():
-        raise CommandError(f"no such file: {path}")
-    cache = WorldCache()
+    # Raises RecordError (a missing path, a directory, a device) before the table starts.
+    items = iter_records(
+        path, max_line_bytes=args.max_line_bytes, max_document_bytes=args.max_document_bytes
+    )
+    cache = WorldCache()  # world records only: worlds are built and judged in a worker process
+    limits = replace(DEFAULT_LIMITS, task_vm_instructions=args.task_budget)
+    judge = IsolatedJudge(limits, seconds=args.task_seconds)
     unreadable = rejected = 0
     counts = {"world": 0, "task": 0}
     out = sys.stdout
     if not args.json:
         out.write(f"{'line':>5}  {'kind':<5}  {'id':<19}  result\n")
     try:
-        for item in iter_records(path):
-            result = _check_line(item, cache)
+        for item in items:
+            result = _check_line(item, cache, judge)
             counts[result["kind"]] = counts.get(result["kind"], 0) + 1
             if result["error"]:
                 unreadable += 1
@@ -105,7 +135,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise CommandError(f"cannot read {path}: {exc}") from exc
     finally:
-        cache.close()
+        judge.close()
     if not args.json:
         total = sum(counts.values())
         out.write(
@@ -124,6 +154,24 @@ _PLAY_HELP = """commands:
   :reset                     start the task over
   :quit                      leave
 """
+
+
+def read_all_records(args: argparse.Namespace) -> tuple[list[TaskSpec], dict[str, WorldSpec]]:
+    """Every record of ``args.file``, within the read limits of :func:`add_read_limits`.
+
+    Raises:
+        CommandError: the file cannot be read, or a record in it (naming the line).
+    """
+    try:
+        return load_records(
+            args.file,
+            max_line_bytes=args.max_line_bytes,
+            max_document_bytes=args.max_document_bytes,
+        )
+    except RecordError as exc:
+        raise CommandError(str(exc)) from None  # already says where and what to do
+    except OSError as exc:
+        raise CommandError(f"cannot read {args.file}: {exc}") from exc
 
 
 def _pick_task(tasks: list[TaskSpec], wanted: str | None) -> TaskSpec:
@@ -187,10 +235,12 @@ def _show(obs: Observation, as_json: bool, out: TextIO) -> None:
 
 def cmd_play(args: argparse.Namespace) -> int:
     """Attempt a task interactively."""
-    try:
-        tasks, worlds = load_records(args.file)
-    except (RecordError, OSError) as exc:
-        raise CommandError(str(exc)) from exc
+    if args.file == "-":
+        raise CommandError(
+            "play reads your commands from standard input, so FILE cannot be -; "
+            "save the records to a file and give its path"
+        )
+    tasks, worlds = read_all_records(args)
     task = _pick_task(tasks, args.task)
     spec = task.world if isinstance(task.world, WorldSpec) else worlds.get(task.world)
     if spec is None:
@@ -246,6 +296,49 @@ def cmd_play(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+_BYTES = re.compile(r"(\d+)\s*(?:([KMG])(?:iB)?)?", re.IGNORECASE)
+
+
+def _byte_count(text: str) -> int:
+    """An argparse type: a positive number of bytes, e.g. ``33554432``, ``32MiB`` or ``1G`` (units of 1024)."""
+    match = _BYTES.fullmatch(text.strip())
+    if match is None or int(match[1]) < 1:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a positive number of bytes; write e.g. 33554432, 32MiB or 1GiB"
+        )
+    power = " KMG".index(match[2].upper()) if match[2] else 0
+    return int(match[1]) << (10 * power)
+
+
+def add_read_limits(parser: argparse.ArgumentParser) -> None:
+    """Add ``--max-line-bytes`` and ``--max-document-bytes`` (the reader's defaults) to a command that reads records."""
+    parser.add_argument(
+        "--max-line-bytes",
+        type=_byte_count,
+        default=MAX_LINE_BYTES,
+        metavar="N",
+        help=f"longest line of a .jsonl file (default {MAX_LINE_BYTES >> 20}MiB; e.g. 64MiB)",
+    )
+    parser.add_argument(
+        "--max-document-bytes",
+        type=_byte_count,
+        default=MAX_DOCUMENT_BYTES,
+        metavar="N",
+        help=f"largest .json document (default {MAX_DOCUMENT_BYTES >> 20}MiB)",
+    )
+
+
 def cmd_schema(args: argparse.Namespace) -> int:
     """Print the JSON Schema."""
     sys.stdout.write(json.dumps(json_schema(args.record), indent=2, ensure_ascii=False) + "\n")
@@ -260,9 +353,14 @@ def add_commands(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
         formatter_class=fmt,
         description=(
             "Check every world and task record of FILE (.jsonl: one record per line; .json: one\n"
-            "record or an array; - reads standard input, as JSON lines).\n\n"
+            "record or an array; - reads standard input, as JSON lines). FILE must be a regular\n"
+            "file; input is read as a stream, and a line longer than --max-line-bytes is\n"
+            "reported and skipped.\n\n"
             "Exit status: 2 if any record could not be read (malformed JSON, wrong shape or\n"
-            "types), else 1 if any record was rejected, else 0."
+            "types, a line too long), else 1 if any record was rejected, else 0.\n\n"
+            "Every task is judged in a worker process with a budget of SQLite instructions\n"
+            "for all its checks together (--task-budget) and a wall clock (--task-seconds):\n"
+            "a task that spends either is rejected, naming the budget, and the next is checked."
         ),
         epilog="examples:\n  coevo check arena/examples/examples.jsonl\n  coevo check tasks.jsonl --json | jq 'select(.accepted | not)'",
     )
@@ -271,6 +369,22 @@ def add_commands(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
     )
     check.add_argument(
         "--json", action="store_true", help="one JSON object per record, in input order"
+    )
+    add_read_limits(check)
+    check.add_argument(
+        "--task-budget",
+        type=_positive_int,
+        default=DEFAULT_LIMITS.task_vm_instructions,
+        metavar="N",
+        help="SQLite VM instructions one task may spend in all its checks together "
+        f"(default {DEFAULT_LIMITS.task_vm_instructions:,})",
+    )
+    check.add_argument(
+        "--task-seconds",
+        type=_positive_float,
+        default=DEFAULT_TASK_SECONDS,
+        metavar="S",
+        help=f"wall clock one task's checks may take (default {DEFAULT_TASK_SECONDS:g})",
     )
     check.set_defaults(func=cmd_check)
 
@@ -288,8 +402,14 @@ def add_commands(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
     play.add_argument(
         "--task", help="which task: its number in the file (from 1) or the start of its id"
     )
-    play.add_argument("--max-steps", type=int, default=None, help="tool calls allowed (default 40)")
+    play.add_argument(
+        "--max-steps",
+        type=_positive_int,
+        default=None,
+        help=f"tool calls allowed, at least 1 (default {DEFAULT_LIMITS.max_steps})",
+    )
     play.add_argument("--json", action="store_true", help="print each observation as one JSON line")
+    add_read_limits(play)
     play.set_defaults(func=cmd_play)
 
     schema = sub.add_parser(

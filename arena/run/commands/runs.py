@@ -9,6 +9,8 @@ import sys
 from typing import Any
 
 from coevo.arena.errors import CommandError
+from coevo.arena.run.commands import EXIT_ROLE_FAILED
+from coevo.arena.run.failures import ROLE_TABLE
 
 __all__ = ["add_commands", "cmd_resume", "cmd_run"]
 
@@ -31,6 +33,14 @@ def _print_summary(summary: dict[str, Any]) -> None:
         f"{f(summary['trained_level_last_third'])} (last third)",
         file=sys.stderr,
     )
+    for role, failing in summary.get("roles_failing", {}).items():
+        gens = failing["generations"]
+        print(
+            f"{role}: every call failed in {len(gens)} generation{'s' * (len(gens) > 1)} "
+            f"({', '.join(map(str, gens[:8]))}{', …' if len(gens) > 8 else ''}); "
+            f"{failing['failed']} of {failing['calls']} calls failed, the last: {failing['error']}",
+            file=sys.stderr,
+        )
     print(f"game log: {summary['run_dir']}/log", file=sys.stderr)
 
 
@@ -47,8 +57,14 @@ def _local_ray_auth(args: argparse.Namespace, address: str) -> None:
         os.environ.setdefault("RAY_AUTH_MODE", "token")
 
 
+def _unwritable(run_dir: str, exc: OSError) -> CommandError:
+    """The message for a run directory that cannot be written (a file in the way, no permission)."""
+    why = str(exc).split(". Detail:")[0]  # pyarrow repeats the errno in a "Detail"
+    return CommandError(f"cannot write the run directory {run_dir}: {why}; choose another --out")
+
+
 def _run(args: argparse.Namespace, *, resume: bool) -> int:
-    from coevo.arena.gamelog import GameLog, RunDir
+    from coevo.arena.gamelog import GameLog
     from coevo.arena.run.experiment import load_experiment, recorded_experiment
 
     if resume:
@@ -71,36 +87,76 @@ def _run(args: argparse.Namespace, *, resume: bool) -> int:
             )
     _local_ray_auth(args, experiment.ray.address)
     # Ray loads here, once the run is known, so that `coevo --help` and bad input stay fast
-    from coevo.arena.run.display import EventLog, GenerationTable
-    from coevo.arena.run.loop import check_environment, run_experiment, summarize
+    from coevo.arena.run.loop import check_environment
 
-    check_environment(experiment)  # before anything is written or started
-    events = EventLog(RunDir(run_dir))
-    table = GenerationTable(f"{experiment.run.name} → {run_dir}")
-    events(
-        "run_resumed" if resume else "run_started",
-        run_dir=run_dir,
-        experiment=experiment.run.name,
-        seed=experiment.run.seed,
-        generations=experiment.run.generations,
-        curriculum=experiment.curriculum.name,
-    )
+    check_environment(experiment)  # a missing API key: said before anything is written
+    # before Ray starts or an event is written: a second writer stops here, naming the first
     try:
-        run_experiment(
+        lock = GameLog(run_dir).claim(resume=resume)
+    except OSError as exc:
+        raise _unwritable(run_dir, exc) from exc
+    try:
+        return _run_locked(args, experiment, run_dir, lock, resume=resume)
+    finally:
+        lock.release()
+
+
+def _run_locked(
+    args: argparse.Namespace, experiment: Any, run_dir: str, lock: Any, *, resume: bool
+) -> int:
+    from coevo.arena.gamelog import RunDir
+    from coevo.arena.run.display import EventLog, GenerationTable
+    from coevo.arena.run.loop import run_experiment, summarize
+
+    events = EventLog(RunDir(run_dir))
+    try:
+        events(
+            "run_resumed" if resume else "run_started",
+            run_dir=run_dir,
+            experiment=experiment.run.name,
+            seed=experiment.run.seed,
+            generations=experiment.run.generations,
+            curriculum=experiment.curriculum.name,
+        )
+    except OSError as exc:
+        raise _unwritable(run_dir, exc) from exc
+    table = GenerationTable(f"{experiment.run.name} → {run_dir}")
+    try:
+        result = run_experiment(
             experiment,
             run_dir,
             resume=resume,
             address=args.address,
             on_generation=table,
             events=events,
+            lock=lock,
         )
     finally:
         table.close()
     summary = summarize(run_dir)
+    summary["roles_failing"] = {
+        role: {
+            "generations": gens,
+            "calls": result.calls[role].calls,
+            "failed": result.calls[role].failed,
+            "error": result.calls[role].error,
+        }
+        for role, gens in result.failing.items()
+    }
+    summary["roles_never_succeeded"] = sorted(result.never_succeeded)
     events("run_finished", **summary)
     _print_summary(summary)
     if args.json:
         sys.stdout.write(json.dumps(summary, indent=2) + "\n")
+    if result.never_succeeded:
+        raise CommandError(
+            "; ".join(
+                f"the {role} {getattr(experiment, ROLE_TABLE[role]).name!r} never returned without "
+                f"failure ({calls.calls} calls), the last error: {calls.error}"
+                for role, calls in sorted(result.never_succeeded.items())
+            ),
+            status=EXIT_ROLE_FAILED,
+        )
     return 0
 
 

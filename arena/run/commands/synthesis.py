@@ -15,10 +15,11 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from coevo.arena.errors import CoevoError, CommandError, RecordError
+from coevo.arena.errors import CoevoError, CommandError
 from coevo.arena.judge import WorldCache, assess_task
-from coevo.arena.records import dump_record, load_records
+from coevo.arena.records import dump_record
 from coevo.arena.run.commands import EXIT_OK, EXIT_REJECTED
+from coevo.arena.run.commands.records import add_read_limits, read_all_records
 from coevo.arena.run.progress import Progress
 from coevo.arena.seeding import derive_seed
 from coevo.arena.spec import TaskSpec, WorldSpec
@@ -183,10 +184,7 @@ def cmd_mutate(args: argparse.Namespace) -> int:
         raise CommandError(
             f"unknown operator {wanted!r}; choose from {', '.join(OPERATORS)}, harder, easier"
         )
-    try:
-        tasks, worlds = load_records(args.file)
-    except (RecordError, OSError) as exc:
-        raise CommandError(str(exc)) from exc
+    tasks, worlds = read_all_records(args)
     mutator = Mutator()
     children: list[TaskSpec] = []
     skipped: list[str] = []
@@ -301,4 +299,5 @@ def add_commands(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
     mutate.add_argument("--out", default="-", help="output .jsonl (default: standard output)")
     mutate.add_argument("--no-check", action="store_true", help="skip the Judge's checks")
     mutate.add_argument("--list", action="store_true", help="print the operators and stop")
+    add_read_limits(mutate)
     mutate.set_defaults(func=cmd_mutate)

@@ -1,0 +1,172 @@
+"""A mistake at the command line is one `coevo <command>: ...` line and a non-zero status, never a traceback.
+
+Each case is reproduced through the real command line (``main([...])`` in
+this process, or the installed ``coevo`` script), as a user would meet it.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from coevo.arena.run.cli import main
+
+QUICKSTART = "experiments/quickstart.toml"
+COEVO = Path(sys.executable).with_name("coevo")
+
+
+@pytest.fixture(autouse=True)
+def ray_must_not_start(monkeypatch) -> None:
+    """Every refusal here happens before Ray starts: starting it fails the test."""
+    import ray
+
+    def started(*_: object, **__: object) -> None:
+        raise AssertionError("Ray was started before the input was refused")
+
+    monkeypatch.setattr(ray, "init", started)
+
+
+def refused(args: list[str], capsys, status: int = 2) -> str:
+    """Run ``coevo ARGS``; it must exit ``status`` with one `coevo <command>: ...` line and no traceback."""
+    assert main(args) == status
+    err = capsys.readouterr().err
+    assert "Traceback" not in err, err
+    lines = [line for line in err.splitlines() if line.startswith(f"coevo {args[0]}: ")]
+    assert len(lines) == 1, err
+    return err
+
+
+@pytest.fixture(scope="module")
+def finished_run(ray_cluster, tmp_path_factory) -> Path:
+    """A one-generation quickstart run, kept for the read-only commands."""
+    from coevo.arena.run.experiment import load_experiment
+    from coevo.arena.run.loop import run_experiment
+
+    out = tmp_path_factory.mktemp("cli-errors") / "run"
+    exp = load_experiment(
+        QUICKSTART,
+        ["run.generations=1", "curriculum.tasks_per_gen=4", "eval.per_level=2", "run.rollouts=2"],
+    )
+    run_experiment(exp, str(out))
+    return out
+
+
+@pytest.mark.parametrize("where", ["file", "file/sub"])
+def test_run_into_a_path_blocked_by_a_file_is_refused_before_anything_starts(
+    where: str, tmp_path, capsys
+) -> None:
+    """`coevo run --out FILE` (or a path under a file, which stops root too) exits 2 saying it cannot write there."""
+    blocker = tmp_path / "file"
+    blocker.write_text("not a run\n")
+    err = refused(["run", QUICKSTART, "--out", str(tmp_path / where)], capsys)
+    assert "cannot write the run directory" in err and "choose another --out" in err
+    assert blocker.read_text() == "not a run\n"
+
+
+@pytest.mark.parametrize(
+    ("table", "key"),
+    [
+        (
+            '[curriculum]\nname = "target-band"\n[curriculum.target-band]\nband = [0.9, 0.1]\n',
+            "band",
+        ),
+        ('[curriculum]\nname = "target-band"\nlevels = [0, 9]\n', "curriculum.levels"),
+        ('[curriculum]\nname = "uniform"\nlevels = [0, 9]\n', "curriculum.levels"),
+        ("[run]\ngenerations = true\n", "run.generations"),
+        ('[solver]\nname = "linear-pg"\nactors = true\n', "solver.actors"),
+        ('[solver]\nname = "linear-pg"\nconfig = { lr = true }\n', "solver.config.lr"),
+        ("[curriculum]\ntasks_per_gen = false\n", "curriculum.tasks_per_gen"),
+    ],
+)
+def test_a_bad_setting_is_refused_when_the_experiment_is_loaded(
+    table: str, key: str, tmp_path, capsys
+) -> None:
+    """An inverted band, unknown levels and a boolean where a number belongs: exit 2 naming the key, before Ray starts."""
+    path = tmp_path / "bad.toml"
+    path.write_text(table)
+    err = refused(["run", str(path), "--out", str(tmp_path / "r")], capsys)
+    assert key in err
+    assert not (tmp_path / "r").exists()
+
+
+def test_a_boolean_is_not_an_integer_anywhere_in_the_experiment() -> None:
+    """`true` for a count is refused in [run], a role table, [eval], [ray], a role's config and the curriculum."""
+    from coevo.arena.errors import ExperimentError
+    from coevo.arena.run.experiment import load_experiment
+
+    for key in (
+        "run.seed",
+        "run.rollouts",
+        "judge.actors",
+        "eval.per_level",
+        "ray.num_cpus",
+        "curriculum.window",
+        "solver.config.lr",
+    ):
+        with pytest.raises(ExperimentError, match=key.replace(".", r"\.")):
+            load_experiment(QUICKSTART, [f"{key}=true"])
+    assert load_experiment(QUICKSTART, ["run.generations=3"]).run.generations == 3
+
+
+def test_a_binary_experiment_file_is_refused_by_the_installed_command(tmp_path) -> None:
+    """`coevo run` of a file that is not UTF-8 text: exit 2 with one line, through the real script."""
+    path = tmp_path / "binary.toml"
+    path.write_bytes(b"\xff\xfe\x00\x81binary\x00")
+    done = subprocess.run(
+        [str(COEVO), "run", str(path), "--out", str(tmp_path / "r")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith(f"coevo run: {path} is not a TOML file: it is not UTF-8 text")
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("garbage", ["{not json", "[1, 2]", "\xff"])
+@pytest.mark.parametrize("command", ["analyze", "report", "resume"])
+def test_a_damaged_experiment_record_is_named(
+    garbage: str, command: str, finished_run: Path, tmp_path, capsys
+) -> None:
+    """Garbage in RUN_DIR/experiment.json: analyze, report and resume say the record cannot be read (exit 2)."""
+    run = tmp_path / "run"
+    shutil.copytree(finished_run, run)
+    (run / "experiment.json").write_bytes(garbage.encode("latin-1"))
+    args = [command, str(run)] + (
+        ["--out", str(tmp_path / "r.html")] if command == "report" else []
+    )
+    err = refused(args, capsys)
+    assert f"{run}/experiment.json" in err
+
+
+def test_report_into_a_directory_is_refused(finished_run: Path, tmp_path, capsys) -> None:
+    """`coevo report RUN --out DIR` names the directory and suggests a file in it."""
+    err = refused(["report", str(finished_run), "--out", str(tmp_path)], capsys)
+    assert "is a directory" in err and f"{tmp_path / 'report.html'}" in err
+
+
+@pytest.mark.parametrize("where", ["file", "file/sub"])
+def test_export_onto_a_file_is_refused(where: str, finished_run: Path, tmp_path, capsys) -> None:
+    """`coevo export RUN --out FILE` (or a path under a file) exits 2 with one line; the file is untouched."""
+    blocker = tmp_path / "file"
+    blocker.write_text("keep me\n")
+    err = refused(["export", str(finished_run), "--out", str(tmp_path / where)], capsys)
+    assert str(tmp_path / where) in err
+    assert blocker.read_text() == "keep me\n"
+
+
+def test_a_refused_run_into_a_finished_run_leaves_its_events_alone(
+    finished_run: Path, tmp_path, capsys
+) -> None:
+    """`coevo run --out RUN` where RUN holds generations: exit 2, and no `run_started` is appended to its events."""
+    run = tmp_path / "run"
+    shutil.copytree(finished_run, run)
+    (run / "events.jsonl").write_text(json.dumps({"event": "run_started"}) + "\n")
+    before = (run / "events.jsonl").read_bytes()
+    err = refused(["run", QUICKSTART, "--out", str(run)], capsys)
+    assert "already holds 1 generations" in err
+    assert (run / "events.jsonl").read_bytes() == before
