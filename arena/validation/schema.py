@@ -298,7 +298,7 @@ def check_schema_code(
                 problems.append(
                     Problem(
                         path,
-                        f"writing {info.name} calls {facts.unbounded_calls[0]} (a column default or trigger)",
+                        f"writing {info.name} runs a column default or trigger that is refused: {facts.unbounded_calls[0]}",
                         "see docs/security.md for the functions worlds may call and why",
                     )
                 )

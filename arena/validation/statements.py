@@ -115,7 +115,7 @@ def statement_problems(facts: StatementFacts, path: str, *, what: str, fix: str)
         problems.append(
             Problem(
                 path,
-                f"{what} {shown!r} calls {reason}",
+                f"{what} {shown!r} is refused: {reason}",
                 "see docs/security.md for the functions worlds may call and why",
             )
         )
