@@ -219,7 +219,6 @@ class WorkerPool:
             count += 1
         results: dict[int, Outcome] = {}
         busy: dict[int, tuple[int, float]] = {}  # slot -> (job index, deadline)
-        next_out = 0
 
         def dispatch(slot: int) -> None:
             while pending[slot]:
@@ -242,6 +241,21 @@ class WorkerPool:
 
         for slot in range(self.size):
             dispatch(slot)
+        try:
+            yield from self._collect(count, results, busy, dispatch)
+        finally:
+            for slot in list(busy):  # the caller stopped early: those answers would come late
+                self._kill(slot)
+
+    def _collect(
+        self,
+        count: int,
+        results: dict[int, Outcome],
+        busy: dict[int, tuple[int, float]],
+        dispatch: Callable[[int], None],
+    ) -> Iterator[Outcome]:
+        """Wait for answers and deadlines; yield the outcomes in job order."""
+        next_out = 0
         while next_out < count:
             while next_out in results:
                 yield results.pop(next_out)
@@ -331,6 +345,8 @@ def _resolve(handler: str) -> Callable[[Any], Any]:
 def serve(handler: str, argv: Sequence[str] = ()) -> int:
     """A worker's main loop: read a job, run ``handler`` on it, write the result; until EOF."""
     function = _resolve(handler)
+    # Ctrl-C reaches the whole process group: the parent decides, the worker goes on or is stopped
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # stray prints must not corrupt the frames
     fd = sys.stdin.fileno()

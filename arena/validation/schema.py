@@ -298,7 +298,7 @@ def check_schema_code(
                 problems.append(
                     Problem(
                         path,
-                        f"writing {info.name} runs a column default or trigger that is refused: {facts.unbounded_calls[0]}",
+                        f"writing {info.name} runs schema SQL (a default, CHECK, generated column, index or trigger) that is refused: {facts.unbounded_calls[0]}",
                         "see docs/security.md for the functions worlds may call and why",
                     )
                 )

@@ -92,3 +92,14 @@ def test_the_isolated_judge_gives_the_same_verdicts(examples):
         isolated = judge.assess(tasks, worlds)
     here = [assess_task(task, WorldCache(specs=worlds)) for task in tasks]
     assert [v.model_dump() for v in isolated] == [v.model_dump() for v in here]
+
+
+def test_a_caller_that_stops_early_gets_no_stale_answer_next_time():
+    """Leaving a run before its last answer stops the jobs still running; the next run's answers are its own."""
+    with WorkerPool(HANDLER, seconds=30) as pool:  # one worker: the sleeping job is on it
+        for outcome in pool.run([{"echo": "first"}, {"do": "sleep", "seconds": 30}]):
+            assert outcome.result["echo"] == "first"
+            break
+        (fresh,) = pool.run([{"echo": "fresh"}])
+    assert isinstance(fresh, Done) and fresh.result["echo"] == "fresh"
+    assert pool.restarts == 1
