@@ -14,9 +14,11 @@ statement compiles, with its name in the message.
 Measured on SQLite 3.40 (the figures behind each decision):
 
 * ``printf('%.*c', 2147483647, 'x')`` builds its 2 GB of padding before the
-  length check, about 10 s in one call: ``printf``/``format`` formats must be
-  literal strings with every width and precision written out (no ``*``) and
-  at most the length limit; checked when the statement compiles.
+  length check, about 10 s in one call (and a literal ``%.999999c``, 4 ms,
+  repeated a hundred times in one format, 0.4 s): ``printf``/``format``
+  formats must be literal strings with every width and precision written
+  out (no ``*``), adding up to at most the length limit; checked when the
+  statement compiles.
 * ``instr`` and ``replace`` compare the pattern at every position: 4 s for a
   900 KB text and a 400 KB pattern; ``trim``/``ltrim``/``rtrim`` with a
   character set scan the set for every character. coevo installs
@@ -149,8 +151,8 @@ FUNCTION_POLICY: Final[dict[str, str]] = {
     "replace": "coevo's linear implementation (SQLite's is quadratic: 4 s for 900 KB × 400 KB)",
     "like": f"text length × pattern length, patterns limited to {LIKE_PATTERN_BYTES} bytes",
     "glob": f"text length × pattern length, patterns limited to {LIKE_PATTERN_BYTES} bytes",
-    "printf": "a literal format with written-out widths and precisions (no *), each at most the length limit",
-    "format": "a literal format with written-out widths and precisions (no *), each at most the length limit",
+    "printf": "a literal format with written-out widths and precisions (no *), adding up to at most the length limit",
+    "format": "a literal format with written-out widths and precisions (no *), adding up to at most the length limit",
     # the world clock
     **{
         name: _CLOCK
@@ -206,6 +208,7 @@ def format_problem(name: str, fmt: str, max_value_bytes: int) -> str | None:
         fmt: the literal format string.
         max_value_bytes: the length limit.
     """
+    total = 0
     for match in _SPEC.finditer(fmt):
         width, precision = match.group(2), match.group(3)
         if "*" in (width, precision):
@@ -219,6 +222,13 @@ def format_problem(name: str, fmt: str, max_value_bytes: int) -> str | None:
                     f"{name}({_short(fmt)}, ...) has a {label} of {int(value):,}, over the "
                     f"length limit of {max_value_bytes:,} bytes"
                 )
+        # SQLite pads each conversion before it checks the length: the sum is what one call costs
+        total += max(int(width or 0), int(precision or 0))
+    if total > max_value_bytes:
+        return (
+            f"{name}({_short(fmt)}, ...) has widths and precisions adding up to {total:,}, over "
+            f"the length limit of {max_value_bytes:,} bytes"
+        )
     return None
 
 
@@ -226,63 +236,133 @@ def _short(text: str) -> str:
     return repr(text if len(text) <= 40 else text[:37] + "...")
 
 
-def install_linear_functions(conn: sqlite3.Connection, helper: sqlite3.Connection) -> None:
+def install_linear_functions(
+    conn: sqlite3.Connection, helper: sqlite3.Connection, max_value_bytes: int
+) -> None:
     """Replace ``instr``, ``replace`` and the two-argument trims by linear-time versions.
 
-    Text arguments (the common case) and two BLOBs are handled by Python's
-    string search, which is linear and gives SQLite's results (SQLite counts
-    characters of text, bytes of BLOBs). Other mixes (a number, NULL, text
-    with a BLOB) go to SQLite's own function on ``helper``, where they are
-    short: a number's text is, and a BLOB over 4 KB mixed with text is
-    refused rather than searched quadratically.
+    Every argument is searched as SQLite searches it, with Python's string
+    search (linear): two BLOBs byte by byte, anything else as text (a number
+    as SQLite writes it, a BLOB's bytes as UTF-8), and a pattern or
+    character set read up to its first NUL, as SQLite's C code reads it.
+    Text that is not UTF-8 (a BLOB searched as text) is handled byte by byte
+    as SQLite does, up to :data:`_RAW_TEXT_BYTES` bytes; longer, the call
+    fails. No argument reaches SQLite's own quadratic functions.
 
     Args:
         conn: the world connection.
-        helper: a private connection with SQLite's own functions.
+        helper: a private connection, for SQLite's text of a REAL.
+        max_value_bytes: the length limit: a ``replace`` whose result would be
+            longer fails before building it, as SQLite's own does.
     """
 
-    def delegate(name: str, arity: int) -> Callable[..., Any]:
-        sql = f"SELECT {name}({','.join('?' * arity)})"
-        return lambda *args: helper.execute(sql, args).fetchone()[0]
+    def raw(value: Any) -> bytes:
+        """The bytes SQLite searches when it reads ``value`` as text."""
+        if value.__class__ is bytes:
+            return value
+        if value.__class__ is str:
+            return value.encode("utf-8")
+        if value.__class__ is int:
+            return str(value).encode()
+        return str(helper.execute("SELECT CAST(? AS TEXT)", (value,)).fetchone()[0]).encode()
 
-    own_instr, own_replace = delegate("instr", 2), delegate("replace", 3)
+    def text(value: Any) -> str:
+        if value.__class__ is str:
+            return value
+        return raw(value).decode("utf-8")
 
     def instr(haystack: Any, needle: Any) -> Any:
-        if haystack.__class__ is str and needle.__class__ is str:
-            return haystack.find(needle) + 1
+        if haystack is None or needle is None:
+            return None
         if haystack.__class__ is bytes and needle.__class__ is bytes:
             return haystack.find(needle) + 1
-        return own_instr(*_short_numbers(haystack, needle))
+        try:
+            return text(haystack).find(text(needle)) + 1
+        except UnicodeDecodeError:
+            return _raw_instr(raw(haystack), raw(needle))
 
-    def replace(text: Any, old: Any, new: Any) -> Any:
-        if text.__class__ is str and old.__class__ is str and new.__class__ is str:
-            return text.replace(old, new) if old else text
-        return own_replace(*_short_numbers(text, old, new))
+    too_big = "x" * (max_value_bytes + 1)  # SQLite refuses it: "string or blob too big"
 
-    def trimmer(name: str, strip: Callable[[str, str], str]) -> Callable[[Any, Any], Any]:
-        own = delegate(name, 2)
+    def replace(value: Any, old: Any, new: Any) -> Any:
+        if value is None or old is None:
+            return None
+        pattern = raw(old)
+        if not pattern or pattern[0] == 0:  # an empty pattern (up to a NUL): the value as it is,
+            return _as_text(value) if value.__class__ is bytes else value  # a BLOB read as text
+        if new is None:
+            return None
+        haystack, replacement = raw(value), raw(new)
+        grow = len(replacement) - len(pattern)
+        if grow > 0 and len(haystack) + haystack.count(pattern) * grow > max_value_bytes:
+            return too_big
+        return _as_text(haystack.replace(pattern, replacement))
 
-        def trim(text: Any, chars: Any) -> Any:
-            if text.__class__ is str and chars.__class__ is str:
-                return strip(text, chars)
-            return own(*_short_numbers(text, chars))
+    def trimmer(left: bool, right: bool) -> Callable[[Any, Any], Any]:
+        strip = str.strip if left and right else (str.lstrip if left else str.rstrip)
+
+        def trim(value: Any, chars: Any) -> Any:
+            if value is None or chars is None:
+                return None
+            try:
+                return strip(text(value), text(chars).split("\0", 1)[0])
+            except UnicodeDecodeError:
+                return _as_text(_raw_trim(raw(value), raw(chars), left, right))
 
         return trim
 
     conn.create_function("instr", 2, instr, deterministic=True)
     conn.create_function("replace", 3, replace, deterministic=True)
-    conn.create_function("trim", 2, trimmer("trim", str.strip), deterministic=True)
-    conn.create_function("ltrim", 2, trimmer("ltrim", str.lstrip), deterministic=True)
-    conn.create_function("rtrim", 2, trimmer("rtrim", str.rstrip), deterministic=True)
+    conn.create_function("trim", 2, trimmer(True, True), deterministic=True)
+    conn.create_function("ltrim", 2, trimmer(True, False), deterministic=True)
+    conn.create_function("rtrim", 2, trimmer(False, True), deterministic=True)
 
 
-class _TooCostly(Exception):
-    """A BLOB argument too long for SQLite's quadratic search."""
+_RAW_TEXT_BYTES: Final = 4096
+"""The longest text that is not UTF-8 the string functions take (SQLite's byte-wise trim is quadratic)."""
 
 
-def _short_numbers(*args: Any) -> tuple[Any, ...]:
-    """``args`` unchanged when SQLite's own function is cheap on them (no long BLOB), else an error."""
-    for value in args:
-        if value.__class__ is bytes and len(value) > 4096:
-            raise _TooCostly
-    return args
+def _as_text(data: bytes) -> str:
+    """``data`` as the TEXT result SQLite would give (text that is not UTF-8 cannot reach Python: an error)."""
+    return data.decode("utf-8")
+
+
+def _boundaries(data: bytes) -> list[int]:
+    """Where SQLite's characters start in ``data`` (it skips bytes ``10xxxxxx`` after each)."""
+    return [i for i, byte in enumerate(data) if i == 0 or byte & 0xC0 != 0x80]
+
+
+def _raw_instr(haystack: bytes, needle: bytes) -> int:
+    """SQLite's ``instr`` on text that is not UTF-8: the character position of the first match at a character start."""
+    if len(haystack) > _RAW_TEXT_BYTES:
+        raise ValueError("text that is not UTF-8 is too long to search")
+    starts = [*_boundaries(haystack), len(haystack)]
+    for count, start in enumerate(starts):
+        if len(needle) > len(haystack) - start:
+            return 0
+        if haystack.startswith(needle, start):
+            return count + 1
+    return 0
+
+
+def _raw_trim(data: bytes, chars: bytes, left: bool, right: bool) -> bytes:
+    """SQLite's two-argument trims on text that is not UTF-8, byte by byte as its C code does."""
+    if len(data) > _RAW_TEXT_BYTES or len(chars) > _RAW_TEXT_BYTES:
+        raise ValueError("text that is not UTF-8 is too long to trim")
+    chars = chars.split(b"\0", 1)[0]
+    pieces, i = [], 0
+    while i < len(
+        chars
+    ):  # SQLite's SQLITE_SKIP_UTF8: a byte, and its continuations after a lead byte
+        start, lead = i, chars[i]
+        i += 1
+        if lead >= 0xC0:
+            while i < len(chars) and chars[i] & 0xC0 == 0x80:
+                i += 1
+        pieces.append(chars[start:i])
+    if left:
+        while data and (piece := next((p for p in pieces if data.startswith(p)), None)):
+            data = data[len(piece) :]
+    if right:
+        while data and (piece := next((p for p in pieces if data.endswith(p)), None)):
+            data = data[: len(data) - len(piece)]
+    return data

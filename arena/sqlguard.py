@@ -502,7 +502,7 @@ def open_world_connection(now: str, limits: Limits) -> tuple[sqlite3.Connection,
     conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 2)
     helper = _install_clock(conn, now)
     helper.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, limits.max_value_bytes)
-    install_linear_functions(conn, helper)
+    install_linear_functions(conn, helper, limits.max_value_bytes)
     _install_forbidden(conn)
     conn.execute("PRAGMA temp_store = MEMORY")
     page_size = conn.execute("PRAGMA page_size").fetchone()[0]
@@ -660,12 +660,14 @@ def _unbounded_calls(
 ) -> tuple[str, ...]:
     """Why the program's ``printf``/``format`` calls may not run (empty when all are bounded).
 
-    A format must be a literal string, which SQLite marks constant (bit 0 of
-    the call's ``P1``) and loads with one ``String8`` into the argument's
-    register. Anything else (a parameter, a column, a concatenation, a
-    ``CASE``) is refused: its widths cannot be checked before the call runs.
-    A call SQLite compiled into a trigger's sub-program is not in this
-    listing; it is refused too.
+    A format must be a literal string. SQLite marks such an argument constant
+    (bit 0 of the call's ``P1``) and loads it with one ``String8`` into the
+    argument's register; anything else that writes that register (a
+    parameter, a column, a concatenation, a function, a ``CASE``) makes the
+    format unknown before the call runs, and the call is refused. A call in a
+    trigger's sub-program is not in this listing: refused too, since its
+    format cannot be seen. (A call SQLite never compiled, e.g. in the
+    select list of an ``EXISTS``, never runs.)
     """
     if not functions & FORMAT_FUNCTIONS:
         return ()
@@ -679,18 +681,8 @@ def _unbounded_calls(
         if name not in FORMAT_FUNCTIONS:
             continue
         seen.add(name)
-        writers = [
-            row
-            for row in program
-            if row[0] != address
-            and row[1] not in _NOT_WRITERS
-            and (
-                (row[3] == p2 or (row[1] == "Null" and row[3] <= p2 <= row[4]))
-                if row[1] in _P2_WRITERS
-                else row[4] == p2
-            )
-        ]
-        literal = [row[5] for row in writers if row[1] == "String8" and row[3] == p2]
+        writers = [row for row in program if row[0] != address and _writes(row, p2)]
+        literal = [row[5] for row in writers if row[1] == "String8"]
         if not (isinstance(p1, int) and p1 & 1) or len(writers) != 1 or len(literal) != 1:
             problems.append(
                 f"{name}() with a format that is not a literal string (its widths cannot be "
@@ -700,78 +692,63 @@ def _unbounded_calls(
         problem = format_problem(name, str(literal[0]), max_value_bytes)
         if problem:
             problems.append(problem)
-    for name in sorted((functions & FORMAT_FUNCTIONS) - seen):
-        problems.append(
-            f"{name}() inside a trigger (its format cannot be checked there); compute the value "
-            "in the statement that writes, or leave it out"
-        )
+    if any(row[1] == "Program" for row in program):
+        for name in sorted((functions & FORMAT_FUNCTIONS) - seen):
+            problems.append(
+                f"{name}() inside a trigger (its format cannot be checked there); compute the "
+                "value in the statement that writes, or leave it out"
+            )
     return tuple(dict.fromkeys(problems))
 
 
-#: Opcodes whose P2 and P3 are not registers written (jumps, cursors, flags).
-_NOT_WRITERS = frozenset(
-    [
-        "Init",
-        "Goto",
-        "Halt",
-        "Transaction",
-        "OpenRead",
-        "OpenWrite",
-        "Rewind",
-        "Next",
-        "Prev",
-        "Last",
-        "SorterNext",
-        "Once",
-        "If",
-        "IfNot",
-        "IfPos",
-        "IfNotZero",
-        "IsNull",
-        "NotNull",
-        "Eq",
-        "Ne",
-        "Lt",
-        "Le",
-        "Gt",
-        "Ge",
-        "Jump",
-        "ResultRow",
-        "Yield",
-        "InitCoroutine",
-        "EndCoroutine",
-        "Gosub",
-        "Return",
-        "DecrJumpZero",
-        "MustBeInt",
-        "SeekGE",
-        "SeekGT",
-        "SeekLE",
-        "SeekLT",
-        "IdxGE",
-        "IdxGT",
-        "IdxLE",
-        "IdxLT",
-        "Found",
-        "NotFound",
-        "NoConflict",
-        "NotExists",
-        "IfNoHope",
-    ]
-)
-#: Opcodes that write the register in P2 (the others write P3).
+#: Opcodes that compute a value into the register in P2, and those that compute one into P3:
+#: every way a constant expression (literals, parameters, functions of them) reaches a register.
 _P2_WRITERS = frozenset(
     [
         "String8",
+        "String",
         "Integer",
         "Int64",
         "Real",
         "Variable",
         "Blob",
+        "Null",
         "SCopy",
         "Copy",
         "IntCopy",
+        "Not",
+        "BitNot",
         "Rowid",
-        "Null",
+        "RowData",
+        "Sequence",
+        "NewRowid",
     ]
 )
+_P3_WRITERS = frozenset(
+    [
+        "Function",
+        "PureFunc",
+        "Concat",
+        "Add",
+        "Subtract",
+        "Multiply",
+        "Divide",
+        "Remainder",
+        "BitAnd",
+        "BitOr",
+        "ShiftLeft",
+        "ShiftRight",
+        "Column",
+        "AggValue",
+    ]
+)
+
+
+def _writes(row: tuple[Any, ...], register: int) -> bool:
+    """Whether the EXPLAIN row ``row`` writes ``register``."""
+    opcode, p2, p3 = row[1], row[3], row[4]
+    if opcode == "Null":  # registers P2..P3
+        return bool(p2 <= register <= max(p2, p3))
+    if opcode in _P2_WRITERS:
+        return bool(p2 == register)
+    return opcode in _P3_WRITERS and p3 == register

@@ -383,8 +383,8 @@ class World:
             reason = f"a value would exceed {limits.max_value_bytes:,} bytes (the size limit)"
         elif "user-defined function raised exception" in text:
             reason = (
-                "a function refused its arguments (a non-deterministic function, or a "
-                "BLOB over 4 KB searched as text)"
+                "a function refused its arguments (a non-deterministic function, or text "
+                "that is not UTF-8)"
             )
         elif "not authorized" in text:
             reason = "refused by the authorizer (the statement does something tools may not)"

@@ -214,7 +214,9 @@ class RunLock:
             with contextlib.suppress(FileNotFoundError):
                 os.rename(path, aside)  # atomic: of two runs taking over, one moves the stale lock
                 moved = _read_local(aside)
-                if stale is not None and (moved is None or moved.token != stale.token):
+                # an unreadable lock reads as token "": garbage, never a lock coevo wrote
+                moved_token = moved.token if moved is not None else ""
+                if stale is not None and moved_token != stale.token:
                     # a fresh lock, created since we read the stale one: put it back
                     with contextlib.suppress(FileExistsError):
                         os.link(aside, path)

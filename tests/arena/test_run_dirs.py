@@ -159,6 +159,18 @@ def test_a_lock_of_a_dead_or_silent_holder_is_taken_over_and_a_live_one_is_not(t
     assert read_lock(RunDir(str(run))).token == "planted", "a refused run leaves the lock alone"
 
 
+@pytest.mark.parametrize("garbage", [b"", b"{not json", b'{"host": 1}'])
+def test_an_unreadable_lock_is_garbage_and_taken_over(garbage: bytes, tmp_path) -> None:
+    """An empty or damaged lock file (coevo never writes one half) does not block the run directory forever."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / LOCK_NAME).write_bytes(garbage)
+    with RunLock(RunDir(str(run))) as lock:
+        assert lock.taken_over
+        assert read_lock(lock.run).token == lock.info.token
+    assert not (run / LOCK_NAME).exists()
+
+
 def test_the_lock_is_released_on_error_and_its_heartbeat_is_refreshed(tmp_path) -> None:
     """An exception inside the lock releases it; the holder's thread rewrites its heartbeat."""
     run = RunDir(str(tmp_path / "run"))

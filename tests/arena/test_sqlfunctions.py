@@ -42,18 +42,23 @@ def test_every_core_function_is_decided():
         (HUGE_PRINTF, "printf('%.*c', ...) takes a width or precision from an argument"),
         ("SELECT printf('%2147483647d', 1)", "has a width of 2,147,483,647"),
         ("SELECT format('%.5000000c', 'x')", "has a precision of 5,000,000"),
+        ("SELECT printf('" + "%.999999c" * 100 + "')", "adding up to 99,999,900"),
         ("SELECT printf(b, a) FROM t", "printf() with a format that is not a literal string"),
         ("SELECT printf(:fmt, 1)", "printf() with a format that is not a literal string"),
         (
             "SELECT printf(CASE WHEN a THEN '%d' ELSE :f END, a) FROM t",
             "not a literal string",
         ),
+        ("SELECT printf('%' || '.*c', 5, 'x')", "not a literal string"),
+        ("SELECT printf((SELECT b FROM t LIMIT 1), 5) FROM t ORDER BY a", "not a literal string"),
+        ("SELECT printf(substr('%.*c', 1), 5, 'x')", "not a literal string"),
     ],
 )
 def test_unbounded_formats_are_refused_when_compiled(sql, expected):
     """A printf/format whose widths cannot be bounded before it runs is refused, naming the function."""
     conn, guard = _connection()
     facts = explain(conn, guard, sql)
+    assert facts.error is None
     assert any(expected in reason for reason in facts.unbounded_calls), facts.unbounded_calls
 
 
@@ -63,12 +68,17 @@ def test_unbounded_formats_are_refused_when_compiled(sql, expected):
         "SELECT printf('%.2f', a / 100.0), format('%d-%s', a, b) FROM t",
         "SELECT printf('%5d|%-10s|%.3f', a, b, 1.5) FROM t WHERE b = :name",
         "SELECT printf('%%')",
+        "SELECT a FROM t ORDER BY printf('%05d', a)",
+        "SELECT printf('%05d', a) AS k FROM t ORDER BY k",
+        "SELECT 1 WHERE EXISTS (SELECT printf('%d', a) FROM t)",
+        "SELECT b, printf('%d', count(*)) FROM t GROUP BY b HAVING printf('%d', count(*)) > '0'",
     ],
 )
 def test_literal_formats_pass(sql):
     """Ordinary literal formats compile with no objection."""
     conn, guard = _connection()
-    assert explain(conn, guard, sql).unbounded_calls == ()
+    facts = explain(conn, guard, sql)
+    assert facts.error is None and facts.unbounded_calls == ()
 
 
 def test_format_problem_reads_every_conversion():
@@ -76,6 +86,7 @@ def test_format_problem_reads_every_conversion():
     assert format_problem("printf", "%-08.3f and %,d and %%", 1000) is None
     assert "precision of 1,001" in format_problem("printf", "%d %.1001s", 1000)
     assert "(*)" in format_problem("format", "%*d", 1000)
+    assert "adding up to 1,200" in format_problem("printf", "%600d%.600c", 1000)
 
 
 def test_a_world_whose_tool_or_check_calls_a_huge_printf_is_rejected():
@@ -153,16 +164,26 @@ def test_quadratic_search_is_linear_now():
     assert conn.execute(f"SELECT instr({text}, {needle})").fetchone() == (0,)
     assert conn.execute(f"SELECT length(replace({text}, {needle}, 'c'))").fetchone() == (900000,)
     assert guard.stopped_by == ""
+    # a result over the length limit fails before it is built, as SQLite's own replace does
+    huge = f"SELECT length(replace({text}, 'a', hex(zeroblob(500))))"
+    with pytest.raises(sqlite3.DataError, match="too big"):
+        conn.execute(huge).fetchone()
 
 
-_TEXT = st.text(alphabet="ab c\u00e9\u4e2d", max_size=12)
-_VALUE = st.one_of(_TEXT, st.none(), st.integers(-50, 50), st.binary(max_size=6), st.just(2.5))
+_TEXT = st.text(alphabet="ab c\u00e9\u4e2d\x00\U0001f600", max_size=12)
+_BYTES = st.binary(max_size=6) | st.lists(  # also UTF-8 pieces, stray continuation and lead bytes
+    st.sampled_from([b"\x80", b"\xc3", b"\xa9", b"a", b"\x00", b"\xe4\xb8\xad", b"\xf0"]),
+    max_size=6,
+).map(b"".join)
+_VALUE = st.one_of(
+    _TEXT, st.none(), st.integers(-50, 50), _BYTES, st.sampled_from([2.5, -0.0, 1e20, 3.0])
+)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=500, deadline=None)
 @given(x=_VALUE, y=_VALUE, z=_VALUE)
 def test_linear_functions_agree_with_sqlite(x, y, z):
-    """coevo's instr, replace and two-argument trims give SQLite's own results for any arguments."""
+    """coevo's instr, replace and two-argument trims give SQLite's own results (value and type) for any arguments."""
     conn, _guard = _connection()
     plain = sqlite3.connect(":memory:")
     for sql, args in [
@@ -172,14 +193,15 @@ def test_linear_functions_agree_with_sqlite(x, y, z):
         ("SELECT ltrim(?, ?)", (x, y)),
         ("SELECT rtrim(?, ?)", (x, y)),
     ]:
-        assert _outcome(conn, sql, args) == _outcome(plain, sql, args), (sql, args)
+        ours, theirs = _outcome(conn, sql, args), _outcome(plain, sql, args)
+        assert ours == theirs and type(ours[0]) is type(theirs[0]), (sql, args, ours, theirs)
 
 
-def _outcome(conn: sqlite3.Connection, sql: str, args: tuple) -> object:
+def _outcome(conn: sqlite3.Connection, sql: str, args: tuple) -> tuple:
     try:
         return conn.execute(sql, args).fetchone()
     except sqlite3.Error:  # text that is not UTF-8 (a BLOB read as text) cannot reach Python
-        return "error"
+        return ("error",)
 
 
 def test_a_world_too_large_to_build_is_a_clear_error_and_bounded():
