@@ -176,10 +176,10 @@ def test_check_survives_any_file(lines, tmp_path):
 
 
 @pytest.mark.slow
-@settings(_SLOW_EXAMPLES, max_examples=12)
+@settings(_SLOW_EXAMPLES, max_examples=8)
 @given(lines=_file)
 def test_check_survives_any_file_longer_run(lines, tmp_path):
-    """The same property, with three times the examples."""
+    """The same property, with twice the examples."""
     _check_file(lines, tmp_path)
 
 
