@@ -7,16 +7,18 @@ import json
 import sys
 from typing import Any
 
-from coevo.agents.registry import REGISTRY
 from coevo.arena.errors import CoevoError
 from coevo.arena.run.commands import EXIT_OK
-from coevo.curricula.registry import CURRICULA
 
 __all__ = ["add_commands"]
 
 
-def _rows() -> list[dict[str, Any]]:
-    """Every role, then every curriculum, as ``coevo roles --json`` prints them."""
+def _rows() -> tuple[list[dict[str, Any]], list[str]]:
+    """Every role, then every curriculum, as ``coevo roles --json`` prints them; and the plugins that did not load."""
+    # the registries (numpy, pyarrow) load only for this command: every other one starts faster
+    from coevo.agents.registry import REGISTRY
+    from coevo.curricula.registry import CURRICULA
+
     rows = []
     for r in REGISTRY.roles():
         try:
@@ -42,13 +44,13 @@ def _rows() -> list[dict[str, Any]]:
                 "description": c.description,
             }
         )
-    return rows
+    return rows, [*REGISTRY.plugin_errors, *CURRICULA.plugin_errors]
 
 
 def cmd_roles(args: argparse.Namespace) -> int:
     """``coevo roles``: the registered roles and curricula."""
-    rows = _rows()
-    for error in [*REGISTRY.plugin_errors, *CURRICULA.plugin_errors]:
+    rows, errors = _rows()
+    for error in errors:
         print(f"coevo roles: a plugin did not load: {error}", file=sys.stderr)
     if args.json:
         sys.stdout.write(json.dumps(rows, indent=2, ensure_ascii=False) + "\n")
