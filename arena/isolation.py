@@ -11,6 +11,7 @@ process gives, since the worker runs exactly that.
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import Any, Final
@@ -122,8 +123,8 @@ class IsolatedJudge:
         known = dict(worlds or {})
         jobs = list(tasks)
 
-        def slot_of(_: int, task: TaskSpec) -> int:
-            return int(task.world_id.rsplit(":", 1)[-1][:8], 16)
+        def slot_of(_: int, task: TaskSpec) -> int:  # one world's tasks go to one worker
+            return zlib.crc32(task.world_id.encode())
 
         def prepare(task: TaskSpec, holds: set[str]) -> dict[str, Any]:
             # An inline world goes once per worker, like a world given by id (it is 80 KB).

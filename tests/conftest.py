@@ -29,3 +29,24 @@ def ray_cluster():
         )
     yield ray
     ray.shutdown()
+
+
+SMALL_RUN = (
+    '[run]\nname = "tiny"\nseed = 5\ngenerations = 3\nrollouts = 2\nchunk = 8\n'
+    '[synthesizer]\nname = "procedural"\nconfig = { domains = ["retail"], world_pool = 2 }\n'
+    '[curriculum]\nname = "uniform"\ntasks_per_gen = 4\nlevels = [1]\n'
+    "[eval]\nlevels = [1]\nper_level = 2\nevery = 1\n"
+)
+"""A small experiment: three generations of four tasks on the session's Ray."""
+
+
+@pytest.fixture(scope="session")
+def finished_small_run(ray_cluster, tmp_path_factory):
+    """A finished run of :data:`SMALL_RUN`, made once by `coevo run` (tests copy it before changing it)."""
+    from coevo.arena.run.cli import main
+
+    where = tmp_path_factory.mktemp("finished")
+    toml = where / "tiny.toml"
+    toml.write_text(SMALL_RUN)
+    assert main(["run", str(toml), "--out", str(where / "run")]) == 0
+    return where / "run"

@@ -176,10 +176,10 @@ def test_check_survives_any_file(lines, tmp_path):
 
 
 @pytest.mark.slow
-@settings(_SLOW_EXAMPLES, max_examples=8)
+@settings(_SLOW_EXAMPLES, max_examples=6)
 @given(lines=_file)
 def test_check_survives_any_file_longer_run(lines, tmp_path):
-    """The same property, with twice the examples."""
+    """The same property, with more examples."""
     _check_file(lines, tmp_path)
 
 

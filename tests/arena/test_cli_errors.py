@@ -40,19 +40,10 @@ def refused(args: list[str], capsys, status: int = 2) -> str:
     return err
 
 
-@pytest.fixture(scope="module")
-def finished_run(ray_cluster, tmp_path_factory) -> Path:
-    """A one-generation quickstart run, kept for the read-only commands."""
-    from coevo.arena.run.experiment import load_experiment
-    from coevo.arena.run.loop import run_experiment
-
-    out = tmp_path_factory.mktemp("cli-errors") / "run"
-    exp = load_experiment(
-        QUICKSTART,
-        ["run.generations=1", "curriculum.tasks_per_gen=4", "eval.per_level=2", "run.rollouts=2"],
-    )
-    run_experiment(exp, str(out))
-    return out
+@pytest.fixture
+def finished_run(finished_small_run) -> Path:
+    """A finished three-generation run (made once per session), for the read-only commands."""
+    return finished_small_run
 
 
 @pytest.mark.parametrize("where", ["file", "file/sub"])
@@ -168,5 +159,5 @@ def test_a_refused_run_into_a_finished_run_leaves_its_events_alone(
     (run / "events.jsonl").write_text(json.dumps({"event": "run_started"}) + "\n")
     before = (run / "events.jsonl").read_bytes()
     err = refused(["run", QUICKSTART, "--out", str(run)], capsys)
-    assert "already holds 1 generations" in err
+    assert "already holds 3 generations" in err
     assert (run / "events.jsonl").read_bytes() == before

@@ -19,12 +19,9 @@ from coevo.arena.gamelog.lock import LOCK_NAME, LockInfo, read_lock
 from coevo.arena.run.cli import main
 from coevo.arena.run.experiment import load_experiment
 
-TINY = (
-    '[run]\nname = "tiny"\nseed = 5\ngenerations = 3\nrollouts = 2\nchunk = 8\n'
-    '[synthesizer]\nname = "procedural"\nconfig = { domains = ["retail"], world_pool = 2 }\n'
-    '[curriculum]\nname = "uniform"\ntasks_per_gen = 4\nlevels = [1]\n'
-    "[eval]\nlevels = [1]\nper_level = 2\nevery = 1\n"
-)
+from tests.conftest import SMALL_RUN
+
+TINY = SMALL_RUN
 
 HOLD = """
 import sys, time
@@ -217,14 +214,10 @@ def test_on_an_object_store_a_commit_stops_when_another_writer_holds_the_lease(t
 # ---- damage ----------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def finished(ray_cluster, tmp_path_factory) -> Path:
-    """A finished run of three generations (made once; tests copy it)."""
-    where = tmp_path_factory.mktemp("finished")
-    toml = where / "tiny.toml"
-    toml.write_text(TINY)
-    assert main(["run", str(toml), "--out", str(where / "run")]) == 0
-    return where / "run"
+@pytest.fixture
+def finished(finished_small_run) -> Path:
+    """A finished run of three generations (made once per session; tests copy it)."""
+    return finished_small_run
 
 
 @pytest.fixture
