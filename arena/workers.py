@@ -32,7 +32,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any, Final
 
@@ -190,10 +190,6 @@ class WorkerPool:
             self._workers[slot] = None
             self.restarts += 1
 
-    def holds(self, slot: int) -> set[str]:
-        """What the worker in ``slot`` was sent and keeps (the caller's record; empty after a restart)."""
-        return self._worker(slot).holds
-
     def run(
         self,
         jobs: Iterable[Any],
@@ -342,7 +338,7 @@ def _resolve(handler: str) -> Callable[[Any], Any]:
     return function
 
 
-def serve(handler: str, argv: Sequence[str] = ()) -> int:
+def serve(handler: str) -> int:
     """A worker's main loop: read a job, run ``handler`` on it, write the result; until EOF."""
     function = _resolve(handler)
     # Ctrl-C reaches the whole process group: the parent decides, the worker goes on or is stopped
@@ -363,4 +359,4 @@ def serve(handler: str, argv: Sequence[str] = ()) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(serve(sys.argv[1], sys.argv[2:]))
+    sys.exit(serve(sys.argv[1]))

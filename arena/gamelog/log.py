@@ -112,6 +112,11 @@ def _size_problem(path: str, size: int | None, entry: Mapping[str, Any] | None) 
     return f"{path} is damaged ({size} bytes, its manifest says {entry['size']})"
 
 
+def _schema(table: str) -> pa.Schema:
+    """A table's Arrow schema as read, with the ``gen`` column of its partition."""
+    return SCHEMAS[table].append(pa.field("gen", pa.int32()))
+
+
 def _damage_message(uri: str, gen: int, problem: str) -> str:
     back = f"generation {gen - 1}" if gen > 0 else "no generation"
     return (
@@ -297,19 +302,20 @@ class GameLog:
                     problems.append(f"{path} holds {found} rows, its manifest says {expected}")
         return problems
 
-    def verify(self, *, checksum: bool = True, checkpoint_of: int | None = None) -> None:
+    def verify(self, *, checksum: bool = True, last_checkpoint_only: bool = False) -> None:
         """Check every committed generation's files (see :meth:`damage`); ``checksum``: also their sha256.
 
         Args:
             checksum: also check row counts and checksums (else sizes only).
-            checkpoint_of: only checksum the checkpoint of this generation (the one
-                resume loads) and no other; every part is still checked.
+            last_checkpoint_only: checksum only the last generation's checkpoint
+                (the one resume loads); every part is still checked.
 
         Raises:
             LogError: the first damaged generation, naming it and the file, and how to repair it.
         """
-        for manifest in self.manifests():
-            checkpoint = checkpoint_of is None or manifest["gen"] == checkpoint_of
+        manifests = self.manifests()
+        for manifest in manifests:
+            checkpoint = not last_checkpoint_only or manifest is manifests[-1]
             problems = self.damage(manifest, checksum=checksum, checkpoint=checkpoint)
             if problems:
                 raise LogError(_damage_message(self.run.uri, manifest["gen"], problems[0]))
@@ -328,7 +334,7 @@ class GameLog:
         lock.acquire()
         try:
             if resume:
-                self.verify(checksum=True, checkpoint_of=self.last_generation())
+                self.verify(checksum=True, last_checkpoint_only=True)
         except BaseException:
             lock.release()
             raise
@@ -359,17 +365,15 @@ class GameLog:
             problem = _size_problem(path, sizes[path], manifest.get("files", {}).get(path))
             if problem:
                 raise LogError(_damage_message(self.run.uri, manifest["gen"], problem))
-        schema = SCHEMAS[table].append(pa.field("gen", pa.int32()))
         if not chosen:
-            return schema.empty_table()
+            return _schema(table).empty_table()
         try:
             return self._dataset(
                 [self.run.path(m["parts"][table]) for m in chosen], table
             ).to_table()
         except (OSError, pa.ArrowException):
-            for (
-                manifest
-            ) in chosen:  # which part? (a damaged part of the recorded size, or no record)
+            # which part? (a damaged part of the recorded size, or one with no record)
+            for manifest in chosen:
                 try:
                     self._dataset([self.run.path(manifest["parts"][table])], table).to_table()
                 except (OSError, pa.ArrowException) as exc:
@@ -380,10 +384,9 @@ class GameLog:
             raise
 
     def _dataset(self, files: list[str], table: str) -> ds.Dataset:
-        schema = SCHEMAS[table].append(pa.field("gen", pa.int32()))
         return ds.dataset(
             files,
-            schema=schema,
+            schema=_schema(table),
             filesystem=self.run.fs,
             format="parquet",
             partitioning=ds.partitioning(pa.schema([("gen", pa.int32())]), flavor="hive"),

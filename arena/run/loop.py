@@ -333,9 +333,9 @@ class Arena:
             "assess", [(tasks[i : i + chunk],) for i in range(0, len(tasks), chunk)]
         )
         verdicts = [v for part in calls.get() for v in part]
-        failures += sum((v.error or "").startswith(JUDGE_FAILED_PREFIX) for v in verdicts)
         for verdict in verdicts:
             failed = (verdict.error or "").startswith(JUDGE_FAILED_PREFIX)
+            failures += failed
             tally.record("judge", verdict.error if failed else None)
         return _Proposals(tasks, verdicts, [s for _, s in unique], failures, tally)
 

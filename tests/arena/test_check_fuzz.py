@@ -10,10 +10,6 @@ progress interval of 100 instructions).
 from __future__ import annotations
 
 import json
-import os
-import resource
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +17,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.arena.test_cli import coevo
 from tests.factories import call, mini_task, mini_world, tool
 
-REPO = Path(__file__).resolve().parents[2]
 TASK_BUDGET = 2_000_000
 MARGIN = 100  # the budget is checked every 100 instructions
 MEMORY = 3 << 30  # address space for `coevo check` and its Judge worker
@@ -122,24 +118,16 @@ _file = st.lists(st.one_of(_record_line, _record_line, _garbage_line), min_size=
 def _check_file(lines: list[str], tmp: Path) -> None:
     path = tmp / "hostile.jsonl"
     path.write_bytes("".join(line + "\n" for line in lines).encode("utf-8", "surrogateescape"))
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "coevo.arena.run.cli",
-            "check",
-            str(path),
-            "--json",
-            "--task-budget",
-            str(TASK_BUDGET),
-            "--task-seconds",
-            "30",
-        ],
-        capture_output=True,
-        text=True,
+    result = coevo(
+        "check",
+        str(path),
+        "--json",
+        "--task-budget",
+        str(TASK_BUDGET),
+        "--task-seconds",
+        "30",
+        memory=MEMORY,
         timeout=600,
-        env=dict(os.environ, PYTHONPATH=str(REPO)),
-        preexec_fn=_limit_memory,
     )
     assert result.returncode in (0, 1, 2), result.stderr
     assert "Traceback" not in result.stderr, result.stderr
@@ -152,10 +140,6 @@ def _check_file(lines: list[str], tmp: Path) -> None:
     for verdict in verdicts:
         spent = verdict["instructions"]
         assert spent is None or spent <= TASK_BUDGET + MARGIN, verdict
-
-
-def _limit_memory() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY, MEMORY))
 
 
 _SLOW_EXAMPLES = settings(
@@ -189,13 +173,7 @@ def test_the_two_printf_attacks_are_rejected_naming_the_function(tmp_path):
     lines = [json.dumps(_place("tool", attack, "1")), json.dumps(_place("check", attack, "1"))]
     path = tmp_path / "printf.jsonl"
     path.write_text("".join(line + "\n" for line in lines))
-    result = subprocess.run(
-        [sys.executable, "-m", "coevo.arena.run.cli", "check", str(path), "--json"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=dict(os.environ, PYTHONPATH=str(REPO)),
-    )
+    result = coevo("check", str(path), "--json")
     assert result.returncode == 1, result.stderr
     verdicts = [json.loads(line) for line in result.stdout.splitlines()]
     assert [v["accepted"] for v in verdicts] == [False, False]

@@ -21,6 +21,7 @@ def coevo(
     cwd: Path | None = None,
     env_path: str | None = None,
     memory: int | None = None,
+    timeout: float = 120,
 ) -> subprocess.CompletedProcess[str]:
     """Run the `coevo` command in a subprocess (``env_path``: an extra sys.path entry first; ``memory``: its address-space limit in bytes)."""
     paths = [p for p in (env_path, str(Path(__file__).resolve().parents[2])) if p]
@@ -30,7 +31,7 @@ def coevo(
         input=stdin,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=timeout,
         env=env,
         cwd=cwd,
         preexec_fn=None if memory is None else lambda: _limit_memory(memory),
