@@ -12,14 +12,20 @@ import io
 import json
 import os
 import sys
-from typing import Any, TextIO
+import time
+from typing import TYPE_CHECKING, Any, TextIO
 
 import structlog
 from coevo.arena.gamelog import RunDir
-from coevo.arena.run.loop import GenerationReport
+from coevo.arena.run.columns import COLUMNS
+from rich import box
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
+from rich.text import Text
+
+if TYPE_CHECKING:
+    from coevo.arena.run.loop import GenerationReport
 
 __all__ = ["EventLog", "GenerationTable", "redact_secrets"]
 
@@ -62,79 +68,154 @@ def _fmt(value: Any, digits: int = 2) -> str:
     return str(value)
 
 
+def _duration(seconds: float) -> str:
+    """``42 s``, ``3 min 05 s``, ``1 h 02 min``."""
+    seconds = max(0, round(seconds))
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min {seconds % 60:02d} s"
+    return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
+
+
+class _Board:
+    """The table and, under it, where the run stands (redrawn by :class:`rich.live.Live`)."""
+
+    def __init__(self, table: GenerationTable):
+        self.owner = table
+
+    def __rich_console__(self, console: Console, options: Any) -> Any:
+        yield self.owner._table()
+        yield Text(self.owner.progress_line(), style="dim", no_wrap=True, overflow="crop")
+
+
 class GenerationTable:
-    """The per-generation table: proposals, acceptance, success on train and eval, frontier, speed, calibration.
+    """The per-generation table, 80 columns wide: acceptance, success on train and eval, frontier, calibration, speed.
+
+    On a terminal it is redrawn in place, with a line under it saying which
+    generation is running, the time elapsed and an estimate of the time left;
+    anywhere else (a pipe, a file, CI) each generation is one line, the
+    columns aligned. Everything else a generation did is in ``events.jsonl``.
 
     Args:
         title: the run's name.
         console: where to draw (default: standard error, so standard output stays for data).
         live: redraw one table in place (a terminal) rather than print a line per generation.
+        total: the generations the run is for (for "generation 3 of 30" and the time left).
     """
 
-    columns = (
-        ("gen", "right"),
-        ("proposed", "right"),
-        ("accepted", "right"),
-        ("rejected", "right"),
-        ("top rejections", "left"),
-        ("train", "right"),
-        ("eval", "right"),
-        ("frontier", "right"),
-        ("level", "right"),
-        ("episodes/s", "right"),
-        ("brier", "right"),
-        ("s", "right"),
-    )
+    columns = tuple((name, justify) for name, justify, _, _ in COLUMNS)
 
-    def __init__(self, title: str, console: Console | None = None, live: bool | None = None):
+    def __init__(
+        self,
+        title: str,
+        console: Console | None = None,
+        live: bool | None = None,
+        total: int | None = None,
+    ):
         self.console = console or Console(stderr=True)
         self.title = title
+        self.total = total
         self.rows: list[tuple[str, ...]] = []
         self.live_mode = self.console.is_terminal if live is None else live
         self._live: Live | None = None
+        self._status: Any = None
+        self._began = time.monotonic()
+        self._first: int | None = None  # the first generation this invocation plays
+        self._running_since: float | None = None
+
+    def starting(self, what: str) -> None:
+        """Say what is starting (Ray, the actors) until :meth:`start`: a spinner on a terminal, else one line."""
+        self._began = time.monotonic()
+        if self.live_mode:
+            self._status = self.console.status(what, spinner="dots")
+            self._status.start()
+        else:
+            self.console.print(what, highlight=False, soft_wrap=True)
+
+    def start(self, first: int) -> None:
+        """The actors are up and generation ``first`` begins: show the (empty) table."""
+        if self._status is not None:
+            self._status.stop()
+            self._status = None
+        self._first = first
+        self._running_since = time.monotonic()
+        ready = f"ready in {self._running_since - self._began:.1f} s"
+        if self.live_mode:
+            self.console.print(ready, highlight=False, style="dim")
+            self._live = Live(_Board(self), console=self.console, refresh_per_second=2)
+            self._live.start()
+        else:
+            self.console.print(ready, highlight=False, soft_wrap=True)
+            self.console.print(
+                self._line(tuple(n for n, *_ in COLUMNS)), highlight=False, soft_wrap=True
+            )
+
+    def progress_line(self) -> str:
+        """``generation 4 of 30 · 12 s elapsed · about 40 s left`` (what the live line under the table says)."""
+        now = time.monotonic()
+        played = len(self.rows)
+        gen = (self._first or 0) + played
+        parts = [f"generation {gen}" + (f" of {self.total}" if self.total else "")]
+        parts.append(f"{_duration(now - self._began)} elapsed")
+        if played and self.total and self._running_since is not None:
+            per_generation = (now - self._running_since) / played
+            left = max(self.total - gen, 0) * per_generation
+            parts.append(f"about {_duration(left)} left")
+        return " · ".join(parts)
 
     def _table(self) -> Table:
-        table = Table(title=self.title, title_justify="left", expand=False)
-        for name, justify in self.columns:
-            table.add_column(name, justify=justify)  # type: ignore[arg-type]
+        table = Table(
+            title=self.title,
+            title_justify="left",
+            box=box.SIMPLE_HEAD,
+            show_edge=False,
+            pad_edge=False,
+            collapse_padding=True,  # 73 characters wide: fits an 80-column terminal
+            expand=False,
+        )
+        for name, justify, width, _ in COLUMNS:
+            table.add_column(name, justify=justify, min_width=width, no_wrap=True)  # type: ignore[arg-type]
         for row in self.rows:
             table.add_row(*row)
         return table
 
+    @staticmethod
+    def _line(cells: tuple[str, ...]) -> str:
+        """A row as aligned plain text (the same widths as the live table)."""
+        out = []
+        for (_, justify, width, _), cell in zip(COLUMNS, cells, strict=True):
+            out.append(cell.rjust(width) if justify == "right" else cell.ljust(width))
+        return "  ".join(out).rstrip()
+
     def __call__(self, report: GenerationReport) -> None:
         """Show one committed generation."""
+        if self._running_since is None:  # called without start(): a caller that shows no status
+            self.start(report.gen)
         row = report.row
-        rejections = ", ".join(f"{name} {count}" for name, count in report.top_rejections) or "–"
         cells = (
             str(report.gen),
-            _fmt(row["proposed"]),
             _fmt(row["accepted"]),
             _fmt(row["rejected"]),
-            rejections,
             _fmt(row["train_success"]),
             _fmt(row["eval_success"]),
             _fmt(row["frontier"], 1),
             _fmt(row["trained_level"], 1),
-            f"{report.episodes_per_second:.0f}",
             _fmt(row["brier"], 3),
+            f"{report.episodes_per_second:.0f}",
             f"{report.seconds:.1f}",
         )
         self.rows.append(cells)
-        if self.live_mode:
-            if self._live is None:
-                self._live = Live(self._table(), console=self.console, refresh_per_second=4)
-                self._live.start()
-            else:
-                self._live.update(self._table())
+        if self._live is not None:
+            self._live.refresh()
         else:
-            if len(self.rows) == 1:
-                self.console.print(
-                    "  ".join(name for name, _ in self.columns), highlight=False, soft_wrap=True
-                )
-            self.console.print("  ".join(cells), highlight=False, soft_wrap=True)
+            self.console.print(self._line(cells), highlight=False, soft_wrap=True)
 
     def close(self) -> None:
         """Stop redrawing (leaves the final table on screen)."""
+        if self._status is not None:
+            self._status.stop()
+            self._status = None
         if self._live is not None:
             self._live.stop()
             self._live = None
@@ -150,14 +231,21 @@ class EventLog:
         run: the run directory.
         console: where readable events go: a stream, True for the standard error of the
             moment (looked up at each event), or None for nowhere.
-        quiet_events: events the console does not show (the table shows them).
+        quiet_events: events the console does not show (the table, the status line and the
+            summary show them).
     """
 
     def __init__(
         self,
         run: RunDir,
         console: TextIO | bool | None = True,
-        quiet_events: tuple[str, ...] = ("generation",),
+        quiet_events: tuple[str, ...] = (
+            "generation",
+            "run_started",
+            "run_resumed",
+            "run_finished",
+            "run_interrupted",
+        ),
     ):
         self.run = run
         self.quiet = quiet_events

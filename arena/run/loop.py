@@ -59,6 +59,7 @@ from coevo.arena.run.experiment import Experiment, RoleTable, recorded_experimen
 from coevo.arena.run.failures import ROLE_TABLE, RoleCalls, RoleTally
 from coevo.arena.run.hosts import host_for
 from coevo.arena.run.pool import ActorPool, Lost
+from coevo.arena.run.summary import summarize
 from coevo.arena.seeding import derive_seed
 from coevo.arena.spec import TaskSpec, WorldSpec
 from coevo.curricula.base import Curriculum, GenerationPlan, Mutation
@@ -823,24 +824,3 @@ def resume_run(run_dir: str, **kwargs: Any) -> RunSummary:
         return run_experiment(experiment, run_dir, resume=True, **kwargs)
     except LogError as exc:
         raise ArenaError(str(exc)) from exc
-
-
-def summarize(run_dir: str) -> dict[str, Any]:
-    """The figures a run ends with, read back from its game log."""
-    rows = GameLog(run_dir).read("generations").to_pylist()
-    evals = [(r["gen"], r["eval_success"]) for r in rows if r["eval_success"] is not None]
-    levels = [r["trained_level"] for r in rows if r["trained_level"] is not None]
-    third = max(1, len(levels) // 3)
-    return {
-        "run_dir": run_dir,
-        "generations": len(rows),
-        "episodes": sum(r["train_episodes"] for r in rows),
-        "eval_success_first": evals[0][1] if evals else None,
-        "eval_success_last": evals[-1][1] if evals else None,
-        "trained_level_first_third": sum(levels[:third]) / third if levels else None,
-        "trained_level_last_third": sum(levels[-third:]) / third if levels else None,
-        "train_success_last": rows[-1]["train_success"] if rows else None,
-        "rejected": sum(r["rejected"] for r in rows),
-        "accepted": sum(r["accepted"] for r in rows),
-        "failures": sum(r["failures"] for r in rows),
-    }

@@ -121,7 +121,10 @@ def realize(
         for n, (row, expr) in enumerate(zip(walk.rows, targets, strict=True)):
             key = row[key_column]
             if not holds(db, action, table, key, plan.choices):
-                raise Unfit(f"{action.name} does not apply to this row (needs {action.when})")
+                needs = fill_template(
+                    action.when, target="", key=key, choices=plan.choices, db="", row={}
+                )
+                raise Unfit(f"{action.name} does not apply to this row (needs {needs})")
             calls.append(action_call(action, row, key, plan.choices, db))
             suffix = f"_{n + 1}" if len(targets) > 1 else ""
             checks.append(

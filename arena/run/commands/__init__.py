@@ -14,7 +14,13 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["EXIT_OK", "EXIT_REJECTED", "EXIT_ROLE_FAILED", "EXIT_UNREADABLE"]
+__all__ = [
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_REJECTED",
+    "EXIT_ROLE_FAILED",
+    "EXIT_UNREADABLE",
+]
 
 EXIT_OK: Final = 0
 """Everything asked for was done."""
@@ -24,3 +30,5 @@ EXIT_UNREADABLE: Final = 2
 """The input or the command could not be used (a missing file, malformed JSON, a bad option)."""
 EXIT_ROLE_FAILED: Final = 3
 """A run went through, but a role's calls never once returned without failure (an API outage, a broken role)."""
+EXIT_INTERRUPTED: Final = 130
+"""Ctrl-C (128 + SIGINT, as shells report it): what was committed stays; ``coevo resume`` continues a run."""

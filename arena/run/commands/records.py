@@ -416,6 +416,11 @@ def add_commands(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
         "schema",
         help="print the JSON Schema of the record formats",
         formatter_class=fmt,
+        description=(
+            "Print the JSON Schema (draft 2020-12) of coevo.task/1 and coevo.world/1 records on\n"
+            "standard output, for editors and validators in other languages. coevo itself validates\n"
+            "records with `coevo check`, which also runs the Judge (docs/task-format.md)."
+        ),
         epilog="example:\n  coevo schema --record task > coevo-task.schema.json",
     )
     schema.add_argument(
@@ -424,5 +429,4 @@ def add_commands(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
         default="all",
         help="which record format (default: both)",
     )
-    schema.add_argument("--json", action="store_true", help="(the output is always JSON)")
     schema.set_defaults(func=cmd_schema)

@@ -9,39 +9,16 @@ import sys
 from typing import Any
 
 from coevo.arena.errors import CommandError
-from coevo.arena.run.commands import EXIT_ROLE_FAILED
+from coevo.arena.run.commands import EXIT_INTERRUPTED, EXIT_ROLE_FAILED
 from coevo.arena.run.failures import ROLE_TABLE
 
 __all__ = ["add_commands", "cmd_resume", "cmd_run"]
 
 
 def _print_summary(summary: dict[str, Any]) -> None:
-    def f(value: Any) -> str:
-        return (
-            "–" if value is None else (f"{value:.2f}" if isinstance(value, float) else str(value))
-        )
+    from coevo.arena.run.summary import summary_lines
 
-    print(
-        f"\n{summary['generations']} generations, {summary['episodes']} training episodes, "
-        f"{summary['accepted']} tasks accepted, {summary['rejected']} rejected, "
-        f"{summary['failures']} role failures recorded",
-        file=sys.stderr,
-    )
-    print(
-        f"eval success {f(summary['eval_success_first'])} → {f(summary['eval_success_last'])}; "
-        f"level trained on {f(summary['trained_level_first_third'])} (first third) → "
-        f"{f(summary['trained_level_last_third'])} (last third)",
-        file=sys.stderr,
-    )
-    for role, failing in summary.get("roles_failing", {}).items():
-        gens = failing["generations"]
-        print(
-            f"{role}: every call failed in {len(gens)} generation{'s' * (len(gens) > 1)} "
-            f"({', '.join(map(str, gens[:8]))}{', …' if len(gens) > 8 else ''}); "
-            f"{failing['failed']} of {failing['calls']} calls failed, the last: {failing['error']}",
-            file=sys.stderr,
-        )
-    print(f"game log: {summary['run_dir']}/log", file=sys.stderr)
+    print("\n" + "\n".join(summary_lines(summary)), file=sys.stderr)
 
 
 def _local_ray_auth(args: argparse.Namespace, address: str) -> None:
@@ -57,6 +34,40 @@ def _local_ray_auth(args: argparse.Namespace, address: str) -> None:
         os.environ.setdefault("RAY_AUTH_MODE", "token")
 
 
+def _starting(args: argparse.Namespace, experiment: Any) -> str:
+    """What the status line says while Ray and the role actors start."""
+    address = args.address or experiment.ray.address or os.environ.get("RAY_ADDRESS")
+    if address:
+        where = f"joining the Ray cluster at {address}"
+    else:
+        cpus = experiment.ray.num_cpus or os.cpu_count() or 1
+        where = f"starting Ray on this machine ({cpus} CPU{'s' * (cpus > 1)})"
+    return f"{where} and the role actors"
+
+
+def _planned(run_dir: str) -> int:
+    """The generations the run in ``run_dir`` was started for (0 when its record cannot be read)."""
+    from coevo.arena.errors import CoevoError
+    from coevo.arena.run.experiment import recorded_experiment
+
+    try:
+        return recorded_experiment(run_dir).run.generations
+    except CoevoError:
+        return 0
+
+
+def _finished(args: argparse.Namespace, run_dir: str, done: int) -> int:
+    """``coevo resume`` of a run with every generation committed: its summary, from the log alone."""
+    from coevo.arena.run.summary import summarize
+
+    summary = summarize(run_dir)
+    print(f"{run_dir} is finished ({done} generations): nothing to resume", file=sys.stderr)
+    _print_summary(summary)
+    if args.json:
+        sys.stdout.write(json.dumps(summary, indent=2) + "\n")
+    return 0
+
+
 def _unwritable(run_dir: str, exc: OSError) -> CommandError:
     """The message for a run directory that cannot be written (a file in the way, no permission)."""
     why = str(exc).split(". Detail:")[0]  # pyarrow repeats the errno in a "Detail"
@@ -70,6 +81,9 @@ def _run(args: argparse.Namespace, *, resume: bool) -> int:
     if resume:
         experiment = recorded_experiment(args.run_dir)
         run_dir = args.run_dir
+        done = GameLog(run_dir).last_generation() + 1
+        if done >= experiment.run.generations:
+            return _finished(args, run_dir, done)  # nothing to do: answered without Ray
     else:
         overrides = list(args.set or [])
         if args.seed is not None:
@@ -79,11 +93,16 @@ def _run(args: argparse.Namespace, *, resume: bool) -> int:
         experiment = load_experiment(args.experiment, overrides)
         run_dir = experiment.run.out
         done = GameLog(run_dir).last_generation() + 1
-        if done:
-            # said before anything is written there or Ray starts: that run's record stays as it was
+        # said before anything is written there or Ray starts: that run's record stays as it was
+        if done and _planned(run_dir) <= done:
             raise CommandError(
-                f"{run_dir} already holds {done} generations; continue it with "
-                f"`coevo resume {run_dir}` or choose another --out"
+                f"{run_dir} already holds a finished run ({done} generations): read it with "
+                f"`coevo analyze {run_dir}`, or start a new one with --out DIR"
+            )
+        if done:
+            raise CommandError(
+                f"{run_dir} already holds {done} of {_planned(run_dir)} generations of a run; "
+                f"continue it with `coevo resume {run_dir}`, or start a new one with --out DIR"
             )
     _local_ray_auth(args, experiment.ray.address)
     # Ray loads here, once the run is known, so that `coevo --help` and bad input stay fast
@@ -104,11 +123,15 @@ def _run(args: argparse.Namespace, *, resume: bool) -> int:
 def _run_locked(
     args: argparse.Namespace, experiment: Any, run_dir: str, lock: Any, *, resume: bool
 ) -> int:
-    from coevo.arena.gamelog import RunDir
+    from coevo.arena.gamelog import GameLog, RunDir
     from coevo.arena.run.display import EventLog, GenerationTable
-    from coevo.arena.run.loop import run_experiment, summarize
+    from coevo.arena.run.tracking import Tracking
+    from coevo.arena.run.loop import run_experiment
+    from coevo.arena.run.summary import summarize
 
     events = EventLog(RunDir(run_dir))
+    # a tracker whose package is missing stops the run here, before anything is written or Ray starts
+    tracking = Tracking(experiment, run_dir, resume=resume, events=events)
     try:
         events(
             "run_resumed" if resume else "run_started",
@@ -120,17 +143,39 @@ def _run_locked(
         )
     except OSError as exc:
         raise _unwritable(run_dir, exc) from exc
-    table = GenerationTable(f"{experiment.run.name} → {run_dir}")
+    table = GenerationTable(f"{experiment.run.name} → {run_dir}", total=experiment.run.generations)
+    first = GameLog(run_dir).last_generation() + 1
+    table.starting(_starting(args, experiment))
+
+    def show_and_track(report: Any) -> None:
+        table(report)
+        tracking(report)  # queued: the trackers write on their own thread
+
     try:
+        tracking.start()
         result = run_experiment(
             experiment,
             run_dir,
             resume=resume,
             address=args.address,
-            on_generation=table,
+            on_generation=show_and_track,
+            on_start=lambda arena: table.start(first),
             events=events,
             lock=lock,
         )
+    except KeyboardInterrupt as exc:
+        table.close()
+        tracking.close(exc)  # what was queued is sent, within a bounded wait
+        done = GameLog(run_dir).last_generation() + 1
+        events("run_interrupted", run_dir=run_dir, generations=done)
+        raise CommandError(
+            f"interrupted; {done} of {experiment.run.generations} generations are committed "
+            f"in the log. Continue with `coevo resume {run_dir}`",
+            status=EXIT_INTERRUPTED,
+        ) from None
+    except BaseException as exc:
+        tracking.close(exc)  # as above; the error goes on
+        raise
     finally:
         table.close()
     summary = summarize(run_dir)
@@ -144,8 +189,11 @@ def _run_locked(
         for role, gens in result.failing.items()
     }
     summary["roles_never_succeeded"] = sorted(result.never_succeeded)
+    summary["tracking_failed"] = tracking.close()  # the figures too; never raises for a tracker
     events("run_finished", **summary)
     _print_summary(summary)
+    for line in tracking.summary_lines():  # where the metrics went, or why a tracker stopped
+        print(line, file=sys.stderr)
     if args.json:
         sys.stdout.write(json.dumps(summary, indent=2) + "\n")
     if result.never_succeeded:

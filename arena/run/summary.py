@@ -1,0 +1,80 @@
+"""The figures a run ends with, read back from its game log, and the lines that show them.
+
+Kept apart from :mod:`~coevo.arena.run.loop` (which loads Ray) so that a
+finished run is answered at once: ``coevo resume`` of a run with nothing
+left to do, and ``coevo run`` into a finished run directory, read the log and
+print this without starting Ray.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Any
+
+from coevo.arena.gamelog import GameLog
+
+__all__ = ["summarize", "summary_lines"]
+
+
+def summarize(run_dir: str) -> dict[str, Any]:
+    """The figures a run ends with, read back from its game log."""
+    rows = GameLog(run_dir).read("generations").to_pylist()
+    evals = [(r["gen"], r["eval_success"]) for r in rows if r["eval_success"] is not None]
+    levels = [r["trained_level"] for r in rows if r["trained_level"] is not None]
+    third = max(1, len(levels) // 3)
+    rejections: Counter[str] = Counter()
+    for row in rows:
+        rejections.update(json.loads(row["rejections"] or "{}"))
+    return {
+        "run_dir": run_dir,
+        "generations": len(rows),
+        "episodes": sum(r["train_episodes"] for r in rows),
+        "eval_success_first": evals[0][1] if evals else None,
+        "eval_success_last": evals[-1][1] if evals else None,
+        "trained_level_first_third": sum(levels[:third]) / third if levels else None,
+        "trained_level_last_third": sum(levels[-third:]) / third if levels else None,
+        "train_success_last": rows[-1]["train_success"] if rows else None,
+        "rejected": sum(r["rejected"] for r in rows),
+        "accepted": sum(r["accepted"] for r in rows),
+        "failures": sum(r["failures"] for r in rows),
+        "top_rejections": dict(rejections.most_common(5)),
+    }
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def _figure(value: Any) -> str:
+    if value is None:
+        return "–"
+    return f"{value:.2f}" if isinstance(value, float) else str(value)
+
+
+def summary_lines(summary: dict[str, Any]) -> list[str]:
+    """The summary as the lines ``coevo run`` ends with (each at most about 80 characters)."""
+    lines = [
+        f"{_plural(summary['generations'], 'generation')}, "
+        f"{_plural(summary['episodes'], 'training episode')}, "
+        f"{_plural(summary['accepted'], 'task')} accepted, {summary['rejected']} rejected, "
+        f"{_plural(summary['failures'], 'role failure')} recorded",
+        f"eval success {_figure(summary['eval_success_first'])} → "
+        f"{_figure(summary['eval_success_last'])}; level trained on "
+        f"{_figure(summary['trained_level_first_third'])} (first third) → "
+        f"{_figure(summary['trained_level_last_third'])} (last third)",
+    ]
+    if summary.get("top_rejections"):
+        checks = ", ".join(f"{name} {n}" for name, n in summary["top_rejections"].items())
+        lines.append(f"rejections by check: {checks}")
+    for role, failing in summary.get("roles_failing", {}).items():
+        gens = failing["generations"]
+        lines.append(
+            f"{role}: every call failed in {_plural(len(gens), 'generation')} "
+            f"({', '.join(map(str, gens[:8]))}{', …' if len(gens) > 8 else ''}); "
+            f"{failing['failed']} of {failing['calls']} calls failed, the last: {failing['error']}"
+        )
+    for tracker, error in summary.get("tracking_failed", {}).items():
+        lines.append(f"tracking: {tracker} stopped after an error (the run was not affected): {error}")
+    lines.append(f"game log: {summary['run_dir']}/log")
+    return lines
