@@ -159,5 +159,61 @@ def test_a_refused_run_into_a_finished_run_leaves_its_events_alone(
     (run / "events.jsonl").write_text(json.dumps({"event": "run_started"}) + "\n")
     before = (run / "events.jsonl").read_bytes()
     err = refused(["run", QUICKSTART, "--out", str(run)], capsys)
-    assert "already holds 3 generations" in err
+    assert "already holds a finished run (3 generations)" in err and "coevo analyze" in err
     assert (run / "events.jsonl").read_bytes() == before
+
+
+def test_an_unfinished_run_is_named_with_the_way_to_continue_it(
+    finished_run: Path, tmp_path, capsys
+) -> None:
+    """`coevo run --out RUN` where RUN stopped early: exit 2, naming how many generations and `coevo resume`."""
+    run = tmp_path / "run"
+    shutil.copytree(finished_run, run)
+    record = json.loads((run / "experiment.json").read_text())
+    record["run"]["generations"] = 5
+    (run / "experiment.json").write_text(json.dumps(record))
+    err = refused(["run", QUICKSTART, "--out", str(run)], capsys)
+    assert f"already holds 3 of 5 generations of a run; continue it with `coevo resume {run}`" in err
+
+
+def test_resuming_a_finished_run_prints_its_summary_without_starting_ray(
+    finished_run: Path, tmp_path, capsys
+) -> None:
+    """`coevo resume` of a run with every generation committed: exit 0, its summary, no Ray, the log untouched."""
+    run = tmp_path / "run"
+    shutil.copytree(finished_run, run)
+    before = sorted((p.name, p.stat().st_size) for p in run.rglob("*") if p.is_file())
+    assert main(["resume", str(run), "--json"]) == 0
+    captured = capsys.readouterr()
+    assert "is finished (3 generations): nothing to resume" in captured.err
+    assert "3 generations, 24 training episodes" in captured.err
+    assert json.loads(captured.out)["generations"] == 3
+    assert sorted((p.name, p.stat().st_size) for p in run.rglob("*") if p.is_file()) == before
+
+
+@pytest.mark.parametrize(
+    ("override", "meant"),
+    [
+        ("generations=3", "run.generations"),
+        ("run.generatons=3", "run.generations"),
+        ("seed=2", "run.seed"),
+        ("solver.actor=2", "solver.actors"),
+        ("num_cpus=1", "ray.num_cpus"),
+    ],
+)
+def test_a_bad_override_is_blamed_with_the_full_dotted_key_it_meant(
+    override: str, meant: str, capsys
+) -> None:
+    """`--set KEY=V` with a key that is not there: the override is blamed (not the file), with "did you mean" the full key."""
+    err = refused(["run", QUICKSTART, "--set", override], capsys)
+    assert f"the override --set {override} is not valid" in err
+    assert f"did you mean {meant!r}" in err
+    assert "quickstart.toml" not in err
+
+
+def test_a_mistake_in_the_file_is_blamed_on_the_file_even_with_overrides(tmp_path, capsys) -> None:
+    """A bad key in the experiment file is the file's, whatever --set adds."""
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[run]\ngenerations = 2\nrollout = 3\n")
+    err = refused(["run", str(bad), "--set", "run.seed=1"], capsys)
+    assert f"{bad} is not a valid experiment" in err and "did you mean 'run.rollouts'" in err

@@ -29,8 +29,9 @@ def test_run_prints_a_row_per_generation_logs_events_and_ends_with_a_summary(
     assert summary["generations"] == 2 and summary["episodes"] == 2 * 4 * 2
     assert summary["run_dir"] == str(out)
     lines = captured.err.splitlines()
-    header = next(i for i, line in enumerate(lines) if line.startswith("gen  proposed"))
+    header = next(i for i, line in enumerate(lines) if line.startswith("gen  accepted"))
     assert [line.split()[0] for line in lines[header + 1 : header + 3]] == ["0", "1"]
+    assert "2 generations, 16 training episodes" in captured.err
     assert f"game log: {out}/log" in captured.err
     events = [json.loads(line) for line in (out / "events.jsonl").read_text().splitlines()]
     names = [e["event"] for e in events]
@@ -44,7 +45,7 @@ def test_run_prints_a_row_per_generation_logs_events_and_ends_with_a_summary(
     assert json.loads((out / "experiment.json").read_text())["run"]["out"] == str(out)
     before = (out / "events.jsonl").read_text()
     assert main(["run", str(toml), "--out", str(out)]) == 2
-    assert "already holds 2 generations; continue it with `coevo resume" in capsys.readouterr().err
+    assert "already holds a finished run (2 generations)" in capsys.readouterr().err
     assert (out / "events.jsonl").read_text() == before
 
 
