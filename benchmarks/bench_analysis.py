@@ -161,7 +161,7 @@ def main() -> None:
         success = timed(
             "success (gen, level, domain)", lambda: analysis._success(run, tasks), times
         )
-        timed("frontier", lambda: analysis._frontier(success["eval_by_level"]), times)
+        timed("mastered level", lambda: analysis._mastered(success["eval_by_level"]), times)
         timed("pool diversity", lambda: analysis._pool(run, tasks), times)
         timed("rejections per check", lambda: analysis._rejections(run), times)
         timed("calibration (Brier, ECE, reliability)", lambda: analysis._calibration(run), times)

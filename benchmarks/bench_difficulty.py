@@ -1,6 +1,6 @@
 """Is difficulty real? Success of simple baseline solvers by level, on procedural tasks.
 
-    python benchmarks/bench_difficulty.py [--n 60] [--k 20]
+    python benchmarks/bench_difficulty.py [--n 100] [--k 20]
 
 This measures what the levels do to two fixed policies (the learning
 Solver's figures are in ``bench_solver.py``), against the reference
@@ -37,9 +37,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--n", type=int, default=60, help="tasks per level (default 60)")
+    parser.add_argument("--n", type=int, default=100, help="tasks per level (default %(default)s)")
     parser.add_argument(
-        "--k", type=int, default=20, help="row-guesser episodes per task (default 20)"
+        "--k", type=int, default=20, help="row-guesser episodes per task (default %(default)s)"
     )
     args = parser.parse_args()
     synth = ProceduralSynthesizer()

@@ -126,7 +126,7 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--quick", action="store_true", help="fewer tasks (a smoke run)")
-    parser.add_argument("--n", type=int, default=500, help="tasks per domain (default 500)")
+    parser.add_argument("--n", type=int, default=500, help="tasks per source (default %(default)s)")
     args = parser.parse_args()
     n = 50 if args.quick else args.n
     print(

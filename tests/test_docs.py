@@ -92,3 +92,58 @@ def test_the_role_plugin_template_installs_and_conforms(template_installed: dict
         "the role's class needs a docstring (its first line is the description)"
     )
     check_role(info.create({}), name=name)
+
+
+BENCHMARK_COMMAND = re.compile(r"python benchmarks/(bench_\w+\.py)([^`\n]*)")
+HEADING = re.compile(r"^#+ ", flags=re.M)
+
+
+def _benchmark_options(script: Path) -> dict[str, tuple[object, str]]:
+    """``--option`` → (its default, its help) as the script's argparse calls declare them."""
+    import ast
+
+    options: dict[str, tuple[object, str]] = {}
+    for node in ast.walk(ast.parse(script.read_text())):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "add_argument"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+        ):
+            keywords = {k.arg: k.value for k in node.keywords}
+            default = keywords.get("default")
+            help_ = keywords.get("help")
+            options[str(node.args[0].value)] = (
+                ast.literal_eval(default) if default is not None else None,
+                help_.value if isinstance(help_, ast.Constant) else "",
+            )
+    return options
+
+
+def test_benchmark_figures_in_the_docs_name_the_counts_the_scripts_use() -> None:
+    """Where a page shows `python benchmarks/bench_X.py [--opt V]`, each option exists, and every "N tasks per level" (or any "N things per ...") the section states is the value the command runs with: the one given, else the script's default."""
+    wrong = []
+    for page in PAGES:
+        for section in HEADING.split(page.read_text()):
+            for script_name, given in BENCHMARK_COMMAND.findall(section):
+                script = ROOT / "benchmarks" / script_name
+                assert script.exists(), f"{_name(page)} runs {script_name}, which does not exist"
+                options = _benchmark_options(script)
+                values = {k: v for k, (v, _) in options.items()}
+                for option, value in re.findall(r"(--[\w-]+)(?:[ =](\S+))?", given):
+                    if option not in options:
+                        wrong.append(f"{_name(page)}: {script_name} has no option {option}")
+                    elif value:
+                        values[option] = value.strip("`[]")
+                for option, (_, help_) in options.items():
+                    counted = re.match(r"([\w-]+ per \w+)", help_)
+                    if not counted or values[option] is None:
+                        continue
+                    for stated in re.findall(rf"([\d,]+) {re.escape(counted.group(1))}", section):
+                        if int(stated.replace(",", "")) != int(str(values[option])):
+                            wrong.append(
+                                f"{_name(page)}: '{stated} {counted.group(1)}' but {script_name} "
+                                f"runs with {option} {values[option]}"
+                            )
+    assert not wrong, "\n".join(wrong)

@@ -70,13 +70,18 @@ def test_mypy_passes():
 
 
 def test_every_package_is_in_the_wheel():
-    """Every folder with an __init__.py under arena/, agents/, curricula/ is listed in pyproject's packages."""
+    """Every folder with an __init__.py under arena/, agents/, curricula/, experiments/ is listed in pyproject's packages."""
     import tomllib
 
     listed = set(
         tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
     )
-    names = {"arena": "coevo.arena", "agents": "coevo.agents", "curricula": "coevo.curricula"}
+    names = {
+        "arena": "coevo.arena",
+        "agents": "coevo.agents",
+        "curricula": "coevo.curricula",
+        "experiments": "coevo.experiments",
+    }
     found = {
         ".".join([names[init.relative_to(ROOT).parts[0]], *init.relative_to(ROOT).parts[1:-1]])
         for folder in names

@@ -7,7 +7,7 @@ this package; it puts them together::
     from coevo.arena.run.experiment import load_experiment
     from coevo.arena.run.loop import run_experiment
 
-    experiment = load_experiment("experiments/quickstart.toml", ["run.generations=2"])
+    experiment = load_experiment("quickstart", ["run.generations=2"])
     summary = run_experiment(experiment, "runs/two-generations")
 
 ============================ =====================================================

@@ -14,6 +14,7 @@
 ``coevo report RUN_DIR...``  one HTML file comparing runs
 ``coevo export RUN_DIR``     a run's accepted tasks as training data
 ``coevo doctor RUN_DIR``     what is damaged in a run directory (and ``--repair``)
+``coevo examples``           the files that ship with coevo (and ``--copy NAME DIR``)
 ============================ ==========================================================
 
 Every command has ``--help`` with an example. Errors are handled here and
@@ -35,13 +36,16 @@ import os
 import sys
 import traceback
 from collections.abc import Sequence
+from importlib import metadata
 
 from coevo.arena.errors import CoevoError, CommandError
 from coevo.arena.run.commands import (
+    EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_UNREADABLE,
     analysis,
     doctor,
+    examples,
     records,
     roles,
     runs,
@@ -50,7 +54,7 @@ from coevo.arena.run.commands import (
 
 __all__ = ["build_parser", "main"]
 
-_GROUPS = (records, synthesis, roles, runs, analysis, doctor)
+_GROUPS = (records, synthesis, roles, runs, analysis, doctor, examples)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -66,11 +70,11 @@ def build_parser() -> argparse.ArgumentParser:
         prog="coevo",
         description="coevo: agent-environment co-evolution — synthesized SQL tool-use worlds, "
         "a Judge that proves them, curricula at the Solver's frontier.",
-        epilog="example: coevo check arena/examples/examples.jsonl",
+        epilog="start with: coevo examples (the files that ship with coevo), coevo run quickstart",
         parents=[common],
     )
+    parser.add_argument("--version", action="version", version=f"coevo {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    sub.required = True
     fmt = argparse.RawDescriptionHelpFormatter
     for group in _GROUPS:
         group.add_commands(_Subparsers(sub, common), fmt)
@@ -89,6 +93,14 @@ class _Subparsers:
         return self._sub.add_parser(name, parents=[self._common], **kwargs)  # type: ignore[arg-type]
 
 
+def _version() -> str:
+    """The installed distribution's version (a source tree that was never installed says so)."""
+    try:
+        return metadata.version("coevo")
+    except metadata.PackageNotFoundError:
+        return "(not installed: run `pip install .` in the checkout)"
+
+
 def _report(command: str, exc: BaseException, debug: bool) -> None:
     print(f"coevo {command}: {exc}", file=sys.stderr)
     if debug:
@@ -99,7 +111,11 @@ def _report(command: str, exc: BaseException, debug: bool) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``coevo`` command; returns the exit status."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:  # bare `coevo`: what it can do, not an error
+        parser.print_help()
+        return EXIT_OK
     debug = bool(getattr(args, "debug", False)) or os.environ.get("COEVO_DEBUG") == "1"
     try:
         return int(args.func(args))
@@ -111,7 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_UNREADABLE
     except KeyboardInterrupt:
         print(f"coevo {args.command}: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         # The reader went away (e.g. `| head`); silence the flush at exit.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -175,7 +175,7 @@ class GenerationTable:
             expand=False,
         )
         for name, justify, width, _ in COLUMNS:
-            table.add_column(name, justify=justify, min_width=width, no_wrap=True)  # type: ignore[arg-type]
+            table.add_column(name, justify=justify, min_width=width, no_wrap=True)
         for row in self.rows:
             table.add_row(*row)
         return table

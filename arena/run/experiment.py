@@ -21,6 +21,7 @@ TOML (``1``, ``"text"``, ``[1, 2]``, ``true``) or, failing that, as text.
 
 from __future__ import annotations
 
+import difflib
 import json
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -28,9 +29,11 @@ from pathlib import Path
 from typing import Any, Final
 
 from coevo.agents.registry import REGISTRY
-from coevo.arena.errors import CoevoError, ExperimentError
+from coevo.arena.errors import CoevoError, ExperimentError, RegistryError
+from coevo.arena.examples import find_bundled
 from coevo.arena.gamelog import RunDir
 from coevo.arena.run.capacity import MAX_ACTORS
+from coevo.arena.run.tracking import TrackingConfig
 from coevo.arena.settings import Settings, StrictNumbers, explain
 from coevo.curricula.base import CurriculumConfig
 from coevo.curricula.registry import curriculum_config, recorded_curriculum
@@ -127,6 +130,7 @@ class Experiment(_Table):
     curriculum: SerializeAsAny[CurriculumConfig] = Field(default_factory=CurriculumConfig)
     eval: EvalConfig = Field(default_factory=EvalConfig)
     ray: RayConfig = Field(default_factory=RayConfig)
+    tracking: TrackingConfig = Field(default_factory=TrackingConfig)
 
     @field_validator("curriculum", mode="before")
     @classmethod
@@ -173,9 +177,39 @@ def _fields_at(model: type[BaseModel], path: Sequence[str | int]) -> list[str]:
     return list(fields) if fields else []
 
 
-def _explain(error: ValidationError, source: str) -> str:
+def _dotted_keys(model: type[BaseModel] = Experiment, prefix: str = "") -> list[str]:
+    """Every key of an experiment as a dotted path (``run.generations``), for "did you mean"."""
+    keys = []
+    for name, info in model.model_fields.items():
+        inner = info.annotation
+        if isinstance(inner, type) and issubclass(inner, BaseModel):
+            keys += _dotted_keys(inner, f"{prefix}{name}.")
+        else:
+            keys.append(f"{prefix}{name}")
+    return keys
+
+
+def _closest_key(location: Sequence[str | int]) -> str | None:
+    """The experiment key an unknown ``location`` most likely meant: the same last name elsewhere, or a close spelling."""
+    dotted = ".".join(map(str, location))
+    keys = _dotted_keys()
+    same_name = [k for k in keys if k.rsplit(".", 1)[-1] == str(location[-1])]
+    if same_name:
+        return same_name[0]
+    close = difflib.get_close_matches(dotted, keys, n=1, cutoff=0.75)
+    return close[0] if close else None
+
+
+def _explain(error: ValidationError, heading: str) -> str:
     lines = explain(error, "", lambda location: _fields_at(Experiment, [*location, ""]))
-    return f"{source} is not a valid experiment:\n  " + "\n  ".join(lines)
+    for i, problem in enumerate(error.errors()):
+        # explain() suggests a sibling; a key in the wrong table (`generations` for `run.generations`)
+        # is found by its full dotted name
+        if problem["type"] == "extra_forbidden" and "did you mean" not in lines[i]:
+            closest = _closest_key(problem["loc"])
+            if closest:
+                lines[i] = lines[i].replace(" (allowed", f"; did you mean {closest!r}? (allowed", 1)
+    return f"{heading}:\n  " + "\n  ".join(lines)
 
 
 def parse_overrides(items: Sequence[str]) -> dict[str, Any]:
@@ -213,24 +247,44 @@ def _merge(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
     return merged
 
 
+def _experiment_file(source: str | Path) -> Path:
+    """The file ``source`` names: the path if it exists, else the bundled experiment of that name.
+
+    Raises:
+        ExperimentError: neither (the message names the closest bundled experiment and lists them).
+    """
+    path = Path(source)
+    if path.is_file():
+        return path
+    if path.exists():
+        raise ExperimentError(f"{path} is a directory, not an experiment file")
+    try:
+        return find_bundled(str(source), kind="experiment").path
+    except RegistryError as exc:
+        raise ExperimentError(f"{path}: no such experiment file, and {exc}") from None
+
+
 def load_experiment(
     source: str | Path | Mapping[str, Any], overrides: Sequence[str] = ()
 ) -> Experiment:
-    """Read and validate an experiment (a TOML path, or the parsed mapping), with ``--set`` overrides.
+    """Read and validate an experiment, with ``--set`` overrides.
+
+    Args:
+        source: a TOML file's path; else the name of a bundled experiment
+            (``quickstart``: :func:`~coevo.arena.examples.bundled` lists them); or the parsed mapping.
+            A path that exists wins over a name.
+        overrides: ``--set`` items, ``key=value``.
 
     Raises:
-        ExperimentError: the file is missing, not TOML, or not a valid experiment
+        ExperimentError: the file is missing (and no bundled experiment has that name: the
+            message names the closest), not TOML, or not a valid experiment
             (every problem listed, an unknown key with the closest known one).
     """
     if isinstance(source, Mapping):
         data, label = dict(source), "the experiment"
     else:
-        path = Path(source)
+        path = _experiment_file(source)
         label = str(path)
-        if not path.is_file():
-            raise ExperimentError(
-                f"{path}: no such experiment file (see experiments/ for examples)"
-            )
         try:
             data = tomllib.loads(path.read_text(encoding="utf-8"))
         except tomllib.TOMLDecodeError as exc:
@@ -238,23 +292,45 @@ def load_experiment(
         except UnicodeDecodeError as exc:
             raise ExperimentError(
                 f"{path} is not a TOML file: it is not UTF-8 text (byte {exc.start}); "
-                "pass an experiment file such as experiments/quickstart.toml"
+                "pass an experiment file, or the name of a bundled one such as quickstart"
             ) from exc
     # role tables start from their defaults, so "--set solver.actors=2" works without a [solver] table
     defaults = {key: {"name": getattr(Experiment(), key).name} for key in ROLE_TABLES}
-    data = _merge(_merge(defaults, data), parse_overrides(overrides))
+    data = _merge(defaults, data)
+    if not overrides:
+        return _validated(data, label)
+    _validated(data, label)  # the file's own mistakes are the file's
+    # what fails now is the overrides' doing: the message names them, not the file
+    many = len(overrides) > 1
+    return _validated(
+        _merge(data, parse_overrides(overrides)),
+        f"the override{'s' * many} --set " + " --set ".join(overrides),
+        what="valid" if not many else "valid together",
+        verb="are" if many else "is",
+    )
+
+
+def _validated(
+    data: dict[str, Any], label: str, what: str = "a valid experiment", verb: str = "is"
+) -> Experiment:
+    """``data`` read into an :class:`Experiment`; errors say ``{label} {verb} not {what}``.
+
+    Raises:
+        ExperimentError: every problem, each naming its key, with "did you mean".
+    """
+    data = dict(data)
     try:
         # read first on its own, so that its errors name the curriculum's own keys
         data["curriculum"] = curriculum_config(data.get("curriculum", {}))
         experiment = Experiment.model_validate(data)
     except CoevoError as exc:
-        raise ExperimentError(f"{label} is not a valid experiment:\n  {exc}") from exc
+        raise ExperimentError(f"{label} {verb} not {what}:\n  {exc}") from exc
     except ValidationError as exc:
-        raise ExperimentError(_explain(exc, label)) from exc
+        raise ExperimentError(_explain(exc, f"{label} {verb} not {what}")) from exc
     try:
         experiment.role_settings()
     except ExperimentError as exc:
-        raise ExperimentError(f"{label} is not a valid experiment:\n  {exc}") from exc
+        raise ExperimentError(f"{label} {verb} not {what}:\n  {exc}") from exc
     return experiment
 
 
@@ -277,6 +353,6 @@ def recorded_experiment(run_dir: str) -> Experiment:
         data["curriculum"] = recorded_curriculum(data.get("curriculum", {}))
         return Experiment.model_validate(data)
     except ValidationError as exc:
-        raise ExperimentError(_explain(exc, label)) from exc
+        raise ExperimentError(_explain(exc, f"{label} is not a valid experiment")) from exc
     except (ValueError, CoevoError) as exc:
         raise ExperimentError(f"{label} cannot be read: {exc}") from exc

@@ -6,11 +6,11 @@ Everything here reads the game log and nothing else (no checkpoint, no role):
 * :mod:`~coevo.curricula.analysis.irt`: abilities and difficulties fitted to the episodes;
 * :mod:`~coevo.curricula.analysis.lineage`: the mutation lineage as a graph;
 * :mod:`~coevo.curricula.analysis.report`: one self-contained HTML file comparing runs;
-* :mod:`~coevo.curricula.analysis.export`: accepted tasks as training data.
+* :mod:`~coevo.curricula.analysis.export`: accepted tasks as training data (and reading them back).
 """
 
 from __future__ import annotations
 
-from coevo.curricula.analysis.metrics import Run, analyze, frontier_of, load_run
+from coevo.curricula.analysis.metrics import Run, analyze, load_run, mastered_level
 
-__all__ = ["Run", "analyze", "frontier_of", "load_run"]
+__all__ = ["Run", "analyze", "load_run", "mastered_level"]

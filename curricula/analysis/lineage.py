@@ -5,9 +5,9 @@ Nodes are the run's tasks (every proposal; ``accepted``, ``level``,
 episodes, or -1 when never played — as attributes); an edge ``parent →
 child`` carries the mutation ``operator``. Fresh tasks are roots.
 
-*Frontier tasks* are those the Solver is learning from: played, with a
+*Learnable tasks* are those the Solver is learning from: played, with a
 success strictly between 0 and 1. :func:`lineage_summary` says how deep and
-bushy the mutation trees are and which root lineages produced frontier tasks.
+bushy the mutation trees are and which root lineages produced learnable tasks.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import Any
 
 import networkx as nx
 import pyarrow.compute as pc
+from coevo.arena.errors import CoevoError
 from coevo.curricula.analysis.metrics import Run
 
 __all__ = ["lineage_graph", "lineage_summary", "write_graphml"]
@@ -73,16 +74,30 @@ def _root(graph: nx.DiGraph, node: str) -> str:
         node = parents[0]
 
 
-def lineage_summary(graph: nx.DiGraph) -> dict[str, Any]:
-    """Depth, branching, operators, and the root lineages that produced frontier tasks."""
+def lineage_summary(graph: nx.DiGraph | Run) -> dict[str, Any]:
+    """Depth, branching, operators, and the root lineages that produced learnable tasks.
+
+    Args:
+        graph: the lineage graph (:func:`lineage_graph`), or the run to build it from.
+
+    Raises:
+        CoevoError: ``graph`` is neither a lineage graph nor a run.
+    """
+    if isinstance(graph, Run):
+        graph = lineage_graph(graph)
+    elif not isinstance(graph, nx.DiGraph):
+        raise CoevoError(
+            f"lineage_summary takes a lineage graph or a run, not a {type(graph).__name__}: "
+            "pass lineage_graph(run) or the Run from load_run"
+        )
     children = [n for n in graph if graph.in_degree(n) > 0]
     parents = [n for n in graph if graph.out_degree(n) > 0]
     depth = {n: 0 for n in graph if graph.in_degree(n) == 0}
     for node in nx.topological_sort(graph):
         for child in graph.successors(node):
             depth[child] = max(depth.get(child, 0), depth.get(node, 0) + 1)
-    frontier = [n for n, d in graph.nodes(data=True) if 0.0 < d["success"] < 1.0]
-    producing = Counter(_root(graph, n) for n in frontier if graph.in_degree(n) > 0)
+    learnable = [n for n, d in graph.nodes(data=True) if 0.0 < d["success"] < 1.0]
+    producing = Counter(_root(graph, n) for n in learnable if graph.in_degree(n) > 0)
     return {
         "tasks": graph.number_of_nodes(),
         "mutations": graph.number_of_edges(),
@@ -92,10 +107,10 @@ def lineage_summary(graph: nx.DiGraph) -> dict[str, Any]:
         if parents
         else 0.0,
         "operators": dict(Counter(d["operator"] for _, _, d in graph.edges(data=True))),
-        "frontier_tasks": len(frontier),
-        "frontier_from_mutation": sum(graph.in_degree(n) > 0 for n in frontier),
-        "lineages_producing_frontier": [
-            {"root": root, "frontier_tasks": count} for root, count in producing.most_common(10)
+        "learnable_tasks": len(learnable),
+        "learnable_from_mutation": sum(graph.in_degree(n) > 0 for n in learnable),
+        "lineages_producing_learnable": [
+            {"root": root, "learnable_tasks": count} for root, count in producing.most_common(10)
         ],
     }
 

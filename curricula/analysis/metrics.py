@@ -8,8 +8,10 @@ episode rows take a fraction of a second), from the tables alone:
 
 * ``success``: per generation, success on train and on eval; and per level
   and per domain (joining episodes to their tasks);
-* ``frontier``: per generation, the level at which eval success crosses 0.5
-  (linear between the last level at or above 0.5 and the next one below);
+* ``mastered``: per generation, the level up to which eval success stays at
+  or above 0.5 (linear between the last such level and the next one below);
+* ``frontier``: per generation, the curriculum's level, as the loop logged it
+  (the live table's ``frontier`` column; each curriculum has its own measure);
 * ``pool``: per generation, the accepted tasks' domains, families,
   distinct worlds and distinct schemas;
 * ``rejections``: per generation and per check, how many proposals failed it
@@ -38,7 +40,7 @@ from coevo.arena.errors import CoevoError
 from coevo.arena.gamelog import SCHEMAS, GameLog, RunDir
 from coevo.curricula.analysis.irt import fit_rasch
 
-__all__ = ["Run", "analyze", "frontier_of", "load_run"]
+__all__ = ["Run", "analyze", "load_run", "mastered_level"]
 
 
 @dataclass
@@ -59,19 +61,19 @@ class Run:
         return self.tables[name]
 
     def to_pandas(self, name: str) -> Any:
-        """The table as a pandas DataFrame (needs pandas installed)."""
+        """The table as a pandas DataFrame (needs the ``frames`` extra)."""
         try:
             import pandas  # noqa: F401  (optional: the "frames" extra)
         except ImportError as exc:
-            raise CoevoError("to_pandas needs pandas: pip install pandas") from exc
+            raise CoevoError("to_pandas needs pandas: pip install 'coevo[frames]'") from exc
         return self.tables[name].to_pandas()
 
     def to_polars(self, name: str) -> Any:
-        """The table as a polars DataFrame (needs polars installed)."""
+        """The table as a polars DataFrame (needs the ``frames`` extra)."""
         try:
             import polars  # optional: the "frames" extra
         except ImportError as exc:
-            raise CoevoError("to_polars needs polars: pip install polars") from exc
+            raise CoevoError("to_polars needs polars: pip install 'coevo[frames]'") from exc
         return polars.from_arrow(self.tables[name])
 
     @property
@@ -152,14 +154,14 @@ def _success(run: Run, tasks: pa.Table) -> dict[str, Any]:
     }
 
 
-def frontier_of(by_level: dict[int, float]) -> float | None:
-    """The level at which success first falls below 0.5, going up from the easiest (None if it starts below).
+def mastered_level(by_level: dict[int, float]) -> float | None:
+    """The level up to which success stays at or above 0.5, going up from the easiest (None if it starts below).
 
     Levels are taken in order while success stays at or above 0.5; the
-    frontier is the last of them plus the fraction of the way to the next
-    level at which a straight line between the two crosses 0.5. A higher
+    mastered level is the last of them plus the fraction of the way to the
+    next level at which a straight line between the two crosses 0.5. A higher
     level that happens to be above 0.5 again does not move it. A Solver at or
-    above 0.5 everywhere is at the highest level.
+    above 0.5 everywhere has mastered the highest level.
     """
     levels = sorted(by_level)
     if not levels or by_level[levels[0]] < 0.5:
@@ -173,12 +175,18 @@ def frontier_of(by_level: dict[int, float]) -> float | None:
     return float(last)
 
 
-def _frontier(eval_by_level: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _mastered(eval_by_level: list[dict[str, Any]]) -> list[dict[str, Any]]:
     by_gen: dict[int, dict[int, float]] = {}
     for row in eval_by_level:
         if row["level"] is not None:
             by_gen.setdefault(row["gen"], {})[row["level"]] = row["success"]
-    return [{"gen": g, "frontier": frontier_of(levels)} for g, levels in sorted(by_gen.items())]
+    return [{"gen": g, "mastered": mastered_level(levels)} for g, levels in sorted(by_gen.items())]
+
+
+def _frontier(run: Run) -> list[dict[str, Any]]:
+    """The curriculum's level per generation, as the loop logged it."""
+    generations = run["generations"].select(["gen", "frontier"]).to_pylist()
+    return sorted(generations, key=lambda r: r["gen"])
 
 
 def _schemas(run: Run) -> dict[str, str]:
@@ -319,7 +327,8 @@ def analyze(run: Run, *, irt: bool = True) -> dict[str, Any]:
         "curriculum": run.experiment.get("curriculum", {}).get("name"),
         "generations": run.generations,
         "success": success,
-        "frontier": _frontier(success["eval_by_level"]),
+        "mastered": _mastered(success["eval_by_level"]),
+        "frontier": _frontier(run),
         "pool": _pool(run, tasks),
         "rejections": _rejections(run),
         "calibration": _calibration(run),

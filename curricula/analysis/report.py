@@ -5,7 +5,7 @@
 Figures, each with every run side by side:
 
 1. success against training episodes (train, and the held-out eval);
-2. the difficulty frontier by generation;
+2. the level mastered (eval success at or above 0.5) and the curriculum's frontier, by generation;
 3. eval success per level and generation (a heat map per run);
 4. rejection reasons (proposals failing each check);
 5. calibration: the World model's predictions against the outcomes;
@@ -29,7 +29,10 @@ __all__ = ["FIGURES", "render_report"]
 
 FIGURES = (
     ("success", "Success against training episodes"),
-    ("frontier", "Difficulty frontier by generation"),
+    (
+        "mastered",
+        "Level mastered (eval success ≥ 0.5) and the curriculum's frontier, by generation",
+    ),
     ("heatmap", "Eval success per level and generation"),
     ("rejections", "Rejection reasons"),
     ("calibration", "World-model calibration"),
@@ -86,17 +89,25 @@ def _figures(runs: list[dict[str, Any]]) -> dict[str, str]:
 
     fig, ax = plt.subplots(figsize=(6.5, 3.8))
     for m in runs:
-        points = [(r["gen"], r["frontier"]) for r in m["frontier"]]
-        ax.plot(
+        points = [(r["gen"], r["mastered"]) for r in m["mastered"]]
+        (line,) = ax.plot(
             [g for g, _ in points],
-            [f if f is not None else 0.0 for _, f in points],
+            [v if v is not None else 0.0 for _, v in points],
             marker="o",
-            label=m["name"],
+            label=f"{m['name']}: mastered",
+        )
+        frontier = [(r["gen"], r["frontier"]) for r in m["frontier"] if r["frontier"] is not None]
+        ax.plot(
+            [g for g, _ in frontier],
+            [v for _, v in frontier],
+            linestyle="--",
+            color=line.get_color(),
+            label=f"{m['name']}: curriculum's frontier",
         )
     ax.set_xlabel("generation")
-    ax.set_ylabel("level where eval success crosses 0.5 (0: none)")
+    ax.set_ylabel("level (mastered: 0 when none)")
     ax.legend(fontsize=8)
-    out["frontier"] = _png(fig)
+    out["mastered"] = _png(fig)
 
     fig, axes = plt.subplots(1, len(runs), figsize=(5.2 * len(runs), 3.6), squeeze=False)
     for ax, m in zip(axes[0], runs, strict=True):
@@ -165,7 +176,7 @@ def _figures(runs: list[dict[str, Any]]) -> dict[str, str]:
 def _summary_rows(runs: list[dict[str, Any]]) -> str:
     head = (
         "<tr><th>run</th><th>generations</th><th>training episodes</th><th>final eval</th>"
-        "<th>accepted</th><th>mutations</th><th>lineage depth</th><th>frontier tasks (from mutations)</th></tr>"
+        "<th>accepted</th><th>mutations</th><th>lineage depth</th><th>learnable tasks (from mutations)</th></tr>"
     )
     body = []
     for m in runs:
@@ -178,7 +189,7 @@ def _summary_rows(runs: list[dict[str, Any]]) -> str:
             f"<td>{sum(r['episodes'] or 0 for r in m['throughput'])}</td><td>{final}</td>"
             f"<td>{sum(r['accepted'] or 0 for r in m['throughput'])}</td><td>{lineage['mutations']}</td>"
             f"<td>{lineage['max_depth']}</td>"
-            f"<td>{lineage['frontier_tasks']} ({lineage['frontier_from_mutation']})</td>"
+            f"<td>{lineage['learnable_tasks']} ({lineage['learnable_from_mutation']})</td>"
             "</tr>"
         )
     return f"<table>{head}{''.join(body)}</table>"

@@ -1,9 +1,10 @@
 """Real-world-shaped SQLite databases for the miner's tests, written here (nothing is downloaded).
 
-``build_shop``: mixed-case identifiers with spaces, JSON text with braces, a composite primary key, a
+``build_shop``: the sample shop database coevo ships (:mod:`coevo.arena.examples.shop`: mixed-case
+identifiers with spaces, JSON text with braces, a composite primary key, a
 table without keys, a view, triggers (one writing an audit log), BLOBs, NULLs,
 dates as text, a declared foreign key and an undeclared one (``CustomerId``),
-foreign-key violations in the data, and a 120,000-row table.
+foreign-key violations in the data), here with a 120,000-row table.
 
 ``build_library``: snake_case with no declared foreign keys at all (every
 link inferred: ``author_id`` → ``authors.id``), a WITHOUT ROWID table keyed by
@@ -19,6 +20,8 @@ import contextlib
 import random
 import sqlite3
 from pathlib import Path
+
+from coevo.arena.examples.shop import build_shop as _build_shop
 
 FIRST = [
     "Ana",
@@ -39,114 +42,8 @@ CITIES = ["Lisbon", "Oslo", "Lagos", "Kyoto", "Quito", "Perth"]
 
 
 def build_shop(path: Path, *, views: int = 120_000) -> Path:
-    """The shop database (see the module docstring)."""
-    rng = random.Random(1)
-    conn = sqlite3.connect(path)
-    conn.executescript(
-        """
-        CREATE TABLE "Customer" (
-            "CustomerId" INTEGER PRIMARY KEY,
-            "First Name" TEXT NOT NULL,
-            "Last Name" TEXT NOT NULL,
-            "Email" TEXT UNIQUE,
-            "City" TEXT,
-            "Status" TEXT NOT NULL DEFAULT 'active' CHECK ("Status" IN ('active', 'suspended', 'closed')),
-            "Prefs" TEXT
-        );
-        CREATE TABLE "Order" (
-            "OrderId" INTEGER PRIMARY KEY,
-            "CustomerId" INTEGER,
-            "Order Date" TEXT,
-            "Status" TEXT NOT NULL,
-            "Total" REAL
-        );
-        CREATE TABLE "Product" (sku TEXT PRIMARY KEY, "Name" TEXT NOT NULL, photo BLOB, price REAL);
-        CREATE TABLE "Order Details" (
-            "OrderId" INTEGER NOT NULL REFERENCES "Order"("OrderId"),
-            sku TEXT NOT NULL REFERENCES "Product"(sku),
-            qty INTEGER NOT NULL,
-            PRIMARY KEY ("OrderId", sku)
-        );
-        CREATE TABLE audit_log (at TEXT, message TEXT);
-        CREATE TABLE page_views (
-            id INTEGER PRIMARY KEY,
-            customer_id INTEGER REFERENCES "Customer"("CustomerId"),
-            url TEXT,
-            viewed_at TEXT
-        );
-        CREATE INDEX "Order by customer" ON "Order"("CustomerId");
-        CREATE VIEW "Big Spenders" AS
-            SELECT c."Email", sum(o."Total") AS spent FROM "Customer" c JOIN "Order" o USING ("CustomerId")
-            GROUP BY c."CustomerId" HAVING spent > 500;
-        CREATE TRIGGER "log status" AFTER UPDATE OF "Status" ON "Order"
-            BEGIN INSERT INTO audit_log VALUES (datetime('now'), 'order ' || new."OrderId" || ' -> ' || new."Status"); END;
-        CREATE TRIGGER no_closed_orders BEFORE INSERT ON "Order"
-            WHEN (SELECT "Status" FROM "Customer" WHERE "CustomerId" = new."CustomerId") = 'closed'
-            BEGIN SELECT RAISE(ABORT, 'the customer account is closed'); END;
-        """
-    )
-    customers = []
-    for cid in range(1, 61):
-        first, last = rng.choice(FIRST), rng.choice(LAST)
-        email = None if cid % 17 == 0 else f"{first}.{last}.{cid}@example.org".lower()
-        customers.append(
-            (
-                cid,
-                first,
-                last,
-                email,
-                rng.choice([*CITIES, None]),
-                rng.choice(["active"] * 5 + ["suspended"]),
-                None if cid % 3 else '{"newsletter": ' + ("true" if cid % 2 else "false") + "}",
-            )
-        )
-    conn.executemany('INSERT INTO "Customer" VALUES (?, ?, ?, ?, ?, ?, ?)', customers)
-    products = [
-        (
-            f"SKU-{n:03d}",
-            name,
-            bytes(rng.randrange(256) for _ in range(24)) if n % 3 else None,
-            round(rng.uniform(2, 300), 2),
-        )
-        for n, name in enumerate(
-            ["Kettle", "Lamp", "Desk", "Chair", "Mug", "Rug", "Clock", "Fan", "Shelf", "Vase"], 1
-        )
-    ]
-    conn.executemany('INSERT INTO "Product" VALUES (?, ?, ?, ?)', products)
-    orders, details = [], []
-    for oid in range(1, 241):
-        cid = (
-            rng.randint(1, 60) if oid % 50 else 9_999
-        )  # a few orders of customers that do not exist
-        date = None if oid % 37 == 0 else f"2025-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"
-        orders.append((oid, cid, date, rng.choice(["new", "paid", "shipped", "refunded"]), None))
-        total = 0.0
-        for sku, _, _, price in rng.sample(products, rng.randint(1, 4)):
-            qty = rng.randint(1, 3)
-            details.append((oid, sku, qty))
-            total += qty * price
-        orders[-1] = (*orders[-1][:4], round(total, 2))
-    conn.executemany('INSERT INTO "Order" VALUES (?, ?, ?, ?, ?)', orders)
-    conn.executemany('INSERT INTO "Order Details" VALUES (?, ?, ?)', details)
-    conn.executemany(
-        "INSERT INTO audit_log VALUES (?, ?)",
-        [(f"2025-01-{d:02d}", f"import batch {d}") for d in range(1, 20)],
-    )
-    conn.executemany(
-        "INSERT INTO page_views VALUES (?, ?, ?, ?)",
-        (
-            (
-                n,
-                5_555 if n % 9_000 == 0 else rng.randint(1, 60),
-                f"/p/{rng.randint(1, 10)}",
-                f"2025-06-{rng.randint(1, 28):02d}",
-            )
-            for n in range(1, views + 1)
-        ),
-    )
-    conn.commit()
-    conn.close()
-    return path
+    """The sample shop database (:mod:`coevo.arena.examples.shop`), with a 120,000-row table to sample."""
+    return _build_shop(path, views=views)
 
 
 def build_library(path: Path) -> Path:

@@ -7,12 +7,12 @@ from collections import defaultdict
 
 import networkx as nx
 import pytest
-from coevo.arena import TaskSpec, ToolCall, World
+from coevo.arena import World
 from coevo.arena.errors import CoevoError
 from coevo.arena.run.experiment import load_experiment
 from coevo.arena.run.loop import run_experiment
-from coevo.curricula.analysis import analyze, frontier_of, load_run
-from coevo.curricula.analysis.export import compile_where, export_run, task_row
+from coevo.curricula.analysis import analyze, load_run, mastered_level
+from coevo.curricula.analysis.export import compile_where, export_run, read_tasks, task_row
 from coevo.curricula.analysis.lineage import lineage_graph, lineage_summary, write_graphml
 
 
@@ -39,8 +39,8 @@ def _mean(values):
     return sum(values) / len(values)
 
 
-def test_success_and_frontier_match_a_count_by_hand(run) -> None:
-    """Train and eval success per generation, eval per level, and the frontier, recomputed from rows."""
+def test_success_and_mastered_level_match_a_count_by_hand(run) -> None:
+    """Train and eval success per generation, eval per level, and the level mastered, recomputed from rows."""
     metrics = analyze(run)
     episodes = run["episodes"].to_pylist()
     by_gen = defaultdict(list)
@@ -56,23 +56,26 @@ def test_success_and_frontier_match_a_count_by_hand(run) -> None:
         by_level[(r["gen"], r["level"])].append(r["reward"])
     got = {(r["gen"], r["level"]): r["success"] for r in metrics["success"]["eval_by_level"]}
     assert got == pytest.approx({k: _mean(v) for k, v in by_level.items()})
-    for row in metrics["frontier"]:
+    for row in metrics["mastered"]:
         levels = {lv: s for (g, lv), s in got.items() if g == row["gen"]}
-        assert row["frontier"] == frontier_of(levels)
+        assert row["mastered"] == mastered_level(levels)
+    assert metrics["frontier"] == [
+        {"gen": r["gen"], "frontier": r["frontier"]} for r in run["generations"].to_pylist()
+    ], "frontier is the curriculum's level, as logged"
     assert len(metrics["throughput"]) == run.generations == 6
     for row in metrics["pool"]:
         assert row["domains"] == {"retail": row["accepted"]}
         assert row["schemas"] == 1 <= row["worlds"] <= 2  # one domain's schema, world_pool = 2
 
 
-def test_frontier_interpolates_where_success_crosses_one_half() -> None:
+def test_the_mastered_level_interpolates_where_success_crosses_one_half() -> None:
     """0.9 at level 1 and 0.3 at level 2 cross 0.5 two thirds of the way; below 0.5 from the start: none."""
-    assert frontier_of({1: 0.9, 2: 0.3, 3: 0.0}) == pytest.approx(1 + 0.4 / 0.6)
-    assert frontier_of({1: 0.9, 2: 0.8}) == 2.0
-    assert frontier_of({1: 0.9, 2: 0.3, 3: 0.6}) == pytest.approx(1 + 0.4 / 0.6), (
+    assert mastered_level({1: 0.9, 2: 0.3, 3: 0.0}) == pytest.approx(1 + 0.4 / 0.6)
+    assert mastered_level({1: 0.9, 2: 0.8}) == 2.0
+    assert mastered_level({1: 0.9, 2: 0.3, 3: 0.6}) == pytest.approx(1 + 0.4 / 0.6), (
         "the first crossing"
     )
-    assert frontier_of({1: 0.2, 2: 0.1}) is None
+    assert mastered_level({1: 0.2, 2: 0.1}) is None
 
 
 def test_calibration_and_rejections_agree_with_the_log(run) -> None:
@@ -102,32 +105,38 @@ def test_the_lineage_graph_is_the_log_s_mutations(run, tmp_path) -> None:
         assert graph.edges[t["parent"], t["task_id"]]["operator"] == t["operator"]
     summary = lineage_summary(graph)
     assert summary["mutations"] == len(mutated) and summary["max_depth"] >= 1
+    assert lineage_summary(run) == summary, "a run is summarised through its graph"
+    with pytest.raises(CoevoError, match=r"lineage_graph\(run\)"):
+        lineage_summary(run.tables)  # type: ignore[arg-type]
     write_graphml(graph, str(tmp_path / "lineage.graphml"))
     again = nx.read_graphml(tmp_path / "lineage.graphml")
     assert again.number_of_edges() == graph.number_of_edges()
 
 
 def test_exported_tasks_recreate_their_world_and_reward(run, tmp_path) -> None:
-    """Every accepted, non-eval task is exported once; its reference solution earns 1 from the row alone."""
-    path, count = export_run(run, tmp_path / "export")
-    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    """Every accepted, non-eval task is exported once; read back with its world, its reference solution earns 1."""
+    manifest = export_run(run, tmp_path / "export")
     eval_ids = {t["task_id"] for t in run["tasks"].to_pylist() if t["source"] == "eval"}
     accepted = {v["task_id"] for v in run["verdicts"].to_pylist() if v["accepted"]} - eval_ids
-    assert count == len(rows) == len(accepted)
-    assert {r["task_id"] for r in rows} == accepted
-    for row in rows[:5]:
-        task = TaskSpec.model_validate(row["spec"])
-        assert task.task_id == row["task_id"]
-        assert row["prompt"].endswith(task.instruction)
-        assert row["tools"][-1]["name"] == "submit"
-        assert {t["function"]["name"] for t in row["openai_tools"]} == {
-            t["name"] for t in row["tools"]
-        }
-        with World(task.world) as world:
-            calls = [ToolCall(c["tool"], c.get("arguments", {})) for c in row["spec"]["solution"]]
-            assert world.run(task, calls).reward.value == 1
-    parquet, n = export_run(run, tmp_path / "p", fmt="parquet", where="level == 2")
-    assert parquet.suffix == ".parquet" and n == sum(r["level"] == 2 for r in rows)
+    tasks = read_tasks(tmp_path / "export")
+    assert manifest.tasks.rows == len(tasks) == len(accepted)
+    assert {t.task_id for t in tasks} == accepted
+    assert manifest.worlds is not None
+    assert manifest.worlds.rows == len({t.world_id for t in tasks}) <= 2  # world_pool = 2
+    worlds = {}
+    for task in tasks:
+        if task.world_id not in worlds:
+            worlds[task.world_id] = World(task.world)
+        reward = worlds[task.world_id].run(task, task.solution).reward
+        assert reward.value == 1, (task.task_id, reward.detail())
+    for world in worlds.values():
+        world.close()
+    level = {r["task_id"]: r["level"] for r in run["tasks"].to_pylist()}
+    parquet = export_run(run, tmp_path / "p", fmt="parquet", where="level == 2")
+    assert parquet.tasks.path == "tasks.parquet"
+    assert [t.task_id for t in read_tasks(tmp_path / "p")] == [
+        t.task_id for t in tasks if level[t.task_id] == 2
+    ]
 
 
 def test_where_is_safe_and_explains_itself() -> None:
@@ -145,11 +154,18 @@ def test_where_is_safe_and_explains_itself() -> None:
             compile_where(bad)
 
 
-def test_a_row_needs_the_world_inline() -> None:
-    """task_row refuses a task whose world is only an id."""
+def test_a_row_inlines_a_world_only_when_it_has_one() -> None:
+    """task_row keeps the world by id; asked to inline it, it refuses a task whose world is only an id."""
     from coevo.arena.testing import sample_tasks
 
     task = sample_tasks()[0]
-    assert task_row(task)["spec"]["world"]["format"] == "coevo.world/1"
+    row = task_row(task, gen=3)
+    assert row["gen"] == 3 and row["world_id"] == task.world_id
+    assert json.loads(row["task"])["world"] == task.world_id
+    assert json.loads(task_row(task, inline_world=True)["world"])["format"] == "coevo.world/1"
+    by_id = task.model_copy(update={"world": task.world_id})
+    assert task_row(by_id)["task"] == row["task"]
     with pytest.raises(CoevoError, match="inline"):
-        task_row(task.model_copy(update={"world": task.world_id}))
+        task_row(by_id, inline_world=True)
+    with pytest.raises(CoevoError, match="unknown fields"):
+        task_row(task, lvl=2)

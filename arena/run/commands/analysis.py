@@ -16,13 +16,16 @@ __all__ = ["add_commands"]
 def _print_metrics(metrics: dict[str, Any]) -> None:
     success = {r["gen"]: r["success"] for r in metrics["success"]["train"]}
     evals = {r["gen"]: r["success"] for r in metrics["success"]["eval"]}
+    mastered = {r["gen"]: r["mastered"] for r in metrics["mastered"]}
     frontier = {r["gen"]: r["frontier"] for r in metrics["frontier"]}
     brier = {r["gen"]: r["brier"] for r in metrics["calibration"]["per_generation"]}
     accepted = {r["gen"]: r["accepted"] for r in metrics["throughput"]}
     print(
         f"{metrics['run_dir']}: {metrics['generations']} generations, curriculum {metrics['curriculum']}"
     )
-    print(f"{'gen':>4} {'accepted':>8} {'train':>6} {'eval':>6} {'frontier':>8} {'brier':>6}")
+    print(
+        f"{'gen':>4} {'accepted':>8} {'train':>6} {'eval':>6} {'mastered':>8} {'frontier':>8} {'brier':>6}"
+    )
 
     def f(value: Any) -> str:
         return "–" if value is None else f"{value:.2f}"
@@ -30,13 +33,18 @@ def _print_metrics(metrics: dict[str, Any]) -> None:
     for gen in range(metrics["generations"]):
         print(
             f"{gen:>4} {accepted.get(gen, 0):>8} {f(success.get(gen)):>6} {f(evals.get(gen)):>6} "
-            f"{f(frontier.get(gen)):>8} {f(brier.get(gen)):>6}"
+            f"{f(mastered.get(gen)):>8} {f(frontier.get(gen)):>8} {f(brier.get(gen)):>6}"
         )
+    print(
+        "mastered: the level up to which eval success stays at or above 0.5; "
+        "frontier: the curriculum's level"
+    )
     lineage = metrics.get("lineage") or {}
     if lineage:
         print(
             f"lineage: {lineage['mutations']} mutations, depth {lineage['max_depth']}, "
-            f"{lineage['frontier_from_mutation']} of {lineage['frontier_tasks']} frontier tasks from mutations"
+            f"{lineage['learnable_from_mutation']} of {lineage['learnable_tasks']} learnable tasks "
+            "(success strictly between 0 and 1) from mutations"
         )
 
 
@@ -50,7 +58,17 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     graph = lineage_graph(run)
     metrics["lineage"] = lineage_summary(graph)
     if args.graphml:
-        write_graphml(graph, args.graphml)
+        try:
+            write_graphml(graph, args.graphml)
+        except OSError as exc:
+            raise CommandError(
+                f"cannot write the lineage graph to {args.graphml}: {exc.strerror or exc}"
+            ) from exc
+        print(
+            f"lineage graph: {graph.number_of_nodes()} tasks, {graph.number_of_edges()} mutations "
+            f"→ {args.graphml}",
+            file=sys.stderr,
+        )
     if args.json:
         sys.stdout.write(json.dumps(metrics, indent=1, default=str) + "\n")
     else:
@@ -58,23 +76,54 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     return 0
 
 
+def _size(n: float) -> str:
+    """``n`` bytes, readably (decimal units)."""
+    if n < 1000:
+        return f"{n:.0f} B"
+    return f"{n / 1000:.1f} kB" if n < 1_000_000 else f"{n / 1_000_000:.1f} MB"
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     """``coevo export RUN_DIR --out DIR``."""
+    from coevo.arena.run.progress import Progress
     from coevo.curricula.analysis import load_run
-    from coevo.curricula.analysis.export import export_run
+    from coevo.curricula.analysis.export import MANIFEST, export_run
 
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise CommandError(
-            f"--out {args.out} is a file; export writes a directory (tasks.{args.format} "
-            "inside it): name a directory"
+            f"--out {args.out} is a file; export writes a directory (tasks.{args.format}, "
+            f"worlds.{args.format} and {MANIFEST} inside it): name a directory"
         )
     run = load_run(args.run_dir)
+    bar: Progress | None = None
+
+    def progress(done: int, total: int) -> None:
+        nonlocal bar
+        if bar is None:
+            bar = Progress(total, "exporting tasks")
+        bar.advance(done - bar.done)
+
     try:
-        path, count = export_run(run, args.out, fmt=args.format, where=args.where)
+        manifest = export_run(
+            run,
+            args.out,
+            fmt=args.format,
+            where=args.where,
+            inline_worlds=args.inline_worlds,
+            progress=progress,
+        )
     except OSError as exc:
         raise CommandError(f"cannot write the export to {args.out}: {exc.strerror or exc}") from exc
-    print(f"{count} tasks → {path}", file=sys.stderr)
+    finally:
+        if bar is not None:
+            bar.close()
+    rows = manifest.tasks.rows
+    n = manifest.worlds.rows if manifest.worlds is not None else 0
+    worlds = "worlds inline" if manifest.worlds is None else f"{n} world{'s' * (n != 1)}"
+    files = ", ".join(f"{f.path} ({_size(f.bytes)})" for f in manifest.files)
+    each = f"; {_size(manifest.bytes / rows)} a task" if rows else ""
+    print(f"{rows} tasks, {worlds} → {out}/: {files}, {MANIFEST}{each}", file=sys.stderr)
     return 0
 
 
@@ -110,10 +159,10 @@ def add_commands(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
 
     analyze = sub.add_parser(
         "analyze",
-        help="a run's metrics: success, frontier, pool, rejections, calibration, lineage",
+        help="a run's metrics: success, level mastered, pool, rejections, calibration, lineage",
         formatter_class=fmt,
         description="Read RUN_DIR's game log and print its metrics per generation (--json: all of them).",
-        epilog="examples:\n  coevo analyze runs/quickstart\n  coevo analyze runs/quickstart --json | jq '.frontier'\n"
+        epilog="examples:\n  coevo analyze runs/quickstart\n  coevo analyze runs/quickstart --json | jq '.mastered'\n"
         "  coevo analyze runs/accel --graphml lineage.graphml",
     )
     analyze.add_argument("run_dir", metavar="RUN_DIR")
@@ -128,20 +177,33 @@ def add_commands(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
 
     export = sub.add_parser(
         "export",
-        help="write a run's accepted tasks as training data (prompt, tools, full spec)",
+        help="write a run's accepted tasks as training data (coevo.export/1: tasks, worlds, manifest)",
         formatter_class=fmt,
         description=(
-            "Write the accepted tasks of RUN_DIR to DIR/tasks.jsonl (or .parquet): a prompt, the tools\n"
-            "as function definitions, and the full task record to recreate the world and reward."
+            "Write the accepted tasks of RUN_DIR to DIR/tasks.jsonl (a prompt, chat messages, features,\n"
+            "the verifier and the task record, its world by id), each world once to DIR/worlds.jsonl (with\n"
+            "its tools as function definitions), and DIR/export.json; see docs/analysis.md."
         ),
         epilog="examples:\n  coevo export runs/quickstart --out export\n"
-        "  coevo export runs/quickstart --out export --format parquet --where 'level >= 2 and 0.2 <= success <= 0.8'",
+        "  coevo export runs/quickstart --out export --format parquet --where 'level >= 2 and 0.2 <= success <= 0.8'\n"
+        "  coevo export runs/quickstart --out export --inline-worlds",
     )
     export.add_argument("run_dir", metavar="RUN_DIR")
     export.add_argument("--out", required=True, metavar="DIR")
-    export.add_argument("--format", choices=["jsonl", "parquet"], default="jsonl")
+    export.add_argument(
+        "--format",
+        choices=["jsonl", "parquet"],
+        default="jsonl",
+        help="jsonl (default) or parquet: the same tables",
+    )
     export.add_argument(
         "--where",
-        help="keep rows where this holds (fields: task_id gen level domain family source predicted success)",
+        help="keep the tasks where this holds (fields: task_id world_id gen level domain family "
+        "source parent operator predicted success episodes)",
+    )
+    export.add_argument(
+        "--inline-worlds",
+        action="store_true",
+        help="put each task's world and tools in its row (self-contained rows; no worlds table)",
     )
     export.set_defaults(func=cmd_export)

@@ -362,7 +362,7 @@ def add_commands(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
             "for all its checks together (--task-budget) and a wall clock (--task-seconds):\n"
             "a task that spends either is rejected, naming the budget, and the next is checked."
         ),
-        epilog="examples:\n  coevo check arena/examples/examples.jsonl\n  coevo check tasks.jsonl --json | jq 'select(.accepted | not)'",
+        epilog="examples:\n  coevo examples --copy examples . && coevo check examples.jsonl\n  coevo check tasks.jsonl --json | jq 'select(.accepted | not)'",
     )
     check.add_argument(
         "file", metavar="FILE", help=".jsonl or .json file of records, or - for stdin"
@@ -394,7 +394,7 @@ def add_commands(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
         formatter_class=fmt,
         description="See the instruction and the tools, call tools with JSON arguments, submit,\nand see the reward with every failed check and every row outside the frame.",
         epilog=(
-            "example:\n  coevo play arena/examples/examples.jsonl --task 1\n"
+            "example:\n  coevo play examples.jsonl --task 1   (coevo examples --copy examples .)\n"
             '  > find_customer_by_email {"email": "ada@ex.io"}\n  > submit'
         ),
     )

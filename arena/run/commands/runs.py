@@ -9,6 +9,7 @@ import sys
 from typing import Any
 
 from coevo.arena.errors import CommandError
+from coevo.arena.run.columns import column_help
 from coevo.arena.run.commands import EXIT_INTERRUPTED, EXIT_ROLE_FAILED
 from coevo.arena.run.failures import ROLE_TABLE
 
@@ -125,9 +126,9 @@ def _run_locked(
 ) -> int:
     from coevo.arena.gamelog import GameLog, RunDir
     from coevo.arena.run.display import EventLog, GenerationTable
-    from coevo.arena.run.tracking import Tracking
     from coevo.arena.run.loop import run_experiment
     from coevo.arena.run.summary import summarize
+    from coevo.arena.run.tracking import Tracking
 
     events = EventLog(RunDir(run_dir))
     # a tracker whose package is missing stops the run here, before anything is written or Ray starts
@@ -209,7 +210,7 @@ def _run_locked(
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    """``coevo run EXPERIMENT.toml``."""
+    """``coevo run EXPERIMENT``."""
     return _run(args, resume=False)
 
 
@@ -222,19 +223,28 @@ def add_commands(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
     """Add ``run`` and ``resume`` to the ``coevo`` command."""
     run = sub.add_parser(
         "run",
-        help="run a co-evolution experiment from a TOML file",
+        help="run a co-evolution experiment (a TOML file, or a bundled one by name)",
         formatter_class=fmt,
         description=(
-            "Run EXPERIMENT.toml on Ray (a local Ray, or --address / RAY_ADDRESS for a cluster):\n"
-            "generations of propose → judge → predict → train → learn, logged to RUN_DIR/log as\n"
-            "Parquet, one table row per generation on the terminal, events in RUN_DIR/events.jsonl."
+            "Run EXPERIMENT (a TOML file, or a bundled experiment by name) on Ray: a local Ray,\n"
+            "or --address / RAY_ADDRESS for a cluster. Generations of propose → judge → predict →\n"
+            "train → learn, logged to RUN_DIR/log as Parquet; one table row per generation on the\n"
+            "terminal (80 columns), every event in RUN_DIR/events.jsonl. Ctrl-C stops after what\n"
+            "is committed (exit 130); `coevo resume RUN_DIR` continues."
         ),
         epilog=(
-            "examples:\n  coevo run experiments/quickstart.toml\n"
-            "  coevo run experiments/quickstart.toml --set curriculum.name='\"plr\"' --seed 3 --out runs/plr-3"
+            "the table's columns (one row per generation):\n"
+            f"{column_help()}\n\n"
+            "examples:\n  coevo run quickstart\n"
+            "  coevo run quickstart --set curriculum.name='\"plr\"' --seed 3 --out runs/plr-3\n"
+            "  coevo run my-experiment.toml --set run.generations=5"
         ),
     )
-    run.add_argument("experiment", metavar="EXPERIMENT.toml")
+    run.add_argument(
+        "experiment",
+        metavar="EXPERIMENT",
+        help="a TOML file, or the name of a bundled experiment (`coevo examples` lists them)",
+    )
     run.add_argument(
         "--set",
         action="append",

@@ -77,11 +77,25 @@ def _judged(
     return kept, rejected
 
 
-def _report(made: int, kept: int, rejected: list[str], out: str, what: str) -> None:
+_SHOWN = 10
+"""Lines of a list (rejections, tasks not mutated) printed before "and N more"."""
+
+
+def _print_some(lines: Sequence[str], prefix: str) -> None:
+    """The first :data:`_SHOWN` of ``lines`` on standard error, then how many were not shown."""
+    for line in lines[:_SHOWN]:
+        print(f"  {prefix}{line}", file=sys.stderr)
+    if len(lines) > _SHOWN:
+        print(f"  … and {len(lines) - _SHOWN} more", file=sys.stderr)
+
+
+def _report(made: int, kept: int, rejected: list[str], out: str, what: str, check: bool) -> None:
     where = "standard output" if out == "-" else out
-    print(f"{what}: {kept} of {made} tasks accepted → {where}", file=sys.stderr)
-    for line in rejected[:10]:
-        print(f"  rejected {line}", file=sys.stderr)
+    if check:
+        print(f"{what}: {kept} of {made} tasks accepted → {where}", file=sys.stderr)
+    else:
+        print(f"{what}: {made} tasks written, not checked (--no-check) → {where}", file=sys.stderr)
+    _print_some(rejected, "rejected ")
 
 
 def _drawn(synthesizer: Any, request: Any, label: str) -> list[TaskSpec]:
@@ -118,7 +132,9 @@ def cmd_synth(args: argparse.Namespace) -> int:
         raise CommandError(str(exc)) from exc
     kept, rejected = _judged(tasks, [], not args.no_check, "tasks")
     _write(args.out, _records(kept, []))
-    _report(len(tasks), len(kept), rejected, args.out, f"synth {','.join(domains)}")
+    _report(
+        len(tasks), len(kept), rejected, args.out, f"synth {','.join(domains)}", not args.no_check
+    )
     return EXIT_OK if not rejected else EXIT_REJECTED
 
 
@@ -158,7 +174,9 @@ def cmd_mine(args: argparse.Namespace) -> int:
         return EXIT_OK
     kept, rejected = _judged(tasks, [miner.world], not args.no_check, "mined tasks")
     _write(args.out, _records(kept, [miner.world]))
-    _report(len(tasks), len(kept), rejected, args.out, f"mine {Path(args.db).name}")
+    _report(
+        len(tasks), len(kept), rejected, args.out, f"mine {Path(args.db).name}", not args.no_check
+    )
     return EXIT_OK
 
 
@@ -203,11 +221,17 @@ def cmd_mutate(args: argparse.Namespace) -> int:
                 skipped.append(f"task {i + 1}: {reason}")
             bar.advance()
     mutator.close()
-    for line in skipped[:10]:
-        print(f"  not mutated: {line}", file=sys.stderr)
+    _print_some(skipped, "not mutated: ")
+    if not children:
+        raise CommandError(
+            f"none of the {len(tasks)} tasks could be mutated with --op {wanted} (why is above), "
+            "so nothing was written; try another --op (`coevo mutate --list`), or tasks made by "
+            "`coevo synth` or `coevo mine`",
+            status=EXIT_REJECTED,
+        )
     kept, rejected = _judged(children, worlds.values(), not args.no_check, "children")
     _write(args.out, _records(kept, worlds.values()))
-    _report(len(children), len(kept), rejected, args.out, f"mutate {wanted}")
+    _report(len(children), len(kept), rejected, args.out, f"mutate {wanted}", not args.no_check)
     return EXIT_OK if not rejected else EXIT_REJECTED
 
 
@@ -262,7 +286,11 @@ def add_commands(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
             "Exit status: 0 done (also when the database has no rows: a message, no tasks),\n"
             "2 the file is missing or not an SQLite database."
         ),
-        epilog="example:\n  coevo mine chinook.sqlite -n 50 --seed 1 --out tasks.jsonl",
+        epilog=(
+            "examples (shop.sqlite: the sample database that ships with coevo):\n"
+            "  coevo examples --copy shop .\n"
+            "  coevo mine shop.sqlite -n 50 --seed 1 --out tasks.jsonl"
+        ),
     )
     mine.add_argument("db", metavar="DB", help="an SQLite database file")
     mine.add_argument("-n", type=int, default=50, help="how many tasks (default 50)")
