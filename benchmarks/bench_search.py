@@ -87,8 +87,12 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--quick", action="store_true", help="2 seeds of 10 tasks (a smoke run)")
-    parser.add_argument("--seeds", type=int, default=7, help="request seeds 1..N (default %(default)s)")
-    parser.add_argument("--n", type=int, default=30, help="tasks per seed and level (default %(default)s)")
+    parser.add_argument(
+        "--seeds", type=int, default=7, help="request seeds 1..N (default %(default)s)"
+    )
+    parser.add_argument(
+        "--n", type=int, default=30, help="tasks per seed and level (default %(default)s)"
+    )
     parser.add_argument(
         "--levels", default="1,2,3,4", help="levels, comma-separated (default %(default)s)"
     )

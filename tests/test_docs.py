@@ -147,3 +147,12 @@ def test_benchmark_figures_in_the_docs_name_the_counts_the_scripts_use() -> None
                                 f"runs with {option} {values[option]}"
                             )
     assert not wrong, "\n".join(wrong)
+
+
+def test_the_run_page_explains_every_column_of_the_live_table() -> None:
+    """docs/arena.md has a row per column of `coevo run`'s table, with the meaning `coevo run --help` gives."""
+    from coevo.arena.run.columns import COLUMNS
+
+    page = (ROOT / "docs" / "arena.md").read_text()
+    missing = [name for name, _, _, meaning in COLUMNS if f"| `{name}` | {meaning} |" not in page]
+    assert not missing, f"docs/arena.md does not explain these columns as COLUMNS does: {missing}"

@@ -118,7 +118,18 @@ PUBLIC = {
     "coevo.curricula.base": ["Curriculum", "CurriculumConfig", "GenerationPlan", "Mutation"],
     "coevo.curricula.registry": ["CURRICULA", "curriculum_config", "make_curriculum"],
     "coevo.curricula.analysis": ["load_run", "analyze", "Run"],
-    "coevo.curricula.analysis.export": ["export_run", "task_row"],
+    "coevo.curricula.analysis.export": [
+        "export_run",
+        "task_row",
+        "read_tasks",
+        "read_worlds",
+        "task_from_row",
+        "read_manifest",
+        "EXPORT_FORMAT",
+    ],
+    "coevo.arena.examples": ["EXAMPLES", "bundled", "find_bundled", "example_tasks"],
+    "coevo.arena.run.tracking": ["TrackingConfig", "Tracking"],
+    "coevo.arena.run.summary": ["summarize", "summary_lines"],
     "coevo.curricula.rebuild": ["curriculum_from_log"],
 }
 

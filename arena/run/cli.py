@@ -1,6 +1,7 @@
 """The ``coevo`` command line: one parser, one error boundary.
 
 ============================ ==========================================================
+``coevo examples``           the files that ship with coevo (and ``--copy NAME DIR``)
 ``coevo check FILE``         run the Judge's checks on every record of a .jsonl/.json file
 ``coevo play FILE``          attempt a task yourself in the terminal
 ``coevo schema``             print the JSON Schema of the record formats
@@ -14,7 +15,7 @@
 ``coevo report RUN_DIR...``  one HTML file comparing runs
 ``coevo export RUN_DIR``     a run's accepted tasks as training data
 ``coevo doctor RUN_DIR``     what is damaged in a run directory (and ``--repair``)
-``coevo examples``           the files that ship with coevo (and ``--copy NAME DIR``)
+``coevo completion SHELL``   a shell completion script (bash, zsh)
 ============================ ==========================================================
 
 Every command has ``--help`` with an example. Errors are handled here and
@@ -44,6 +45,7 @@ from coevo.arena.run.commands import (
     EXIT_OK,
     EXIT_UNREADABLE,
     analysis,
+    completion,
     doctor,
     examples,
     records,
@@ -54,7 +56,7 @@ from coevo.arena.run.commands import (
 
 __all__ = ["build_parser", "main"]
 
-_GROUPS = (records, synthesis, roles, runs, analysis, doctor, examples)
+_GROUPS = (records, synthesis, roles, runs, analysis, doctor, examples, completion)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -78,6 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     fmt = argparse.RawDescriptionHelpFormatter
     for group in _GROUPS:
         group.add_commands(_Subparsers(sub, common), fmt)
+    parser.set_defaults(root_parser=parser)  # for commands that describe the command line itself
     return parser
 
 

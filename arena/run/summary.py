@@ -74,9 +74,5 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
             f"({', '.join(map(str, gens[:8]))}{', …' if len(gens) > 8 else ''}); "
             f"{failing['failed']} of {failing['calls']} calls failed, the last: {failing['error']}"
         )
-    for tracker, error in summary.get("tracking_failed", {}).items():
-        lines.append(
-            f"tracking: {tracker} stopped after an error (the run was not affected): {error}"
-        )
     lines.append(f"game log: {summary['run_dir']}/log")
     return lines

@@ -1,34 +1,20 @@
 """Metrics where users already look: each generation's figures to TensorBoard and MLflow.
 
-An experiment file's ``[tracking]`` table (off by default) names the
-trackers::
-
-    [tracking]
-    tensorboard = true                    # event files in RUN_DIR/tensorboard
-    mlflow = true                         # a run in MLFLOW_TRACKING_URI, else RUN_DIR/mlruns
-
-After each committed generation the run hands its
-:class:`~coevo.arena.run.loop.GenerationReport` to :class:`Tracking`, which
-queues it and returns at once; a background thread reads that generation's
-rows of the game log (only its parts, only the columns it needs), computes
-the metrics of :data:`METRICS` (step = the generation) and sends them. At the
-end of the run it sends the report's figures
-(:mod:`coevo.curricula.analysis.report`): PNG images in TensorBoard, and the
-figures with the HTML report as MLflow artifacts.
-
-A tracker never blocks or fails the run: the first error a tracker raises
-disables it, is recorded as a ``tracking_failed`` event and ends up in the
-run's summary; the game log and the exit status are those of a run without
-tracking. ``RUN_DIR/tracking.json`` (data only) keeps each tracker's
-destination, the MLflow run's id and the next generation each tracker is to
-get, so ``coevo resume`` continues the same MLflow run and TensorBoard
-directory and first sends what the interrupted run had not sent (read back
-from the log; the wall-clock figures of those generations are lost).
+``[tracking]`` in an experiment file (off by default: ``tensorboard = true``,
+``mlflow = true``) turns trackers on. After each committed generation the
+run hands its :class:`~coevo.arena.run.loop.GenerationReport` to
+:class:`Tracking`, which queues it and returns at once; a background thread
+reads that generation's parts of the game log (only the columns it needs),
+computes :data:`METRICS` (step = the generation) and sends them; at the end,
+the report's figures (:mod:`coevo.curricula.analysis.report`). A tracker's
+first error disables it and becomes a ``tracking_failed`` event: the run, its
+log and its exit status go on as without tracking. ``RUN_DIR/tracking.json``
+(data only) lets ``coevo resume`` continue the same MLflow run and TensorBoard
+directory. See ``docs/tracking.md``.
 """
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import functools
 import importlib.util
@@ -391,17 +377,9 @@ def _png_size(png: bytes) -> tuple[int, int]:
     return int(width), int(height)
 
 
-_FIGURE: Final = re.compile(r'<img id="figure-([\w-]+)"[^>]*?src="data:image/png;base64,([^"]+)"')
-
-
 def report_figures(run_dir: str, folder: Path) -> dict[str, bytes]:
     """Render the run's report into ``folder`` (``report.html`` and one PNG per figure); returns id → PNG."""
-    html = folder / "report.html"
-    render_report([run_dir], str(html))
-    images = {
-        key: base64.b64decode(data)
-        for key, data in _FIGURE.findall(html.read_text(encoding="utf-8"))
-    }
+    images = render_report([run_dir], str(folder / "report.html"))
     for key, png in images.items():
         (folder / f"{key}.png").write_bytes(png)
     return images
@@ -833,6 +811,13 @@ class Tracking:
         return [t for t in self.trackers if t.error is None]
 
     def _work(self) -> None:
+        try:
+            self._serve()
+        except Exception as exc:  # a bug here must not end the thread unnoticed
+            for tracker in self._live():
+                self._fail(tracker.name, f"tracking stopped: {_describe(exc)}")
+
+    def _serve(self) -> None:
         for tracker in self.trackers:
             self._attempt(tracker, functools.partial(tracker.open, resumed=self._resume))
         self._save()

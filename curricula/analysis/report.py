@@ -205,8 +205,8 @@ img { max-width: 100%; }
 """
 
 
-def render_report(run_dirs: list[str], out: str) -> list[str]:
-    """Write the report of ``run_dirs`` to ``out``; returns the figure ids it holds.
+def render_report(run_dirs: list[str], out: str) -> dict[str, bytes]:
+    """Write the report of ``run_dirs`` to ``out``; returns its figures, id → PNG (in :data:`FIGURES` order).
 
     Raises:
         CoevoError: a directory holds no run.
@@ -236,4 +236,4 @@ def render_report(run_dirs: list[str], out: str) -> list[str]:
     parts.append("</body></html>")
     with open(out, "w", encoding="utf-8") as handle:
         handle.write("\n".join(parts) + "\n")
-    return [key for key, _ in FIGURES]
+    return {key: base64.b64decode(images[key]) for key, _ in FIGURES}

@@ -106,3 +106,36 @@ def test_the_summary_counts_one_of_a_thing_in_the_singular() -> None:
         == "1 generation, 1 training episode, 1 task accepted, 0 rejected, 1 role failure recorded"
     )
     assert "rejections by check: oracle 2" in summary_lines(summary)
+
+
+@pytest.mark.parametrize(
+    ("words", "expected"),
+    [
+        (["coevo", "ex"], {"examples", "export"}),
+        (["coevo", "run", "quick"], {"quickstart"}),
+        (["coevo", "export", "--inl"], {"--inline-worlds"}),
+        (["coevo", "--ver"], {"--version"}),
+    ],
+)
+def test_bash_completion_completes_commands_options_and_bundled_experiments(
+    words: list[str], expected: set[str], tmp_path: Path, capsys
+) -> None:
+    """The script `coevo completion bash` prints, loaded into a real bash, completes what a user types."""
+    import shutil
+    import subprocess
+
+    bash = shutil.which("bash")
+    if bash is None:
+        pytest.skip("no bash here")
+    assert main(["completion", "bash"]) == 0
+    script = tmp_path / "coevo.bash"
+    script.write_text(capsys.readouterr().out)
+    probe = (
+        f"source {script}; COMP_WORDS=({' '.join(words)}); COMP_CWORD={len(words) - 1}; "
+        'cd "$1"; _coevo; printf "%s\\n" "${COMPREPLY[@]}"'
+    )
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = subprocess.run([bash, "-c", probe, "bash", str(empty)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert set(result.stdout.split()) == expected

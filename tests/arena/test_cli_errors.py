@@ -173,7 +173,9 @@ def test_an_unfinished_run_is_named_with_the_way_to_continue_it(
     record["run"]["generations"] = 5
     (run / "experiment.json").write_text(json.dumps(record))
     err = refused(["run", QUICKSTART, "--out", str(run)], capsys)
-    assert f"already holds 3 of 5 generations of a run; continue it with `coevo resume {run}`" in err
+    assert (
+        f"already holds 3 of 5 generations of a run; continue it with `coevo resume {run}`" in err
+    )
 
 
 def test_resuming_a_finished_run_prints_its_summary_without_starting_ray(

@@ -37,11 +37,18 @@ from tests.conftest import SMALL_RUN
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def _isolate_mlflow(patch: pytest.MonkeyPatch) -> None:
+    """MLflow talks to the run's own file store only: no server from the environment, no telemetry."""
+    patch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    patch.setenv("MLFLOW_DISABLE_TELEMETRY", "true")
+    # unset while the test runs (Tracking sets it for its file store), as it was afterwards
+    patch.setenv("MLFLOW_ALLOW_FILE_STORE", "")
+    patch.delenv("MLFLOW_ALLOW_FILE_STORE")
+
+
 @pytest.fixture(autouse=True)
 def _no_outside_mlflow(monkeypatch):
-    """MLflow talks to the run's own file store only: no server from the environment, no telemetry."""
-    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
-    monkeypatch.setenv("MLFLOW_DISABLE_TELEMETRY", "true")
+    _isolate_mlflow(monkeypatch)
 
 
 def _client(uri: str) -> Any:
@@ -352,8 +359,7 @@ def _run(tmp_path: Path, name: str, tracking: str) -> tuple[int, Path]:
 def tracked_run(ray_cluster, tmp_path_factory):
     """Two generations of the small experiment, sent to TensorBoard and to MLflow (a file store)."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.delenv("MLFLOW_TRACKING_URI", raising=False)
-        patch.setenv("MLFLOW_DISABLE_TELEMETRY", "true")
+        _isolate_mlflow(patch)
         status, run_dir = _run(
             tmp_path_factory.mktemp("tracked"),
             "tracked",

@@ -45,7 +45,8 @@ def test_the_report_is_valid_self_contained_html_with_every_figure(run, tmp_path
     """Balanced tags, no script or external resource, one PNG per figure (two runs side by side)."""
     out = tmp_path / "report.html"
     figures = render_report([run.run_dir, run.run_dir], str(out))
-    assert figures == [key for key, _ in FIGURES]
+    assert list(figures) == [key for key, _ in FIGURES]
+    assert all(png.startswith(b"\x89PNG\r\n") for png in figures.values())
     text = out.read_text()
     assert text.startswith("<!DOCTYPE html>")
     page = _Page()
