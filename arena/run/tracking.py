@@ -56,6 +56,7 @@ __all__ = [
     "generation_metrics",
     "report_figures",
     "report_metrics",
+    "require_installed",
 ]
 
 RECORD: Final = "tracking.json"
@@ -583,6 +584,23 @@ class _Finish:
     through: int
 
 
+def require_installed(config: TrackingConfig) -> None:
+    """Check that every tracker ``config`` turns on is installed.
+
+    Raises:
+        ExperimentError: naming the missing trackers and the extra that installs them.
+    """
+    wanted = [("tensorboard", config.tensorboard.enabled), ("mlflow", config.mlflow.enabled)]
+    missing = [name for name, on in wanted if on and not _installed(name)]
+    if missing:
+        raise ExperimentError(
+            f"[tracking] turns on {' and '.join(missing)}, which "
+            f"{'is' if len(missing) == 1 else 'are'} not installed: "
+            "pip install 'coevo[tracking]' (or set "
+            f"{' and '.join(f'tracking.{m} = false' for m in missing)})"
+        )
+
+
 class Tracking:
     """The run's trackers, fed each :class:`~coevo.arena.run.loop.GenerationReport` (``on_generation``).
 
@@ -630,18 +648,7 @@ class Tracking:
         self._log = GameLog(self._run)
         if not self.config.enabled:
             return
-        wanted = [
-            ("tensorboard", "tensorboard", self.config.tensorboard.enabled),
-            ("mlflow", "mlflow", self.config.mlflow.enabled),
-        ]
-        missing = [key for key, package, on in wanted if on and not _installed(package)]
-        if missing:
-            raise ExperimentError(
-                f"[tracking] turns on {' and '.join(missing)}, which "
-                f"{'is' if len(missing) == 1 else 'are'} not installed: "
-                "pip install 'coevo[tracking]' (or set "
-                f"{' and '.join(f'tracking.{m} = false' for m in missing)})"
-            )
+        require_installed(self.config)
         run = self._run
         recorded = self._recorded() if resume else {}
         if self.config.tensorboard.enabled:

@@ -125,6 +125,22 @@ def test_a_missing_package_stops_the_run_before_it_starts(monkeypatch, tmp_path)
     assert not (tmp_path / "run").exists()
 
 
+def test_coevo_run_with_a_missing_tracker_stops_before_the_run_directory_or_ray(
+    monkeypatch, tmp_path, capsys
+):
+    """`coevo run` whose [tracking] needs a package that is missing: exit 2, the pip command, no run directory, no Ray."""
+    import ray
+    from coevo.arena.run.cli import main
+
+    monkeypatch.setitem(sys.modules, "mlflow", None)
+    monkeypatch.setattr(ray, "init", lambda *a, **k: pytest.fail("Ray was started"))
+    toml = tmp_path / "t.toml"
+    toml.write_text("[run]\ngenerations = 1\n[tracking]\nmlflow = true\n")
+    assert main(["run", str(toml), "--out", str(tmp_path / "run")]) == 2
+    assert "pip install 'coevo[tracking]'" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
+
+
 def test_a_run_directory_elsewhere_needs_its_destinations_named():
     """On an object store there is no default TensorBoard directory: the error says which key to set."""
     experiment = load_experiment({"tracking": {"tensorboard": True}})

@@ -52,7 +52,10 @@ def open_source(path: str | Path) -> sqlite3.Connection:
     """
     source = Path(path)
     if not source.is_file():
-        raise CoevoError(f"{source}: no such file; give the path of an SQLite database file")
+        raise CoevoError(
+            f"{source}: no such file; give the path of an SQLite database file "
+            "(`coevo examples --copy shop .` gives you shop.sqlite, a sample one)"
+        )
     uri = source.resolve().as_uri() + "?mode=ro"
     try:
         conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
