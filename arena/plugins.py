@@ -133,8 +133,16 @@ class PluginRegistry(Generic[Spec]):
         self.plugin_errors = []
         self._load()
 
-    def get(self, name: str) -> Spec:
+    def get(
+        self, name: str, *, among: Callable[[Spec], bool] | None = None, what: str | None = None
+    ) -> Spec:
         """The spec called ``name`` (a registered name, or an import path ``"package.module:Object"``).
+
+        Args:
+            name: the name or import path.
+            among: when there is no such name, suggest only the specs this holds for (e.g. the
+                roles of one kind).
+            what: what those are called in the message (``solver``); default: this registry's.
 
         Raises:
             RegistryError: no such name; the message names the closest ones and every registered one.
@@ -145,11 +153,12 @@ class PluginRegistry(Generic[Spec]):
         if ":" in name:
             obj = import_object(name, what=f"{self.what} {name!r}")
             return self.register(self._from_entry_point(name, obj, name.partition(":")[0]))
-        close = difflib.get_close_matches(name, list(self._specs), n=2)
+        names = [n for n, spec in self._specs.items() if among is None or among(spec)]
+        close = difflib.get_close_matches(name, names, n=2)
         hint = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
         raise RegistryError(
-            f"no {self.what} called {name!r}; {hint}registered: "
-            f"{', '.join(sorted(self._specs)) or 'none'} "
+            f"no {what or self.what} called {name!r}; {hint}registered: "
+            f"{', '.join(sorted(names)) or 'none'} "
             f"(`coevo roles` lists them; a plugin registers through the {self.group!r} entry points)"
         )
 

@@ -38,7 +38,7 @@ def curriculum_from_log(run_dir: str, *, through: int | None = None) -> Curricul
     """
     run = RunDir(run_dir)
     if not run.exists("experiment.json"):
-        raise CoevoError(f"{run_dir} holds no run (no experiment.json)")
+        raise CoevoError(run.no_run(run_dir))
     recorded = json.loads(run.read_bytes("experiment.json"))
     config = recorded_curriculum(recorded.get("curriculum", {}))
     seed = int(recorded.get("run", {}).get("seed", 0))

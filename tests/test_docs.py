@@ -156,3 +156,16 @@ def test_the_run_page_explains_every_column_of_the_live_table() -> None:
     page = (ROOT / "docs" / "arena.md").read_text()
     missing = [name for name, _, _, meaning in COLUMNS if f"| `{name}` | {meaning} |" not in page]
     assert not missing, f"docs/arena.md does not explain these columns as COLUMNS does: {missing}"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=_name)
+def test_every_code_fence_closes_on_a_line_of_its_own(page: Path) -> None:
+    """A fence is ``` alone (or with a language when it opens): text after a closing fence keeps the block open."""
+    opened = False
+    wrong = []
+    for number, line in enumerate(page.read_text().splitlines(), 1):
+        if line.startswith("```"):
+            if opened and line.strip() != "```":
+                wrong.append(number)
+            opened = not opened if line.strip() == "```" or not opened else opened
+    assert not wrong and not opened, f"{_name(page)}: fences that do not close at lines {wrong}"

@@ -48,6 +48,13 @@ class RunDir:
         """Whether the file or directory exists."""
         return self.fs.get_file_info(self.path(*parts)).type != pafs.FileType.NotFound
 
+    def no_run(self, label: str | None = None) -> str:
+        """Why this directory holds no run, for a message: it does not exist, or has no ``experiment.json``."""
+        label = label or self.uri
+        if not self.exists():
+            return f"{label}: no such run directory (give the folder `coevo run` wrote, e.g. runs/quickstart)"
+        return f"{label} holds no run (no experiment.json); start one with `coevo run`"
+
     def write_bytes(self, data: bytes, *parts: str) -> None:
         """Write a file whole: to a temporary name, then moved into place (atomic on local disks)."""
         target = self.path(*parts)

@@ -108,7 +108,9 @@ def _report(command: str, exc: BaseException, debug: bool) -> None:
     print(f"coevo {command}: {exc}", file=sys.stderr)
     if debug:
         traceback.print_exception(exc, file=sys.stderr)
-    elif exc.__cause__ is not None:
+    elif exc.__cause__ is not None and not isinstance(exc.__cause__, (CoevoError, ValueError)):
+        # a bad value, bad TOML or a coevo error is already said in the message; anything else
+        # (an OSError, a bug) may have more to show
         print("(run again with --debug to see what caused it)", file=sys.stderr)
 
 

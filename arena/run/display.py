@@ -156,6 +156,8 @@ class GenerationTable:
         now = time.monotonic()
         played = len(self.rows)
         gen = (self._first or 0) + played
+        if self.total and gen >= self.total:  # the run is over: what it took
+            return f"{self.total} of {self.total} generations in {_duration(now - self._began)}"
         parts = [f"generation {gen}" + (f" of {self.total}" if self.total else "")]
         parts.append(f"{_duration(now - self._began)} elapsed")
         if played and self.total and self._running_since is not None:

@@ -149,7 +149,9 @@ class Experiment(_Table):
             role: RoleTable = getattr(self, table)
             kind = table.replace("_", " ")
             try:
-                info = REGISTRY.get(role.name)
+                info = REGISTRY.get(
+                    role.name, among=lambda spec, kind=kind: spec.kind == kind, what=kind
+                )
                 if info.kind != kind:
                     raise ExperimentError(
                         f"{role.name!r} is a {info.kind}, not a {kind}; `coevo roles` lists the "
@@ -342,9 +344,7 @@ def recorded_experiment(run_dir: str) -> Experiment:
     """
     run = RunDir(run_dir)
     if not run.exists("experiment.json"):
-        raise ExperimentError(
-            f"{run_dir} holds no run (no experiment.json); start one with `coevo run`"
-        )
+        raise ExperimentError(run.no_run(run_dir))
     label = f"{run_dir}/experiment.json"
     try:
         data = json.loads(run.read_bytes("experiment.json"))

@@ -27,6 +27,7 @@ import hashlib
 import json
 import logging
 import os
+import socket
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -717,12 +718,35 @@ def check_environment(experiment: Experiment) -> None:
                 )
 
 
+def check_reachable(address: str, timeout: float = 10.0) -> None:
+    """Fail at once when nothing listens at a cluster's ``host:port`` (Ray itself would retry for minutes).
+
+    ``auto``, ``local`` and client addresses (``ray://...``) are left to Ray.
+
+    Raises:
+        ArenaError: naming the address, what happened, and the two ways on.
+    """
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or "://" in address:
+        return
+    try:
+        socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout).close()
+    except OSError as exc:
+        why = exc.strerror or type(exc).__name__ or "no answer"
+        raise ArenaError(
+            f"cannot reach a Ray cluster at {address} ({why.lower()}): start one there "
+            f"(`ray start --head --port={port}`), or leave out --address, [ray].address and "
+            "RAY_ADDRESS to run on this machine"
+        ) from None
+
+
 def _connect(address: str | None, num_cpus: int | None) -> bool:
     """Connect to Ray (a cluster at ``address``, else a local one); True if this call started it."""
     if ray.is_initialized():
         return False
     address = address or os.environ.get("RAY_ADDRESS") or None
     if address:
+        check_reachable(address)
         ray.init(address=address, logging_level=logging.WARNING, log_to_driver=False)
     else:
         ray.init(

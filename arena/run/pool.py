@@ -18,6 +18,7 @@ is simply made again, a bounded number of times with a growing pause
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -27,7 +28,7 @@ import ray
 from coevo.arena.errors import ArenaError
 from ray.exceptions import ActorUnavailableError, RayActorError
 
-__all__ = ["RETRY", "ActorPool", "Calls", "Lost", "RetryPolicy"]
+__all__ = ["RETRY", "ActorPool", "Calls", "Lost", "RetryPolicy", "creation_error"]
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,27 @@ def _retrying(
             return ray.get(submit(attempt)), None
         except (RayActorError, ActorUnavailableError) as exc:
             last = exc
+            if creation_error(exc) is not None:
+                break  # the role's constructor raised: every actor of it will, and no retry helps
     return None, last
+
+
+_ANSI: Final = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def creation_error(exc: BaseException) -> str | None:
+    """What a role's constructor raised, when ``exc`` is an actor that died creating it (else None).
+
+    Ray's message is the worker's whole traceback, coloured; the last line is
+    the exception itself (``coevo.arena.errors.CoevoError: unknown domain ...``),
+    which is what a user needs, without the class path.
+    """
+    if not isinstance(exc, RayActorError) or not exc.actor_init_failed:
+        return None
+    lines = [line.strip() for line in _ANSI.sub("", str(exc)).splitlines() if line.strip()]
+    last = lines[-1] if lines else str(exc)
+    kind, sep, message = last.partition(": ")
+    return message if sep and re.fullmatch(r"[\w.]+", kind) else last
 
 
 class Calls:
@@ -102,6 +123,12 @@ class Calls:
                 )
 
             value, error = _retrying(self.method, submit, self.pool.policy)
+            created = creation_error(error) if error is not None else None
+            if created is not None:
+                raise ArenaError(
+                    f"the {self.pool.role} could not be made: {created} (fix its table in the "
+                    "experiment file)"
+                ) from None
             if error is not None:
                 raise ArenaError(
                     f"a {self.method} call of the {self.pool.role} actors failed "

@@ -57,12 +57,12 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
     lines = [
         f"{_plural(summary['generations'], 'generation')}, "
         f"{_plural(summary['episodes'], 'training episode')}, "
-        f"{_plural(summary['accepted'], 'task')} accepted, {summary['rejected']} rejected, "
         f"{_plural(summary['failures'], 'role failure')} recorded",
+        f"tasks: {summary['accepted']} accepted, {summary['rejected']} rejected",
         f"eval success {_figure(summary['eval_success_first'])} → "
         f"{_figure(summary['eval_success_last'])}; level trained on "
-        f"{_figure(summary['trained_level_first_third'])} (first third) → "
-        f"{_figure(summary['trained_level_last_third'])} (last third)",
+        f"{_figure(summary['trained_level_first_third'])} → "
+        f"{_figure(summary['trained_level_last_third'])} (first → last third)",
     ]
     if summary.get("top_rejections"):
         checks = ", ".join(f"{name} {n}" for name, n in summary["top_rejections"].items())

@@ -90,7 +90,7 @@ def load_run(run_dir: str) -> Run:
     """
     run = RunDir(run_dir)
     if not run.exists("experiment.json"):
-        raise CoevoError(f"{run_dir} holds no run (no experiment.json); start one with `coevo run`")
+        raise CoevoError(run.no_run(run_dir))
     try:
         experiment = json.loads(run.read_bytes("experiment.json"))
     except (ValueError, UnicodeDecodeError) as exc:

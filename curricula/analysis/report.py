@@ -70,14 +70,14 @@ def _figures(runs: list[dict[str, Any]]) -> dict[str, str]:
             cumulative[row["gen"]] = total
         train = m["success"]["train"]
         left.plot(
-            [cumulative[r["gen"]] for r in train], [r["success"] for r in train], label=m["name"]
+            [cumulative[r["gen"]] for r in train], [r["success"] for r in train], label=m["legend"]
         )
         evals = m["success"]["eval"]
         right.plot(
             [cumulative[r["gen"]] for r in evals],
             [r["success"] for r in evals],
             marker="o",
-            label=m["name"],
+            label=m["legend"],
         )
     for ax, title in ((left, "train"), (right, "held-out eval")):
         ax.set_title(title)
@@ -94,7 +94,7 @@ def _figures(runs: list[dict[str, Any]]) -> dict[str, str]:
             [g for g, _ in points],
             [v if v is not None else 0.0 for _, v in points],
             marker="o",
-            label=f"{m['name']}: mastered",
+            label=f"{m['legend']}: mastered",
         )
         frontier = [(r["gen"], r["frontier"]) for r in m["frontier"] if r["frontier"] is not None]
         ax.plot(
@@ -102,7 +102,7 @@ def _figures(runs: list[dict[str, Any]]) -> dict[str, str]:
             [v for _, v in frontier],
             linestyle="--",
             color=line.get_color(),
-            label=f"{m['name']}: curriculum's frontier",
+            label=f"{m['legend']}: curriculum's frontier",
         )
     ax.set_xlabel("generation")
     ax.set_ylabel("level (mastered: 0 when none)")
@@ -124,7 +124,7 @@ def _figures(runs: list[dict[str, Any]]) -> dict[str, str]:
         ax.set_yticks(range(len(levels)), [str(lv) for lv in levels])
         ax.set_xlabel("generation")
         ax.set_ylabel("level")
-        ax.set_title(m["name"], fontsize=9)
+        ax.set_title(m["legend"], fontsize=9)
         fig.colorbar(image, ax=ax, fraction=0.046)
     out["heatmap"] = _png(fig)
 
@@ -139,7 +139,7 @@ def _figures(runs: list[dict[str, Any]]) -> dict[str, str]:
             [c + i * width for c in range(len(checks))],
             [totals[c] for c in checks],
             width,
-            label=m["name"],
+            label=m["legend"],
         )
     ax.set_xticks(
         [c + 0.4 - width / 2 for c in range(len(checks))], checks, rotation=30, ha="right"
@@ -162,7 +162,7 @@ def _figures(runs: list[dict[str, Any]]) -> dict[str, str]:
             [r["predicted"] for r in table],
             [r["observed"] for r in table],
             marker="o",
-            label=m["name"],
+            label=m["legend"],
         )
     ax.set_xlabel("predicted P(success)")
     ax.set_ylabel("observed success")
@@ -216,8 +216,14 @@ def render_report(run_dirs: list[str], out: str) -> dict[str, bytes]:
         run = load_run(run_dir)
         metrics = analyze(run, irt=False)
         metrics["name"] = metrics.get("name") or run_dir
+        metrics["run_dir"] = run_dir
         metrics["lineage"] = lineage_summary(lineage_graph(run))
         runs.append(metrics)
+    names = [m["name"] for m in runs]
+    for (
+        m
+    ) in runs:  # runs of one experiment file share its name: the legends tell them apart by folder
+        m["legend"] = f"{m['name']} ({m['run_dir']})" if names.count(m["name"]) > 1 else m["name"]
     images = _figures(runs)
     parts = [
         "<!DOCTYPE html>",

@@ -303,7 +303,12 @@ def test_errors_are_one_line_and_debug_shows_what_caused_them(tmp_path):
     first = plain.stderr.splitlines()[0]
     assert first.startswith(f"coevo run: {broken} is not valid TOML")
     assert "Traceback" not in plain.stderr
-    assert "--debug" in plain.stderr, "the message says how to see the cause"
+    assert "--debug" not in plain.stderr, "the message says what is wrong: no hint to look deeper"
+    blocked = tmp_path / "file"
+    blocked.write_text("")
+    unwritable = coevo("run", "quickstart", "--out", str(blocked / "run"))
+    assert unwritable.returncode == 2
+    assert "--debug" in unwritable.stderr, "an OS error's cause may say more: the hint is there"
     debug = coevo("run", str(broken), "--debug")
     assert debug.returncode == 2
     assert "TOMLDecodeError" in debug.stderr and "Traceback" in debug.stderr

@@ -219,3 +219,37 @@ def test_a_mistake_in_the_file_is_blamed_on_the_file_even_with_overrides(tmp_pat
     bad.write_text("[run]\ngenerations = 2\nrollout = 3\n")
     err = refused(["run", str(bad), "--set", "run.seed=1"], capsys)
     assert f"{bad} is not a valid experiment" in err and "did you mean 'run.rollouts'" in err
+
+
+def test_an_address_where_no_cluster_listens_is_refused_at_once(tmp_path, capsys) -> None:
+    """`--address HOST:PORT` with nothing listening: exit 2 naming the address and the ways on, without waiting on Ray."""
+    import socket
+
+    with socket.socket() as probe:  # a port that was free a moment ago: nothing listens there
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    err = refused(
+        ["run", QUICKSTART, "--out", str(tmp_path / "r"), "--address", f"127.0.0.1:{port}"], capsys
+    )
+    assert f"cannot reach a Ray cluster at 127.0.0.1:{port}" in err
+    assert "ray start --head" in err and "leave out --address" in err
+
+
+@pytest.mark.parametrize("command", ["analyze", "resume", "export"])
+def test_a_run_directory_that_does_not_exist_is_named_as_missing(
+    command: str, tmp_path, capsys
+) -> None:
+    """A path that is not there is "no such run directory", not a directory that "holds no run"."""
+    args = [command, str(tmp_path / "nowhere")] + (
+        ["--out", str(tmp_path / "x")] if command == "export" else []
+    )
+    err = refused(args, capsys)
+    assert "no such run directory" in err
+
+
+def test_a_role_of_another_kind_is_not_suggested(capsys) -> None:
+    """`--set solver.name=linear`: the suggestion and the list are solvers only (never the synthesizer 'miner')."""
+    err = refused(["run", QUICKSTART, "--set", "solver.name=linear"], capsys)
+    assert "no solver called 'linear'; did you mean 'linear-pg'?" in err
+    assert "miner" not in err and "procedural" not in err
+    assert "--debug" not in err  # the message says it all

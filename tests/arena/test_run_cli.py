@@ -89,3 +89,21 @@ def test_a_local_run_prints_no_ray_token_warning(tmp_path) -> None:
     assert result.returncode == 0, result.stderr[-2000:]
     assert "Token authentication is enabled" not in result.stdout + result.stderr
     assert "game log:" in result.stderr
+
+
+@pytest.mark.usefixtures("ray_cluster")
+def test_a_role_whose_constructor_raises_ends_the_run_at_once_with_its_message(
+    tmp_path, capsys
+) -> None:
+    """A value only the role can judge (an unknown domain) ends the run without retries: exit 2, the role's own message, one line."""
+    toml = tmp_path / "typo.toml"
+    toml.write_text(SMALL.replace('domains = ["retail"]', 'domains = ["retial"]'))
+    assert main(["run", str(toml), "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    ours = [line for line in err.splitlines() if line.startswith("coevo run: ")]
+    assert len(ours) == 1, err
+    assert (
+        "the synthesizer could not be made: unknown domain 'retial'; did you mean 'retail'?"
+        in ours[0]
+    )
+    assert "\x1b[" not in ours[0] and "Traceback" not in ours[0]

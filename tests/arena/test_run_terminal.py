@@ -134,8 +134,8 @@ def test_a_run_at_an_80_column_terminal_talks_and_ctrl_c_says_how_to_resume(tmp_
     table_end = max(i for i, line in enumerate(lines) if "elapsed" in line)
     said = [line for line in lines[table_end + 1 :] if line.strip()]
     assert len(said) == 1, said  # one line after the table: no Ray noise, no traceback
-    assert said[0].startswith("coevo run: interrupted;") and f"coevo resume {run}" in said[0]
+    assert said[0].startswith("coevo run: interrupted after") and f"coevo resume {run}" in said[0]
     committed = GameLog(str(run)).last_generation() + 1
     assert committed >= 2
-    assert f"{committed} of 40 generations are committed" in said[0]
+    assert f"after {committed} of 40 generations (all committed)" in said[0]
     assert len(GameLog(str(run)).read("generations")) == committed

@@ -140,7 +140,8 @@ def cmd_report(args: argparse.Namespace) -> int:
         figures = render_report(args.run_dirs, args.out)
     except OSError as exc:
         raise CommandError(f"cannot write the report to {args.out}: {exc.strerror or exc}") from exc
-    print(f"{len(args.run_dirs)} runs, {len(figures)} figures → {args.out}", file=sys.stderr)
+    runs = len(args.run_dirs)
+    print(f"{runs} run{'s' * (runs != 1)}, {len(figures)} figures → {args.out}", file=sys.stderr)
     return 0
 
 

@@ -62,7 +62,11 @@ def _finished(args: argparse.Namespace, run_dir: str, done: int) -> int:
     from coevo.arena.run.summary import summarize
 
     summary = summarize(run_dir)
-    print(f"{run_dir} is finished ({done} generations): nothing to resume", file=sys.stderr)
+    print(
+        f"{run_dir} is finished ({done} generations): nothing to resume (to run it longer, raise "
+        f"run.generations in {run_dir}/experiment.json, then resume)",
+        file=sys.stderr,
+    )
     _print_summary(summary)
     if args.json:
         sys.stdout.write(json.dumps(summary, indent=2) + "\n")
@@ -171,9 +175,14 @@ def _run_locked(
         tracking.close(exc)  # what was queued is sent, within a bounded wait
         done = GameLog(run_dir).last_generation() + 1
         events("run_interrupted", run_dir=run_dir, generations=done)
+        if not RunDir(run_dir).exists("experiment.json"):  # stopped while Ray was starting
+            raise CommandError(
+                "interrupted before the run began; nothing to resume: run the same command again",
+                status=EXIT_INTERRUPTED,
+            ) from None
         raise CommandError(
-            f"interrupted; {done} of {experiment.run.generations} generations are committed "
-            f"in the log. Continue with `coevo resume {run_dir}`",
+            f"interrupted after {done} of {experiment.run.generations} generations (all "
+            f"committed); continue with `coevo resume {run_dir}`",
             status=EXIT_INTERRUPTED,
         ) from None
     except BaseException as exc:
@@ -228,17 +237,17 @@ def add_commands(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
         help="run a co-evolution experiment (a TOML file, or a bundled one by name)",
         formatter_class=fmt,
         description=(
-            "Run EXPERIMENT (a TOML file, or a bundled experiment by name) on Ray: a local Ray,\n"
-            "or --address / RAY_ADDRESS for a cluster. Generations of propose → judge → predict →\n"
-            "train → learn, logged to RUN_DIR/log as Parquet; one table row per generation on the\n"
-            "terminal (80 columns), every event in RUN_DIR/events.jsonl. Ctrl-C stops after what\n"
-            "is committed (exit 130); `coevo resume RUN_DIR` continues."
+            "Run EXPERIMENT (a TOML file, or a bundled experiment by name) on Ray: a local\n"
+            "Ray, or --address / RAY_ADDRESS for a cluster. Generations of propose → judge →\n"
+            "predict → train → learn, logged to RUN_DIR/log as Parquet; one table row per\n"
+            "generation on the terminal, every event in RUN_DIR/events.jsonl. Ctrl-C stops\n"
+            "after what is committed (exit 130); `coevo resume RUN_DIR` continues."
         ),
         epilog=(
             "the table's columns (one row per generation):\n"
             f"{column_help()}\n\n"
             "examples:\n  coevo run quickstart\n"
-            "  coevo run quickstart --set curriculum.name='\"plr\"' --seed 3 --out runs/plr-3\n"
+            "  coevo run quickstart --set curriculum.name=plr --seed 3 --out runs/plr-3\n"
             "  coevo run my-experiment.toml --set run.generations=5"
         ),
     )
