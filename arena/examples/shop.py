@@ -26,12 +26,12 @@ from typing import Final
 
 from coevo.arena.examples import SHOP
 
-__all__ = ["SAMPLE_PAGE_VIEWS", "build_shop", "main"]
+__all__ = ["CITIES", "FIRST_NAMES", "LAST_NAMES", "SAMPLE_PAGE_VIEWS", "build_shop", "main"]
 
 SAMPLE_PAGE_VIEWS: Final = 400
 """Rows of ``page_views`` in the shipped file: more than the miner keeps of a table (120), so it samples."""
 
-_FIRST = [
+FIRST_NAMES = [
     "Ana",
     "Ben",
     "Chloe",
@@ -45,8 +45,9 @@ _FIRST = [
     "Kemi",
     "Luis",
 ]
-_LAST = ["Silva", "Okoro", "Berg", "Nakamura", "Haddad", "Kowalski", "Reyes", "Moreau", "Osei"]
-_CITIES = ["Lisbon", "Oslo", "Lagos", "Kyoto", "Quito", "Perth"]
+LAST_NAMES = ["Silva", "Okoro", "Berg", "Nakamura", "Haddad", "Kowalski", "Reyes", "Moreau", "Osei"]
+CITIES = ["Lisbon", "Oslo", "Lagos", "Kyoto", "Quito", "Perth"]
+"""The people and places the sample data is drawn from (the miner's test databases use them too)."""
 _PRODUCTS = ["Kettle", "Lamp", "Desk", "Chair", "Mug", "Rug", "Clock", "Fan", "Shelf", "Vase"]
 
 _SCHEMA = """
@@ -114,7 +115,7 @@ def build_shop(path: str | Path, *, views: int = SAMPLE_PAGE_VIEWS) -> Path:
         conn.executescript(_SCHEMA)
         customers = []
         for cid in range(1, 61):
-            first, last = rng.choice(_FIRST), rng.choice(_LAST)
+            first, last = rng.choice(FIRST_NAMES), rng.choice(LAST_NAMES)
             email = None if cid % 17 == 0 else f"{first}.{last}.{cid}@example.org".lower()
             customers.append(
                 (
@@ -122,7 +123,7 @@ def build_shop(path: str | Path, *, views: int = SAMPLE_PAGE_VIEWS) -> Path:
                     first,
                     last,
                     email,
-                    rng.choice([*_CITIES, None]),
+                    rng.choice([*CITIES, None]),
                     rng.choice(["active"] * 5 + ["suspended"]),
                     None if cid % 3 else '{"newsletter": ' + ("true" if cid % 2 else "false") + "}",
                 )

@@ -21,24 +21,8 @@ import random
 import sqlite3
 from pathlib import Path
 
+from coevo.arena.examples.shop import CITIES, FIRST_NAMES, LAST_NAMES
 from coevo.arena.examples.shop import build_shop as _build_shop
-
-FIRST = [
-    "Ana",
-    "Ben",
-    "Chloe",
-    "Dev",
-    "Eva",
-    "Farid",
-    "Gita",
-    "Hugo",
-    "Ines",
-    "Jon",
-    "Kemi",
-    "Luis",
-]
-LAST = ["Silva", "Okoro", "Berg", "Nakamura", "Haddad", "Kowalski", "Reyes", "Moreau", "Osei"]
-CITIES = ["Lisbon", "Oslo", "Lagos", "Kyoto", "Quito", "Perth"]
 
 
 def build_shop(path: Path, *, views: int = 120_000) -> Path:
@@ -85,7 +69,7 @@ def build_library(path: Path) -> Path:
     authors = [
         (
             None,
-            f"{rng.choice(FIRST)} {rng.choice(LAST)}",
+            f"{rng.choice(FIRST_NAMES)} {rng.choice(LAST_NAMES)}",
             rng.choice([*CITIES, None]),
             None if n % 4 else f"19{rng.randint(30, 99)}-01-01",
         )
@@ -125,7 +109,7 @@ def build_library(path: Path) -> Path:
     members = [
         (
             n,
-            f"{rng.choice(FIRST)} {rng.choice(LAST)}",
+            f"{rng.choice(FIRST_NAMES)} {rng.choice(LAST_NAMES)}",
             f"m{n}@library.example",
             rng.choice(["basic", "plus", None]),
         )

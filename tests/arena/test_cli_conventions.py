@@ -114,6 +114,9 @@ def test_the_summary_counts_one_of_a_thing_in_the_singular() -> None:
         (["coevo", "run", "quick"], {"quickstart"}),
         (["coevo", "export", "--inl"], {"--inline-worlds"}),
         (["coevo", "--ver"], {"--version"}),
+        (["coevo", "export", "--format", ""], {"jsonl", "parquet"}),
+        (["coevo", "examples", "--copy", "q"], {"quickstart"}),
+        (["coevo", "completion", ""], {"bash", "zsh"}),
     ],
 )
 def test_bash_completion_completes_commands_options_and_bundled_experiments(

@@ -39,6 +39,18 @@ def _commands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentPar
     return {}
 
 
+def _choices(name: str, parser: argparse.ArgumentParser) -> list[str]:
+    """``case`` lines completing the values of ``name``'s options (and positionals) that have choices."""
+    lines = []
+    for action in parser._actions:
+        if not action.choices or isinstance(action, argparse._SubParsersAction):
+            continue
+        words = shlex.quote(" ".join(str(c) for c in action.choices))
+        for flag in action.option_strings or ["@"]:  # @: the command's first positional
+            lines.append(f'        "{name} {flag}") choices={words} ;;')
+    return lines
+
+
 def bash_script(parser: argparse.ArgumentParser) -> str:
     """The bash completion function for ``parser`` (also loaded by zsh through ``bashcompinit``)."""
     commands = _commands(parser)
@@ -47,10 +59,16 @@ def bash_script(parser: argparse.ArgumentParser) -> str:
         for name, sub in sorted(commands.items())
     )
     experiments = " ".join(b.name for b in bundled() if b.kind == "experiment")
+    bundled_names = " ".join(b.name for b in bundled())
+    valued = "\n".join(
+        line for name, sub in sorted(commands.items()) for line in _choices(name, sub)
+    )
     top = " ".join([*sorted(commands), *_options(parser)])
     return f"""# coevo shell completion (written by `coevo completion`; regenerate after upgrading coevo)
 _coevo() {{
-    local cur=${{COMP_WORDS[COMP_CWORD]}} cmd=${{COMP_WORDS[1]}} opts=""
+    local cur=${{COMP_WORDS[COMP_CWORD]}} cmd=${{COMP_WORDS[1]}} opts="" choices=""
+    local prev=${{COMP_WORDS[COMP_CWORD-1]}} first=""
+    [ "$COMP_CWORD" -eq 2 ] && first="@"
     if [ "$COMP_CWORD" -eq 1 ]; then
         COMPREPLY=($(compgen -W {shlex.quote(top)} -- "$cur"))
         return
@@ -58,7 +76,18 @@ _coevo() {{
     case "$cmd" in
 {cases}
     esac
-    if [[ "$cur" == -* ]]; then
+    case "$cmd $prev" in
+{valued}
+        "examples --copy") choices={shlex.quote(bundled_names)} ;;
+    esac
+    if [ -z "$choices" ] && [ -n "$first" ] && [[ "$cur" != -* ]]; then
+        case "$cmd $first" in
+{valued}
+        esac
+    fi
+    if [ -n "$choices" ]; then
+        COMPREPLY=($(compgen -W "$choices" -- "$cur"))
+    elif [[ "$cur" == -* ]]; then
         COMPREPLY=($(compgen -W "$opts" -- "$cur"))
     elif [ "$cmd" = run ] && [ "$COMP_CWORD" -eq 2 ]; then
         COMPREPLY=($(compgen -W {shlex.quote(experiments)} -- "$cur") $(compgen -f -- "$cur"))

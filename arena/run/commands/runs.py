@@ -111,11 +111,14 @@ def _run(args: argparse.Namespace, *, resume: bool) -> int:
             )
     _local_ray_auth(args, experiment.ray.address)
     # Ray loads here, once the run is known, so that `coevo --help` and bad input stay fast
-    from coevo.arena.run.loop import check_environment
+    from coevo.arena.run.loop import check_environment, check_reachable
     from coevo.arena.run.tracking import require_installed
 
     check_environment(experiment)  # a missing API key: said before anything is written
     require_installed(experiment.tracking)  # and a tracker that is not installed
+    address = args.address or experiment.ray.address or os.environ.get("RAY_ADDRESS")
+    if address:
+        check_reachable(address)  # and a cluster address where nothing listens
     # before Ray starts or an event is written: a second writer stops here, naming the first
     try:
         lock = GameLog(run_dir).claim(resume=resume)
