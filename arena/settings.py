@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import difflib
 import inspect
+import json
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -120,6 +121,14 @@ class _Open(Settings):
         return {**super().arguments(), **(self.model_extra or {})}
 
 
+def _as_written(value: Any) -> str:
+    """A value as a settings file writes it (``true``, ``"text"``, ``[1, 2]``), not as Python prints it."""
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
 def explain(
     error: ValidationError, where: str, allowed: Callable[[tuple[Any, ...]], list[str]]
 ) -> list[str]:
@@ -147,7 +156,7 @@ def explain(
             # a rule over several settings (a model validator): its message says it all
             lines.append(f"{where or 'settings'}: {problem['ctx']['error']}")
         else:
-            lines.append(f"{dotted}: {problem['msg']} (got {problem.get('input')!r})")
+            lines.append(f"{dotted}: {problem['msg']} (got {_as_written(problem.get('input'))})")
     return lines
 
 

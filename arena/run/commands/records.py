@@ -152,6 +152,7 @@ _PLAY_HELP = """commands:
   submit {"answer": "..."}   end the episode (answer only for questions)
   :tools                     list the tools again
   :reset                     start the task over
+  :help                      these commands again
   :quit                      leave
 """
 
