@@ -249,6 +249,14 @@ def _merge(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
     return merged
 
 
+def _is_bundled(name: str) -> bool:
+    try:
+        find_bundled(name, kind="experiment")
+    except RegistryError:
+        return False
+    return True
+
+
 def _experiment_file(source: str | Path) -> Path:
     """The file ``source`` names: the path if it exists, else the bundled experiment of that name.
 
@@ -258,9 +266,9 @@ def _experiment_file(source: str | Path) -> Path:
     path = Path(source)
     if path.is_file():
         return path
-    if path.exists():
+    if path.exists() and not _is_bundled(str(source)):
         raise ExperimentError(f"{path} is a directory, not an experiment file")
-    try:
+    try:  # a name (even one a folder here shares, such as a run directory): the bundled file
         return find_bundled(str(source), kind="experiment").path
     except RegistryError as exc:
         raise ExperimentError(f"{path}: no such experiment file, and {exc}") from None
@@ -305,11 +313,18 @@ def load_experiment(
     # what fails now is the overrides' doing: the message names them, not the file
     many = len(overrides) > 1
     return _validated(
-        _merge(data, parse_overrides(overrides)),
+        _merge(_tracking_expanded(data), _tracking_expanded(parse_overrides(overrides))),
         f"the override{'s' * many} --set " + " --set ".join(overrides),
         what="valid" if not many else "valid together",
         verb="are" if many else "is",
     )
+
+
+def _tracking_expanded(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` with ``[tracking]``'s short forms written out (so an override adds to them)."""
+    if "tracking" not in data:
+        return data
+    return {**data, "tracking": TrackingConfig.expanded(data["tracking"])}
 
 
 def _validated(

@@ -126,8 +126,8 @@ class Calls:
             created = creation_error(error) if error is not None else None
             if created is not None:
                 raise ArenaError(
-                    f"the {self.pool.role} could not be made: {created} (fix its table in the "
-                    "experiment file)"
+                    f"the {self.pool.role} could not be made, its constructor raised: {created} "
+                    "(a setting in its table of the experiment file, or its environment)"
                 ) from None
             if error is not None:
                 raise ArenaError(

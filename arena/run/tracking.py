@@ -155,6 +155,24 @@ class TrackingConfig(_Table):
         """Whether any tracker is on."""
         return self.tensorboard.enabled or self.mlflow.enabled
 
+    @staticmethod
+    def expanded(table: Any) -> Any:
+        """``table`` with each tracker's short form written as its table (``mlflow = "URI"`` → ``{enabled, uri}``).
+
+        The experiment file and ``--set`` overrides are merged key by key, so both
+        are expanded first: ``--set tracking.mlflow.experiment=x`` then adds to a
+        file's ``mlflow = "http://..."`` instead of replacing it. What is not a
+        valid short form is left as it is, for validation to report.
+        """
+        if not isinstance(table, Mapping):
+            return table
+        out = dict(table)
+        for key, text_key in (("tensorboard", "logdir"), ("mlflow", "uri")):
+            if key in out:
+                with contextlib.suppress(ValueError):
+                    out[key] = _shorthand(out[key], text_key)
+        return out
+
 
 METRICS: Final[Mapping[str, str]] = {
     "train/success": "mean reward of the training episodes (`generations.train_success`)",
@@ -686,6 +704,9 @@ class Tracking:
             )
         if resume:
             self._committed = self._seen = GameLog(run).last_generation()
+            for tracker in self.trackers:  # a log cut back (`coevo doctor --repair`) is sent again
+                sent = int(tracker.record.get("next_gen", 0))
+                tracker.record["next_gen"] = min(sent, self._committed + 1)
 
     def _default(self, run: RunDir, table: str, key: str, name: str) -> str:
         if not _is_local(run):

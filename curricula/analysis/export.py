@@ -381,7 +381,15 @@ def compile_where(expression: str) -> Callable[[Mapping[str, Any]], bool]:
                 is_identity = isinstance(op, (ast.Is, ast.IsNot))
                 if not is_identity and (left is None or right is None):
                     return False
-                if not compare(left, right):
+                try:
+                    holds = compare(left, right)
+                except TypeError:
+                    raise CoevoError(
+                        f"--where {expression!r}: cannot compare {left!r} and {right!r} "
+                        f"({type(left).__name__} and {type(right).__name__}); compare numbers "
+                        "with numbers and text with quoted text"
+                    ) from None
+                if not holds:
                     return False
                 left = right
             return True
@@ -491,8 +499,10 @@ def _clear(target: Path) -> None:
     except (ValidationError, UnicodeDecodeError):
         earlier = None
     manifest.unlink()  # first: a directory with no manifest holds no finished export
+    tables = {f"{table}.{fmt}" for table in ("tasks", "worlds") for fmt in ("jsonl", "parquet")}
     for file in earlier.files if earlier is not None else []:
-        (target / Path(file.path).name).unlink(missing_ok=True)
+        if Path(file.path).name in tables:  # what a manifest names is data: never anything else
+            (target / Path(file.path).name).unlink(missing_ok=True)
 
 
 def export_run(

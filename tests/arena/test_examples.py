@@ -58,6 +58,11 @@ def test_an_experiment_loads_by_name_from_any_folder_and_an_existing_path_wins(
         load_experiment("experiments/quickstart.toml")
     with pytest.raises(ExperimentError, match="claude-solver, cluster, curricula"):
         load_experiment("nothing-like-it")
+    (tmp_path / "curricula").mkdir()  # a folder named like a bundled experiment (a run's, say)
+    assert load_experiment("curricula").run.name == "curricula"
+    (tmp_path / "somewhere").mkdir()
+    with pytest.raises(ExperimentError, match="is a directory, not an experiment file"):
+        load_experiment("somewhere")
 
 
 def _dump(path: Path) -> list[str]:

@@ -440,3 +440,16 @@ def test_trackers_that_fail_leave_the_run_and_its_log_unchanged(tracked_run, tmp
     assert finished["tracking_failed"] == failed
     err = capsys.readouterr().err
     assert "tracking: mlflow failed and the run went on without it" in err
+
+
+def test_an_override_adds_to_a_trackers_short_form(tmp_path):
+    """`mlflow = "URI"` in the file and `--set tracking.mlflow.experiment=x`: the URI stays, the experiment is added."""
+    toml = tmp_path / "t.toml"
+    toml.write_text('[tracking]\nmlflow = "http://mlflow.internal:5000"\ntensorboard = "tb/x"\n')
+    experiment = load_experiment(
+        str(toml), ["tracking.mlflow.experiment=sweep", "tracking.tensorboard.enabled=false"]
+    )
+    assert experiment.tracking.mlflow.uri == "http://mlflow.internal:5000"
+    assert experiment.tracking.mlflow.experiment == "sweep"
+    assert experiment.tracking.tensorboard.logdir == "tb/x"
+    assert not experiment.tracking.tensorboard.enabled

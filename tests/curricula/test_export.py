@@ -216,3 +216,20 @@ def test_frames_without_pandas_name_the_extra(run, monkeypatch) -> None:
     monkeypatch.setitem(sys.modules, "pandas", None)  # what an import of a missing package sees
     with pytest.raises(CoevoError, match=r"pip install 'coevo\[frames\]'"):
         run.to_pandas("episodes")
+
+
+def test_a_manifest_cannot_make_the_export_delete_other_files(run, tmp_path) -> None:
+    """A manifest naming another file (planted or stale) deletes only the export's own tables."""
+    export_run(run, tmp_path, fmt="jsonl")
+    (tmp_path / "notes.txt").write_text("mine\n")
+    manifest = json.loads((tmp_path / MANIFEST).read_text())
+    manifest["worlds"]["path"] = "notes.txt"
+    (tmp_path / MANIFEST).write_text(json.dumps(manifest))
+    export_run(run, tmp_path, fmt="jsonl")
+    assert (tmp_path / "notes.txt").read_text() == "mine\n"
+
+
+def test_where_refuses_to_compare_text_with_a_number(run, tmp_path) -> None:
+    """`--where 'domain > 3'` is a clear error naming both values, not a TypeError."""
+    with pytest.raises(CoevoError, match=r"cannot compare .* \(str and int\)"):
+        export_run(run, tmp_path, where="domain > 3")

@@ -46,15 +46,15 @@ def _starting(args: argparse.Namespace, experiment: Any) -> str:
     return f"{where} and the role actors"
 
 
-def _planned(run_dir: str) -> int:
-    """The generations the run in ``run_dir`` was started for (0 when its record cannot be read)."""
+def _planned(run_dir: str) -> int | None:
+    """The generations the run in ``run_dir`` was started for (None when its record cannot be read)."""
     from coevo.arena.errors import CoevoError
     from coevo.arena.run.experiment import recorded_experiment
 
     try:
         return recorded_experiment(run_dir).run.generations
     except CoevoError:
-        return 0
+        return None
 
 
 def _finished(args: argparse.Namespace, run_dir: str, done: int) -> int:
@@ -99,14 +99,20 @@ def _run(args: argparse.Namespace, *, resume: bool) -> int:
         run_dir = experiment.run.out
         done = GameLog(run_dir).last_generation() + 1
         # said before anything is written there or Ray starts: that run's record stays as it was
-        if done and _planned(run_dir) <= done:
+        planned = _planned(run_dir) if done else 0
+        if done and planned is None:
+            raise CommandError(
+                f"{run_dir} already holds {done} generations, but its experiment.json cannot be "
+                f"read: `coevo doctor {run_dir}` says what is damaged; or choose another --out"
+            )
+        if done and planned is not None and planned <= done:
             raise CommandError(
                 f"{run_dir} already holds a finished run ({done} generations): read it with "
                 f"`coevo analyze {run_dir}`, or start a new one with --out DIR"
             )
         if done:
             raise CommandError(
-                f"{run_dir} already holds {done} of {_planned(run_dir)} generations of a run; "
+                f"{run_dir} already holds {done} of {planned} generations of a run; "
                 f"continue it with `coevo resume {run_dir}`, or start a new one with --out DIR"
             )
     _local_ray_auth(args, experiment.ray.address)
@@ -178,6 +184,12 @@ def _run_locked(
         tracking.close(exc)  # what was queued is sent, within a bounded wait
         done = GameLog(run_dir).last_generation() + 1
         events("run_interrupted", run_dir=run_dir, generations=done)
+        if done >= experiment.run.generations:  # stopped while closing down: nothing is missing
+            raise CommandError(
+                f"interrupted while closing down; all {done} generations are committed: "
+                f"`coevo analyze {run_dir}` reads them",
+                status=EXIT_INTERRUPTED,
+            ) from None
         if not RunDir(run_dir).exists("experiment.json"):  # stopped while Ray was starting
             raise CommandError(
                 "interrupted before the run began; nothing to resume: run the same command again",
@@ -204,6 +216,8 @@ def _run_locked(
         for role, gens in result.failing.items()
     }
     summary["roles_never_succeeded"] = sorted(result.never_succeeded)
+    if tracking.enabled:
+        print("sending the last metrics and the report's figures to the trackers", file=sys.stderr)
     summary["tracking_failed"] = tracking.close()  # the figures too; never raises for a tracker
     events("run_finished", **summary)
     _print_summary(summary)
