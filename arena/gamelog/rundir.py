@@ -48,6 +48,11 @@ class RunDir:
         """Whether the file or directory exists."""
         return self.fs.get_file_info(self.path(*parts)).type != pafs.FileType.NotFound
 
+    @property
+    def is_local(self) -> bool:
+        """Whether the directory is on this machine's file system (not an object store)."""
+        return "://" not in self.uri or self.uri.startswith("file://")
+
     def no_run(self, label: str | None = None) -> str:
         """Why this directory holds no run, for a message: it does not exist, or has no ``experiment.json``."""
         label = label or self.uri

@@ -251,7 +251,7 @@ class EventLog:
     ):
         self.run = run
         self.quiet = quiet_events
-        self._local = "://" not in run.uri or run.uri.startswith("file://")
+        self._local = run.is_local
         self._buffer = io.StringIO()
         self.console = console
         self._pretty = structlog.dev.ConsoleRenderer(colors=False)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -48,6 +49,7 @@ __all__ = [
     "RunConfig",
     "load_experiment",
     "parse_overrides",
+    "ray_address",
     "recorded_experiment",
 ]
 
@@ -349,6 +351,11 @@ def _validated(
     except ExperimentError as exc:
         raise ExperimentError(f"{label} {verb} not {what}:\n  {exc}") from exc
     return experiment
+
+
+def ray_address(address: str | None, experiment: Experiment) -> str | None:
+    """The cluster a run joins: ``--address``, else ``[ray].address``, else ``RAY_ADDRESS``; None: a local Ray."""
+    return address or experiment.ray.address or os.environ.get("RAY_ADDRESS") or None
 
 
 def recorded_experiment(run_dir: str) -> Experiment:

@@ -56,7 +56,7 @@ from coevo.arena.gamelog import (
 )
 from coevo.arena.outcomes import FAILED_PREFIX, JUDGE_FAILED_PREFIX, Episode, Verdict
 from coevo.arena.run.capacity import check_capacity
-from coevo.arena.run.experiment import Experiment, RoleTable, recorded_experiment
+from coevo.arena.run.experiment import Experiment, RoleTable, ray_address, recorded_experiment
 from coevo.arena.run.failures import ROLE_TABLE, RoleCalls, RoleTally
 from coevo.arena.run.hosts import host_for
 from coevo.arena.run.pool import ActorPool, Lost
@@ -744,7 +744,6 @@ def _connect(address: str | None, num_cpus: int | None) -> bool:
     """Connect to Ray (a cluster at ``address``, else a local one); True if this call started it."""
     if ray.is_initialized():
         return False
-    address = address or os.environ.get("RAY_ADDRESS") or None
     if address:
         check_reachable(address)
         ray.init(address=address, logging_level=logging.WARNING, log_to_driver=False)
@@ -812,7 +811,7 @@ def _run_locked(
     stop_after: int | None,
     on_start: Callable[[Arena], None] | None,
 ) -> RunSummary:
-    started = _connect(address or experiment.ray.address or None, experiment.ray.num_cpus)
+    started = _connect(ray_address(address, experiment), experiment.ray.num_cpus)
     arena = Arena(experiment, lock.run, on_generation=on_generation, events=events, lock=lock)
     reports: list[GenerationReport] = []
     try:

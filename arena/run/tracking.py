@@ -580,10 +580,6 @@ def _params(experiment: Experiment) -> dict[str, str]:
     return out
 
 
-def _is_local(run: RunDir) -> bool:
-    return "://" not in run.uri or run.uri.startswith("file://")
-
-
 def _is_file_store(uri: str) -> bool:
     return urlparse(uri).scheme in ("", "file") or len(urlparse(uri).scheme) == 1  # C:\...
 
@@ -693,7 +689,7 @@ class Tracking:
                     experiment=mlflow.experiment or experiment.run.name,
                     run_name=mlflow.run_name or run.root.rstrip("/").rsplit("/", 1)[-1],
                     tags={
-                        "coevo.run_dir": run.uri if not _is_local(run) else run.root,
+                        "coevo.run_dir": run.uri if not run.is_local else run.root,
                         "coevo.seed": str(experiment.run.seed),
                         "coevo.curriculum": experiment.curriculum.name,
                         **mlflow.tags,
@@ -709,7 +705,7 @@ class Tracking:
                 tracker.record["next_gen"] = min(sent, self._committed + 1)
 
     def _default(self, run: RunDir, table: str, key: str, name: str) -> str:
-        if not _is_local(run):
+        if not run.is_local:
             raise ExperimentError(
                 f"tracking.{table}: the run directory {run.uri} is not on this machine, so it "
                 f"has no default {key}: set tracking.{table}.{key}"

@@ -103,7 +103,7 @@ def test_a_role_whose_constructor_raises_ends_the_run_at_once_with_its_message(
     ours = [line for line in err.splitlines() if line.startswith("coevo run: ")]
     assert len(ours) == 1, err
     assert (
-        "the synthesizer could not be made: unknown domain 'retial'; did you mean 'retail'?"
+        "the synthesizer could not be made, its constructor raised: unknown domain 'retial'; did you mean 'retail'?"
         in ours[0]
     )
     assert "\x1b[" not in ours[0] and "Traceback" not in ours[0]

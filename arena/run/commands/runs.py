@@ -22,7 +22,7 @@ def _print_summary(summary: dict[str, Any]) -> None:
     print("\n" + "\n".join(summary_lines(summary)), file=sys.stderr)
 
 
-def _local_ray_auth(args: argparse.Namespace, address: str) -> None:
+def _local_ray_auth(args: argparse.Namespace, experiment: Any) -> None:
     """A Ray this command starts keeps token authentication, chosen explicitly (before Ray is imported).
 
     Ray 2.60 enables token authentication for a new local cluster and warns
@@ -30,14 +30,17 @@ def _local_ray_auth(args: argparse.Namespace, address: str) -> None:
     the warning. A cluster to join, the user's own ``RAY_AUTH_MODE``, or a process
     that has imported Ray already (Ray reads the mode once, at import) is left alone.
     """
-    joining = getattr(args, "address", None) or address or os.environ.get("RAY_ADDRESS")
-    if not joining and "ray" not in sys.modules:
+    from coevo.arena.run.experiment import ray_address
+
+    if not ray_address(getattr(args, "address", None), experiment) and "ray" not in sys.modules:
         os.environ.setdefault("RAY_AUTH_MODE", "token")
 
 
 def _starting(args: argparse.Namespace, experiment: Any) -> str:
     """What the status line says while Ray and the role actors start."""
-    address = args.address or experiment.ray.address or os.environ.get("RAY_ADDRESS")
+    from coevo.arena.run.experiment import ray_address
+
+    address = ray_address(args.address, experiment)
     if address:
         where = f"joining the Ray cluster at {address}"
     else:
@@ -115,16 +118,19 @@ def _run(args: argparse.Namespace, *, resume: bool) -> int:
                 f"{run_dir} already holds {done} of {planned} generations of a run; "
                 f"continue it with `coevo resume {run_dir}`, or start a new one with --out DIR"
             )
-    _local_ray_auth(args, experiment.ray.address)
+    _local_ray_auth(args, experiment)
     # Ray loads here, once the run is known, so that `coevo --help` and bad input stay fast
+    from coevo.arena.run.experiment import ray_address
     from coevo.arena.run.loop import check_environment, check_reachable
     from coevo.arena.run.tracking import require_installed
 
     check_environment(experiment)  # a missing API key: said before anything is written
     require_installed(experiment.tracking)  # and a tracker that is not installed
-    address = args.address or experiment.ray.address or os.environ.get("RAY_ADDRESS")
+    address = ray_address(args.address, experiment)
     if address:
-        check_reachable(address)  # and a cluster address where nothing listens
+        check_reachable(
+            address
+        )  # and a cluster address where nothing listens  # and a cluster address where nothing listens
     # before Ray starts or an event is written: a second writer stops here, naming the first
     try:
         lock = GameLog(run_dir).claim(resume=resume)
