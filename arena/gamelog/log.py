@@ -225,12 +225,16 @@ class GameLog:
         Raises:
             LogError: a manifest of another schema version, or unreadable.
         """
-        out: list[dict[str, Any]] = []
+        return [self.manifest(gen) for gen in range(self._committed_count())]
+
+    def _committed_count(self) -> int:
+        """How many manifests there are, contiguous from 0 (from their names alone)."""
+        count = 0
         for expected, name in enumerate(self.manifest_names()):
             if name != _manifest_name(expected):
                 break
-            out.append(self.manifest(expected))
-        return out
+            count = expected + 1
+        return count
 
     def manifest_names(self) -> list[str]:
         """The names of the manifest files there are, committed or not (after a gap), sorted."""
@@ -344,20 +348,32 @@ class GameLog:
         """The last committed generation (-1: none)."""
         return len(self.manifests()) - 1
 
-    def read(self, table: str, *, gens: Iterable[int] | None = None) -> pa.Table:
+    def read(
+        self,
+        table: str,
+        *,
+        gens: Iterable[int] | None = None,
+        columns: Sequence[str] | None = None,
+    ) -> pa.Table:
         """One table over the committed generations (or only ``gens``), with its ``gen`` column.
+
+        Args:
+            table: the table.
+            gens: only these generations (those not committed are left out); only their
+                manifests are read, so reading one generation costs the same late in a run.
+            columns: only these columns (default: all, and ``gen``).
 
         Raises:
             LogError: an unknown table.
         """
         if table not in SCHEMAS:
             raise LogError(f"unknown game-log table {table!r}; tables: {', '.join(SCHEMAS)}")
-        wanted = set(gens) if gens is not None else None
-        chosen = [
-            m
-            for m in self.manifests()
-            if table in m["parts"] and (wanted is None or m["gen"] in wanted)
-        ]
+        if gens is None:
+            manifests = self.manifests()
+        else:
+            committed = self._committed_count()
+            manifests = [self.manifest(g) for g in sorted(set(gens)) if 0 <= g < committed]
+        chosen = [m for m in manifests if table in m["parts"]]
         # sizes only, in one call: a truncated part is named here, not by Arrow
         sizes = self.run.sizes([m["parts"][table] for m in chosen])
         for manifest in chosen:
@@ -366,11 +382,12 @@ class GameLog:
             if problem:
                 raise LogError(_damage_message(self.run.uri, manifest["gen"], problem))
         if not chosen:
-            return _schema(table).empty_table()
+            empty = _schema(table).empty_table()
+            return empty if columns is None else empty.select(list(columns))
         try:
             return self._dataset(
                 [self.run.path(m["parts"][table]) for m in chosen], table
-            ).to_table()
+            ).to_table(columns=None if columns is None else list(columns))
         except (OSError, pa.ArrowException):
             # which part? (a damaged part of the recorded size, or one with no record)
             for manifest in chosen:

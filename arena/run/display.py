@@ -104,8 +104,6 @@ class GenerationTable:
         total: the generations the run is for (for "generation 3 of 30" and the time left).
     """
 
-    columns = tuple((name, justify) for name, justify, _, _ in COLUMNS)
-
     def __init__(
         self,
         title: str,

@@ -33,11 +33,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 from urllib.parse import urlparse
 
-import pyarrow as pa
-import pyarrow.dataset as ds
 from coevo.arena.calibration import expected_calibration_error
 from coevo.arena.errors import ExperimentError
-from coevo.arena.gamelog import SCHEMAS, GameLog, RunDir
+from coevo.arena.gamelog import GameLog, RunDir
 from coevo.arena.settings import StrictNumbers
 from coevo.curricula.analysis.report import render_report
 from pydantic import ConfigDict, Field, field_validator
@@ -253,29 +251,13 @@ class TaskLevels:
     def up_to(self, log: GameLog, gen: int) -> dict[str, int | None]:
         """The levels of every task logged in generations up to ``gen``."""
         for earlier in range(self.through + 1, gen + 1):
-            tasks = _part(log, _parts(log, earlier), "tasks", ["task_id", "level"])
+            tasks = log.read("tasks", gens=[earlier], columns=["task_id", "level"])
             for task_id, level in zip(
                 tasks.column("task_id").to_pylist(), tasks.column("level").to_pylist(), strict=True
             ):
                 self.of.setdefault(task_id, level)
             self.through = earlier
         return self.of
-
-
-def _parts(log: GameLog, gen: int) -> dict[str, str]:
-    """A committed generation's parts: table → path in the run directory."""
-    return dict(log.manifest(gen)["parts"])
-
-
-def _part(log: GameLog, parts: Mapping[str, str], table: str, columns: list[str]) -> pa.Table:
-    """Those columns of one generation's part of ``table`` (empty when it has none)."""
-    path = parts.get(table)
-    if path is None:
-        return SCHEMAS[table].empty_table().select(columns)
-    dataset = ds.dataset(
-        [log.run.path(path)], schema=SCHEMAS[table], filesystem=log.run.fs, format="parquet"
-    )
-    return dataset.to_table(columns=columns)
 
 
 def _by_level(levels: list[int | None], rewards: list[int], prefix: str) -> dict[str, float]:
@@ -304,16 +286,18 @@ def generation_metrics(
         LogError: the generation is not committed, or its manifest cannot be read.
     """
     levels = TaskLevels() if levels is None else levels
-    parts = _parts(log, gen)
+    log.manifest(gen)  # a generation that is not committed (or whose manifest is damaged) says so
     out: dict[str, float] = {}
-    (row,) = _part(log, parts, "generations", list(_ROW_METRICS.values())).to_pylist()
+    (row,) = log.read("generations", gens=[gen], columns=list(_ROW_METRICS.values())).to_pylist()
     for name, column in _ROW_METRICS.items():
         if row[column] is not None:
             out[name] = float(row[column])
     if row["proposed"]:
         out["proposals/acceptance_rate"] = row["accepted"] / row["proposed"]
 
-    episodes = _part(log, parts, "episodes", ["task_id", "purpose", "reward"]).to_pylist()
+    episodes = log.read(
+        "episodes", gens=[gen], columns=["task_id", "purpose", "reward"]
+    ).to_pylist()
     train = [e for e in episodes if e["purpose"] == "train"]
     level_of = levels.up_to(log, gen)
     out.update(
@@ -323,7 +307,7 @@ def generation_metrics(
             "train/success_level_",
         )
     )
-    evals = _part(log, parts, "evals", ["level", "reward"])
+    evals = log.read("evals", gens=[gen], columns=["level", "reward"])
     out.update(
         _by_level(
             evals.column("level").to_pylist(),
@@ -332,19 +316,24 @@ def generation_metrics(
         )
     )
 
-    verdicts = _part(log, parts, "verdicts", ["task_id", "accepted", "failed"]).to_pylist()
+    verdicts = log.read(
+        "verdicts", gens=[gen], columns=["task_id", "accepted", "failed"]
+    ).to_pylist()
     checks = Counter(
         name for v in verdicts if not v["accepted"] for name in (v["failed"] or ["error"])
     )
     out.update({_key(f"rejections/{check}"): float(n) for check, n in sorted(checks.items())})
     accepted = {v["task_id"] for v in verdicts if v["accepted"]}
-    tasks = _part(log, parts, "tasks", ["task_id", "world_id", "domain", "family"]).to_pylist()
+    tasks = log.read(
+        "tasks", gens=[gen], columns=["task_id", "world_id", "domain", "family"]
+    ).to_pylist()
     pool = [t for t in tasks if t["task_id"] in accepted]
     for name, column in (("worlds", "world_id"), ("domains", "domain"), ("families", "family")):
         out[f"pool/{name}"] = float(len({t[column] for t in pool if t[column] is not None}))
 
     predicted = {
-        p["task_id"]: p["p"] for p in _part(log, parts, "predictions", ["task_id", "p"]).to_pylist()
+        p["task_id"]: p["p"]
+        for p in log.read("predictions", gens=[gen], columns=["task_id", "p"]).to_pylist()
     }
     pairs = [(predicted[e["task_id"]], e["reward"]) for e in train if e["task_id"] in predicted]
     if pairs:
@@ -352,13 +341,13 @@ def generation_metrics(
             [p for p, _ in pairs], [o for _, o in pairs]
         )
 
-    for update in _part(log, parts, "updates", ["loss", "entropy"]).to_pylist():
+    for update in log.read("updates", gens=[gen], columns=["loss", "entropy"]).to_pylist():
         for name in ("loss", "entropy"):
             if update[name] is not None:
                 out[f"learner/{name}"] = float(update[name])
 
-    usage = _part(
-        log, parts, "usage", ["role", "calls", "input_tokens", "output_tokens", "dollars"]
+    usage = log.read(
+        "usage", gens=[gen], columns=["role", "calls", "input_tokens", "output_tokens", "dollars"]
     ).to_pylist()
     if usage:
         out["spend/calls"] = float(sum(u["calls"] for u in usage))

@@ -128,22 +128,20 @@ def _run(args: argparse.Namespace, *, resume: bool) -> int:
     require_installed(experiment.tracking)  # and a tracker that is not installed
     address = ray_address(args.address, experiment)
     if address:
-        check_reachable(
-            address
-        )  # and a cluster address where nothing listens  # and a cluster address where nothing listens
+        check_reachable(address)  # and a cluster address where nothing listens
     # before Ray starts or an event is written: a second writer stops here, naming the first
     try:
         lock = GameLog(run_dir).claim(resume=resume)
     except OSError as exc:
         raise _unwritable(run_dir, exc) from exc
     try:
-        return _run_locked(args, experiment, run_dir, lock, resume=resume)
+        return _run_locked(args, experiment, run_dir, lock, resume=resume, first=done)
     finally:
         lock.release()
 
 
 def _run_locked(
-    args: argparse.Namespace, experiment: Any, run_dir: str, lock: Any, *, resume: bool
+    args: argparse.Namespace, experiment: Any, run_dir: str, lock: Any, *, resume: bool, first: int
 ) -> int:
     from coevo.arena.gamelog import GameLog, RunDir
     from coevo.arena.run.display import EventLog, GenerationTable
@@ -152,7 +150,7 @@ def _run_locked(
     from coevo.arena.run.tracking import Tracking
 
     events = EventLog(RunDir(run_dir))
-    # a tracker whose package is missing stops the run here, before anything is written or Ray starts
+    # a run directory elsewhere with no tracker destination named stops the run here
     tracking = Tracking(experiment, run_dir, resume=resume, events=events)
     try:
         events(
@@ -166,7 +164,6 @@ def _run_locked(
     except OSError as exc:
         raise _unwritable(run_dir, exc) from exc
     table = GenerationTable(f"{experiment.run.name} → {run_dir}", total=experiment.run.generations)
-    first = GameLog(run_dir).last_generation() + 1
     table.starting(_starting(args, experiment))
 
     def show_and_track(report: Any) -> None:
