@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Final
 
-from coevo.agents.claude.environment import anthropic_environment
+from coevo.agents.llm.environment import anthropic_environment, openai_environment
 from coevo.agents.protocols import ROLE_KINDS, RoleEnvironment, capabilities_of, kind_of
 from coevo.arena.errors import RegistryError
 from coevo.arena.plugins import PluginRegistry, first_line, import_object
@@ -93,6 +93,19 @@ class RoleInfo:
     def env(self, settings: Settings) -> RoleEnvironment:
         """The environment variables the role needs with these settings."""
         return self.environment(settings) if self.environment is not None else RoleEnvironment()
+
+    def preflight(self, settings: Settings) -> None:
+        """The role's start-up check of these settings, when its factory has one (``preflight(settings)``).
+
+        An LLM role checks that its servers answer and serve its model, so a
+        run stops before anything starts instead of failing in every actor.
+
+        Raises:
+            CoevoError: what the check found, saying what to fix.
+        """
+        check = getattr(self.factory, "preflight", None)
+        if callable(check):
+            check(settings)
 
     def create(self, config: Mapping[str, Any] | Settings) -> Any:
         """An instance of the role made with ``config`` (validated first)."""
@@ -170,9 +183,16 @@ _BUILTINS: Final = (
         description="a world and tasks mined from a real SQLite database (config: path)",
     ),
     RoleInfo(
+        "llm-synth",
+        "synthesizer",
+        "coevo.agents.llm.synthesizer:LLMSynthesizer",
+        description="a model on any OpenAI-compatible server (or Anthropic) writes scenario, world, task and a reference-blind verifier (needs OPENAI_API_KEY)",
+        environment=openai_environment,
+    ),
+    RoleInfo(
         "claude-synth",
         "synthesizer",
-        "coevo.agents.claude.synthesizer:ClaudeSynthesizer",
+        "coevo.agents.claude.roles:ClaudeSynthesizer",
         description="Claude writes scenario, world, task and a reference-blind verifier, checked by the Judge (needs ANTHROPIC_API_KEY)",
         environment=anthropic_environment,
     ),
@@ -183,9 +203,16 @@ _BUILTINS: Final = (
         description="log-linear policy over pointer-style actions, learnt by policy gradient (numpy, offline)",
     ),
     RoleInfo(
+        "llm-solver",
+        "solver",
+        "coevo.agents.llm.solver:LLMSolver",
+        description="your model on any OpenAI-compatible server (vLLM, SGLang, Ollama) as a multi-turn tool-use agent; rollouts with token ids (needs OPENAI_API_KEY)",
+        environment=openai_environment,
+    ),
+    RoleInfo(
         "claude",
         "solver",
-        "coevo.agents.claude.solver:ClaudeSolver",
+        "coevo.agents.claude.roles:ClaudeSolver",
         description="Claude as a multi-turn tool-use agent over the world's tools (needs ANTHROPIC_API_KEY)",
         environment=anthropic_environment,
     ),
@@ -202,9 +229,16 @@ _BUILTINS: Final = (
         description="the mechanical checks, then solvable: a search that never saw the solution must earn 1",
     ),
     RoleInfo(
+        "llm-judge",
+        "judge",
+        "coevo.agents.llm.judge:LLMJudge",
+        description="mechanical checks, then k attempts of a model on an OpenAI-compatible server (solvable) and an ambiguity review (needs OPENAI_API_KEY)",
+        environment=openai_environment,
+    ),
+    RoleInfo(
         "claude-judge",
         "judge",
-        "coevo.agents.claude.judge:ClaudeJudge",
+        "coevo.agents.claude.roles:ClaudeJudge",
         description="mechanical checks, then k Claude attempts (solvable) and an ambiguity review (needs ANTHROPIC_API_KEY)",
         environment=anthropic_environment,
     ),
@@ -215,9 +249,16 @@ _BUILTINS: Final = (
         description="online item-response model: ability per solver version, difficulty from task features",
     ),
     RoleInfo(
+        "llm-world-model",
+        "world model",
+        "coevo.agents.llm.world_model:LLMWorldModel",
+        description="a model on an OpenAI-compatible server predicts P(success) from the task (needs OPENAI_API_KEY)",
+        environment=openai_environment,
+    ),
+    RoleInfo(
         "claude-world-model",
         "world model",
-        "coevo.agents.claude.world_model:ClaudeWorldModel",
+        "coevo.agents.claude.roles:ClaudeWorldModel",
         description="Claude predicts P(success) from the task, and can simulate the tools (needs ANTHROPIC_API_KEY)",
         environment=anthropic_environment,
     ),

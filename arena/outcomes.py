@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from coevo.arena.spec import TaskSpec, ToolCall, WorldSpec
+from coevo.arena.trajectory import Trajectory
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer
 
 __all__ = [
@@ -231,6 +232,7 @@ class Episode(_Model):
         episode_id: a deterministic id, when the caller gives one.
         solver: who made the calls (``"reference"`` for a task's own solution).
         seed: the seed the solver used.
+        trajectory: for an LLM episode, the conversation, sampling and tokens a trainer needs.
     """
 
     task_id: str
@@ -242,6 +244,7 @@ class Episode(_Model):
     episode_id: str | None = None
     solver: str | None = None
     seed: int | None = None
+    trajectory: Trajectory | None = None
 
     @property
     def success(self) -> bool:

@@ -92,25 +92,41 @@ def settings_model(factory: Callable[..., Any], name: str) -> type[Settings]:
     """A settings model with a field per keyword parameter of ``factory`` (a class or a function).
 
     A parameter's annotation is its type (``Any`` when it has none) and its
-    default is the field's; a ``**kwargs`` parameter lets any other key through.
+    default is the field's; a ``**kwargs`` parameter lets any other key through,
+    except in a class whose ``__init__`` hands its ``**kwargs`` on to a base
+    class's: then the base's keyword parameters are its settings too (the
+    nearest base's own, then its bases' in turn).
     """
-    target = factory.__init__ if inspect.isclass(factory) else factory
-    try:
-        signature = inspect.signature(factory)
-        hints = typing.get_type_hints(target)
-    except (TypeError, ValueError, NameError):  # no readable signature: take anything
-        return create_model(f"{name}Settings", __base__=_Open)
+    if not inspect.isclass(factory):
+        return _model(name, [factory])
+    chain = [c.__init__ for c in factory.__mro__ if "__init__" in vars(c) and c is not object]
+    return _model(name, chain or [factory.__init__])
+
+
+def _model(name: str, chain: list[Callable[..., Any]]) -> type[Settings]:
+    """The settings of ``chain[0]``, followed through ``**kwargs`` into the rest of ``chain``."""
     fields: dict[str, Any] = {}
-    open_ended = False
-    for parameter in signature.parameters.values():
-        if parameter.kind is inspect.Parameter.VAR_KEYWORD:
-            open_ended = True
-            continue
-        if parameter.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.POSITIONAL_ONLY):
-            continue
-        default = ... if parameter.default is inspect.Parameter.empty else parameter.default
-        fields[parameter.name] = (hints.get(parameter.name, Any), default)
-    return create_model(f"{name}Settings", __base__=_Open if open_ended else Settings, **fields)
+    for target in chain:
+        try:
+            signature = inspect.signature(target)
+            hints = typing.get_type_hints(target)
+        except (TypeError, ValueError, NameError):  # no readable signature: take anything
+            return create_model(f"{name}Settings", __base__=_Open, **fields)
+        open_ended = False
+        for parameter in signature.parameters.values():
+            if parameter.kind is inspect.Parameter.VAR_KEYWORD:
+                open_ended = True
+                continue
+            if parameter.kind in (
+                inspect.Parameter.VAR_POSITIONAL,
+                inspect.Parameter.POSITIONAL_ONLY,
+            ) or parameter.name in ("self", *fields):
+                continue
+            default = ... if parameter.default is inspect.Parameter.empty else parameter.default
+            fields[parameter.name] = (hints.get(parameter.name, Any), default)
+        if not open_ended:
+            return create_model(f"{name}Settings", __base__=Settings, **fields)
+    return create_model(f"{name}Settings", __base__=_Open, **fields)
 
 
 class _Open(Settings):

@@ -19,7 +19,7 @@ A world is not thread-safe: use it from one thread at a time.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from difflib import get_close_matches
 from typing import Any, cast
@@ -495,19 +495,52 @@ class World:
                 break
             observations.append(self.step(call))
             made.append(call)
+        return self.episode(made, observations, solver=solver, seed=seed, episode_id=episode_id)
+
+    def refuse(self, call: ToolCall, error: str) -> Observation:
+        """Record a call that could not be made as written (its arguments are no JSON object): a failed step.
+
+        It spends a step like any failed call, so a model that keeps writing
+        malformed calls runs out of steps.
+
+        Raises:
+            EpisodeError: no episode is running.
+        """
+        if self._done:
+            raise EpisodeError("no episode is running: call reset(task) first")
+        self._steps += 1
+        return self._spend_step(
+            Observation(step=self._steps, tool=call.tool, ok=False, error=error)
+        )
+
+    def episode(
+        self,
+        made: Sequence[ToolCall],
+        observations: Sequence[Observation],
+        *,
+        solver: str | None = None,
+        seed: int | None = None,
+        episode_id: str | None = None,
+        unfinished: str = "the calls ended without submit",
+    ) -> Episode:
+        """The episode of the calls made since :meth:`reset` and what each returned; the episode is over.
+
+        The reward is the last observation's when it ended the episode, else 0
+        with ``unfinished`` as the reason.
+        """
         last = observations[-1] if observations else None
         if last is not None and last.done and last.reward is not None:
             reward = last.reward
         else:
-            reward = Reward(value=0, submitted=False, reason="the calls ended without submit")
+            reward = Reward(value=0, submitted=False, reason=unfinished)
         truncated = bool(last is not None and last.done and not self._submitted)
         self._done = True
         assert self._task is not None
         return Episode(
             task_id=self._task.id,
             world_id=self.id,
-            calls=made,
-            observations=observations,
+            calls=list(made),
+            observations=list(observations),
             reward=reward,
             truncated=truncated,
             episode_id=episode_id,

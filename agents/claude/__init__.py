@@ -1,8 +1,6 @@
-"""Claude roles (the anthropic SDK): the real backend for solving, with the client plumbing they share.
+"""The ``claude*`` roles and client: the LLM roles (:mod:`coevo.agents.llm`) with Anthropic as the default provider.
 
-* :mod:`coevo.agents.claude.client`: :class:`ClaudeClient` (key from the
-  environment, concurrency limit, the SDK's retries, prompt caching, token
-  and dollar accounting, structured output through a forced tool);
-* :mod:`coevo.agents.claude.solver`: :class:`ClaudeSolver`, a multi-turn
-  tool-use agent that returns Episodes like any Solver.
+* :mod:`coevo.agents.claude.roles`: ``ClaudeSolver``, ``ClaudeSynthesizer``,
+  ``ClaudeJudge``, ``ClaudeWorldModel``;
+* :mod:`coevo.agents.claude.client`: ``ClaudeClient`` and the names older code imports.
 """

@@ -38,6 +38,7 @@ __all__ = [
     "PredictionRow",
     "Row",
     "TaskRow",
+    "TrajectoryRow",
     "UpdateRow",
     "UsageRow",
     "VerdictRow",
@@ -308,6 +309,111 @@ class UsageRow(Row):
     dollars: float = Field(description="the cost at the provider's list price")
 
 
+class TrajectoryRow(Row):
+    """An LLM episode as a trainer reads it: the conversation, the sampling, the policy and the tokens."""
+
+    table: ClassVar[str] = "trajectories"
+    about: ClassVar[str] = (
+        "one row per episode an LLM Solver played (a row of `episodes` by `episode_id`): "
+        "what a trainer learns from"
+    )
+
+    episode_id: str = Field(description="the episode (a row of `episodes`)")
+    task_id: str = Field(description="the task played")
+    purpose: str = Field(description="`train` or `eval`")
+    policy_version: str = Field(
+        description="the policy that played: the model's name, or the adapter's it was given"
+    )
+    provider: str = Field(description="`anthropic` or `openai` (any Chat Completions server)")
+    model: str = Field(description="the model as the server named it in its answers")
+    reward: int = Field(description="the episode's reward, 0 or 1")
+    messages: str = Field(
+        description="the whole conversation, system message first, in the Chat Completions format, as JSON"
+    )
+    tools: str = Field(description="the tools offered, as OpenAI function tools, as JSON")
+    sampling: str = Field(description="the sampling parameters sent (with `max_tokens`), as JSON")
+    turns: int = Field(description="assistant turns")
+    bad_steps: int = Field(
+        description="turns whose calls could not be made as written (arguments not JSON, text where a tool call was wanted, cut off)"
+    )
+    finish_reasons: list[str] = Field(description="each assistant turn's finish reason")
+    input_tokens: int | None = Field(
+        description="prompt tokens over every turn (null when the server reported no usage and no ids)"
+    )
+    output_tokens: int | None = Field(description="completion tokens over every turn (likewise)")
+    turn_prompt_ids: list[list[int]] | None = Field(
+        description="each turn's prompt token ids (null: the server returned none)"
+    )
+    turn_completion_ids: list[list[int]] | None = Field(
+        description="each turn's completion token ids"
+    )
+    turn_logprobs: list[list[float]] | None = Field(
+        description="each turn's completion log-probabilities"
+    )
+    token_ids: list[int] | None = Field(
+        description="the episode as one sequence: the first prompt, then each completion and the tokens between (null when the turns do not chain; see `layout`)"
+    )
+    logprobs: list[float | None] | None = Field(
+        description="the log-probability of each token of `token_ids` the model sampled (null elsewhere)"
+    )
+    loss_mask: list[int] | None = Field(
+        description="1 for each token of `token_ids` the model produced, 0 for prompt and tool tokens"
+    )
+    layout: str | None = Field(
+        description="`interleaved` (use `token_ids`), `per-turn` (a turn's prompt re-renders earlier turns: use the `turn_*` columns), or null (no token ids)"
+    )
+    note: str | None = Field(
+        description="why the episode has no interleaved layout, when it has none"
+    )
+
+    @classmethod
+    def of(cls, episode: Episode, purpose: str) -> TrajectoryRow:
+        """The row of ``episode`` (which has a trajectory), played for ``purpose``."""
+        trajectory = episode.trajectory
+        assert trajectory is not None and episode.episode_id is not None
+        turns = trajectory.turns
+        interleaved, why = trajectory.interleaved()
+        tokens = trajectory.has_tokens
+        logprobs = (
+            [t.logprobs or [] for t in turns] if tokens and all(t.logprobs for t in turns) else None
+        )
+
+        def total(counts: list[int | None], ids: list[list[int] | None]) -> int | None:
+            if all(c is not None for c in counts):
+                return sum(c or 0 for c in counts)
+            if all(i is not None for i in ids):
+                return sum(len(i or []) for i in ids)
+            return None
+
+        return cls(
+            episode_id=episode.episode_id,
+            task_id=episode.task_id,
+            purpose=purpose,
+            policy_version=trajectory.policy_version,
+            provider=trajectory.provider,
+            model=trajectory.model,
+            reward=episode.reward.value,
+            messages=json.dumps(trajectory.messages, ensure_ascii=False, default=str),
+            tools=json.dumps(trajectory.tools, ensure_ascii=False),
+            sampling=_json(trajectory.sampling),
+            turns=len(turns),
+            bad_steps=trajectory.bad_steps,
+            finish_reasons=[t.finish for t in turns],
+            input_tokens=total([t.input_tokens for t in turns], [t.prompt_ids for t in turns]),
+            output_tokens=total(
+                [t.output_tokens for t in turns], [t.completion_ids for t in turns]
+            ),
+            turn_prompt_ids=[t.prompt_ids or [] for t in turns] if tokens else None,
+            turn_completion_ids=[t.completion_ids or [] for t in turns] if tokens else None,
+            turn_logprobs=logprobs,
+            token_ids=interleaved.token_ids if interleaved else None,
+            logprobs=interleaved.logprobs if interleaved else None,
+            loss_mask=interleaved.loss_mask if interleaved else None,
+            layout="interleaved" if interleaved else "per-turn" if tokens else None,
+            note=why,
+        )
+
+
 TABLES: Final[Mapping[str, type[Row]]] = {
     model.table: model
     for model in (
@@ -320,6 +426,7 @@ TABLES: Final[Mapping[str, type[Row]]] = {
         GenerationRow,
         UsageRow,
         EvalRow,
+        TrajectoryRow,
     )
 }
 """Every table's row model, by table name."""
@@ -381,6 +488,7 @@ class GenerationRecord:
     generations: list[GenerationRow] = field(default_factory=list)
     usage: list[UsageRow] = field(default_factory=list)
     evals: list[EvalRow] = field(default_factory=list)
+    trajectories: list[TrajectoryRow] = field(default_factory=list)
 
     def tables(self) -> Iterator[tuple[str, Sequence[Row]]]:
         """``(table, rows)`` for every table, in the order of :data:`TABLES`."""

@@ -50,6 +50,7 @@ from coevo.arena.gamelog import (
     RunDir,
     RunLock,
     TaskRow,
+    TrajectoryRow,
     UpdateRow,
     VerdictRow,
     WorldRow,
@@ -576,6 +577,12 @@ class Arena:
         ]
         record.episodes = [EpisodeRow.of(e, "train") for e in done.episodes]
         record.episodes += [EpisodeRow.of(e, "eval") for e in done.evals]
+        record.trajectories = [
+            TrajectoryRow.of(e, purpose)
+            for purpose, played in (("train", done.episodes), ("eval", done.evals))
+            for e in played
+            if e.trajectory is not None
+        ]
         by_id = {t.task_id: t for t in self.eval_tasks}
         record.evals = [EvalRow.of(e, by_id.get(e.task_id)) for e in done.evals]
         extra = done.stats.extra or {}
@@ -699,7 +706,7 @@ class Arena:
 
 
 def check_environment(experiment: Experiment) -> None:
-    """Fail before anything starts when a role is unknown, is given a setting it does not take, or needs an unset variable.
+    """Fail before anything starts when a role is unknown, is given a setting it does not take, needs an unset variable, or fails its start-up check (an LLM role's server down, or not serving its model).
 
     Raises:
         ArenaError: naming the role, and the setting or the variable to fix.
@@ -716,6 +723,11 @@ def check_environment(experiment: Experiment) -> None:
                     f"the {table} {role.name!r} needs {variable}: set it in the environment "
                     "(on every node, for a cluster) and run again"
                 )
+    for table, role_settings in settings.items():
+        try:
+            REGISTRY.get(getattr(experiment, table).name).preflight(role_settings)
+        except CoevoError as exc:
+            raise ArenaError(str(exc)) from None
 
 
 def check_reachable(address: str, timeout: float = 10.0) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 import httpx2
 import pytest
 from coevo.agents.claude.client import ClaudeCallError, ClaudeClient, ClaudeConfigError, redact
-from coevo.agents.claude.solver import ClaudeSolver
+from coevo.agents.claude.roles import ClaudeSolver
 from coevo.arena.testing import check_role, sample_tasks
 from pydantic import BaseModel
 
@@ -290,8 +290,14 @@ def test_a_claude_run_goes_end_to_end_against_a_loopback_fake(monkeypatch, tmp_p
     log = GameLog(str(tmp_path / "run"))
     episodes = log.read("episodes").to_pylist()
     assert [r["gen"] for r in log.read("generations").to_pylist()] == [0, 1]
-    assert episodes and all(e["solver"] == "claude" for e in episodes)
+    assert episodes and all(e["solver"] == "claude-sonnet-5" for e in episodes)  # the model plays
     assert all(not e["failure"] for e in episodes), [e["failure"] for e in episodes if e["failure"]]
+    trajectories = log.read("trajectories").to_pylist()
+    assert sorted(t["episode_id"] for t in trajectories) == sorted(
+        e["episode_id"] for e in episodes
+    )
+    assert {t["provider"] for t in trajectories} == {"anthropic"}
+    assert all(json.loads(t["messages"])[0]["role"] == "system" for t in trajectories)
     assert len(requests) >= len(episodes)
     assert all(KEY not in json.dumps(r) for r in requests)
 
@@ -319,7 +325,7 @@ def judge_policy(tasks, *, ambiguous: bool = False, solve: bool = True) -> Any:
 
 def test_the_claude_judge_proves_solvable_and_accepts_clear_tasks() -> None:
     """Mechanical checks pass, k attempts earn 1, the review finds one reading: accepted, with reasons."""
-    from coevo.agents.claude.judge import ClaudeJudge
+    from coevo.agents.claude.roles import ClaudeJudge
     from coevo.arena.testing import broken_task
 
     tasks = sample_tasks()
@@ -341,7 +347,7 @@ def test_the_claude_judge_proves_solvable_and_accepts_clear_tasks() -> None:
 
 def test_an_ambiguous_or_unsolved_task_is_judged_so() -> None:
     """Two readings reject the task with them in the reason; k failed attempts leave solvable unproven."""
-    from coevo.agents.claude.judge import ClaudeJudge
+    from coevo.agents.claude.roles import ClaudeJudge
 
     tasks = sample_tasks()[:1]
     (ambiguous,) = ClaudeJudge(
@@ -359,7 +365,7 @@ def test_an_ambiguous_or_unsolved_task_is_judged_so() -> None:
 
 def test_the_claude_world_model_predicts_learns_from_outcomes_and_falls_back() -> None:
     """Predictions come from the forced `predict` tool; outcomes become examples; a failing call gives the running rate."""
-    from coevo.agents.claude.world_model import ClaudeWorldModel
+    from coevo.agents.claude.roles import ClaudeWorldModel
 
     tasks = sample_tasks()
 
@@ -395,7 +401,8 @@ def test_the_claude_world_model_predicts_learns_from_outcomes_and_falls_back() -
 
 def test_simulated_tool_results_are_compared_with_the_real_world() -> None:
     """A simulator that answers the true rows agrees on every call; one that answers nothing does not."""
-    from coevo.agents.claude.world_model import ClaudeWorldModel, simulation_agreement
+    from coevo.agents.claude.roles import ClaudeWorldModel
+    from coevo.agents.llm.world_model import simulation_agreement
     from coevo.arena import World
 
     tasks = sample_tasks()
@@ -458,7 +465,7 @@ def synth_policy(task, *, first_verifier_wrong: bool = False) -> Any:
 
 def test_the_claude_synthesizer_builds_a_task_that_passes_the_judge() -> None:
     """Scenario, world, task, verifier: the assembled record passes every mechanical check."""
-    from coevo.agents.claude.synthesizer import ClaudeSynthesizer
+    from coevo.agents.claude.roles import ClaudeSynthesizer
     from coevo.agents.protocols import ProposalRequest
 
     task = sample_tasks()[0]
@@ -474,7 +481,7 @@ def test_a_wrong_verifier_is_sent_back_with_the_judge_s_reason_and_never_sees_th
     None
 ):
     """A verifier already true on the initial state fails `unsolved`; the reason goes back to the verifier stage only."""
-    from coevo.agents.claude.synthesizer import ClaudeSynthesizer
+    from coevo.agents.claude.roles import ClaudeSynthesizer
     from coevo.agents.protocols import ProposalRequest
 
     task = sample_tasks()[0]
@@ -498,7 +505,7 @@ def test_a_wrong_verifier_is_sent_back_with_the_judge_s_reason_and_never_sees_th
 
 def test_a_world_that_does_not_build_is_sent_back_with_the_errors() -> None:
     """A world whose tool reads a missing table is rejected by the arena's validation; the errors go back."""
-    from coevo.agents.claude.synthesizer import ClaudeSynthesizer
+    from coevo.agents.claude.roles import ClaudeSynthesizer
     from coevo.agents.protocols import ProposalRequest
 
     task = sample_tasks()[0]
@@ -634,7 +641,7 @@ def test_a_refused_connection_says_so(monkeypatch) -> None:
 
 def test_a_synthesizer_whose_calls_all_failed_raises_rather_than_proposing_nothing() -> None:
     """Every proposal ended on a 500: propose raises with the last error (the host records a failure)."""
-    from coevo.agents.claude.synthesizer import ClaudeSynthesizer
+    from coevo.agents.claude.roles import ClaudeSynthesizer
     from coevo.agents.protocols import ProposalRequest
 
     fake = FakeMessages(lambda body: error(500, "api_error", "the API is down"))
@@ -646,7 +653,7 @@ def test_a_synthesizer_whose_calls_all_failed_raises_rather_than_proposing_nothi
 
 def test_a_judge_whose_calls_failed_gives_a_failed_verdict() -> None:
     """Mechanically sound tasks the Claude judge could not review are rejected as judge failures, never accepted unreviewed."""
-    from coevo.agents.claude.judge import ClaudeJudge
+    from coevo.agents.claude.roles import ClaudeJudge
     from coevo.arena.outcomes import JUDGE_FAILED_PREFIX
 
     tasks = sample_tasks()[:2]
@@ -659,7 +666,7 @@ def test_a_judge_whose_calls_failed_gives_a_failed_verdict() -> None:
 
 def test_a_judge_whose_attempts_ran_and_earned_0_has_not_failed() -> None:
     """Attempts that ran and earned 0 leave `solvable` unproven: the verdict is no failure."""
-    from coevo.agents.claude.judge import ClaudeJudge
+    from coevo.agents.claude.roles import ClaudeJudge
 
     tasks = sample_tasks()[:1]
     fake = FakeMessages(judge_policy(tasks, solve=False))
@@ -670,7 +677,7 @@ def test_a_judge_whose_attempts_ran_and_earned_0_has_not_failed() -> None:
 
 def test_a_world_model_whose_calls_all_failed_raises() -> None:
     """Every prediction's call failed: predict raises (the host predicts 0.5 and reports it), one success is enough not to."""
-    from coevo.agents.claude.world_model import ClaudeWorldModel
+    from coevo.agents.claude.roles import ClaudeWorldModel
 
     tasks = sample_tasks()[:2]
     down = FakeMessages(lambda body: error(500, "api_error", "the API is down"))

@@ -1,9 +1,10 @@
-"""``claude-judge``: the mechanical checks, then Claude proves solvability and reviews the instruction.
+"""``llm-judge`` (and ``claude-judge``): the mechanical checks, then a model proves solvability and reviews the instruction.
 
 For each task that passes the mechanical checks:
 
-* **solvable**: :class:`~coevo.agents.claude.solver.ClaudeSolver` attempts it
-  ``k`` times, never seeing the solution or the verifier; it passes when one
+* **solvable**: the model attempts it ``k`` times as a Solver would
+  (:func:`~coevo.agents.llm.solver.play`), never seeing the solution or the
+  verifier; it passes when one
   attempt earns 1, and stays ``null`` (unproven, with how many attempts were
   made) otherwise;
 * **ambiguity**: a separate call, in a fresh context that sees the
@@ -24,17 +25,17 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
-from coevo.agents.claude.client import ClaudeCallError
-from coevo.agents.claude.solver import ClaudeSolver
 from coevo.agents.judges import MechanicalJudge
-from coevo.arena.gamelog.rows import UsageRow
+from coevo.agents.llm.role import LLMRole
+from coevo.agents.llm.solver import play
+from coevo.agents.llm.turns import LLMCallError
 from coevo.arena.outcomes import FAILED_PREFIX, CheckResult, Verdict, failed_verdict
 from coevo.arena.spec import TaskSpec, WorldSpec
 from pydantic import BaseModel, Field
 
-__all__ = ["AmbiguityReview", "ClaudeJudge"]
+__all__ = ["AmbiguityReview", "LLMJudge"]
 
 REVIEW_SYSTEM = (
     "You review task instructions for an agent that works through the tools listed. "
@@ -54,44 +55,25 @@ class AmbiguityReview(BaseModel):
     reason: str = Field(description="one sentence saying why")
 
 
-class ClaudeJudge:
-    """Mechanical checks, then solvability by ``k`` Claude attempts and an ambiguity review.
+class LLMJudge(LLMRole):
+    """Mechanical checks, then solvability by ``k`` attempts of the model and an ambiguity review.
 
     Args:
         k: attempts per task for solvability.
-        model: the model name.
+        model: the model (or adapter) name (see :class:`~coevo.agents.llm.role.LLMRole`
+            for the settings every LLM role takes).
         max_steps: tool calls per attempt.
-        concurrency: calls in flight at most.
-        max_retries: the SDK's retries.
-        http_client: an ``httpx2.AsyncClient`` (tests pass a mock transport).
+        **client: the settings every LLM role takes.
     """
 
     kind = "judge"
+    name: ClassVar[str] = "llm-judge"
 
-    def __init__(
-        self,
-        k: int = 2,
-        model: str = "claude-sonnet-5",
-        *,
-        max_steps: int = 16,
-        concurrency: int = 8,
-        max_retries: int = 4,
-        http_client: Any = None,
-    ):
+    def __init__(self, k: int = 2, model: str | None = None, *, max_steps: int = 16, **client: Any):
+        super().__init__(model, **client)
         self.k = k
+        self.max_steps = max_steps
         self.mechanical = MechanicalJudge()
-        self.solver = ClaudeSolver(
-            model,
-            max_steps=max_steps,
-            concurrency=concurrency,
-            max_retries=max_retries,
-            http_client=http_client,
-        )
-        self.client = self.solver.client
-
-    def drain_usage(self) -> list[UsageRow]:
-        """What this role spent on the API since the last call, per task; then forgotten."""
-        return self.client.drain()
 
     def assess(self, tasks: Sequence[TaskSpec]) -> list[Verdict]:
         """One verdict per task, in order."""
@@ -113,13 +95,13 @@ class ClaudeJudge:
                 continue
             if solved:
                 solvable = CheckResult(
-                    passed=True, reason=f"Claude earned 1 in {solved} of {self.k} attempts"
+                    passed=True, reason=f"the model earned 1 in {solved} of {self.k} attempts"
                 )
             elif failures:
                 solvable = CheckResult(passed=None, reason=f"unproven: {failures[0]}")
             else:
                 solvable = CheckResult(
-                    passed=None, reason=f"unproven: Claude earned 0 in {self.k} attempts"
+                    passed=None, reason=f"unproven: the model earned 0 in {self.k} attempts"
                 )
             if review.ambiguous:
                 readings = " | ".join(review.readings[:2])
@@ -138,8 +120,14 @@ class ClaudeJudge:
         self, batch: list[TaskSpec], tasks: list[TaskSpec]
     ) -> tuple[list[Any], list[AmbiguityReview | str]]:
         """The attempts and the reviews, concurrently, in one event loop."""
-        episodes, reviews = await asyncio.gather(self.solver._batch(batch, 0), self._reviews(tasks))
-        return episodes, reviews
+        attempts = asyncio.gather(
+            *(
+                play(self.client, t, seed=0, version=self.version, max_steps=self.max_steps)
+                for t in batch
+            )
+        )
+        episodes, reviews = await asyncio.gather(attempts, self._reviews(tasks))
+        return list(episodes), reviews
 
     async def _reviews(self, tasks: list[TaskSpec]) -> list[AmbiguityReview | str]:
         async def one(task: TaskSpec) -> AmbiguityReview | str:
@@ -158,7 +146,7 @@ class ClaudeJudge:
                     messages=[{"role": "user", "content": prompt}],
                     name="review",
                 )
-            except ClaudeCallError as exc:
+            except LLMCallError as exc:
                 return str(exc)
 
         return list(await asyncio.gather(*(one(t) for t in tasks)))

@@ -1,6 +1,6 @@
-"""``claude-synth``: Claude invents tool-use worlds and tasks, stage by stage, with a reference-blind verifier.
+"""``llm-synth`` (and ``claude-synth``): a model invents tool-use worlds and tasks, stage by stage, with a reference-blind verifier.
 
-Each stage is one Messages API call with structured output (a forced tool
+Each stage is one call with structured output (a forced tool
 whose ``input_schema`` is the stage's pydantic model):
 
 1. **scenario**: a realistic professional domain and a user's need;
@@ -18,7 +18,7 @@ problem and its own check names only) (the verifier for ``unsolved``/``partial``
 for an ``oracle`` whose end state the checks or the frame refused; the task
 for a solution that does not run or is not ``grounded``), up to ``retries``
 times. Every attempt
-and why it failed is kept in :attr:`ClaudeSynthesizer.attempts` (the arena
+and why it failed is kept in :attr:`LLMSynthesizer.attempts` (the arena
 logs it as events).
 """
 
@@ -27,17 +27,17 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from typing import Any
+from typing import Any, ClassVar
 
-from coevo.agents.claude.client import ClaudeCallError, ClaudeClient
+from coevo.agents.llm.role import LLMRole
+from coevo.agents.llm.turns import LLMCallError
 from coevo.agents.protocols import ProposalRequest
 from coevo.arena.errors import SpecError
-from coevo.arena.gamelog.rows import UsageRow
 from coevo.arena.judge import WorldCache, assess_task
 from coevo.arena.spec import TaskSpec, WorldSpec
 from pydantic import BaseModel, Field, ValidationError
 
-__all__ = ["ClaudeSynthesizer", "Scenario", "TaskDraft", "VerifierDraft", "WorldDraft"]
+__all__ = ["LLMSynthesizer", "Scenario", "TaskDraft", "VerifierDraft", "WorldDraft"]
 
 SYSTEM = (
     "You design realistic, executable tool-use tasks for training AI agents: SQLite-backed worlds "
@@ -154,46 +154,33 @@ def _state_summary(world: WorldSpec) -> str:
     return "\n".join(lines)
 
 
-class ClaudeSynthesizer:
-    """Claude as the Synthesizer (see the module docstring).
+class LLMSynthesizer(LLMRole):
+    """A model as the Synthesizer (see the module docstring).
 
     Args:
-        model: the model name.
+        model: the model (or adapter) name (see :class:`~coevo.agents.llm.role.LLMRole`
+            for the settings every LLM role takes).
         retries: attempts per stage after the first, with the errors fed back.
         now: the worlds' fixed clock.
-        concurrency: calls in flight at most.
-        max_retries: the SDK's retries.
-        max_tokens: output budget per call (worlds are long).
-        http_client: an ``httpx2.AsyncClient`` (tests pass a mock transport).
+        **client: the settings every LLM role takes (``max_tokens`` defaults to 8192: worlds are long).
     """
 
     kind = "synthesizer"
+    name: ClassVar[str] = "llm-synth"
+    default_max_tokens: ClassVar[int] = 8192
 
     def __init__(
         self,
-        model: str = "claude-sonnet-5",
+        model: str | None = None,
         *,
         retries: int = 2,
         now: str = "2026-11-29T12:00:00",
-        concurrency: int = 4,
-        max_retries: int = 4,
-        max_tokens: int = 8192,
-        http_client: Any = None,
+        **client: Any,
     ):
-        self.client = ClaudeClient(
-            model=model,
-            max_tokens=max_tokens,
-            concurrency=concurrency,
-            max_retries=max_retries,
-            http_client=http_client,
-        )
+        super().__init__(model, **client)
         self.retries = retries
         self.now = now
         self.attempts: list[dict[str, Any]] = []
-
-    def drain_usage(self) -> list[UsageRow]:
-        """What this role spent on the API since the last call, per task; then forgotten."""
-        return self.client.drain()
 
     def drain_attempts(self) -> list[dict[str, Any]]:
         """Every stage attempt since the last call (proposal, stage, attempt, error); then forgotten."""
@@ -205,20 +192,20 @@ class ClaudeSynthesizer:
         """Up to ``request.n`` tasks that passed the mechanical checks (every attempt is added to :attr:`attempts`).
 
         Raises:
-            ClaudeCallError: no task was made and a proposal ended on a failed call (the
+            LLMCallError: no task was made and a proposal ended on a failed call (the
                 API unreachable, an error status, a malformed answer): the request failed,
                 it did not merely come back empty. The last call error is the message.
         """
         made = asyncio.run(self._all(request))
         tasks = [t for t in made if isinstance(t, TaskSpec)]
-        failed = [e for e in made if isinstance(e, ClaudeCallError)]
+        failed = [e for e in made if isinstance(e, LLMCallError)]
         if failed and not tasks:
-            raise ClaudeCallError(
+            raise LLMCallError(
                 f"the calls of {len(failed)} of {request.n} proposals failed, the last: {failed[-1]}"
             )
         return tasks
 
-    async def _all(self, request: ProposalRequest) -> list[TaskSpec | ClaudeCallError | None]:
+    async def _all(self, request: ProposalRequest) -> list[TaskSpec | LLMCallError | None]:
         return list(await asyncio.gather(*(self._one(request, i) for i in range(request.n))))
 
     async def _stage(
@@ -238,7 +225,7 @@ class ClaudeSynthesizer:
             {"proposal": label, "stage": stage, "attempt": attempt, "error": error}
         )
 
-    async def _one(self, request: ProposalRequest, index: int) -> TaskSpec | ClaudeCallError | None:
+    async def _one(self, request: ProposalRequest, index: int) -> TaskSpec | LLMCallError | None:
         """The proposal's task; None when the Judge's checks still failed; the error when a call failed."""
         label = f"{request.seed}:{index}"
         level = f" at difficulty level {request.level} of 5" if request.level else ""
@@ -301,7 +288,7 @@ class ClaudeSynthesizer:
                     _blind(k, v) for k, v in problems.items() if _owner(k, v) == "verifier"
                 ]
             return None
-        except ClaudeCallError as exc:
+        except LLMCallError as exc:
             self._record(label, "call", 0, str(exc))
             return exc
 
@@ -349,7 +336,7 @@ class ClaudeSynthesizer:
                     "instruction": draft.instruction,
                     "verifier": verifier.model_dump(),
                     "solution": [c.model_dump() for c in draft.solution],
-                    "provenance": {"synthesizer": "claude"},
+                    "provenance": {"synthesizer": self.name, "model": self.version},
                 }
             )
         except ValidationError as exc:

@@ -1,4 +1,4 @@
-"""``claude-world-model``: Claude predicts P(success) before any rollout, and can simulate the world's tools.
+"""``llm-world-model`` (and ``claude-world-model``): a model predicts P(success) before any rollout, and can simulate the world's tools.
 
 * ``predict(tasks)``: one structured call per task. It shows the
   instruction, the tools, and a few recent outcomes of the current Solver on
@@ -6,7 +6,7 @@
   solution or the verifier. The answer is a probability; a call that fails
   gives the running success rate instead, so the batch goes on.
 * ``simulate(task, calls)`` (DreamGym-style): for each tool call of a
-  trajectory, Claude answers with the rows the tool would return, from the
+  trajectory, the model answers with the rows the tool would return, from the
   world's schema, the tool's SQL and the conversation so far. A Solver can
   be rolled out against the model instead of the database.
   :func:`simulation_agreement` measures how often the simulated rows equal
@@ -19,17 +19,17 @@ import asyncio
 import json
 from collections import deque
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
-from coevo.agents.claude.client import ClaudeCallError, ClaudeClient
-from coevo.arena.gamelog.rows import UsageRow
+from coevo.agents.llm.role import LLMRole
+from coevo.agents.llm.turns import LLMCallError
 from coevo.arena.outcomes import Episode
 from coevo.arena.spec import TaskSpec, ToolCall, WorldSpec
 from coevo.arena.state import pack_state, unpack_state
 from coevo.arena.world import World
 from pydantic import BaseModel, Field
 
-__all__ = ["ClaudeWorldModel", "Prediction", "SimulatedResult", "simulation_agreement"]
+__all__ = ["LLMWorldModel", "Prediction", "SimulatedResult", "simulation_agreement"]
 
 PREDICT_SYSTEM = (
     "You predict whether an AI agent will complete a task in a company's systems through the tools "
@@ -56,31 +56,21 @@ class SimulatedResult(BaseModel):
     error: str | None = Field(default=None, description="why it fails, when it fails")
 
 
-class ClaudeWorldModel:
-    """Claude as the World model (see the module docstring).
+class LLMWorldModel(LLMRole):
+    """A model as the World model (see the module docstring).
 
     Args:
-        model: the model name.
+        model: the model (or adapter) name (see :class:`~coevo.agents.llm.role.LLMRole`
+            for the settings every LLM role takes).
         memory: recent outcomes shown as examples.
-        concurrency: calls in flight at most.
-        max_retries: the SDK's retries.
-        http_client: an ``httpx2.AsyncClient`` (tests pass a mock transport).
+        **client: the settings every LLM role takes.
     """
 
     kind = "world model"
+    name: ClassVar[str] = "llm-world-model"
 
-    def __init__(
-        self,
-        model: str = "claude-sonnet-5",
-        *,
-        memory: int = 12,
-        concurrency: int = 8,
-        max_retries: int = 4,
-        http_client: Any = None,
-    ):
-        self.client = ClaudeClient(
-            model=model, concurrency=concurrency, max_retries=max_retries, http_client=http_client
-        )
+    def __init__(self, model: str | None = None, *, memory: int = 12, **client: Any):
+        super().__init__(model, **client)
         self.memory: deque[tuple[str, int]] = deque(maxlen=memory)
         self.instructions: dict[str, str] = {}
         self.outcomes = [0, 0]  # successes, episodes
@@ -90,15 +80,11 @@ class ClaudeWorldModel:
         successes, episodes = self.outcomes
         return (successes + 1) / (episodes + 2)
 
-    def drain_usage(self) -> list[UsageRow]:
-        """What this role spent on the API since the last call, per task; then forgotten."""
-        return self.client.drain()
-
     def predict(self, tasks: Sequence[TaskSpec]) -> list[float]:
         """P(success) per task, in order (a task whose call failed gets the running success rate).
 
         Raises:
-            ClaudeCallError: every call of the batch failed (the last error): the model
+            LLMCallError: every call of the batch failed (the last error): the model
                 predicted nothing, and that is a failure, not a batch of fallbacks.
         """
         for task in tasks:
@@ -106,7 +92,7 @@ class ClaudeWorldModel:
         before = len(self.errors)
         predicted = asyncio.run(self._predict_all(list(tasks)))
         if tasks and len(self.errors) - before == len(tasks):
-            raise ClaudeCallError(
+            raise LLMCallError(
                 f"the calls of all {len(tasks)} predictions failed, the last: {self.errors[-1]}"
             )
         return predicted
@@ -136,7 +122,7 @@ class ClaudeWorldModel:
                 messages=[{"role": "user", "content": prompt}],
                 name="predict",
             )
-        except ClaudeCallError as exc:
+        except LLMCallError as exc:
             self.errors.append(str(exc))
             return self._fallback()
         return float(answer.p)
@@ -157,15 +143,15 @@ class ClaudeWorldModel:
             "instructions": dict(self.instructions),
             "outcomes": list(self.outcomes),
         }
-        return pack_state("claude-world-model", 1, meta)
+        return pack_state(self.name, 1, meta)
 
     def set_state(self, state: bytes) -> None:
         """Load what :meth:`get_state` returned.
 
         Raises:
-            StateError: the bytes are not a ``claude-world-model`` state.
+            StateError: the bytes are not a state of this role.
         """
-        meta = unpack_state(state, role="claude-world-model", versions={1}).meta
+        meta = unpack_state(state, role=self.name, versions={1}).meta
         self.memory.clear()
         self.memory.extend((str(text), int(reward)) for text, reward in meta["memory"])
         self.instructions = {str(k): str(v) for k, v in meta["instructions"].items()}
@@ -203,7 +189,7 @@ class ClaudeWorldModel:
                     messages=[{"role": "user", "content": prompt}],
                     name="result",
                 )
-            except ClaudeCallError as exc:
+            except LLMCallError as exc:
                 out.append(str(exc))
                 continue
             out.append(result)
@@ -213,7 +199,7 @@ class ClaudeWorldModel:
         return out
 
 
-def simulation_agreement(model: ClaudeWorldModel, tasks: Sequence[TaskSpec]) -> float:
+def simulation_agreement(model: LLMWorldModel, tasks: Sequence[TaskSpec]) -> float:
     """The share of reference-solution tool calls whose simulated rows equal the real world's (submit excluded)."""
     agree = total = 0
     for task in tasks:

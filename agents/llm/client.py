@@ -1,0 +1,581 @@
+"""The plumbing every LLM role shares, whatever the provider: servers, limits, retries, accounting, structured output.
+
+One :class:`LLMClient` per role instance:
+
+* **Provider and servers.** ``provider`` is ``anthropic`` or ``openai``
+  (any Chat Completions server). ``base_url`` is one server or a list of
+  them, or ``endpoints`` lists servers each with its own concurrency limit;
+  with neither, the provider's variable (``OPENAI_BASE_URL``,
+  ``ANTHROPIC_BASE_URL``) or its public API. A call goes to the least busy
+  server with a free slot that is not resting after a failure.
+* **The key** is read from the environment variable the settings name
+  (``api_key_env``; the provider's own by default), never from a file. It is
+  never stored on the client, logged or put in a record; error texts are
+  redacted.
+* **Start-up** (:meth:`LLMClient.connect`, openai only): every server must
+  answer ``GET /models`` and serve the model; with no model named, the
+  first one the first server lists is used (a vLLM server serves one).
+* **Retries** are the client's own (the SDKs' are off), the same for both
+  providers: 408, 409, 429 and 5xx (529 too) are retried up to
+  ``max_retries`` times, after the server's ``retry-after`` when it sent
+  one, else with exponential backoff (0.5 s doubling, at most 8 s); a
+  server that rests after a failure takes no calls until it is due, and the
+  other servers take them. A server that answered before and now refuses
+  connections is restarting: its calls wait for it (or go to another
+  server) for up to ``reconnect`` seconds. A server never reached fails
+  after ``max_retries``. Other statuses are not retried: 401 and 403 name
+  the key's variable, 400 for a conversation longer than the model's
+  context ends the episode (:class:`ContextLengthError`), and a 400 that
+  refuses ``return_token_ids`` turns token capture off and tries again.
+* **Accounting.** Every call's tokens (and for Anthropic its cache tokens
+  and dollars, at :data:`PRICES`) are added up per role and task; a server
+  that sends no ``usage`` is counted by its token ids when it returned them.
+* **Structured output** (:meth:`LLMClient.structured`): a forced tool whose
+  parameters are a pydantic model's JSON Schema; a JSON object written as
+  text is taken too (servers that cannot force a tool); an answer that is
+  cut off, names another tool or does not validate is sent back with the
+  exact problem (``repairs`` times) before the call fails.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import os
+import re
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Literal, TypeVar
+from urllib.parse import urlsplit
+
+from coevo.agents.llm import anthropic_api, openai_api
+from coevo.agents.llm.environment import BASE_URL_VARIABLES, PROVIDERS, key_variable
+from coevo.agents.llm.turns import (
+    ERROR_PREFIX,
+    ContextLengthError,
+    Endpoint,
+    LLMCallError,
+    LLMConfigError,
+    Request,
+    Sampling,
+    Transient,
+    Turn,
+    Unreachable,
+)
+from coevo.arena.gamelog.rows import UsageRow
+from pydantic import BaseModel, ValidationError
+
+__all__ = ["PRICES", "LLMClient", "Usage", "backoff", "where"]
+
+PRICES: Final[dict[str, tuple[float, float]]] = {
+    # dollars per million tokens: (input, output); cache writes cost 1.25× input, reads 0.1×
+    "claude-opus": (15.0, 75.0),
+    "claude-sonnet": (3.0, 15.0),
+    "claude-haiku": (1.0, 5.0),
+}
+"""Default Anthropic prices by model family (the longest matching prefix of the model name wins).
+
+Check them against Anthropic's price list and pass ``prices`` to override;
+an unknown Claude model is priced as Sonnet. Other providers are priced only
+when ``prices`` names their models (a self-hosted model costs no dollars)."""
+
+Model = TypeVar("Model", bound=BaseModel)
+
+_APIS: Final = {"anthropic": anthropic_api, "openai": openai_api}
+
+
+@dataclass
+class Usage:
+    """Tokens and dollars, added up.
+
+    Attributes:
+        calls: calls that returned.
+        input_tokens: uncached input tokens.
+        output_tokens: output tokens.
+        cache_write_tokens: input tokens written to the prompt cache.
+        cache_read_tokens: input tokens read from the prompt cache.
+        dollars: their cost at the prices.
+    """
+
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_write_tokens: int = 0
+    cache_read_tokens: int = 0
+    dollars: float = 0.0
+
+    def add(self, other: Usage) -> None:
+        """Add ``other`` to this."""
+        self.calls += other.calls
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.cache_write_tokens += other.cache_write_tokens
+        self.cache_read_tokens += other.cache_read_tokens
+        self.dollars += other.dollars
+
+
+def backoff(attempt: int) -> float:
+    """Seconds to wait before retry ``attempt`` (1, 2, ...) when the server did not say: 0.5 s doubling, at most 8."""
+    return min(0.5 * 2 ** (attempt - 1), 8.0)
+
+
+def where(url: str) -> str:
+    """``host:port`` of a base URL, without any credentials it holds (for messages)."""
+    parts = urlsplit(url)
+    host = parts.hostname or url
+    return f"{host}:{parts.port}" if parts.port else host
+
+
+@dataclass
+class _Server:
+    """One endpoint at run time: its slots, whether it ever answered, and until when it rests."""
+
+    url: str
+    limit: int
+    in_flight: int = 0
+    reached: bool = False
+    resting_until: float = 0.0
+    sdk: Any = None
+
+
+_TOKEN_REFUSAL: Final = re.compile(r"return_token_ids|logprobs", re.I)
+
+
+class LLMClient:
+    """One client for an LLM role (see the module docstring).
+
+    Args:
+        provider: ``anthropic`` or ``openai``.
+        model: the model (or LoRA adapter) name; None: ``claude-sonnet-5`` for
+            anthropic, the first model the server lists for openai.
+        base_url: a server's base URL (``http://host:8000/v1``) or a list of them.
+        endpoints: servers each with its own concurrency (instead of ``base_url``).
+        api_key_env: the variable holding the key (default: the provider's own).
+        concurrency: calls in flight at most per server (unless its endpoint says).
+        sampling: sampling parameters for every call.
+        max_tokens: the output budget per call (``sampling.max_tokens`` wins).
+        timeout: seconds per request.
+        max_retries: retries of a failed call (a restarting server is waited for instead).
+        reconnect: seconds to wait for a server that answered before and now refuses connections.
+        token_ids: ask for token ids and log-probs (``auto``: yes for openai except
+            api.openai.com, and no more once a server refuses them).
+        owner: what the client works for, for messages (``the solver 'llm-solver'``).
+        http_client: an ``httpx2.AsyncClient`` (tests pass a mock transport).
+        prices: dollars per million tokens by model-name prefix.
+
+    Raises:
+        LLMConfigError: an unknown provider, no servers, or the key's variable is not set.
+    """
+
+    def __init__(
+        self,
+        provider: str = "anthropic",
+        model: str | None = None,
+        *,
+        base_url: str | Sequence[str] | None = None,
+        endpoints: Sequence[Endpoint | dict[str, Any]] | None = None,
+        api_key_env: str | None = None,
+        concurrency: int = 8,
+        sampling: Sampling | dict[str, Any] | None = None,
+        max_tokens: int = 1024,
+        timeout: float = 60.0,
+        max_retries: int = 4,
+        reconnect: float = 60.0,
+        token_ids: bool | Literal["auto"] = "auto",
+        owner: str = "an LLM role",
+        http_client: Any = None,
+        prices: dict[str, tuple[float, float]] | None = None,
+    ):
+        if provider not in PROVIDERS:
+            raise LLMConfigError(
+                f"{owner}: unknown provider {provider!r}; providers: {', '.join(PROVIDERS)}"
+            )
+        self.provider = provider
+        self.api = _APIS[provider]
+        self.owner = owner
+        self.key_variable = key_variable(provider, api_key_env)
+        if not os.environ.get(self.key_variable):
+            raise LLMConfigError(
+                f"{owner} needs an API key: set {self.key_variable} in the environment "
+                "(any value for a server that checks none; "
+                "or use the offline roles: procedural, linear-pg, search, irt)"
+            )
+        self.model = model or ("claude-sonnet-5" if provider == "anthropic" else None)
+        self.sampling = sampling if isinstance(sampling, Sampling) else Sampling(**(sampling or {}))
+        self.max_tokens = self.sampling.max_tokens or max_tokens
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.reconnect = reconnect
+        self.http_client = http_client
+        self.prices = dict(PRICES if provider == "anthropic" and prices is None else prices or {})
+        self.servers = self._servers(base_url, endpoints, concurrency)
+        self.token_ids = (
+            token_ids
+            if token_ids != "auto"
+            else provider == "openai"
+            and not any(where(s.url) == "api.openai.com" for s in self.servers)
+        )
+        self.usage: dict[tuple[str, str], Usage] = defaultdict(Usage)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._ready: asyncio.Condition | None = None
+
+    def _servers(
+        self,
+        base_url: str | Sequence[str] | None,
+        endpoints: Sequence[Endpoint | dict[str, Any]] | None,
+        concurrency: int,
+    ) -> list[_Server]:
+        if endpoints and base_url:
+            raise LLMConfigError(f"{self.owner}: give base_url or endpoints, not both")
+        if endpoints:
+            parsed = [e if isinstance(e, Endpoint) else Endpoint(**e) for e in endpoints]
+            return [_Server(e.base_url.rstrip("/"), e.concurrency or concurrency) for e in parsed]
+        urls = [base_url] if isinstance(base_url, str) else list(base_url or [])
+        if not urls:
+            urls = [os.environ.get(BASE_URL_VARIABLES[self.provider]) or self.api.DEFAULT_BASE_URL]
+        return [_Server(url.rstrip("/"), concurrency) for url in urls]
+
+    # ---- the key, and what may be logged ------------------------------------------------
+
+    def _key(self) -> str:
+        key = os.environ.get(self.key_variable)
+        if not key:
+            raise LLMCallError(f"{self.key_variable} is no longer set in the environment")
+        return key
+
+    def redact(self, text: str) -> str:
+        """``text`` with the key (if set) replaced, for anything that may be logged or recorded."""
+        key = os.environ.get(self.key_variable)
+        return text.replace(key, "[redacted]") if key else text
+
+    # ---- start-up -----------------------------------------------------------------------
+
+    def connect(self) -> str | None:
+        """Check every server and settle the model (openai; anthropic checks nothing here).
+
+        Returns:
+            The model the calls will name.
+
+        Raises:
+            LLMConfigError: a server cannot be reached, refuses the key, lists no
+                model, or does not serve the one named (the message names both).
+        """
+        if self.provider != "openai":
+            return self.model
+        for server in self.servers:
+            try:
+                served = openai_api.models_now(server.url, self._key(), min(self.timeout, 10.0))
+            except Unreachable as exc:
+                raise LLMConfigError(
+                    self.redact(
+                        f"{self.owner}: the server at {server.url} could not be reached ({exc}); "
+                        f"is it running? (the role's base_url, or {BASE_URL_VARIABLES['openai']})"
+                    )
+                ) from None
+            except (LLMCallError, Transient) as exc:
+                status = exc.status if isinstance(exc, LLMCallError) else None
+                hint = (
+                    f"; check the key in {self.key_variable}"
+                    if status in (401, 403)
+                    else "; is it an OpenAI-compatible server? Its base URL usually ends in /v1"
+                    if status == 404
+                    else ""
+                )
+                raise LLMConfigError(
+                    self.redact(
+                        f"{self.owner}: the server at {server.url} did not list its models: {exc}{hint}"
+                    )
+                ) from None
+            server.reached = True
+            if not served:
+                raise LLMConfigError(f"{self.owner}: the server at {server.url} serves no model")
+            if self.model is None:
+                self.model = served[0]
+            elif self.model not in served:
+                raise LLMConfigError(
+                    f"{self.owner}: the server at {server.url} does not serve the model "
+                    f"{self.model!r}; it serves: {', '.join(served)}"
+                )
+        return self.model
+
+    # ---- servers and slots --------------------------------------------------------------
+
+    def _bind(self) -> asyncio.Condition:
+        """The slots and SDK clients of the running event loop (each batch runs in its own)."""
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop or self._ready is None:
+            self._loop = loop
+            self._ready = asyncio.Condition()
+            for server in self.servers:
+                server.in_flight = 0
+                server.sdk = self.api.make_sdk(
+                    server.url, self._key(), self.timeout, self.http_client
+                )
+        return self._ready
+
+    async def _acquire(self) -> _Server:
+        ready = self._bind()
+        async with ready:
+            while True:
+                now = time.monotonic()
+                free = [s for s in self.servers if s.in_flight < s.limit]
+                awake = [s for s in free if s.resting_until <= now]
+                if awake:
+                    server = min(awake, key=lambda s: s.in_flight / s.limit)
+                    server.in_flight += 1
+                    return server
+                due = min((s.resting_until for s in free), default=None)
+                try:
+                    await asyncio.wait_for(ready.wait(), None if due is None else due - now)
+                except TimeoutError:
+                    continue
+
+    async def _release(self, server: _Server, rest: float = 0.0) -> None:
+        ready = self._bind()
+        async with ready:
+            server.in_flight -= 1
+            if rest > 0:
+                server.resting_until = max(server.resting_until, time.monotonic() + rest)
+            ready.notify_all()
+
+    # ---- calls --------------------------------------------------------------------------
+
+    async def create(
+        self,
+        *,
+        role: str,
+        task: str,
+        messages: Sequence[dict[str, Any]],
+        system: str | None = None,
+        tools: Sequence[dict[str, Any]] = (),
+        tool_choice: str | dict[str, Any] | None = None,
+        max_tokens: int | None = None,
+    ) -> Turn:
+        """One call, accounted to ``role`` and ``task``.
+
+        Args:
+            role: who spends it (``synthesizer``, ``solver``, ``judge``, ``world_model``).
+            task: what it is spent on (a task id, or a label).
+            messages: the conversation in the Chat Completions format.
+            system: a system message to put first (or give it in ``messages``).
+            tools: OpenAI function tools.
+            tool_choice: ``auto``, ``required`` or a named function.
+            max_tokens: this call's output budget (default: the client's).
+
+        Raises:
+            ContextLengthError: the conversation no longer fits the model.
+            LLMCallError: the call failed after the retries, or the answer is unusable.
+        """
+        if self.model is None:
+            self.connect()
+        assert self.model is not None
+        conversation = ([{"role": "system", "content": system}] if system else []) + list(messages)
+        request = Request(
+            model=self.model,
+            messages=conversation,
+            tools=list(tools),
+            tool_choice=tool_choice,
+            max_tokens=max_tokens or self.max_tokens,
+            sampling=self.sampling,
+            token_ids=bool(self.token_ids),
+        )
+        turn = await self._call(request)
+        self._account(role, task, turn)
+        return turn
+
+    async def _call(self, request: Request) -> Turn:
+        retries = 0
+        refused_since: float | None = None
+        while True:
+            server = await self._acquire()
+            try:
+                turn = await self.api.complete(server.sdk, request)
+            except Transient as exc:
+                retries += 1
+                wait = exc.retry_after
+                if wait is None or not 0 <= wait <= 60:
+                    wait = backoff(retries)
+                await self._release(server, wait)
+                if retries > self.max_retries:
+                    raise LLMCallError(
+                        self.redact(
+                            f"{self.api.API} at {where(server.url)} answered {exc.status} "
+                            f"after {self.max_retries} retries: {exc}"
+                        )
+                    ) from None
+                continue
+            except Unreachable as exc:
+                now = time.monotonic()
+                restarting = server.reached and not exc.timeout
+                if restarting:
+                    refused_since = refused_since or now
+                if restarting and now - refused_since < self.reconnect:  # type: ignore[operator]
+                    await self._release(server, backoff(min(retries + 1, 4)))
+                    continue
+                retries += 1
+                await self._release(server, backoff(retries))
+                if retries > self.max_retries or restarting:
+                    waited = (
+                        f"for {self.reconnect:g} s"
+                        if restarting
+                        else f"after {self.max_retries} retries"
+                    )
+                    raise LLMCallError(
+                        self.redact(
+                            f"{self.api.API} at {where(server.url)} could not be reached {waited}: {exc}"
+                        )
+                    ) from None
+                continue
+            except ContextLengthError:
+                await self._release(server)
+                raise
+            except LLMCallError as exc:
+                await self._release(server)
+                status = exc.status
+                if request.token_ids and status == 400 and _TOKEN_REFUSAL.search(str(exc)):
+                    self.token_ids = False  # this server does not give token ids: stop asking
+                    request = dataclasses.replace(request, token_ids=False)
+                    continue
+                hint = f" (check the key in {self.key_variable})" if status in (401, 403) else ""
+                raise LLMCallError(self.redact(f"{exc}{hint}")) from None
+            await self._release(server)
+            server.reached = True
+            return turn
+
+    def _account(self, role: str, task: str, turn: Turn) -> None:
+        read, written = turn.cache_read_tokens, turn.cache_write_tokens
+        given = turn.input_tokens
+        taken = turn.output_tokens
+        if given is None:
+            given = len(turn.prompt_ids) if turn.prompt_ids is not None else 0
+        if taken is None:
+            taken = len(turn.completion_ids) if turn.completion_ids is not None else 0
+        price = self._price(turn.model or self.model or "")
+        dollars = 0.0
+        if price is not None:
+            dollars = (
+                given * price[0]
+                + taken * price[1]
+                + written * price[0] * 1.25
+                + read * price[0] * 0.1
+            ) / 1e6
+        self.usage[(role, task)].add(Usage(1, given, taken, written, read, dollars))
+
+    def _price(self, model: str) -> tuple[float, float] | None:
+        best = max((p for p in self.prices if model.startswith(p)), key=len, default=None)
+        if best is not None:
+            return self.prices[best]
+        return (3.0, 15.0) if self.provider == "anthropic" else None
+
+    def drain(self) -> list[UsageRow]:
+        """What was spent since the last call, one row per (role, task) in order; then forgotten."""
+        rows = [
+            UsageRow(role=role, task_id=task, **dataclasses.asdict(used))
+            for (role, task), used in sorted(self.usage.items())
+        ]
+        self.usage.clear()
+        return rows
+
+    def total(self, role: str | None = None) -> Usage:
+        """Usage added up over every task (of ``role``, or of every role)."""
+        out = Usage()
+        for (r, _), used in self.usage.items():
+            if role is None or r == role:
+                out.add(used)
+        return out
+
+    # ---- structured output --------------------------------------------------------------
+
+    async def structured(
+        self,
+        model: type[Model],
+        *,
+        role: str,
+        task: str,
+        system: str,
+        messages: Sequence[dict[str, Any]],
+        name: str | None = None,
+        repairs: int = 1,
+    ) -> Model:
+        """A call whose answer must be ``model``: a forced tool with the model's JSON Schema.
+
+        Raises:
+            LLMCallError: the call failed, or after ``repairs`` answers sent back with
+                their problem the answer was still cut off, named another tool, was
+                text that is no JSON object, or did not validate; the message holds the
+                exact problem, ready to be fed back for a retry.
+        """
+        tool = name or model.__name__.lower()
+        tools = [
+            {
+                "type": "function",
+                "function": {
+                    "name": tool,
+                    "description": model.__doc__ or tool,
+                    "parameters": model.model_json_schema(),
+                },
+            }
+        ]
+        conversation = list(messages)
+        for attempt in range(repairs + 1):
+            turn = await self.create(
+                role=role,
+                task=task,
+                system=system,
+                messages=conversation,
+                tools=tools,
+                tool_choice={"type": "function", "function": {"name": tool}},
+            )
+            try:
+                return self._answer(model, tool, turn)
+            except LLMCallError as exc:
+                if attempt == repairs:
+                    raise
+                conversation += [turn.message, *_feedback(turn, f"{exc}; call {tool} again")]
+        raise AssertionError("unreachable")  # the loop returns or raises
+
+    def _answer(self, model: type[Model], tool: str, turn: Turn) -> Model:
+        calls = turn.tool_calls
+        if turn.finish == "length" and not (calls and calls[0].arguments is not None):
+            raise LLMCallError(
+                f"the answer was cut off at max_tokens ({self.max_tokens}) before {tool} was complete"
+            )
+        if not calls:
+            payload = _json_in(turn.text or "")
+            if payload is None:
+                raise LLMCallError(f"the answer called no tool; it must call {tool}")
+        elif calls[0].name != tool:
+            raise LLMCallError(f"the answer called {calls[0].name!r}; it must call {tool!r}")
+        elif calls[0].arguments is None:
+            raise LLMCallError(f"the {tool} input is not JSON: {calls[0].error}")
+        else:
+            payload = calls[0].arguments
+        try:
+            return model.model_validate(payload)
+        except ValidationError as exc:
+            raise LLMCallError(f"the {tool} input does not validate: {exc}") from exc
+
+
+def _feedback(turn: Turn, problem: str) -> list[dict[str, Any]]:
+    """Messages that answer ``turn`` with ``problem``: a tool error per call it made, or a user message."""
+    if turn.tool_calls:
+        return [
+            {"role": "tool", "tool_call_id": c.id, "content": ERROR_PREFIX + problem}
+            for c in turn.tool_calls
+        ]
+    return [{"role": "user", "content": problem}]
+
+
+def _json_in(text: str) -> dict[str, Any] | None:
+    """The JSON object a text answer holds (whole, or between its first ``{`` and last ``}``)."""
+    start, end = text.find("{"), text.rfind("}")
+    if start < 0 or end <= start:
+        return None
+    try:
+        value = json.loads(text[start : end + 1])
+    except json.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None

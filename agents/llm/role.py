@@ -1,0 +1,153 @@
+"""What every LLM role shares: the settings that choose its provider, servers, model and sampling, and its client.
+
+Every LLM role (``llm-*`` and ``claude*``) takes these settings in the
+``config`` of its experiment table, beside its own:
+
+==================  ================================================================
+``provider``        ``openai`` (any Chat Completions server) or ``anthropic``;
+                    ``llm-*`` roles default to openai, ``claude*`` to anthropic
+``model``           the model or LoRA adapter name; unset: the server's first
+                    (openai), ``claude-sonnet-5`` (anthropic)
+``base_url``        a server, or a list of servers; unset: ``OPENAI_BASE_URL``
+                    or ``ANTHROPIC_BASE_URL``, else the provider's public API
+``endpoints``       ``[{base_url, concurrency}]``: servers with their own limits
+``api_key_env``     the *name* of the variable holding the key (never the key)
+``concurrency``     calls in flight at most per server (64 openai, 8 anthropic)
+``sampling``        ``{temperature, top_p, max_tokens, seed, stop, top_k, ...}``
+``max_tokens``      the output budget per call (``sampling.max_tokens`` wins)
+``timeout``         seconds per request
+``max_retries``     retries of a failed call
+``reconnect``       seconds to wait for a server that is restarting
+``token_ids``       ask for token ids and log-probs (``auto``, true, false)
+``policy_version``  how the policy is named in the log (default: the model)
+==================  ================================================================
+
+See :mod:`coevo.agents.llm.client` for what the client does with them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Final, Literal
+
+from coevo.agents.llm.client import LLMClient
+from coevo.agents.llm.turns import Endpoint, Sampling
+from coevo.arena.gamelog.rows import UsageRow
+
+__all__ = ["LLMRole"]
+
+_CLIENT_SETTINGS: Final = (
+    "model",
+    "provider",
+    "base_url",
+    "endpoints",
+    "api_key_env",
+    "concurrency",
+    "sampling",
+    "max_tokens",
+    "timeout",
+    "max_retries",
+    "reconnect",
+    "token_ids",
+    "http_client",
+)
+
+
+class LLMRole:
+    """The base of the LLM roles: builds and checks the client from the shared settings.
+
+    Args:
+        model: the model (or adapter) name; None: the server's first model (openai),
+            ``claude-sonnet-5`` (anthropic).
+        provider: ``openai`` or ``anthropic`` (None: the role's own default).
+        base_url: a server's base URL, or a list of them.
+        endpoints: servers each with its own concurrency limit (instead of ``base_url``).
+        api_key_env: the variable that holds the key (default: ``OPENAI_API_KEY`` or ``ANTHROPIC_API_KEY``).
+        concurrency: calls in flight at most per server (None: 64 for openai, 8 for anthropic).
+        sampling: sampling parameters for every call.
+        max_tokens: the output budget per call (None: the role's default).
+        timeout: seconds per request.
+        max_retries: retries of a failed call.
+        reconnect: seconds to wait for a server that answered before and now refuses connections.
+        token_ids: ask the server for token ids and log-probs (``auto``: unless it is OpenAI's own API).
+        policy_version: how the policy is named in the log (default: the model's name).
+        http_client: an ``httpx2.AsyncClient`` (tests pass one with a mock transport).
+
+    Raises:
+        LLMConfigError: the key's variable is unset, a server cannot be reached, or it
+            does not serve the model (the message names the role, the URL and the model).
+    """
+
+    kind: ClassVar[str]
+    name: ClassVar[str]
+    default_provider: ClassVar[str] = "openai"
+    default_max_tokens: ClassVar[int] = 1024
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        provider: Literal["openai", "anthropic"] | None = None,
+        base_url: str | list[str] | None = None,
+        endpoints: list[Endpoint] | None = None,
+        api_key_env: str | None = None,
+        concurrency: int | None = None,
+        sampling: Sampling | None = None,
+        max_tokens: int | None = None,
+        timeout: float = 60.0,
+        max_retries: int = 4,
+        reconnect: float = 60.0,
+        token_ids: bool | Literal["auto"] = "auto",
+        policy_version: str | None = None,
+        http_client: Any = None,
+    ):
+        self.client = self._client(
+            model,
+            provider=provider,
+            base_url=base_url,
+            endpoints=endpoints,
+            api_key_env=api_key_env,
+            concurrency=concurrency,
+            sampling=sampling,
+            max_tokens=max_tokens,
+            timeout=timeout,
+            max_retries=max_retries,
+            reconnect=reconnect,
+            token_ids=token_ids,
+            http_client=http_client,
+        )
+        self.client.connect()
+        self.version = policy_version or self.client.model or self.name
+
+    @classmethod
+    def _client(
+        cls,
+        model: str | None,
+        *,
+        provider: str | None,
+        concurrency: int | None,
+        max_tokens: int | None,
+        **settings: Any,
+    ) -> LLMClient:
+        chosen = provider or cls.default_provider
+        return LLMClient(
+            chosen,
+            model,
+            concurrency=concurrency or (64 if chosen == "openai" else 8),
+            max_tokens=max_tokens or cls.default_max_tokens,
+            owner=f"the {cls.kind} {cls.name!r}",
+            **settings,
+        )
+
+    @classmethod
+    def preflight(cls, settings: Any) -> None:
+        """Check, before a run starts, that the key is set and the servers answer and serve the model.
+
+        Raises:
+            LLMConfigError: naming the role, the URL and the model.
+        """
+        given = {k: getattr(settings, k) for k in _CLIENT_SETTINGS}
+        cls._client(given.pop("model"), **given).connect()
+
+    def drain_usage(self) -> list[UsageRow]:
+        """What this role spent since the last call, per task; then forgotten."""
+        return self.client.drain()

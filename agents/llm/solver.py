@@ -1,0 +1,220 @@
+"""``llm-solver`` (and ``claude``): a model as the Solver, a multi-turn tool-use agent over a world's tools.
+
+Each task is a conversation: the system text and the instruction, the
+world's tools (and ``submit``) as function tools. Every tool call the model
+asks for is made in the world, in order, and answered with a ``tool``
+message (the rows, the row count, or ``error: ...`` when the call failed);
+several calls in one turn (parallel tool calls) are made one after the
+other. The episode ends at ``submit``, at the step budget, or when the
+model stops calling tools. What real servers do is a recorded step, never a
+role failure:
+
+* arguments that are not a JSON object are a failed step the model sees as
+  a tool error (the episode's call keeps the text as ``{"$raw": ...}``);
+  arguments that miss a required parameter are refused by the world, also
+  as a tool error;
+* a turn with no tool call (text where a tool call was wanted, or an answer
+  cut off at the output budget) is answered with a reminder to call a tool,
+  at most ``nudges`` times; each such turn counts against ``max_steps``;
+* a conversation that outgrows the model's context ends the episode,
+  unsubmitted (reward 0).
+
+A call that fails after the client's retries ends its episode as a recorded
+failure (reward 0, the reason in it); the other episodes of the batch go on.
+
+Every episode carries its :class:`~coevo.arena.trajectory.Trajectory`: the
+whole conversation, the sampling parameters, the policy version and, when
+the server returned them, each turn's token ids and log-probs. ``learn``
+changes nothing: the weights are the server's (a trainer updates them; the
+next issue's hand-off).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from coevo.agents.llm.client import LLMClient
+from coevo.agents.llm.role import LLMRole
+from coevo.agents.llm.turns import ERROR_PREFIX, ContextLengthError, LLMCallError, Turn
+from coevo.agents.protocols import LearnStats
+from coevo.arena.errors import SpecError
+from coevo.arena.outcomes import Episode, Observation, failed_episode
+from coevo.arena.rendering import SYSTEM, openai_tools, tool_definitions
+from coevo.arena.spec import TaskSpec, ToolCall, WorldSpec
+from coevo.arena.trajectory import Trajectory, TurnTokens
+from coevo.arena.world import World
+
+__all__ = ["LLMSolver", "play"]
+
+
+def _tokens(turn: Turn) -> TurnTokens:
+    return TurnTokens(
+        finish=turn.finish,
+        input_tokens=turn.input_tokens,
+        output_tokens=turn.output_tokens,
+        prompt_ids=turn.prompt_ids,
+        completion_ids=turn.completion_ids,
+        logprobs=turn.logprobs,
+    )
+
+
+def _nudge(turn: Turn, max_tokens: int) -> str:
+    if turn.finish == "length":
+        return (
+            f"{ERROR_PREFIX}your answer was cut off at the output limit ({max_tokens} tokens) "
+            "before it called a tool; answer with one tool call"
+        )
+    return (
+        f"{ERROR_PREFIX}answer with a tool call: use the tools to carry out the request, "
+        "and call submit when it is done"
+    )
+
+
+async def play(
+    client: LLMClient,
+    task: TaskSpec,
+    *,
+    seed: int,
+    version: str,
+    max_steps: int,
+    nudges: int = 2,
+    role: str = "solver",
+) -> Episode:
+    """One episode of ``task`` played by the model behind ``client`` (see the module docstring)."""
+    if not isinstance(task.world, WorldSpec):
+        return failed_episode(task, seed, "the task's world is not inline", version)
+    try:
+        world = World(task.world)
+    except SpecError as exc:
+        return failed_episode(task, seed, f"the world could not be built: {exc.summary()}", version)
+    tools = openai_tools(tool_definitions(task.world))
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": task.instruction},
+    ]
+    made: list[ToolCall] = []
+    seen: list[Observation] = []
+    turns: list[Turn] = []
+    bad = reminded = 0
+    unfinished = "the model stopped calling tools without submit"
+
+    def trajectory() -> Trajectory:
+        answered = [t.model for t in turns if t.model]
+        return Trajectory(
+            messages=messages,
+            tools=tools,
+            sampling=client.sampling.recorded(client.max_tokens),
+            policy_version=version,
+            provider=client.provider,
+            model=answered[-1] if answered else client.model or "",
+            turns=[_tokens(t) for t in turns],
+            bad_steps=bad,
+        )
+
+    with world:
+        world.reset(task, max_steps=max_steps)
+        try:
+            while not world.done and len(made) + reminded < max_steps:
+                turn = await client.create(
+                    role=role, task=task.task_id, messages=messages, tools=tools
+                )
+                turns.append(turn)
+                messages.append(turn.message)
+                if not turn.tool_calls:
+                    bad += 1
+                    if reminded == nudges:
+                        break
+                    reminded += 1
+                    messages.append({"role": "user", "content": _nudge(turn, client.max_tokens)})
+                    continue
+                bad += int(
+                    turn.finish == "length" or any(c.arguments is None for c in turn.tool_calls)
+                )
+                for request in turn.tool_calls:
+                    if world.done:
+                        break  # after submit, or the step budget: the rest are not made
+                    if request.arguments is None:
+                        call = ToolCall(request.name, {"$raw": request.raw})
+                        obs = world.refuse(
+                            call,
+                            f"{request.error}; call {request.name} again with a JSON object of its parameters",
+                        )
+                    else:
+                        call = ToolCall(request.name, request.arguments)
+                        obs = world.step(call)
+                    made.append(call)
+                    seen.append(obs)
+                    messages.append(
+                        {"role": "tool", "tool_call_id": request.id, "content": obs.text()}
+                    )
+            if not world.done and len(made) + reminded >= max_steps:
+                unfinished = f"the step budget of {max_steps} ran out before submit"
+        except ContextLengthError as exc:
+            unfinished = f"the conversation outgrew the model's context: {exc}"
+        except LLMCallError as exc:
+            failed = failed_episode(task, seed, str(exc), version)
+            return failed.model_copy(update={"trajectory": trajectory()})
+        episode = world.episode(made, seen, solver=version, seed=seed, unfinished=unfinished)
+    return episode.model_copy(update={"trajectory": trajectory()})
+
+
+class LLMSolver(LLMRole):
+    """A model as the Solver (see the module docstring).
+
+    Args:
+        model: the model (or adapter) name (see :class:`~coevo.agents.llm.role.LLMRole`
+            for the settings every LLM role takes).
+        max_steps: tool calls per episode, ``submit`` included (a turn with no tool call counts).
+        nudges: reminders to call a tool after a turn with none, per episode.
+        **client: the settings every LLM role takes.
+    """
+
+    kind = "solver"
+    name: ClassVar[str] = "llm-solver"
+
+    def __init__(
+        self, model: str | None = None, *, max_steps: int = 16, nudges: int = 2, **client: Any
+    ):
+        super().__init__(model, **client)
+        self.max_steps = max_steps
+        self.nudges = nudges
+
+    def policy_version(self) -> str:
+        """How its episodes are signed: ``policy_version`` if set, else the model's name."""
+        return self.version
+
+    def attempt(self, tasks: Sequence[TaskSpec], seed: int) -> list[Episode]:
+        """One episode per task, in order (the batch's conversations run concurrently)."""
+        return asyncio.run(self._batch(list(tasks), seed))
+
+    async def _batch(self, tasks: list[TaskSpec], seed: int) -> list[Episode]:
+        return list(
+            await asyncio.gather(
+                *(
+                    play(
+                        self.client,
+                        t,
+                        seed=seed,
+                        version=self.version,
+                        max_steps=self.max_steps,
+                        nudges=self.nudges,
+                    )
+                    for t in tasks
+                )
+            )
+        )
+
+    def learn(self, episodes: Sequence[Episode]) -> LearnStats:
+        """Nothing to learn here (the weights are the server's); the tokens spent so far in ``extra``."""
+        used = self.client.total("solver")
+        return LearnStats(
+            episodes=len(episodes),
+            updates=0,
+            extra={
+                "input_tokens": used.input_tokens,
+                "output_tokens": used.output_tokens,
+                "dollars": used.dollars,
+            },
+        )

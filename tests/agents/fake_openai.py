@@ -1,0 +1,898 @@
+"""A loopback fake of an OpenAI-compatible server that behaves like vLLM (no network here, and no GPU).
+
+``with FakeOpenAI(policy) as server:`` serves ``/v1/models`` and
+``/v1/chat/completions`` over real HTTP on 127.0.0.1, so the official
+``openai`` SDK talks to it unchanged (``base_url=server.url``). Each chat
+request is answered with what ``policy(body)`` returns, a :class:`Reply`
+(``call``, ``calls``, ``text`` and ``raw_call`` build one), dressed as
+vLLM dresses it: ``chatcmpl-`` ids, ``chatcmpl-tool-`` tool-call ids,
+``tool_calls: []`` when there are none, ``finish_reason: "stop"`` (not
+``"tool_calls"``) for a call of the function ``tool_choice`` names, a
+completion cut at ``max_tokens`` returned as text with ``"length"``,
+``stop_reason``, ``token_ids`` and top-level ``prompt_token_ids``
+(``"return_token_ids": true``) and per-token log-probabilities
+(``"logprobs": true``).
+
+The fake model's tokenizer is the UTF-8 bytes of a ChatML-like rendering
+(:func:`render_prompt`, :func:`render_turn`), each byte + 1000. With
+``template="stable"`` an assistant turn is rendered in later prompts exactly
+as it was generated, so turn k+1's prompt ids begin with turn k's prompt ids
+and completion ids (the prefix property a trainer relies on);
+``template="reformat"`` re-serialises tool-call arguments, as many real chat
+templates do, and the property breaks.
+
+Failures are real too: ``faults`` (``status(429, retry_after=1)``,
+``drop()``) answer the next chat requests in place of the policy; ``stop()``
+closes the port and every open connection (a restarting server), ``start()``
+listens again on the same port; ``latency`` delays every chat answer, and up
+to hundreds of requests are served at once (``max_in_flight`` says how many
+were). Every chat body and its headers are recorded in ``requests`` and
+``headers``.
+
+Policies: :class:`SolutionPolicy` (plays tasks' reference solutions),
+:class:`ExplorerPolicy` (generic: a tool, then ``submit``),
+:class:`MalformedPolicy` (every way a model's turn can be unusable),
+:class:`StructuredPolicy` (answers named-function requests) and
+:class:`ScriptedPolicy` (given replies in order).
+
+As a script it serves until killed and prints one line once it listens::
+
+    python tests/agents/fake_openai.py --port 0 --latency 0.2 --model fake-model
+    listening on http://127.0.0.1:PORT/v1
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import contextlib
+import http.server
+import json
+import signal
+import socket
+import sys
+import threading
+import time
+import traceback
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from http import HTTPStatus
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from coevo.arena.spec import SUBMIT
+
+if TYPE_CHECKING:
+    from coevo.arena.spec import TaskSpec
+
+__all__ = [
+    "END",
+    "START",
+    "ExplorerPolicy",
+    "FakeOpenAI",
+    "Fault",
+    "MalformedPolicy",
+    "Reply",
+    "ScriptedPolicy",
+    "SolutionPolicy",
+    "StructuredPolicy",
+    "call",
+    "calls",
+    "decode",
+    "drop",
+    "encode",
+    "example_arguments",
+    "main",
+    "raw_call",
+    "render_prompt",
+    "render_turn",
+    "status",
+    "text",
+]
+
+START = "<|im_start|>"
+"""Opens a turn in the fake chat template."""
+
+END = "<|im_end|>"
+"""Closes a turn; the fake model's end-of-turn (a completion ends with it)."""
+
+TOKEN_OFFSET = 1000
+"""A token id is a UTF-8 byte + this (so ids are not confusable with small ints)."""
+
+MAX_MODEL_LEN = 32768
+"""What ``/v1/models`` reports as each model's context length (not enforced)."""
+
+TEMPLATES = ("stable", "reformat")
+"""The chat templates the fake model can have (see the module docstring)."""
+
+
+# --------------------------------------------------------------------------- replies
+
+
+@dataclass(frozen=True)
+class Reply:
+    """What the fake model says in one turn.
+
+    Attributes:
+        content: the text of the turn (None: no text).
+        tool_calls: ``(name, arguments as JSON text)`` pairs; the text may be invalid JSON on purpose.
+        finish_reason: as given, or None to derive it (``tool_calls`` when there are calls, else ``stop``).
+        usage: False: the response has no ``usage`` at all (as some compatible servers do).
+    """
+
+    content: str | None = None
+    tool_calls: Sequence[tuple[str, str]] = ()
+    finish_reason: str | None = None
+    usage: bool = True
+
+
+def call(name: str, /, **arguments: Any) -> Reply:
+    """A turn that makes one well-formed tool call."""
+    return raw_call(name, json.dumps(arguments, ensure_ascii=False))
+
+
+def calls(*pairs: tuple[str, Mapping[str, Any]]) -> Reply:
+    """A turn that makes several tool calls at once (parallel tool calls), ``(name, arguments)`` each."""
+    return Reply(
+        tool_calls=tuple((name, json.dumps(dict(args), ensure_ascii=False)) for name, args in pairs)
+    )
+
+
+def text(content: str) -> Reply:
+    """A turn that answers in text and calls no tool."""
+    return Reply(content=content)
+
+
+def raw_call(name: str, arguments_text: str) -> Reply:
+    """A turn that calls ``name`` with arguments exactly as given (e.g. ``'{"email": "a@b.c"'``, invalid JSON)."""
+    return Reply(tool_calls=((name, arguments_text),))
+
+
+# --------------------------------------------------------------------------- faults
+
+
+@dataclass(frozen=True)
+class Fault:
+    """A failure that answers one chat request in place of the policy.
+
+    Attributes:
+        status: the HTTP status to answer with; None: close the connection without answering.
+        retry_after: seconds for a ``retry-after`` header (None: no header).
+        message: the error's message.
+    """
+
+    status: int | None
+    retry_after: float | None = None
+    message: str = ""
+
+
+_ERROR_TYPES = {
+    400: "BadRequestError",
+    401: "AuthenticationError",
+    403: "PermissionDeniedError",
+    404: "NotFoundError",
+    408: "RequestTimeoutError",
+    422: "UnprocessableEntityError",
+    429: "RateLimitError",
+    500: "InternalServerError",
+    502: "BadGatewayError",
+    503: "ServiceUnavailableError",
+    504: "GatewayTimeoutError",
+}
+
+
+def status(code: int, *, retry_after: float | None = None, message: str = "") -> Fault:
+    """A fault that answers HTTP ``code`` with the error JSON (and ``retry-after`` when given)."""
+    return Fault(code, retry_after, message or HTTPStatus(code).phrase)
+
+
+def drop() -> Fault:
+    """A fault that closes the connection without any response (the client sees a connection error)."""
+    return Fault(None)
+
+
+def _error(code: int, message: str, kind: str | None = None) -> dict[str, Any]:
+    """The error body vLLM and OpenAI send: ``{"error": {message, type, param, code}}``."""
+    return {
+        "error": {
+            "message": message,
+            "type": kind or _ERROR_TYPES.get(code, "APIError"),
+            "param": None,
+            "code": code,
+        }
+    }
+
+
+# --------------------------------------------------------------------------- the fake model's template and tokenizer
+
+
+def encode(rendered: str) -> list[int]:
+    """Token ids of a text: its UTF-8 bytes, each + :data:`TOKEN_OFFSET`."""
+    return [byte + TOKEN_OFFSET for byte in rendered.encode("utf-8")]
+
+
+def decode(ids: Iterable[int]) -> str:
+    """The text of token ids (bytes that do not make a whole character are dropped)."""
+    return bytes(i - TOKEN_OFFSET for i in ids).decode("utf-8", errors="ignore")
+
+
+def _text_of(content: Any) -> str:
+    """A message's content as text: a string, or the text parts of a list of parts joined."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+
+
+def _tool_call_block(name: str, arguments: str) -> str:
+    return f'<tool_call>\n{{"name": {json.dumps(name)}, "arguments": {arguments}}}\n</tool_call>'
+
+
+def render_turn(content: str | None, tool_calls: Sequence[tuple[str, str]]) -> str:
+    """An assistant turn as the fake model writes it: its text, then its tool calls, then :data:`END`."""
+    parts = [content] if content else []
+    parts += [_tool_call_block(name, arguments) for name, arguments in tool_calls]
+    return "\n".join(parts) + END
+
+
+def _arguments_in_prompt(arguments: Any, template: str) -> str:
+    """A past tool call's arguments as the template puts them in a later prompt."""
+    written = arguments if isinstance(arguments, str) else json.dumps(arguments)
+    if template == "reformat":
+        try:
+            return json.dumps(json.loads(written), indent=1, sort_keys=True)
+        except ValueError:
+            return written  # a template cannot re-serialise what does not parse
+    return written
+
+
+def render_prompt(body: Mapping[str, Any], template: str = "stable") -> str:
+    """The prompt a chat request's messages and tools make, ending with the generation prompt.
+
+    Raises:
+        ValueError: a message is not shaped as the Chat Completions API has it.
+    """
+    messages = list(body.get("messages") or [])
+    system = None
+    if messages and messages[0].get("role") in ("system", "developer"):
+        system = _text_of(messages.pop(0).get("content"))
+    if body.get("tools"):
+        listing = "\n".join(json.dumps(tool, ensure_ascii=False) for tool in body["tools"])
+        system = (f"{system}\n\n" if system else "") + f"# Tools\n\n<tools>\n{listing}\n</tools>"
+    blocks = [] if system is None else [f"{START}system\n{system}{END}\n"]
+    for message in messages:
+        role = message.get("role")
+        if role == "assistant":
+            try:
+                past = [
+                    (
+                        c["function"]["name"],
+                        _arguments_in_prompt(c["function"]["arguments"], template),
+                    )
+                    for c in message.get("tool_calls") or []
+                ]
+            except (KeyError, TypeError) as exc:
+                raise ValueError(f"an assistant message's tool call lacks {exc}") from exc
+            blocks.append(
+                f"{START}assistant\n{render_turn(_text_of(message.get('content')), past)}\n"
+            )
+        elif role == "tool":
+            response = f'<tool_response id="{message.get("tool_call_id")}">\n'
+            response += f"{_text_of(message.get('content'))}\n</tool_response>"
+            blocks.append(f"{START}tool\n{response}{END}\n")
+        elif role in ("system", "developer", "user"):
+            blocks.append(f"{START}{role}\n{_text_of(message.get('content'))}{END}\n")
+        else:
+            raise ValueError(
+                f"a message's role must be system, user, assistant or tool, not {role!r}"
+            )
+    return "".join(blocks) + f"{START}assistant\n"
+
+
+def _logprob(position: int, token_id: int) -> float:
+    """The fake model's log-probability of a token at a position: deterministic, in (-5, 0)."""
+    spread = (position * 2654435761 + token_id * 40503) % 10007
+    return -(0.001 + 4.99 * spread / 10007)
+
+
+def _logprobs(ids: Sequence[int], start: int, top: int, as_ids: bool) -> dict[str, Any]:
+    """The ``logprobs`` of a choice: one entry per completion token, ``start`` its first position."""
+
+    def entry(token_id: int, logprob: float) -> dict[str, Any]:
+        byte = token_id - TOKEN_OFFSET
+        token = f"token_id:{token_id}" if as_ids else bytes([byte]).decode("utf-8", "replace")
+        return {"token": token, "logprob": logprob, "bytes": [byte]}
+
+    content = []
+    for index, token_id in enumerate(ids):
+        chosen = _logprob(start + index, token_id)
+        item = entry(token_id, chosen)
+        alternatives = [
+            TOKEN_OFFSET + (token_id - TOKEN_OFFSET + rank) % 256 for rank in range(1, top)
+        ]
+        item["top_logprobs"] = (
+            [entry(token_id, chosen)]
+            + [entry(a, chosen - r) for r, a in enumerate(alternatives, 1)]
+            if top > 0
+            else []
+        )
+        content.append(item)
+    return {"content": content}
+
+
+# --------------------------------------------------------------------------- policies
+
+
+def _functions(body: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The function definitions of a request's ``tools``, in order."""
+    return [t["function"] for t in body.get("tools") or [] if isinstance(t.get("function"), dict)]
+
+
+def _assistant_turns(body: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return [m for m in body.get("messages") or [] if m.get("role") == "assistant"]
+
+
+def example_arguments(schema: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Arguments that satisfy a JSON Schema's required properties in the plainest way.
+
+    Each required property gets its first ``enum`` value when there is one,
+    else ``"x"`` for a string, 1 for an integer or number, true for a
+    boolean, ``[]`` for an array and ``{}`` for an object.
+    """
+    plain = {"string": "x", "integer": 1, "number": 1, "boolean": True, "array": [], "object": {}}
+    properties = (schema or {}).get("properties") or {}
+    arguments: dict[str, Any] = {}
+    for name in (schema or {}).get("required") or []:
+        prop = properties.get(name) or {}
+        if prop.get("enum"):
+            arguments[name] = prop["enum"][0]
+            continue
+        kinds = prop.get("type", "string")
+        kinds = (
+            [kinds] if isinstance(kinds, str) else [k for k in kinds if k != "null"] or ["string"]
+        )
+        arguments[name] = plain.get(kinds[0], "x")
+    return arguments
+
+
+class SolutionPolicy:
+    """Plays tasks' reference solutions: an agent that follows it earns reward 1.
+
+    The task is the one whose instruction is the first user message; the
+    answer is the next ``parallel`` calls of its solution after those the
+    assistant already made in the conversation (``submit`` is the last).
+
+    Args:
+        tasks: the tasks it knows (coevo ``TaskSpec``s).
+        parallel: calls per turn (more than one: parallel tool calls).
+    """
+
+    def __init__(self, tasks: Iterable[TaskSpec], parallel: int = 1):
+        if parallel < 1:
+            raise ValueError(f"parallel must be at least 1 (calls per turn), got {parallel}")
+        self.tasks = {task.instruction: task for task in tasks}
+        self.parallel = parallel
+
+    def __call__(self, body: dict[str, Any]) -> Reply:
+        """The next calls of the reference solution of the request's task."""
+        users = [m for m in body.get("messages") or [] if m.get("role") == "user"]
+        task = self.tasks.get(_text_of(users[0].get("content"))) if users else None
+        if task is None:
+            return text("I cannot help with that.")
+        made = sum(len(m.get("tool_calls") or []) for m in _assistant_turns(body))
+        upcoming = task.solution[made : made + self.parallel]
+        if not upcoming:
+            return text("The request is done.")
+        return calls(*((c.tool, c.arguments) for c in upcoming))
+
+
+class ExplorerPolicy:
+    """A generic agent that needs no task knowledge: a few calls of one tool, then ``submit``.
+
+    For the first ``steps - 1`` turns it calls the first tool in the
+    request's ``tools`` that is not ``submit``, with
+    :func:`example_arguments`; then it calls ``submit`` with ``{}``.
+
+    Args:
+        steps: turns per episode, the ``submit`` turn included.
+    """
+
+    def __init__(self, steps: int = 3):
+        if steps < 1:
+            raise ValueError(f"steps must be at least 1 (the submit turn), got {steps}")
+        self.steps = steps
+
+    def __call__(self, body: dict[str, Any]) -> Reply:
+        """This turn's call (deterministic in the number of assistant turns so far)."""
+        functions = _functions(body)
+        if not functions:
+            return text("I have no tools to work with.")
+        others = [f for f in functions if f.get("name") != SUBMIT]
+        if len(_assistant_turns(body)) < self.steps - 1 and others:
+            return call(others[0]["name"], **example_arguments(others[0].get("parameters")))
+        return call(SUBMIT)
+
+
+class MalformedPolicy:
+    """Every way a turn can be unusable, one per turn in a cycle; it never submits.
+
+    Turn by turn: a call whose arguments are invalid JSON; a call missing a
+    required parameter; a call to a tool that does not exist; a text answer
+    with no tool call; a tool call cut off by the token limit
+    (``finish_reason: "length"``).
+    """
+
+    KINDS = ("invalid_json", "missing_parameter", "unknown_tool", "no_tool_call", "cut")
+    """The kinds of unusable turn, in the order they come."""
+
+    def __call__(self, body: dict[str, Any]) -> Reply:
+        """This turn's unusable reply."""
+        functions = [f for f in _functions(body) if f.get("name") != SUBMIT]
+        first: dict[str, Any] = functions[0] if functions else {"name": "lookup", "parameters": {}}
+        kind = self.KINDS[len(_assistant_turns(body)) % len(self.KINDS)]
+        if kind == "invalid_json":
+            written = json.dumps(example_arguments(first.get("parameters")), ensure_ascii=False)
+            return raw_call(first["name"], written[:-1])  # the closing brace is missing
+        if kind == "missing_parameter":
+            needy = [f for f in functions if (f.get("parameters") or {}).get("required")]
+            target = needy[0] if needy else first
+            arguments = example_arguments(target.get("parameters"))
+            for name in list(arguments)[:1]:
+                del arguments[name]
+            return call(target["name"], **arguments)
+        if kind == "unknown_tool":
+            names = {f.get("name") for f in _functions(body)}
+            name = "undefined_tool"
+            while name in names:
+                name += "_x"
+            return call(name)
+        if kind == "no_tool_call":
+            return text("I am not sure what to do next.")
+        return Reply(
+            content=f'<tool_call>\n{{"name": {json.dumps(first["name"])}, "arguments": {{"',
+            finish_reason="length",
+        )
+
+
+class StructuredPolicy:
+    """Answers structured-output requests: ``tool_choice`` names a function, the reply calls it.
+
+    A request whose ``response_format`` is a ``json_schema`` is answered the
+    same way by the schema's name, with the arguments as the text content.
+
+    Args:
+        answers: function name to the arguments to return, or to a callable from the body to them.
+    """
+
+    def __init__(
+        self,
+        answers: Mapping[str, Mapping[str, Any] | Callable[[dict[str, Any]], Mapping[str, Any]]],
+    ):
+        self.answers = dict(answers)
+
+    def _arguments(self, name: str, body: dict[str, Any]) -> dict[str, Any]:
+        answer = self.answers[name]
+        return dict(answer(body) if callable(answer) else answer)
+
+    def __call__(self, body: dict[str, Any]) -> Reply:
+        """A call of the named function, or ``text("no answer")`` for a name it has no answer for."""
+        choice = body.get("tool_choice")
+        if isinstance(choice, dict) and choice.get("type") == "function":
+            name = (choice.get("function") or {}).get("name")
+            if name in self.answers:
+                return call(name, **self._arguments(name, body))
+        response_format = body.get("response_format") or {}
+        if response_format.get("type") == "json_schema":
+            name = (response_format.get("json_schema") or {}).get("name")
+            if name in self.answers:
+                return text(json.dumps(self._arguments(name, body), ensure_ascii=False))
+        return text("no answer")
+
+
+class ScriptedPolicy:
+    """The given replies in order, one per request (thread-safe), then ``text("done")`` forever."""
+
+    def __init__(self, replies: Iterable[Reply]):
+        self._replies = iter(list(replies))
+        self._lock = threading.Lock()
+
+    def __call__(self, body: dict[str, Any]) -> Reply:
+        """The next scripted reply."""
+        with self._lock:
+            return next(self._replies, text("done"))
+
+
+# --------------------------------------------------------------------------- responses
+
+
+def _completion(
+    body: Mapping[str, Any], model: str, prompt_ids: list[int], reply: Reply
+) -> dict[str, Any]:
+    """The ChatCompletion JSON vLLM sends for ``reply`` to the request ``body`` (its prompt's ids given)."""
+    content, tool_calls = reply.content, list(reply.tool_calls)
+    written = render_turn(content, tool_calls)
+    ids = encode(written)
+    finish = reply.finish_reason or ("tool_calls" if tool_calls else "stop")
+    named = isinstance(body.get("tool_choice"), dict)
+    if named and tool_calls and reply.finish_reason is None:
+        # vLLM (like OpenAI) ends a named-function call with "stop" and content "", not "tool_calls"
+        finish, content = "stop", content or ""
+    limit = body.get("max_completion_tokens") or body.get("max_tokens")
+    if limit is not None and len(ids) > limit:
+        # vLLM cut mid-turn: the text so far comes back as content; a cut tool call is not parsed
+        ids = ids[:limit]
+        visible = written[: -len(END)].encode("utf-8")[:limit]
+        content, tool_calls, finish = visible.decode("utf-8", "ignore"), [], "length"
+    choice: dict[str, Any] = {
+        "index": 0,
+        "message": {
+            "role": "assistant",
+            "content": content,
+            "refusal": None,
+            "annotations": None,
+            "audio": None,
+            "function_call": None,
+            "tool_calls": [
+                {
+                    "id": f"chatcmpl-tool-{uuid.uuid4().hex}",
+                    "type": "function",
+                    "function": {"name": name, "arguments": arguments},
+                }
+                for name, arguments in tool_calls
+            ],
+            "reasoning": None,
+            "reasoning_content": None,
+        },
+        "logprobs": None,
+        "finish_reason": finish,
+        "stop_reason": None,
+        "token_ids": None,
+    }
+    if body.get("logprobs"):
+        choice["logprobs"] = _logprobs(
+            ids,
+            len(prompt_ids),
+            int(body.get("top_logprobs") or 0),
+            bool(body.get("return_tokens_as_token_ids")),
+        )
+    wants_ids = bool(body.get("return_token_ids"))
+    if wants_ids:
+        choice["token_ids"] = ids
+    response: dict[str, Any] = {
+        "id": f"chatcmpl-{uuid.uuid4().hex}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [choice],
+        "service_tier": None,
+        "system_fingerprint": None,
+        "usage": {
+            "prompt_tokens": len(prompt_ids),
+            "total_tokens": len(prompt_ids) + len(ids),
+            "completion_tokens": len(ids),
+            "prompt_tokens_details": None,
+        },
+        "prompt_logprobs": None,
+        "prompt_token_ids": prompt_ids if wants_ids else None,
+        "kv_transfer_params": None,
+    }
+    if not reply.usage:
+        del response["usage"]
+    return response
+
+
+def _request_problem(body: Mapping[str, Any]) -> str | None:
+    """Why the request's shape is refused (as vLLM's validation would), or None."""
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
+        return "messages: a list of message objects is required"
+    for field in ("max_tokens", "max_completion_tokens"):
+        value = body.get(field)
+        if value is not None and (not isinstance(value, int) or value < 1):
+            return f"{field} must be at least 1, got {value!r}"
+    return None
+
+
+@dataclass(frozen=True)
+class _Answer:
+    """An HTTP answer: status, JSON payload, extra headers; ``payload`` None: drop the connection."""
+
+    status: int
+    payload: dict[str, Any] | None
+    headers: tuple[tuple[str, str], ...] = ()
+
+
+# --------------------------------------------------------------------------- the server
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    """One connection to the fake (HTTP/1.1 keep-alive, as uvicorn serves vLLM)."""
+
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def version_string(self) -> str:
+        return "uvicorn"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return None
+
+    def setup(self) -> None:
+        super().setup()
+        self.server.fake._opened(self.connection)
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        finally:
+            self.server.fake._closed(self.connection)
+
+    def _body(self) -> bytes:
+        return self.rfile.read(int(self.headers.get("content-length") or 0))
+
+    def _send(self, answer: _Answer) -> None:
+        if answer.payload is None:
+            self.close_connection = True  # no response at all: the client sees the connection end
+            return
+        data = json.dumps(answer.payload).encode("utf-8")
+        self.send_response(answer.status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        for key, value in answer.headers:
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:
+        path = urlsplit(self.path).path
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        self._body()
+        if path == "/health":
+            self._send(_Answer(200, {}))
+        elif path == "/v1/models":
+            self._send(self.server.fake._models(headers))
+        else:
+            self._send(_Answer(404, {"detail": "Not Found"}))
+
+    def do_POST(self) -> None:
+        path = urlsplit(self.path).path
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        raw = self._body()
+        if path == "/v1/chat/completions":
+            self._send(self.server.fake._chat(raw, headers))
+        else:
+            self._send(_Answer(404, {"detail": "Not Found"}))
+
+
+class _Server(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = 512  # a burst of concurrent connections must not wait on a tiny backlog
+
+    def __init__(self, port: int, fake: FakeOpenAI):
+        self.fake = fake
+        super().__init__(("127.0.0.1", port), _Handler)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], OSError):
+            return  # a client hung up, or stop() closed the connection under a request
+        super().handle_error(request, client_address)
+
+
+class FakeOpenAI:
+    """The fake server (see the module docstring); a context manager that starts and stops it.
+
+    Args:
+        policy: the request body to the assistant's reply; None: :class:`ExplorerPolicy`.
+        models: the models served, listed in this order; the first is the default.
+        api_key: the key every request must bear (``Authorization: Bearer KEY``); None: no check.
+        latency: seconds each chat request waits before its answer (faults too).
+        template: ``"stable"`` or ``"reformat"``: how past assistant turns are rendered in prompts.
+        port: the port to listen on (0: a free one, kept across ``stop()`` and ``start()``).
+
+    Attributes:
+        requests: every chat request body that parsed, in arrival order.
+        headers: each one's request headers (lower-case names), in the same order.
+        faults: failures that answer the next chat requests in place of the policy, leftmost first.
+        max_in_flight: the most chat requests being served at one moment.
+    """
+
+    def __init__(
+        self,
+        policy: Callable[[dict[str, Any]], Reply] | None = None,
+        *,
+        models: Sequence[str] = ("fake-model",),
+        api_key: str | None = "sk-fake-test-key",
+        latency: float = 0.0,
+        template: str = "stable",
+        port: int = 0,
+    ):
+        if template not in TEMPLATES:
+            raise ValueError(f"template must be one of {TEMPLATES}, got {template!r}")
+        if not models:
+            raise ValueError("models must name at least one model to serve")
+        self.policy = policy if policy is not None else ExplorerPolicy()
+        self.models = tuple(models)
+        self.api_key = api_key
+        self.latency = latency
+        self.template = template
+        self.port = port
+        self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self.faults: collections.deque[Fault] = collections.deque()
+        self.max_in_flight = 0
+        self._in_flight = 0
+        self._lock = threading.Lock()
+        self._connections: set[socket.socket] = set()
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+        self._created = int(time.time())
+
+    @property
+    def url(self) -> str:
+        """The SDK's ``base_url``: ``http://127.0.0.1:PORT/v1``."""
+        if not self.port:
+            raise RuntimeError(
+                "the fake has no port yet: start() it (or use it as a context manager)"
+            )
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def start(self) -> FakeOpenAI:
+        """Listen (again, on the same port after ``stop()``) and serve in a daemon thread."""
+        if self._server is not None:
+            return self
+        self._server = _Server(self.port, self)
+        self.port = self._server.server_address[1]
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Close the port and every open connection: new connections are refused until ``start()``."""
+        server, self._server = self._server, None
+        if server is None:
+            return
+        server.shutdown()
+        server.server_close()
+        if self._thread is not None:
+            self._thread.join()
+        with self._lock:
+            connections = list(self._connections)
+        for connection in connections:
+            with contextlib.suppress(OSError):  # already closed by its client
+                connection.shutdown(socket.SHUT_RDWR)
+
+    def __enter__(self) -> FakeOpenAI:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _opened(self, connection: socket.socket) -> None:
+        with self._lock:
+            self._connections.add(connection)
+
+    def _closed(self, connection: socket.socket) -> None:
+        with self._lock:
+            self._connections.discard(connection)
+
+    def _refusal(self, headers: Mapping[str, str]) -> _Answer | None:
+        """The 401 for a request without the key, or None when it may pass."""
+        if self.api_key is None or headers.get("authorization") == f"Bearer {self.api_key}":
+            return None
+        return _Answer(401, _error(401, "Unauthorized: a valid API key is required."))
+
+    def _models(self, headers: Mapping[str, str]) -> _Answer:
+        refusal = self._refusal(headers)
+        if refusal is not None:
+            return refusal
+        cards: list[dict[str, Any]] = [
+            {
+                "id": model,
+                "object": "model",
+                "created": self._created,
+                "owned_by": "vllm",
+                "root": model,
+                "parent": None,
+                "max_model_len": MAX_MODEL_LEN,
+                "permission": [],
+            }
+            for model in self.models
+        ]
+        return _Answer(200, {"object": "list", "data": cards})
+
+    def _chat(self, raw: bytes, headers: dict[str, str]) -> _Answer:
+        with self._lock:
+            self._in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self._in_flight)
+        try:
+            return self._answer(raw, headers)
+        finally:
+            with self._lock:
+                self._in_flight -= 1
+
+    def _answer(self, raw: bytes, headers: dict[str, str]) -> _Answer:
+        problem: str | None = None
+        try:
+            body = json.loads(raw)
+        except ValueError as exc:
+            body, problem = None, f"the body is not valid JSON: {exc}"
+        if isinstance(body, dict):
+            with self._lock:
+                self.requests.append(body)
+                self.headers.append(headers)
+        time.sleep(self.latency)
+        refusal = self._refusal(headers)
+        if refusal is not None:
+            return refusal
+        if not isinstance(body, dict):
+            return _Answer(400, _error(400, problem or "the body must be a JSON object"))
+        try:
+            fault = self.faults.popleft()
+        except IndexError:
+            fault = None
+        if fault is not None:
+            if fault.status is None:
+                return _Answer(0, None)
+            extra = (
+                () if fault.retry_after is None else (("retry-after", f"{fault.retry_after:g}"),)
+            )
+            return _Answer(fault.status, _error(fault.status, fault.message), extra)
+        model = body.get("model") or self.models[0]
+        if model not in self.models:
+            return _Answer(404, _error(404, f"The model `{model}` does not exist."))
+        problem = _request_problem(body)
+        if problem is not None:
+            return _Answer(400, _error(400, problem))
+        try:  # vLLM's template step refuses messages it cannot render, with a 400
+            prompt_ids = encode(render_prompt(body, self.template))
+        except (ValueError, AttributeError, TypeError) as exc:
+            return _Answer(400, _error(400, f"the messages do not render: {exc}"))
+        try:
+            reply = self.policy(body)
+            if not isinstance(reply, Reply):
+                raise TypeError(f"the policy must return a Reply, got {type(reply).__name__}")
+            return _Answer(200, _completion(body, model, prompt_ids, reply))
+        except Exception as exc:  # a broken policy: the test should see why
+            traceback.print_exc()
+            return _Answer(500, _error(500, f"the fake's policy failed: {exc!r}"))
+
+
+# --------------------------------------------------------------------------- command line
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Serve until killed; print ``listening on URL`` once connections are accepted."""
+    parser = argparse.ArgumentParser(description="A fake vLLM server on loopback (for benchmarks).")
+    parser.add_argument("--port", type=int, default=0, help="the port (0: a free one)")
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds per chat request")
+    parser.add_argument(
+        "--model", action="append", help="a model to serve (repeat for several; default fake-model)"
+    )
+    parser.add_argument("--api-key", default=None, help="the key to require (default: any)")
+    parser.add_argument("--policy", choices=("explorer", "malformed"), default="explorer")
+    parser.add_argument("--steps", type=int, default=3, help="the explorer's turns per episode")
+    parser.add_argument("--template", choices=TEMPLATES, default="stable")
+    args = parser.parse_args(argv)
+    policy = ExplorerPolicy(args.steps) if args.policy == "explorer" else MalformedPolicy()
+    server = FakeOpenAI(
+        policy,
+        models=args.model or ("fake-model",),
+        api_key=args.api_key,
+        latency=args.latency,
+        template=args.template,
+        port=args.port,
+    )
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    with server:
+        print(f"listening on {server.url}", flush=True)
+        with contextlib.suppress(KeyboardInterrupt):
+            threading.Event().wait()
+
+
+if __name__ == "__main__":
+    main()
