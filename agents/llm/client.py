@@ -46,7 +46,7 @@ import os
 import re
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeVar
 from urllib.parse import urlsplit
@@ -83,6 +83,7 @@ an unknown Claude model is priced as Sonnet. Other providers are priced only
 when ``prices`` names their models (a self-hosted model costs no dollars)."""
 
 Model = TypeVar("Model", bound=BaseModel)
+T = TypeVar("T")
 
 _APIS: Final = {"anthropic": anthropic_api, "openai": openai_api}
 
@@ -315,6 +316,27 @@ class LLMClient:
                     server.url, self._key(), self.timeout, self.http_client
                 )
         return self._ready
+
+    def run(self, work: Coroutine[Any, Any, T]) -> T:
+        """Run ``work`` (the role's calls for one batch) in an event loop of its own, then close its connections.
+
+        A role's methods are synchronous (Ray calls them one batch at a time);
+        each batch's calls run concurrently in this loop, and the SDK clients
+        of the loop are closed before it ends (a client given as
+        ``http_client`` is the caller's to close).
+        """
+
+        async def whole() -> T:
+            try:
+                return await work
+            finally:
+                for server in self.servers:
+                    if server.sdk is not None and self.http_client is None:
+                        await server.sdk.close()
+                    server.sdk = None
+                self._loop = self._ready = None
+
+        return asyncio.run(whole())
 
     async def _acquire(self) -> _Server:
         ready = self._bind()

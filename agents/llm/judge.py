@@ -82,7 +82,7 @@ class LLMJudge(LLMRole):
         if not ready:
             return verdicts
         batch = [tasks[i] for i in ready for _ in range(self.k)]
-        episodes, reviews = asyncio.run(self._both(batch, [tasks[i] for i in ready]))
+        episodes, reviews = self.client.run(self._both(batch, [tasks[i] for i in ready]))
         out = list(verdicts)
         for n, i in enumerate(ready):
             mine = episodes[n * self.k : (n + 1) * self.k]

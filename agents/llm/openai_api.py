@@ -57,8 +57,10 @@ def _retry_after(headers: Any) -> float | None:
     """The server's ``retry-after-ms`` or ``retry-after`` (seconds), when it sent a number."""
     for name, scale in (("retry-after-ms", 1e-3), ("retry-after", 1.0)):
         value = headers.get(name) if headers is not None else None
+        if value is None:
+            continue
         try:
-            return float(value) * scale if value is not None else None
+            return float(value) * scale
         except ValueError:
             continue  # an HTTP date: back off by our own schedule
     return None

@@ -187,7 +187,7 @@ class LLMSolver(LLMRole):
 
     def attempt(self, tasks: Sequence[TaskSpec], seed: int) -> list[Episode]:
         """One episode per task, in order (the batch's conversations run concurrently)."""
-        return asyncio.run(self._batch(list(tasks), seed))
+        return self.client.run(self._batch(list(tasks), seed))
 
     async def _batch(self, tasks: list[TaskSpec], seed: int) -> list[Episode]:
         return list(

@@ -196,7 +196,7 @@ class LLMSynthesizer(LLMRole):
                 API unreachable, an error status, a malformed answer): the request failed,
                 it did not merely come back empty. The last call error is the message.
         """
-        made = asyncio.run(self._all(request))
+        made = self.client.run(self._all(request))
         tasks = [t for t in made if isinstance(t, TaskSpec)]
         failed = [e for e in made if isinstance(e, LLMCallError)]
         if failed and not tasks:

@@ -90,7 +90,7 @@ class LLMWorldModel(LLMRole):
         for task in tasks:
             self.instructions[task.task_id] = task.instruction
         before = len(self.errors)
-        predicted = asyncio.run(self._predict_all(list(tasks)))
+        predicted = self.client.run(self._predict_all(list(tasks)))
         if tasks and len(self.errors) - before == len(tasks):
             raise LLMCallError(
                 f"the calls of all {len(tasks)} predictions failed, the last: {self.errors[-1]}"
@@ -159,7 +159,7 @@ class LLMWorldModel(LLMRole):
 
     def simulate(self, task: TaskSpec, calls: Sequence[ToolCall]) -> list[SimulatedResult | str]:
         """The simulated result of each call in turn (a string: the call failed, with why)."""
-        return asyncio.run(self._simulate(task, list(calls)))
+        return self.client.run(self._simulate(task, list(calls)))
 
     async def _simulate(self, task: TaskSpec, calls: list[ToolCall]) -> list[SimulatedResult | str]:
         world = task.world if isinstance(task.world, WorldSpec) else None

@@ -1,0 +1,186 @@
+"""LLM Solver rollouts against a slow server: episodes per second for 1-64 concurrent rollouts, and coevo's CPU per model call.
+
+    python benchmarks/bench_llm_rollouts.py [--quick] [--concurrency 1,4,16,64] [--latency 0.2]
+        [--episodes-per-slot 4] [--steps 3]
+
+The model is the fake vLLM server of ``tests/agents/fake_openai.py``, run as
+a separate process (so its CPU is not counted as coevo's) that answers every
+chat call after ``--latency`` seconds; its explorer policy makes ``--steps``
+calls per episode (a tool, another, then ``submit``).
+
+For each N of ``--concurrency``, an ``llm-solver`` with ``concurrency=N``
+plays N × ``--episodes-per-slot`` level-1 retail tasks in one ``attempt``
+(the constructor and its model listing are outside the timing). Printed per N:
+
+* episodes per second, and the speed-up over N = 1 measured in the same run
+  (the baseline), against the aim of 0.8 × N: rollouts should wait on the
+  model, not on coevo;
+* the ideal, latency-bound rate ``N / (calls per episode × latency)`` and
+  the efficiency ``measured / ideal``, which says where the time goes;
+* coevo's CPU time per model call (``time.process_time`` of this process
+  only: the world, the conversation, the HTTP client, the parsing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from coevo.agents.llm.solver import LLMSolver
+from coevo.agents.protocols import ProposalRequest
+from coevo.agents.synthesizers.procedural import ProceduralSynthesizer
+from coevo.arena import TaskSpec
+
+ROOT = Path(__file__).resolve().parents[1]
+FAKE_SERVER = ROOT / "tests" / "agents" / "fake_openai.py"
+AIM = 0.8  # speed-up at least 0.8 × N
+
+
+@dataclass
+class Batch:
+    """One N's measurement."""
+
+    concurrency: int
+    episodes: int
+    calls: int
+    failed: int
+    seconds: float
+    cpu: float
+
+    @property
+    def rate(self) -> float:
+        return self.episodes / self.seconds
+
+
+def start_server(latency: float, steps: int) -> tuple[subprocess.Popen[str], str]:
+    """The fake server in its own process, and its base URL (read from the line it prints)."""
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            str(FAKE_SERVER),
+            "--port",
+            "0",
+            "--latency",
+            str(latency),
+            "--model",
+            "fake-model",
+            "--policy",
+            "explorer",
+            "--steps",
+            str(steps),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert server.stdout is not None
+    line = server.stdout.readline().strip()
+    if not line.startswith("listening on "):
+        server.kill()
+        raise RuntimeError(f"the fake server did not start (it printed {line!r})")
+    return server, line.removeprefix("listening on ")
+
+
+def retail_tasks(n: int) -> list[TaskSpec]:
+    """``n`` level-1 retail tasks (distinct ones, from a few worlds)."""
+    synth = ProceduralSynthesizer(["retail"], world_pool=4)
+    tasks: list[TaskSpec] = []
+    seed = 0
+    while len(tasks) < n:
+        tasks += synth.propose(ProposalRequest(n=16, seed=seed, level=1))
+        seed += 1
+    return tasks[:n]
+
+
+def measure(url: str, concurrency: int, tasks: list[TaskSpec], max_steps: int) -> Batch:
+    """One ``attempt`` of ``tasks`` by a solver allowed ``concurrency`` calls in flight."""
+    solver = LLMSolver(base_url=url, max_steps=max_steps, concurrency=concurrency)
+    calls0 = solver.client.total().calls
+    cpu0 = time.process_time()
+    start = time.perf_counter()
+    episodes = solver.attempt(tasks, seed=0)
+    seconds = time.perf_counter() - start
+    cpu = time.process_time() - cpu0
+    calls = solver.client.total().calls - calls0
+    turns = sum(len(e.trajectory.turns) for e in episodes if e.trajectory is not None)
+    assert turns == calls, f"{turns} turns in the trajectories but {calls} calls accounted"
+    failed = sum(1 for e in episodes if not e.reward.submitted)
+    return Batch(concurrency, len(episodes), calls, failed, seconds, cpu)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="a smoke run: N up to 16, 1 episode per slot, 0.05 s latency",
+    )
+    parser.add_argument(
+        "--concurrency", default="1,4,16,64", help="comma-separated N (default: 1,4,16,64)"
+    )
+    parser.add_argument(
+        "--latency", type=float, default=0.2, help="seconds the server takes per call"
+    )
+    parser.add_argument(
+        "--episodes-per-slot",
+        type=int,
+        default=4,
+        help="episodes per slot: each N plays N times this many",
+    )
+    parser.add_argument(
+        "--steps", type=int, default=3, help="calls per episode (the fake's turns, submit included)"
+    )
+    args = parser.parse_args()
+    levels = [int(n) for n in args.concurrency.split(",")]
+    per_slot, latency = args.episodes_per_slot, args.latency
+    if args.quick:
+        levels, per_slot, latency = [n for n in levels if n <= 16], 1, 0.05
+    os.environ.setdefault("OPENAI_API_KEY", "bench-key")  # the fake accepts any key
+    max_steps = args.steps + 5  # room to spare: every episode submits at its last call
+    tasks = retail_tasks(max(levels) * per_slot)
+
+    server, url = start_server(latency, args.steps)
+    try:
+        measure(url, 1, tasks[:1], max_steps)  # imports and first connections, not timed
+        batches = [measure(url, n, tasks[: n * per_slot], max_steps) for n in levels]
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+    print(
+        f"fake server in its own process: {latency:g} s per call, {args.steps} calls per episode; "
+        f"{per_slot} episodes per slot; level-1 retail tasks; {os.cpu_count()} cores\n"
+    )
+    base = batches[0]
+    header = (
+        f"{'N':>4} {'episodes':>8} {'calls':>6} {'seconds':>7} {'episodes/s':>10} "
+        f"{'ideal/s':>8} {'efficiency':>10} {'speed-up':>8} {'aim':>6} {'met':>4} "
+        f"{'CPU ms/call':>11} {'CPU busy':>8}"
+    )
+    print(header)
+    for b in batches:
+        per_episode = b.calls / b.episodes
+        ideal = b.concurrency / (per_episode * latency)
+        speedup = b.rate / base.rate
+        aim = AIM * b.concurrency / base.concurrency
+        label = "  (baseline)" if b is base else ""
+        failed = f"  ({b.failed} episodes did not submit)" if b.failed else ""
+        print(
+            f"{b.concurrency:4d} {b.episodes:8d} {b.calls:6d} {b.seconds:7.2f} {b.rate:10.2f} "
+            f"{ideal:8.2f} {b.rate / ideal:10.0%} {speedup:7.2f}x {aim:5.1f}x "
+            f"{'yes' if speedup >= aim else 'no':>4} {1000 * b.cpu / b.calls:11.2f} "
+            f"{b.cpu / b.seconds:8.0%}{label}{failed}"
+        )
+    print(
+        "\nideal = N / (calls per episode x latency); efficiency = episodes/s / ideal; "
+        "speed-up = episodes/s / episodes/s at N = "
+        f"{base.concurrency}; aim = {AIM} x N; CPU busy = coevo's CPU seconds / wall seconds"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,404 @@
+"""LLM roles on an OpenAI-compatible server: a loopback fake that behaves like vLLM (tool calls, token ids, failures)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from typing import Any
+
+import pytest
+from coevo.agents.llm.judge import LLMJudge
+from coevo.agents.llm.solver import LLMSolver
+from coevo.agents.llm.synthesizer import LLMSynthesizer
+from coevo.agents.llm.turns import LLMConfigError
+from coevo.agents.llm.world_model import LLMWorldModel
+from coevo.agents.protocols import ProposalRequest
+from coevo.arena.gamelog.rows import TrajectoryRow
+from coevo.arena.testing import check_role, sample_tasks
+
+from tests.agents.fake_openai import (
+    ExplorerPolicy,
+    FakeOpenAI,
+    MalformedPolicy,
+    Reply,
+    ScriptedPolicy,
+    SolutionPolicy,
+    StructuredPolicy,
+    call,
+    decode,
+    raw_call,
+    status,
+    text,
+)
+
+KEY = "sk-fake-test-key"
+
+
+@pytest.fixture(autouse=True)
+def api_key(monkeypatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+
+
+def solver(server: FakeOpenAI, **settings: Any) -> LLMSolver:
+    return LLMSolver(base_url=server.url, **settings)
+
+
+def test_the_solver_plays_a_multi_turn_episode_to_reward_1_with_its_tokens() -> None:
+    """Each reference call is a turn; the trajectory keeps the conversation, the sampling and one token sequence whose mask marks the model's tokens."""
+    task = sample_tasks()[0]
+    with FakeOpenAI(SolutionPolicy([task]), models=["qwen-7b"]) as server:
+        played = solver(server, sampling={"temperature": 0.7, "top_k": 20, "seed": 3})
+        (episode,) = played.attempt([task], seed=0)
+        sent = server.requests
+    assert episode.reward.value == 1 and episode.solver == "qwen-7b"
+    trajectory = episode.trajectory
+    assert trajectory is not None and trajectory.policy_version == "qwen-7b"
+    assert len(trajectory.turns) == len(task.solution) == len(sent)
+    roles = [m["role"] for m in trajectory.messages]
+    assert roles[:2] == ["system", "user"] and roles[-1] == "tool"
+    assert roles.count("assistant") == len(task.solution)
+    last_call = trajectory.messages[-2]["tool_calls"][0]["function"]
+    assert last_call["name"] == "submit"
+    assert trajectory.sampling == {"temperature": 0.7, "top_k": 20, "seed": 3, "max_tokens": 1024}
+    assert sent[0]["temperature"] == 0.7 and sent[0]["top_k"] == 20 and sent[0]["seed"] == 3
+    assert sent[0]["return_token_ids"] is True and sent[0]["logprobs"] is True
+    laid, why = trajectory.interleaved()
+    assert why is None and laid is not None
+    assert len(laid.token_ids) == len(laid.loss_mask) == len(laid.logprobs)
+    completions = [t.completion_ids or [] for t in trajectory.turns]
+    assert sum(laid.loss_mask) == sum(len(c) for c in completions)
+    mine = [i for i, m in zip(laid.token_ids, laid.loss_mask, strict=True) if m]
+    assert mine == [i for c in completions for i in c], "the mask marks exactly the completions"
+    assert all(
+        lp is not None and lp < 0 for lp, m in zip(laid.logprobs, laid.loss_mask, strict=True) if m
+    )
+    assert (
+        laid.token_ids[: len(trajectory.turns[-1].prompt_ids or [])]
+        == trajectory.turns[-1].prompt_ids
+    )
+    assert "find_customer" in decode(laid.token_ids) or task.solution[0].tool in decode(
+        laid.token_ids
+    )
+
+
+def test_a_template_that_re_renders_earlier_turns_gives_per_turn_tokens() -> None:
+    """When turn k+1's prompt does not extend turn k's ids, the row says `per-turn` and keeps every turn's ids."""
+    task = sample_tasks()[0]
+    with FakeOpenAI(SolutionPolicy([task]), template="reformat") as server:
+        (episode,) = solver(server).attempt([task], seed=0)
+    episode = episode.model_copy(update={"episode_id": "ep-1"})
+    row = TrajectoryRow.of(episode, "train")
+    assert row.layout == "per-turn" and row.token_ids is None and row.loss_mask is None
+    assert row.note and "re-renders" in row.note
+    assert row.turn_prompt_ids is not None and len(row.turn_prompt_ids) == row.turns
+    assert row.turn_logprobs is not None
+    assert [len(c) for c in row.turn_completion_ids or []] == [len(lp) for lp in row.turn_logprobs]
+
+
+def test_parallel_tool_calls_are_made_in_order_and_each_answered() -> None:
+    """Two calls per turn: both are made in the world, each gets its own tool message, the episode earns 1."""
+    task = next(t for t in sample_tasks() if len(t.solution) >= 3)
+    with FakeOpenAI(SolutionPolicy([task], parallel=2)) as server:
+        (episode,) = solver(server).attempt([task], seed=0)
+        second = server.requests[1]["messages"]
+    assert episode.reward.value == 1
+    assistant = next(m for m in second if m["role"] == "assistant")
+    ids = [c["id"] for c in assistant["tool_calls"]]
+    answered = [m["tool_call_id"] for m in second if m["role"] == "tool"]
+    assert len(ids) == 2 and answered == ids
+
+
+def test_malformed_turns_are_bad_steps_the_model_sees_never_role_failures() -> None:
+    """Arguments that are not JSON, a missing required parameter, text instead of a call and a cut-off answer are each answered as an error; the episode then goes on to reward 1."""
+    task = sample_tasks()[0]
+    first = task.solution[0]
+    replies = [
+        raw_call(first.tool, '{"email": "ada@ex'),
+        call(first.tool),
+        text("Sure, I will look into that for you."),
+        Reply(content='<tool_call>{"name": "find', finish_reason="length"),
+        *[call(c.tool, **c.arguments) for c in task.solution],
+    ]
+    with FakeOpenAI(ScriptedPolicy(replies)) as server:
+        (episode,) = solver(server, max_steps=12, nudges=3).attempt([task], seed=0)
+        sent = server.requests
+    assert episode.reward.value == 1, episode.reward.reason
+    assert not episode.reward.reason.startswith("the solver failed")
+    assert episode.calls[0].arguments == {"$raw": '{"email": "ada@ex'}
+    assert not episode.observations[0].ok and "not valid JSON" in (
+        episode.observations[0].error or ""
+    )
+    assert not episode.observations[1].ok
+    answers = [m for m in sent[-1]["messages"] if m["role"] in ("tool", "user")][1:5]
+    assert [a["content"].startswith("error: ") for a in answers] == [True] * 4
+    assert "not valid JSON" in answers[0]["content"]
+    assert "answer with a tool call" in answers[2]["content"]
+    assert "cut off" in answers[3]["content"]
+    # the call without its required parameter was made, and the world refused it: not a bad step
+    assert episode.trajectory is not None and episode.trajectory.bad_steps == 3
+
+
+def test_missing_usage_is_counted_from_the_token_ids() -> None:
+    """A server that sends no usage: the tokens are counted from the ids it returned."""
+    task = sample_tasks()[0]
+    plays = SolutionPolicy([task])
+
+    def policy(body: dict[str, Any]) -> Reply:
+        answer = plays(body)
+        return Reply(answer.content, answer.tool_calls, answer.finish_reason, usage=False)
+
+    with FakeOpenAI(policy) as server:
+        played = solver(server)
+        (episode,) = played.attempt([task], seed=0)
+    assert episode.reward.value == 1
+    turns = episode.trajectory.turns if episode.trajectory else []
+    assert all(t.input_tokens is None for t in turns)
+    used = played.client.total()
+    assert used.calls == len(turns)
+    assert used.output_tokens == sum(len(t.completion_ids or []) for t in turns) > 0
+
+
+@pytest.mark.parametrize(
+    "faults",
+    [
+        [status(429, retry_after=0.2)],
+        [status(429)],
+        [status(500), status(503, retry_after=0.1)],
+        [status(503)],
+    ],
+    ids=["429-retry-after", "429", "500-then-503-retry-after", "503"],
+)
+def test_transient_statuses_are_retried(faults) -> None:
+    """429, 500 and 503, with and without retry-after, are retried; the episode still earns 1."""
+    task = sample_tasks()[0]
+    with FakeOpenAI(SolutionPolicy([task])) as server:
+        played = solver(server, max_retries=3)
+        server.faults.extend(faults)
+        (episode,) = played.attempt([task], seed=0)
+        sent = len(server.requests)
+    assert episode.reward.value == 1
+    assert sent == len(task.solution) + len(faults)
+
+
+def test_a_retry_after_is_waited_for() -> None:
+    """A 429 with retry-after: 1 holds the next call back about a second (not the 0.5 s backoff)."""
+    task = sample_tasks()[0]
+    with FakeOpenAI(SolutionPolicy([task])) as server:
+        played = solver(server)
+        server.faults.append(status(429, retry_after=1.0))
+        start = time.monotonic()
+        (episode,) = played.attempt([task], seed=0)
+        waited = time.monotonic() - start
+    assert episode.reward.value == 1 and waited >= 0.95
+
+
+def test_a_status_that_keeps_failing_is_a_recorded_failure_and_the_batch_goes_on() -> None:
+    """Persistent 500s end that episode as a failure naming the status; the key never appears."""
+    tasks = sample_tasks()[:2]
+    plays = SolutionPolicy(tasks[1:])
+    with FakeOpenAI(plays) as server:
+        played = solver(server, max_retries=1)
+        server.faults.extend([status(500, message=f"internal error (key {KEY})")] * 2)
+        episodes = played.attempt(tasks[:1], seed=0) + played.attempt(tasks[1:], seed=0)
+    assert episodes[0].reward.reason.startswith("the solver failed: ")
+    assert "500" in episodes[0].reward.reason and KEY not in episodes[0].reward.reason
+    assert episodes[1].reward.value == 1
+
+
+def test_a_server_that_restarts_mid_episode_is_waited_for() -> None:
+    """Connections refused while the server restarts: the calls wait and the episode completes."""
+    task = sample_tasks()[0]
+    plays = SolutionPolicy([task])
+    with FakeOpenAI(plays) as server:
+        played = solver(server, reconnect=20)
+        turns = [0]
+
+        def policy(body: dict[str, Any]) -> Reply:
+            turns[0] += 1
+            if turns[0] == 2:
+                server.stop()  # after this answer the port is closed: the next call is refused
+                threading.Timer(1.5, server.start).start()
+            return plays(body)
+
+        server.policy = policy
+        (episode,) = played.attempt([task], seed=0)
+    assert episode.reward.value == 1, episode.reward.reason
+
+
+def test_a_server_that_never_answered_fails_fast_naming_the_url_and_the_role() -> None:
+    """An unreachable base_url at start-up: an error naming the URL and the role, at once."""
+    with FakeOpenAI() as server:
+        url = server.url
+    start = time.monotonic()
+    with pytest.raises(LLMConfigError) as raised:
+        LLMSolver(base_url=url)
+    assert time.monotonic() - start < 15
+    assert url in str(raised.value) and "the solver 'llm-solver'" in str(raised.value)
+    assert "could not be reached" in str(raised.value)
+
+
+def test_a_model_the_server_does_not_serve_is_a_start_up_error_naming_both() -> None:
+    """The model named is not among /v1/models: the error names it and what the server serves."""
+    with FakeOpenAI(models=["qwen-7b", "qwen-7b-lora-3"]) as server:
+        with pytest.raises(
+            LLMConfigError, match="does not serve the model 'llama-3'.*qwen-7b, qwen-7b-lora-3"
+        ):
+            LLMSolver("llama-3", base_url=server.url)
+        adapter = LLMSolver("qwen-7b-lora-3", base_url=server.url)
+    assert adapter.policy_version() == "qwen-7b-lora-3"
+
+
+def test_an_unset_key_variable_is_named(monkeypatch) -> None:
+    """A role whose api_key_env is unset stops at once naming the variable, never a value."""
+    monkeypatch.delenv("MY_VLLM_KEY", raising=False)
+    with FakeOpenAI() as server, pytest.raises(LLMConfigError, match="MY_VLLM_KEY"):
+        LLMSolver(base_url=server.url, api_key_env="MY_VLLM_KEY")
+
+
+def test_a_wrong_key_is_named_by_its_variable_not_its_value(monkeypatch) -> None:
+    """A 401 at start-up names the variable to check and never the key."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-wrong-value-123")
+    with FakeOpenAI() as server, pytest.raises(LLMConfigError) as raised:
+        LLMSolver(base_url=server.url)
+    assert "OPENAI_API_KEY" in str(raised.value) and "sk-wrong-value-123" not in str(raised.value)
+
+
+def test_several_endpoints_share_the_calls_within_their_limits() -> None:
+    """Two servers, two calls in flight each at most: both serve, neither goes over its limit."""
+    tasks = sample_tasks() * 2
+    with (
+        FakeOpenAI(SolutionPolicy(tasks), latency=0.05) as one,
+        FakeOpenAI(SolutionPolicy(tasks), latency=0.05) as two,
+    ):
+        played = LLMSolver(
+            endpoints=[
+                {"base_url": one.url, "concurrency": 2},
+                {"base_url": two.url, "concurrency": 2},
+            ]
+        )
+        episodes = played.attempt(tasks, seed=0)
+        served = (len(one.requests), len(two.requests))
+        peaks = (one.max_in_flight, two.max_in_flight)
+    assert all(e.reward.value == 1 for e in episodes)
+    assert min(served) > 0 and max(peaks) <= 2
+
+
+def test_a_server_that_goes_down_leaves_its_calls_to_the_other() -> None:
+    """One of two servers stops: the calls it refuses go to the other and every episode completes."""
+    tasks = sample_tasks()
+    with FakeOpenAI(SolutionPolicy(tasks)) as one, FakeOpenAI(SolutionPolicy(tasks)) as two:
+        played = LLMSolver(base_url=[one.url, two.url], reconnect=30)
+        two.stop()
+        episodes = played.attempt(tasks, seed=0)
+    assert all(e.reward.value == 1 for e in episodes), [e.reward.reason for e in episodes]
+
+
+def test_a_server_that_refuses_token_ids_is_asked_again_without_them() -> None:
+    """A 400 naming return_token_ids turns token capture off for that client, and the call is made again."""
+    task = sample_tasks()[0]
+    with FakeOpenAI(SolutionPolicy([task])) as server:
+        played = solver(server)
+        server.faults.append(status(400, message="Unrecognized request argument: return_token_ids"))
+        (episode,) = played.attempt([task], seed=0)
+        sent = server.requests
+    assert episode.reward.value == 1
+    assert sent[0].get("return_token_ids") is True and "return_token_ids" not in sent[1]
+    assert episode.trajectory is not None and not episode.trajectory.has_tokens
+
+
+def test_the_llm_solver_conforms() -> None:
+    """check_role passes on llm-solver against the fake (trajectories aside, episodes repeat)."""
+    with FakeOpenAI(SolutionPolicy(sample_tasks())) as server:
+        check_role(solver(server), name="llm-solver")
+
+
+def structured(answers: dict[str, Any], tasks) -> Any:
+    """Answers forced functions from ``answers``; plays ``tasks``' solutions otherwise."""
+    forced = StructuredPolicy(answers)
+    plays = SolutionPolicy(tasks)
+
+    def policy(body: dict[str, Any]) -> Reply:
+        return forced(body) if isinstance(body.get("tool_choice"), dict) else plays(body)
+
+    return policy
+
+
+def test_the_llm_judge_proves_solvable_and_reviews_on_the_server() -> None:
+    """k attempts earn 1 and the review finds one reading: accepted with both checks."""
+    tasks = sample_tasks()[:2]
+    review = {"ambiguous": False, "readings": [], "reason": "one reading"}
+    with FakeOpenAI(structured({"review": review}, tasks)) as server:
+        verdicts = LLMJudge(k=2, base_url=server.url).assess(tasks)
+    assert all(v.accepted for v in verdicts)
+    assert all(v.checks["solvable"].passed and v.checks["ambiguity"].passed for v in verdicts)
+
+
+def test_the_llm_world_model_predicts_on_the_server() -> None:
+    """predict asks the forced `predict` function and returns its probability."""
+    tasks = sample_tasks()[:3]
+    answers = {"predict": {"p": 0.7, "reason": "it looks routine"}}
+    with FakeOpenAI(StructuredPolicy(answers)) as server:
+        model = LLMWorldModel(base_url=server.url)
+        assert model.predict(tasks) == [0.7, 0.7, 0.7]
+        sent = server.requests
+    assert all(r["tool_choice"]["function"]["name"] == "predict" for r in sent)
+
+
+def synth_answers(task) -> dict[str, Any]:
+    """Stage by stage, answers that rebuild ``task`` (a sample task)."""
+    world = task.world.model_dump(mode="json", by_alias=True)
+    return {
+        "scenario": {"domain": "retail", "setting": "an online shop", "need": "cancel an order"},
+        "world": {"schema_sql": world["schema"], "data": world["data"], "tools": world["tools"]},
+        "task": {
+            "instruction": task.instruction,
+            "solution": [{"tool": c.tool, "arguments": c.arguments} for c in task.solution],
+        },
+        "verifier": task.verifier.model_dump(mode="json"),
+    }
+
+
+def test_the_llm_synthesizer_builds_a_task_that_passes_the_judge() -> None:
+    """Scenario, world, task, verifier through forced functions on the server: a task the mechanical checks accept."""
+    task = sample_tasks()[0]
+    with FakeOpenAI(StructuredPolicy(synth_answers(task)), models=["synth-model"]) as server:
+        made = LLMSynthesizer(base_url=server.url).propose(ProposalRequest(n=1, seed=0))
+    assert [t.task_id for t in made] == [task.task_id]
+    assert made[0].provenance == {"synthesizer": "llm-synth", "model": "synth-model"}
+
+
+def test_a_structured_answer_written_as_text_is_taken_and_a_wrong_one_is_sent_back() -> None:
+    """A server that cannot force a tool answers with JSON text: it is read. A wrong answer is sent back with its problem once."""
+    tasks = sample_tasks()[:1]
+    replies = [
+        text('Here you go: {"p": 0.25, "reason": "hard"}'),
+        call("predict", p=3.0, reason="x"),
+        call("predict", p=0.5, reason="ok"),
+    ]
+    with FakeOpenAI(ScriptedPolicy(replies)) as server:
+        model = LLMWorldModel(base_url=server.url)
+        assert model.predict(tasks) == [0.25]
+        assert model.predict(tasks) == [0.5]
+        repaired = server.requests[-1]["messages"]
+    assert repaired[-1]["role"] == "tool" and "does not validate" in repaired[-1]["content"]
+
+
+def test_an_episode_s_row_and_the_key_never_meet() -> None:
+    """Nothing the solver records about an episode holds the key."""
+    task = sample_tasks()[0]
+    with FakeOpenAI(MalformedPolicy()) as server:
+        (episode,) = solver(server, max_steps=6).attempt([task], seed=0)
+    row = TrajectoryRow.of(episode.model_copy(update={"episode_id": "ep-1"}), "train")
+    assert episode.reward.value == 0 and not episode.reward.reason.startswith("the solver failed")
+    assert KEY not in row.model_dump_json() and KEY not in episode.model_dump_json()
+
+
+def test_the_explorer_policy_plays_every_sample_task_without_failing() -> None:
+    """A generic model that calls a tool and submits: reward 0 or 1, never a failure, three turns each."""
+    tasks = sample_tasks()
+    with FakeOpenAI(ExplorerPolicy(steps=3)) as server:
+        episodes = solver(server).attempt(tasks, seed=0)
+    assert all(not e.reward.reason.startswith("the solver failed") for e in episodes)
+    assert all(e.trajectory is not None and len(e.trajectory.turns) == 3 for e in episodes)
