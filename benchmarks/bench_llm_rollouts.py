@@ -51,6 +51,7 @@ class Batch:
     failed: int
     seconds: float
     cpu: float
+    server_cpu: float | None
 
     @property
     def rate(self) -> float:
@@ -85,6 +86,15 @@ def start_server(latency: float, steps: int) -> tuple[subprocess.Popen[str], str
     return server, line.removeprefix("listening on ")
 
 
+def process_cpu(pid: int) -> float | None:
+    """CPU seconds (user + system) another process has used so far; None where /proc is missing."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def retail_tasks(n: int) -> list[TaskSpec]:
     """``n`` level-1 retail tasks (distinct ones, from a few worlds)."""
     synth = ProceduralSynthesizer(["retail"], world_pool=4)
@@ -96,20 +106,25 @@ def retail_tasks(n: int) -> list[TaskSpec]:
     return tasks[:n]
 
 
-def measure(url: str, concurrency: int, tasks: list[TaskSpec], max_steps: int) -> Batch:
-    """One ``attempt`` of ``tasks`` by a solver allowed ``concurrency`` calls in flight."""
+def measure(
+    url: str, server: int, concurrency: int, tasks: list[TaskSpec], max_steps: int
+) -> Batch:
+    """One ``attempt`` of ``tasks`` by a solver allowed ``concurrency`` calls in flight (``server``: its pid)."""
     solver = LLMSolver(base_url=url, max_steps=max_steps, concurrency=concurrency)
     calls0 = solver.client.total().calls
+    server0 = process_cpu(server)
     cpu0 = time.process_time()
     start = time.perf_counter()
     episodes = solver.attempt(tasks, seed=0)
     seconds = time.perf_counter() - start
     cpu = time.process_time() - cpu0
+    server1 = process_cpu(server)
+    served = None if server0 is None or server1 is None else server1 - server0
     calls = solver.client.total().calls - calls0
     turns = sum(len(e.trajectory.turns) for e in episodes if e.trajectory is not None)
     assert turns == calls, f"{turns} turns in the trajectories but {calls} calls accounted"
     failed = sum(1 for e in episodes if not e.reward.submitted)
-    return Batch(concurrency, len(episodes), calls, failed, seconds, cpu)
+    return Batch(concurrency, len(episodes), calls, failed, seconds, cpu, served)
 
 
 def main() -> None:
@@ -145,8 +160,10 @@ def main() -> None:
 
     server, url = start_server(latency, args.steps)
     try:
-        measure(url, 1, tasks[:1], max_steps)  # imports and first connections, not timed
-        batches = [measure(url, n, tasks[: n * per_slot], max_steps) for n in levels]
+        measure(
+            url, server.pid, 1, tasks[:1], max_steps
+        )  # imports and first connections, not timed
+        batches = [measure(url, server.pid, n, tasks[: n * per_slot], max_steps) for n in levels]
     finally:
         server.terminate()
         server.wait(timeout=10)
@@ -159,7 +176,7 @@ def main() -> None:
     header = (
         f"{'N':>4} {'episodes':>8} {'calls':>6} {'seconds':>7} {'episodes/s':>10} "
         f"{'ideal/s':>8} {'efficiency':>10} {'speed-up':>8} {'aim':>6} {'met':>4} "
-        f"{'CPU ms/call':>11} {'CPU busy':>8}"
+        f"{'CPU ms/call':>11} {'CPU busy':>8} {'server ms/call':>14}"
     )
     print(header)
     for b in batches:
@@ -169,16 +186,18 @@ def main() -> None:
         aim = AIM * b.concurrency / base.concurrency
         label = "  (baseline)" if b is base else ""
         failed = f"  ({b.failed} episodes did not submit)" if b.failed else ""
+        served = "n/a" if b.server_cpu is None else f"{1000 * b.server_cpu / b.calls:.2f}"
         print(
             f"{b.concurrency:4d} {b.episodes:8d} {b.calls:6d} {b.seconds:7.2f} {b.rate:10.2f} "
             f"{ideal:8.2f} {b.rate / ideal:10.0%} {speedup:7.2f}x {aim:5.1f}x "
             f"{'yes' if speedup >= aim else 'no':>4} {1000 * b.cpu / b.calls:11.2f} "
-            f"{b.cpu / b.seconds:8.0%}{label}{failed}"
+            f"{b.cpu / b.seconds:8.0%} {served:>14}{label}{failed}"
         )
     print(
         "\nideal = N / (calls per episode x latency); efficiency = episodes/s / ideal; "
         "speed-up = episodes/s / episodes/s at N = "
-        f"{base.concurrency}; aim = {AIM} x N; CPU busy = coevo's CPU seconds / wall seconds"
+        f"{base.concurrency}; aim = {AIM} x N;\nCPU ms/call = coevo's CPU time per model call; "
+        "CPU busy = coevo's CPU seconds / wall seconds; server ms/call = the fake server's own CPU time"
     )
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from typing import Any
@@ -243,7 +242,7 @@ def test_a_model_the_server_does_not_serve_is_a_start_up_error_naming_both() -> 
     """The model named is not among /v1/models: the error names it and what the server serves."""
     with FakeOpenAI(models=["qwen-7b", "qwen-7b-lora-3"]) as server:
         with pytest.raises(
-            LLMConfigError, match="does not serve the model 'llama-3'.*qwen-7b, qwen-7b-lora-3"
+            LLMConfigError, match=r"does not serve the model 'llama-3'.*qwen-7b, qwen-7b-lora-3"
         ):
             LLMSolver("llama-3", base_url=server.url)
         adapter = LLMSolver("qwen-7b-lora-3", base_url=server.url)
@@ -402,3 +401,147 @@ def test_the_explorer_policy_plays_every_sample_task_without_failing() -> None:
         episodes = solver(server).attempt(tasks, seed=0)
     assert all(not e.reward.reason.startswith("the solver failed") for e in episodes)
     assert all(e.trajectory is not None and len(e.trajectory.turns) == 3 for e in episodes)
+
+
+def _files_hold(root, secret: str) -> list[str]:
+    """The files under ``root`` whose bytes hold ``secret`` (Parquet included)."""
+    return [
+        str(p.relative_to(root))
+        for p in root.rglob("*")
+        if p.is_file() and secret.encode() in p.read_bytes()
+    ]
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("ray_cluster")
+def test_openai_solver_toml_runs_with_a_malformed_model_and_logs_its_trajectories(
+    monkeypatch, tmp_path
+) -> None:
+    """experiments/openai-solver.toml from the SDK's variables alone, against a model whose every turn is malformed: three generations, exit 0, every episode 0 and none a failure, one trajectory per episode, and the key in no file."""
+    from coevo.arena.gamelog import GameLog
+    from coevo.arena.run.cli import main
+
+    with FakeOpenAI(MalformedPolicy(), models=["policy-v0"], api_key=KEY) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        monkeypatch.chdir(tmp_path)
+        code = main(
+            [
+                "run",
+                "openai-solver",
+                "--out",
+                "run",
+                "--set",
+                "solver.config.max_steps=4",
+                "--set",
+                "curriculum.tasks_per_gen=3",
+                "--set",
+                "eval.per_level=1",
+            ]
+        )
+        sent = len(server.requests)
+    assert code == 0
+    log = GameLog(str(tmp_path / "run"))
+    episodes = log.read("episodes").to_pylist()
+    trajectories = log.read("trajectories").to_pylist()
+    assert sorted({r["gen"] for r in episodes}) == [0, 1, 2]
+    assert episodes and all(e["reward"] == 0 and e["failure"] is None for e in episodes)
+    assert sorted(t["episode_id"] for t in trajectories) == sorted(
+        e["episode_id"] for e in episodes
+    )
+    assert {t["policy_version"] for t in trajectories} == {"policy-v0"}
+    assert all(t["bad_steps"] > 0 and t["layout"] == "interleaved" for t in trajectories)
+    assert all(
+        sum(t["loss_mask"]) == sum(len(c) for c in t["turn_completion_ids"]) for t in trajectories
+    )
+    assert sum(t["turns"] for t in trajectories) <= sent
+    assert [g["failures"] for g in log.read("generations").to_pylist()] == [0, 0, 0]
+    assert _files_hold(tmp_path / "run", KEY) == []
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("ray_cluster")
+def test_selfhosted_toml_runs_every_role_on_one_model(monkeypatch, tmp_path) -> None:
+    """experiments/selfhosted.toml: the model writes, judges, plays and predicts; tasks are accepted, episodes earn 1, predictions are the model's."""
+    from coevo.arena.gamelog import GameLog
+    from coevo.arena.run.experiment import load_experiment
+    from coevo.arena.run.loop import run_experiment
+
+    tasks = sample_tasks()
+    staged = [synth_answers(t) for t in tasks]
+
+    def pick(body: dict[str, Any]) -> int:
+        """Which sample task a synthesis call is about: the variation seed, then the need it became."""
+        prompt = body["messages"][-1]["content"]
+        if "Variation seed: " in prompt:
+            return sum(map(ord, prompt.split("Variation seed: ")[1])) % len(tasks)
+        return next(
+            i for i in range(len(tasks)) if f"need #{i}" in prompt or tasks[i].instruction in prompt
+        )
+
+    def stage(name: str) -> Any:
+        def answer(body: dict[str, Any]) -> dict[str, Any]:
+            i = pick(body)
+            if name == "scenario":
+                return {**staged[i]["scenario"], "need": f"need #{i}"}
+            return staged[i][name]
+
+        return answer
+
+    answers = {
+        **{name: stage(name) for name in ("scenario", "world", "task", "verifier")},
+        "review": {"ambiguous": False, "readings": [], "reason": "one reading"},
+        "predict": {"p": 0.8, "reason": "a routine request"},
+    }
+    with FakeOpenAI(structured(answers, tasks), models=["selfhosted-7b"]) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        exp = load_experiment(
+            "experiments/selfhosted.toml", ["run.generations=2", "curriculum.tasks_per_gen=2"]
+        )
+        run_experiment(exp, str(tmp_path / "run"))
+        named = {
+            (r.get("tool_choice") or {}).get("function", {}).get("name") for r in server.requests
+        }
+    log = GameLog(str(tmp_path / "run"))
+    assert {"scenario", "world", "task", "verifier", "review", "predict", None} <= named
+    verdicts = log.read("verdicts").to_pylist()
+    assert verdicts and all(v["accepted"] for v in verdicts)
+    assert sum(g["accepted"] for g in log.read("generations").to_pylist()) > 0
+    episodes = log.read("episodes").to_pylist()
+    assert {e["purpose"] for e in episodes} == {"train", "eval"}
+    assert all(e["reward"] == 1 and e["solver"] == "selfhosted-7b" for e in episodes)
+    assert {p["p"] for p in log.read("predictions").to_pylist()} == {0.8}
+    usage = log.read("usage").to_pylist()
+    assert {u["role"] for u in usage} == {"synthesizer", "judge", "solver", "world_model"}
+    assert log.read("trajectories").num_rows == len(episodes)
+    assert _files_hold(tmp_path / "run", KEY) == []
+
+
+@pytest.mark.parametrize(
+    ("setup", "expected"),
+    [
+        ("unreachable", ["the solver 'llm-solver'", "could not be reached"]),
+        ("no-key", ["OPENAI_API_KEY"]),
+        ("wrong-model", ["does not serve the model 'llama-3'", "policy-v0"]),
+    ],
+)
+def test_openai_solver_stops_before_anything_starts_with_a_clear_error(
+    monkeypatch, tmp_path, capsys, setup: str, expected: list[str]
+) -> None:
+    """An unreachable server, an unset key and a model the server does not serve each stop `coevo run` with exit 2, naming what to fix, before a run directory exists."""
+    from coevo.arena.run.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    with FakeOpenAI(models=["policy-v0"]) as server:
+        url = server.url
+        monkeypatch.setenv("OPENAI_BASE_URL", url)
+        if setup == "unreachable":
+            server.stop()
+            expected = [*expected, url]
+        if setup == "no-key":
+            monkeypatch.delenv("OPENAI_API_KEY")
+        extra = ["--set", "solver.config.model=llama-3"] if setup == "wrong-model" else []
+        code = main(["run", "openai-solver", "--out", "run", *extra])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert all(part in err for part in expected), err
+    assert KEY not in err and not (tmp_path / "run").exists()
