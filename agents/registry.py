@@ -186,7 +186,7 @@ _BUILTINS: Final = (
         "llm-synth",
         "synthesizer",
         "coevo.agents.llm.synthesizer:LLMSynthesizer",
-        description="a model on any OpenAI-compatible server (or Anthropic) writes scenario, world, task and a reference-blind verifier (needs OPENAI_API_KEY)",
+        description="a model on an OpenAI-compatible server writes scenario, world, task and a reference-blind verifier (needs OPENAI_API_KEY)",
         environment=openai_environment,
     ),
     RoleInfo(
@@ -206,7 +206,7 @@ _BUILTINS: Final = (
         "llm-solver",
         "solver",
         "coevo.agents.llm.solver:LLMSolver",
-        description="your model on any OpenAI-compatible server (vLLM, SGLang, Ollama) as a multi-turn tool-use agent; rollouts with token ids (needs OPENAI_API_KEY)",
+        description="your model on an OpenAI-compatible server (vLLM, SGLang, Ollama) as a tool-use agent; trajectories with token ids (needs OPENAI_API_KEY)",
         environment=openai_environment,
     ),
     RoleInfo(

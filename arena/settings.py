@@ -99,8 +99,10 @@ def settings_model(factory: Callable[..., Any], name: str) -> type[Settings]:
     """
     if not inspect.isclass(factory):
         return _model(name, [factory])
-    chain = [c.__init__ for c in factory.__mro__ if "__init__" in vars(c) and c is not object]
-    return _model(name, chain or [factory.__init__])
+    chain = [
+        vars(c)["__init__"] for c in factory.__mro__ if "__init__" in vars(c) and c is not object
+    ]
+    return _model(name, chain or [factory])
 
 
 def _model(name: str, chain: list[Callable[..., Any]]) -> type[Settings]:

@@ -33,6 +33,7 @@ from coevo.arena.validation import (
     CompiledTask,
     CompiledTool,
     CompiledWorld,
+    clone_world,
     compile_task,
     compile_world,
 )
@@ -78,7 +79,22 @@ class World:
     def __init__(self, spec: WorldSpec | Mapping[str, Any], *, limits: Limits = DEFAULT_LIMITS):
         if not isinstance(spec, WorldSpec):
             spec = WorldSpec.model_validate(spec)
-        self._w: CompiledWorld = compile_world(spec, limits)
+        self._adopt_world(compile_world(spec, limits))
+
+    def clone(self) -> World:
+        """Another instance of this world, for an episode beside this one's (nothing validated again).
+
+        It starts from the initial state and shares this world's compiled tasks;
+        building it costs a small fraction of :class:`World` from a record.
+        """
+        twin = object.__new__(World)
+        twin._adopt_world(clone_world(self._w))
+        twin._tasks = self._tasks  # compiling a task is deterministic: one cache for every build
+        return twin
+
+    def _adopt_world(self, compiled: CompiledWorld) -> None:
+        limits = compiled.limits
+        self._w = compiled
         self._conn = self._w.conn
         self._guard = self._w.guard
         self._limits = limits

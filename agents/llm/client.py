@@ -361,7 +361,7 @@ class LLMClient:
             server.in_flight -= 1
             if rest > 0:
                 server.resting_until = max(server.resting_until, time.monotonic() + rest)
-            ready.notify_all()
+            ready.notify(1)  # one slot freed: wake one waiter (all of them would stampede)
 
     # ---- calls --------------------------------------------------------------------------
 

@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 
 from coevo.agents.judges import MechanicalJudge
 from coevo.agents.llm.role import LLMRole
-from coevo.agents.llm.solver import play
+from coevo.agents.llm.solver import WorldPool, play
 from coevo.agents.llm.turns import LLMCallError
 from coevo.arena.outcomes import FAILED_PREFIX, CheckResult, Verdict, failed_verdict
 from coevo.arena.spec import TaskSpec, WorldSpec
@@ -74,6 +74,7 @@ class LLMJudge(LLMRole):
         self.k = k
         self.max_steps = max_steps
         self.mechanical = MechanicalJudge()
+        self.worlds = WorldPool()
 
     def assess(self, tasks: Sequence[TaskSpec]) -> list[Verdict]:
         """One verdict per task, in order."""
@@ -122,7 +123,14 @@ class LLMJudge(LLMRole):
         """The attempts and the reviews, concurrently, in one event loop."""
         attempts = asyncio.gather(
             *(
-                play(self.client, t, seed=0, version=self.version, max_steps=self.max_steps)
+                play(
+                    self.client,
+                    t,
+                    seed=0,
+                    version=self.version,
+                    max_steps=self.max_steps,
+                    worlds=self.worlds,
+                )
                 for t in batch
             )
         )

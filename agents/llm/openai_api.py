@@ -3,7 +3,10 @@
 A :class:`~coevo.agents.llm.turns.Request` goes out as the API takes it;
 ``top_k``, ``min_p`` and ``repetition_penalty`` and, when asked,
 ``return_token_ids`` go in the request body where vLLM and SGLang read them.
-The answer comes back as a :class:`~coevo.agents.llm.turns.Turn`: the
+The request goes through the SDK's ``post`` (its HTTP, authentication and
+errors) as the JSON body the API takes, and the answer is read from its
+JSON, not through the SDK's typed models, which cost more per call than the
+rest of an episode. It comes back as a :class:`~coevo.agents.llm.turns.Turn`: the
 assistant message as it goes back into the conversation, its tool calls
 with their arguments parsed (or why they could not be), the finish reason,
 the usage when the server reported it, and the token ids and log-probs in
@@ -18,7 +21,9 @@ read as N). The SDK's own retries are off: the client's retry policy
 
 from __future__ import annotations
 
+import json
 import re
+from array import array
 from typing import Any, Final
 
 import openai
@@ -33,7 +38,7 @@ from coevo.agents.llm.turns import (
     parse_arguments,
     root_cause,
 )
-from openai.types.chat import ChatCompletion
+from pydantic_core import from_json
 
 __all__ = ["API", "DEFAULT_BASE_URL", "complete", "list_models", "make_sdk", "models_now"]
 
@@ -111,70 +116,92 @@ def _body(request: Request) -> dict[str, Any]:
     if request.token_ids:
         body["logprobs"] = True
         extra["return_token_ids"] = True
-    if extra:
-        body["extra_body"] = extra
+    body.update(extra)  # the body as sent: fields the OpenAI API lacks sit beside the others
     return body
 
 
 def _ints(value: Any) -> list[int] | None:
-    if isinstance(value, list) and all(
-        isinstance(v, int) and not isinstance(v, bool) for v in value
-    ):
-        return list(value)
-    return None
+    """``value`` as a list of token ids, or None when it is not one (checked in C: thousands per call)."""
+    if not isinstance(value, list):
+        return None
+    try:
+        return array("q", value).tolist()
+    except (TypeError, OverflowError):
+        return None
 
 
-def _turn(completion: Any) -> Turn:
-    if not isinstance(completion, ChatCompletion):
-        body = " ".join(str(completion).split())[:80]
-        raise LLMCallError(f"{API} answered with a malformed response: not a completion: {body!r}")
-    if not completion.choices:
-        raise LLMCallError(f"{API} answered with a malformed response: no choices")
-    choice = completion.choices[0]
-    message = choice.message
+def _malformed(why: str) -> LLMCallError:
+    return LLMCallError(f"{API} answered with a malformed response: {why}")
+
+
+def _turn(raw: bytes) -> Turn:
+    """The answer's JSON, read as vLLM and OpenAI write it (a malformed one is an LLMCallError)."""
+    try:
+        completion = from_json(raw)  # pydantic's JSON reader: several times json.loads's speed
+    except ValueError:
+        body = " ".join(raw[:200].decode("utf-8", "replace").split())[:80]
+        raise _malformed(f"not a completion: {body!r}") from None
+    try:
+        return _read(completion)
+    except (KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:
+        raise _malformed(f"{type(exc).__name__}: {exc}") from None
+
+
+def _read(completion: dict[str, Any]) -> Turn:
+    if not isinstance(completion, dict):
+        raise _malformed(f"not a completion: {str(completion)[:80]!r}")
+    choices = completion.get("choices")
+    if not choices:
+        raise _malformed("no choices")
+    choice = choices[0]
+    message = choice["message"]
+    content = message.get("content")
     calls = []
-    for n, call in enumerate(message.tool_calls or []):
-        function = getattr(call, "function", None)
-        if function is None:
+    for n, call in enumerate(message.get("tool_calls") or []):
+        function = call.get("function")
+        if not isinstance(function, dict):
             continue  # a custom (non-function) tool call: coevo offers none
-        arguments, error = parse_arguments(function.arguments)
+        written = function.get("arguments")
+        written = written if isinstance(written, str) else json.dumps(written)
+        arguments, error = parse_arguments(written)
         calls.append(
             ToolCallRequest(
-                id=call.id or f"call_{n}",
-                name=function.name or "",
-                raw=function.arguments or "",
+                id=str(call.get("id") or f"call_{n}"),
+                name=str(function.get("name") or ""),
+                raw=written or "",
                 arguments=arguments,
                 error=error,
             )
         )
-    said: dict[str, Any] = {"role": "assistant", "content": message.content}
+    said: dict[str, Any] = {"role": "assistant", "content": content}
     if calls:
         said["tool_calls"] = [
             {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.raw}}
             for c in calls
         ]
-    reasoning = (message.model_extra or {}).get("reasoning_content")
+    reasoning = message.get("reasoning_content") or message.get("reasoning")
     if reasoning:
         said["reasoning_content"] = reasoning
     logprobs = None
-    tokens: list[int] | None = None
-    content = choice.logprobs.content if choice.logprobs is not None else None
-    if content:
-        logprobs = [float(t.logprob) for t in content]
-        parsed = [_TOKEN_ID.fullmatch(t.token or "") for t in content]
-        if all(parsed):
-            tokens = [int(m.group(1)) for m in parsed if m is not None]
-    completion_ids = _ints((choice.model_extra or {}).get("token_ids")) or tokens
-    usage = completion.usage
+    completion_ids = _ints(choice.get("token_ids"))
+    scored = (choice.get("logprobs") or {}).get("content")
+    if scored:
+        logprobs = [float(t["logprob"]) for t in scored]
+        if completion_ids is None:  # no ids beside the log-probs: tokens written `token_id:N`?
+            parsed = [_TOKEN_ID.fullmatch(str(t.get("token") or "")) for t in scored]
+            if all(parsed):
+                completion_ids = [int(m.group(1)) for m in parsed if m is not None]
+    usage = completion.get("usage") or {}
+    given, taken = usage.get("prompt_tokens"), usage.get("completion_tokens")
     return Turn(
         message=said,
-        text=message.content,
+        text=content,
         tool_calls=calls,
-        finish=choice.finish_reason or ("tool_calls" if calls else "stop"),
-        model=completion.model or "",
-        input_tokens=usage.prompt_tokens if usage is not None else None,
-        output_tokens=usage.completion_tokens if usage is not None else None,
-        prompt_ids=_ints((completion.model_extra or {}).get("prompt_token_ids")),
+        finish=choice.get("finish_reason") or ("tool_calls" if calls else "stop"),
+        model=str(completion.get("model") or ""),
+        input_tokens=given if isinstance(given, int) else None,
+        output_tokens=taken if isinstance(taken, int) else None,
+        prompt_ids=_ints(completion.get("prompt_token_ids")),
         completion_ids=completion_ids,
         logprobs=logprobs,
     )
@@ -190,11 +217,13 @@ async def complete(sdk: Any, request: Request) -> Turn:
         LLMCallError: any other error status (``.status`` set), or a malformed answer.
     """
     try:
-        completion = await sdk.chat.completions.create(**_body(request))
+        # the SDK's HTTP, auth and errors, without its per-request transform and typed parse:
+        # at hundreds of calls a second those cost more than everything else coevo does
+        raw = await sdk.post("/chat/completions", body=_body(request), cast_to=bytes)
     except (openai.APIError, ValueError) as exc:
         # `from None`: the SDK's errors carry the request, whose headers hold the key
         raise _failure(exc) from None
-    return _turn(completion)
+    return _turn(raw)
 
 
 async def list_models(sdk: Any) -> list[str]:

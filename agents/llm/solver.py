@@ -32,6 +32,7 @@ next issue's hand-off).
 from __future__ import annotations
 
 import asyncio
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -46,7 +47,63 @@ from coevo.arena.spec import TaskSpec, ToolCall, WorldSpec
 from coevo.arena.trajectory import Trajectory, TurnTokens
 from coevo.arena.world import World
 
-__all__ = ["LLMSolver", "play"]
+__all__ = ["LLMSolver", "WorldPool", "play"]
+
+
+class WorldPool:
+    """Built worlds for concurrent episodes: each world validated once, then cloned; idle ones kept.
+
+    Building a world from its record (validating every statement with
+    SQLite) costs tens of milliseconds, more than all of coevo's own work
+    for a model call, and a batch plays many episodes of few worlds at once.
+    Concurrent episodes each need a world of their own: the first build of a
+    world is kept as its template, each episode takes an idle clone or a new
+    one (:meth:`World.clone`, a small fraction of a build), and gives it back
+    after. At most ``keep`` templates and ``keep`` idle clones stay built
+    (the least recently used go first); ``keep = 0`` builds a world per
+    episode and keeps nothing.
+
+    Args:
+        keep: worlds kept built at most, of each sort.
+    """
+
+    def __init__(self, keep: int = 256):
+        self.keep = keep
+        self._templates: OrderedDict[str, World] = OrderedDict()
+        self._idle: OrderedDict[int, World] = OrderedDict()
+        self._ticket = 0
+
+    def take(self, spec: WorldSpec) -> World:
+        """A world of ``spec`` for one episode (reset it before playing).
+
+        Raises:
+            SpecError: the world does not build.
+        """
+        if self.keep == 0:
+            return World(spec)
+        wanted = spec.world_id
+        for ticket, world in self._idle.items():
+            if world.id == wanted:
+                del self._idle[ticket]
+                return world
+        template = self._templates.get(wanted)
+        if template is None:
+            template = self._templates[wanted] = World(spec)
+            self._trim(self._templates)
+        else:
+            self._templates.move_to_end(wanted)
+        return template.clone()
+
+    def give_back(self, world: World) -> None:
+        """Keep ``world`` for a later episode of its world (or close it, with ``keep = 0``)."""
+        self._ticket += 1
+        self._idle[self._ticket] = world
+        self._trim(self._idle)
+
+    def _trim(self, kept: OrderedDict[Any, World]) -> None:
+        while len(kept) > self.keep:
+            _, oldest = kept.popitem(last=False)
+            oldest.close()
 
 
 def _tokens(turn: Turn) -> TurnTokens:
@@ -81,14 +138,36 @@ async def play(
     max_steps: int,
     nudges: int = 2,
     role: str = "solver",
+    worlds: WorldPool | None = None,
 ) -> Episode:
-    """One episode of ``task`` played by the model behind ``client`` (see the module docstring)."""
+    """One episode of ``task`` played by the model behind ``client`` (see the module docstring).
+
+    ``worlds`` lends a built world and takes it back (default: one built for this episode).
+    """
     if not isinstance(task.world, WorldSpec):
         return failed_episode(task, seed, "the task's world is not inline", version)
+    pool = worlds or WorldPool(keep=0)
     try:
-        world = World(task.world)
+        world = pool.take(task.world)
     except SpecError as exc:
         return failed_episode(task, seed, f"the world could not be built: {exc.summary()}", version)
+    try:
+        return await _play(client, task, world, seed, version, max_steps, nudges, role)
+    finally:
+        pool.give_back(world)
+
+
+async def _play(
+    client: LLMClient,
+    task: TaskSpec,
+    world: World,
+    seed: int,
+    version: str,
+    max_steps: int,
+    nudges: int,
+    role: str,
+) -> Episode:
+    assert isinstance(task.world, WorldSpec)
     tools = openai_tools(tool_definitions(task.world))
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": SYSTEM},
@@ -113,50 +192,43 @@ async def play(
             bad_steps=bad,
         )
 
-    with world:
-        world.reset(task, max_steps=max_steps)
-        try:
-            while not world.done and len(made) + reminded < max_steps:
-                turn = await client.create(
-                    role=role, task=task.task_id, messages=messages, tools=tools
-                )
-                turns.append(turn)
-                messages.append(turn.message)
-                if not turn.tool_calls:
-                    bad += 1
-                    if reminded == nudges:
-                        break
-                    reminded += 1
-                    messages.append({"role": "user", "content": _nudge(turn, client.max_tokens)})
-                    continue
-                bad += int(
-                    turn.finish == "length" or any(c.arguments is None for c in turn.tool_calls)
-                )
-                for request in turn.tool_calls:
-                    if world.done:
-                        break  # after submit, or the step budget: the rest are not made
-                    if request.arguments is None:
-                        call = ToolCall(request.name, {"$raw": request.raw})
-                        obs = world.refuse(
-                            call,
-                            f"{request.error}; call {request.name} again with a JSON object of its parameters",
-                        )
-                    else:
-                        call = ToolCall(request.name, request.arguments)
-                        obs = world.step(call)
-                    made.append(call)
-                    seen.append(obs)
-                    messages.append(
-                        {"role": "tool", "tool_call_id": request.id, "content": obs.text()}
+    world.reset(task, max_steps=max_steps)
+    try:
+        while not world.done and len(made) + reminded < max_steps:
+            turn = await client.create(role=role, task=task.task_id, messages=messages, tools=tools)
+            turns.append(turn)
+            messages.append(turn.message)
+            if not turn.tool_calls:
+                bad += 1
+                if reminded == nudges:
+                    break
+                reminded += 1
+                messages.append({"role": "user", "content": _nudge(turn, client.max_tokens)})
+                continue
+            bad += int(turn.finish == "length" or any(c.arguments is None for c in turn.tool_calls))
+            for request in turn.tool_calls:
+                if world.done:
+                    break  # after submit, or the step budget: the rest are not made
+                if request.arguments is None:
+                    call = ToolCall(request.name, {"$raw": request.raw})
+                    obs = world.refuse(
+                        call,
+                        f"{request.error}; call {request.name} again with a JSON object of its parameters",
                     )
-            if not world.done and len(made) + reminded >= max_steps:
-                unfinished = f"the step budget of {max_steps} ran out before submit"
-        except ContextLengthError as exc:
-            unfinished = f"the conversation outgrew the model's context: {exc}"
-        except LLMCallError as exc:
-            failed = failed_episode(task, seed, str(exc), version)
-            return failed.model_copy(update={"trajectory": trajectory()})
-        episode = world.episode(made, seen, solver=version, seed=seed, unfinished=unfinished)
+                else:
+                    call = ToolCall(request.name, request.arguments)
+                    obs = world.step(call)
+                made.append(call)
+                seen.append(obs)
+                messages.append({"role": "tool", "tool_call_id": request.id, "content": obs.text()})
+        if not world.done and len(made) + reminded >= max_steps:
+            unfinished = f"the step budget of {max_steps} ran out before submit"
+    except ContextLengthError as exc:
+        unfinished = f"the conversation outgrew the model's context: {exc}"
+    except LLMCallError as exc:
+        failed = failed_episode(task, seed, str(exc), version)
+        return failed.model_copy(update={"trajectory": trajectory()})
+    episode = world.episode(made, seen, solver=version, seed=seed, unfinished=unfinished)
     return episode.model_copy(update={"trajectory": trajectory()})
 
 
@@ -180,6 +252,7 @@ class LLMSolver(LLMRole):
         super().__init__(model, **client)
         self.max_steps = max_steps
         self.nudges = nudges
+        self.worlds = WorldPool()
 
     def policy_version(self) -> str:
         """How its episodes are signed: ``policy_version`` if set, else the model's name."""
@@ -200,6 +273,7 @@ class LLMSolver(LLMRole):
                         version=self.version,
                         max_steps=self.max_steps,
                         nudges=self.nudges,
+                        worlds=self.worlds,
                     )
                     for t in tasks
                 )

@@ -35,7 +35,7 @@ from coevo.arena.validation.compiled import (
     TableInfo,
 )
 from coevo.arena.validation.task import compile_task
-from coevo.arena.validation.world import compile_world
+from coevo.arena.validation.world import clone_world, compile_world
 
 __all__ = [
     "CompiledCheck",
@@ -44,6 +44,7 @@ __all__ = [
     "CompiledWorld",
     "FrameEntry",
     "TableInfo",
+    "clone_world",
     "compile_task",
     "compile_world",
 ]

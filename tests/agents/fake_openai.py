@@ -611,6 +611,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     """One connection to the fake (HTTP/1.1 keep-alive, as uvicorn serves vLLM)."""
 
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = (
+        True  # as uvicorn does: headers and body leave at once, no 40 ms stall
+    )
     server: _Server
 
     def version_string(self) -> str:

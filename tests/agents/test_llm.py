@@ -415,7 +415,7 @@ def _files_hold(root, secret: str) -> list[str]:
 @pytest.mark.slow
 @pytest.mark.usefixtures("ray_cluster")
 def test_openai_solver_toml_runs_with_a_malformed_model_and_logs_its_trajectories(
-    monkeypatch, tmp_path
+    monkeypatch, tmp_path, capsys
 ) -> None:
     """experiments/openai-solver.toml from the SDK's variables alone, against a model whose every turn is malformed: three generations, exit 0, every episode 0 and none a failure, one trajectory per episode, and the key in no file."""
     from coevo.arena.gamelog import GameLog
@@ -439,7 +439,9 @@ def test_openai_solver_toml_runs_with_a_malformed_model_and_logs_its_trajectorie
             ]
         )
         sent = len(server.requests)
+    shown = capsys.readouterr()
     assert code == 0
+    assert KEY not in shown.out and KEY not in shown.err
     log = GameLog(str(tmp_path / "run"))
     episodes = log.read("episodes").to_pylist()
     trajectories = log.read("trajectories").to_pylist()
