@@ -547,3 +547,20 @@ def test_openai_solver_stops_before_anything_starts_with_a_clear_error(
     assert code == 2
     assert all(part in err for part in expected), err
     assert KEY not in err and not (tmp_path / "run").exists()
+
+
+def test_the_world_pool_validates_each_world_once_and_lends_idle_clones() -> None:
+    """Concurrent episodes of one world get distinct worlds; a returned world is lent again; keep bounds what stays built."""
+    from coevo.agents.llm.solver import WorldPool
+
+    task = sample_tasks()[0]
+    pool = WorldPool(keep=2)
+    first, second = pool.take(task.world), pool.take(task.world)
+    assert first is not second and first.id == second.id == task.world.world_id
+    pool.give_back(first)
+    assert pool.take(task.world) is first, "an idle world is lent again"
+    pool.give_back(first)
+    pool.give_back(second)
+    third = pool.take(sample_tasks()[2].world)  # another world: a template of its own
+    pool.give_back(third)
+    assert len(pool._idle) == 2 and len(pool._templates) == 2
