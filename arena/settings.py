@@ -92,12 +92,13 @@ def settings_model(factory: Callable[..., Any], name: str) -> type[Settings]:
     """A settings model with a field per keyword parameter of ``factory`` (a class or a function).
 
     A parameter's annotation is its type (``Any`` when it has none) and its
-    default is the field's; a ``**kwargs`` parameter lets any other key through,
-    except in a class whose ``__init__`` hands its ``**kwargs`` on to a base
-    class's: then the base's keyword parameters are its settings too (the
-    nearest base's own, then its bases' in turn).
+    default is the field's; a ``**kwargs`` parameter lets any other key through.
+    A class that declares ``settings_from_bases = True`` hands its ``**kwargs``
+    on to its base class's ``__init__`` unchanged: then the bases' keyword
+    parameters are its settings too (the nearest base's own, then its bases'
+    in turn), and no other key is let through.
     """
-    if not inspect.isclass(factory):
+    if not (inspect.isclass(factory) and getattr(factory, "settings_from_bases", False)):
         return _model(name, [factory])
     chain = [
         vars(c)["__init__"] for c in factory.__mro__ if "__init__" in vars(c) and c is not object
@@ -110,8 +111,8 @@ def _model(name: str, chain: list[Callable[..., Any]]) -> type[Settings]:
     fields: dict[str, Any] = {}
     for target in chain:
         try:
-            signature = inspect.signature(target)
-            hints = typing.get_type_hints(target)
+            signature = inspect.signature(target)  # a class's honours a pydantic __signature__
+            hints = typing.get_type_hints(target.__init__ if inspect.isclass(target) else target)
         except (TypeError, ValueError, NameError):  # no readable signature: take anything
             return create_model(f"{name}Settings", __base__=_Open, **fields)
         open_ended = False

@@ -59,8 +59,8 @@ def to_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
             out.append({"role": "user", "content": m["content"]})
         elif role == "assistant":
             blocks: list[dict[str, Any]] = []
-            if m.get("content"):
-                blocks.append({"type": "text", "text": m["content"]})
+            if isinstance(m.get("content"), str) and m["content"].strip():
+                blocks.append({"type": "text", "text": m["content"]})  # the API refuses blank text
             for call in m.get("tool_calls") or []:
                 function = call["function"]
                 try:
@@ -75,7 +75,13 @@ def to_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
                         "input": given if isinstance(given, dict) else {},
                     }
                 )
-            out.append({"role": "assistant", "content": blocks or [{"type": "text", "text": ""}]})
+            # a turn that said nothing at all still needs a block, and a non-blank one
+            out.append(
+                {
+                    "role": "assistant",
+                    "content": blocks or [{"type": "text", "text": "(no answer)"}],
+                }
+            )
         elif role == "tool":
             content = str(m["content"])
             result: dict[str, Any] = {
@@ -202,4 +208,13 @@ async def complete(sdk: Any, request: Request) -> Turn:
     except (anthropic.APIError, ValueError) as exc:
         # `from None`: the SDK's errors carry the request, whose headers hold the key
         raise _failure(exc) from None
-    return _turn(message)
+    try:
+        return _turn(message)
+    except LLMCallError:
+        raise
+    except (
+        Exception
+    ) as exc:  # any shape the reader did not expect is the server's fault, not a crash
+        raise LLMCallError(
+            f"{API} answered with a malformed response: {type(exc).__name__}: {exc}"
+        ) from None

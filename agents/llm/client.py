@@ -45,7 +45,7 @@ import json
 import os
 import re
 import time
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeVar
@@ -65,10 +65,11 @@ from coevo.agents.llm.turns import (
     Turn,
     Unreachable,
 )
+from coevo.arena.errors import ConfigError
 from coevo.arena.gamelog.rows import UsageRow
 from pydantic import BaseModel, ValidationError
 
-__all__ = ["PRICES", "LLMClient", "Usage", "backoff", "where"]
+__all__ = ["PRICES", "LLMClient", "Usage", "backoff", "shown", "where"]
 
 PRICES: Final[dict[str, tuple[float, float]]] = {
     # dollars per million tokens: (input, output); cache writes cost 1.25× input, reads 0.1×
@@ -123,6 +124,16 @@ def backoff(attempt: int) -> float:
     return min(0.5 * 2 ** (attempt - 1), 8.0)
 
 
+def shown(url: str) -> str:
+    """A base URL as messages show it: without the user and password it may hold."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return parts._replace(netloc=netloc).geturl()
+
+
 def where(url: str) -> str:
     """``host:port`` of a base URL, without any credentials it holds (for messages)."""
     parts = urlsplit(url)
@@ -139,7 +150,17 @@ class _Server:
     in_flight: int = 0
     reached: bool = False
     resting_until: float = 0.0
+    failures: int = 0  # calls in a row that got no answer from it
+    refusing_since: float | None = None  # when a server that had answered began to refuse
     sdk: Any = None
+
+    def alive(self, now: float, reconnect: float, max_retries: int) -> bool:
+        """Whether calls should still be tried here: answering, restarting within ``reconnect``, or not yet given up on."""
+        if self.failures == 0:
+            return True
+        if self.refusing_since is not None:
+            return now - self.refusing_since < reconnect
+        return self.failures <= max_retries
 
 
 _TOKEN_REFUSAL: Final = re.compile(r"return_token_ids|logprobs", re.I)
@@ -197,12 +218,22 @@ class LLMClient:
         self.provider = provider
         self.api = _APIS[provider]
         self.owner = owner
-        self.key_variable = key_variable(provider, api_key_env)
-        if not os.environ.get(self.key_variable):
+        try:
+            self.key_variable = key_variable(provider, api_key_env)
+        except ConfigError as exc:
+            raise LLMConfigError(f"{owner}: {exc}") from None
+        key = os.environ.get(self.key_variable)
+        if not key:
             raise LLMConfigError(
                 f"{owner} needs an API key: set {self.key_variable} in the environment "
                 "(any value for a server that checks none; "
                 "or use the offline roles: procedural, linear-pg, search, irt)"
+            )
+        if key != key.strip() or any(ord(c) < 32 or ord(c) == 127 for c in key):
+            # an HTTP header cannot carry it, and the error saying so would quote it
+            raise LLMConfigError(
+                f"{owner}: {self.key_variable} holds spaces or control characters around or in "
+                "the key (a line ending copied with it?); set it to the key alone"
             )
         self.model = model or ("claude-sonnet-5" if provider == "anthropic" else None)
         self.sampling = sampling if isinstance(sampling, Sampling) else Sampling(**(sampling or {}))
@@ -221,7 +252,9 @@ class LLMClient:
         )
         self.usage: dict[tuple[str, str], Usage] = defaultdict(Usage)
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._ready: asyncio.Condition | None = None
+        self._waiting: deque[asyncio.Future[None]] = (
+            deque()
+        )  # calls waiting for a slot, oldest first
 
     def _servers(
         self,
@@ -229,6 +262,7 @@ class LLMClient:
         endpoints: Sequence[Endpoint | dict[str, Any]] | None,
         concurrency: int,
     ) -> list[_Server]:
+        self._defaulted = False  # the provider's public API, for want of any address
         if endpoints and base_url:
             raise LLMConfigError(f"{self.owner}: give base_url or endpoints, not both")
         if endpoints:
@@ -236,7 +270,9 @@ class LLMClient:
             return [_Server(e.base_url.rstrip("/"), e.concurrency or concurrency) for e in parsed]
         urls = [base_url] if isinstance(base_url, str) else list(base_url or [])
         if not urls:
-            urls = [os.environ.get(BASE_URL_VARIABLES[self.provider]) or self.api.DEFAULT_BASE_URL]
+            given = os.environ.get(BASE_URL_VARIABLES[self.provider])
+            self._defaulted = not given
+            urls = [given or self.api.DEFAULT_BASE_URL]
         return [_Server(url.rstrip("/"), concurrency) for url in urls]
 
     # ---- the key, and what may be logged ------------------------------------------------
@@ -248,9 +284,14 @@ class LLMClient:
         return key
 
     def redact(self, text: str) -> str:
-        """``text`` with the key (if set) replaced, for anything that may be logged or recorded."""
+        """``text`` with the key (if set) replaced, also as Python or JSON would quote it, for anything logged or recorded."""
         key = os.environ.get(self.key_variable)
-        return text.replace(key, "[redacted]") if key else text
+        if not key:
+            return text
+        for shown in {key, repr(key)[1:-1], json.dumps(key)[1:-1], key.strip()}:
+            if shown:
+                text = text.replace(shown, "[redacted]")
+        return text
 
     # ---- start-up -----------------------------------------------------------------------
 
@@ -270,52 +311,59 @@ class LLMClient:
             try:
                 served = openai_api.models_now(server.url, self._key(), min(self.timeout, 10.0))
             except Unreachable as exc:
+                variable = BASE_URL_VARIABLES["openai"]
+                where_from = (
+                    f"no base_url is set and neither is {variable}, so the public API was tried"
+                    if self._defaulted
+                    else f"set by the role's base_url or endpoints, or {variable}"
+                )
                 raise LLMConfigError(
                     self.redact(
-                        f"{self.owner}: the server at {server.url} could not be reached ({exc}); "
-                        f"is it running? (the role's base_url, or {BASE_URL_VARIABLES['openai']})"
+                        f"{self.owner}: the server at {shown(server.url)} could not be reached "
+                        f"({exc}); is it running? ({where_from})"
                     )
                 ) from None
             except (LLMCallError, Transient) as exc:
                 status = exc.status if isinstance(exc, LLMCallError) else None
                 hint = (
-                    f"; check the key in {self.key_variable}"
+                    f" (check the key in {self.key_variable})"
                     if status in (401, 403)
-                    else "; is it an OpenAI-compatible server? Its base URL usually ends in /v1"
+                    else " (is it an OpenAI-compatible server? Its base URL usually ends in /v1)"
                     if status == 404
                     else ""
                 )
                 raise LLMConfigError(
                     self.redact(
-                        f"{self.owner}: the server at {server.url} did not list its models: {exc}{hint}"
+                        f"{self.owner}: the server at {shown(server.url)} did not list its models: {exc}{hint}"
                     )
                 ) from None
             server.reached = True
             if not served:
-                raise LLMConfigError(f"{self.owner}: the server at {server.url} serves no model")
+                raise LLMConfigError(
+                    f"{self.owner}: the server at {shown(server.url)} serves no model"
+                )
             if self.model is None:
                 self.model = served[0]
             elif self.model not in served:
                 raise LLMConfigError(
-                    f"{self.owner}: the server at {server.url} does not serve the model "
+                    f"{self.owner}: the server at {shown(server.url)} does not serve the model "
                     f"{self.model!r}; it serves: {', '.join(served)}"
                 )
         return self.model
 
     # ---- servers and slots --------------------------------------------------------------
 
-    def _bind(self) -> asyncio.Condition:
+    def _bind(self) -> None:
         """The slots and SDK clients of the running event loop (each batch runs in its own)."""
         loop = asyncio.get_running_loop()
-        if self._loop is not loop or self._ready is None:
+        if self._loop is not loop:
             self._loop = loop
-            self._ready = asyncio.Condition()
+            self._waiting.clear()
             for server in self.servers:
                 server.in_flight = 0
                 server.sdk = self.api.make_sdk(
                     server.url, self._key(), self.timeout, self.http_client
                 )
-        return self._ready
 
     def run(self, work: Coroutine[Any, Any, T]) -> T:
         """Run ``work`` (the role's calls for one batch) in an event loop of its own, then close its connections.
@@ -334,34 +382,49 @@ class LLMClient:
                     if server.sdk is not None and self.http_client is None:
                         await server.sdk.close()
                     server.sdk = None
-                self._loop = self._ready = None
+                self._loop = None
 
         return asyncio.run(whole())
 
     async def _acquire(self) -> _Server:
-        ready = self._bind()
-        async with ready:
-            while True:
-                now = time.monotonic()
-                free = [s for s in self.servers if s.in_flight < s.limit]
-                awake = [s for s in free if s.resting_until <= now]
-                if awake:
-                    server = min(awake, key=lambda s: s.in_flight / s.limit)
-                    server.in_flight += 1
-                    return server
-                due = min((s.resting_until for s in free), default=None)
-                try:
-                    await asyncio.wait_for(ready.wait(), None if due is None else due - now)
-                except TimeoutError:
-                    continue
+        """A slot on the least busy server that is not resting (waiting, oldest first, for one)."""
+        self._bind()
+        while True:
+            now = time.monotonic()
+            free = [s for s in self.servers if s.in_flight < s.limit]
+            awake = [s for s in free if s.resting_until <= now]
+            if awake:
+                server = min(awake, key=lambda s: s.in_flight / s.limit)
+                server.in_flight += 1
+                return server
+            due = min((s.resting_until for s in free), default=None)
+            woken: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._waiting.append(woken)
+            try:
+                await asyncio.wait_for(asyncio.shield(woken), None if due is None else due - now)
+            except TimeoutError:
+                pass  # a server's rest is over: look again
+            except BaseException:
+                if woken.done():
+                    self._wake()  # woken, then cancelled: the freed slot goes to the next in line
+                raise
+            finally:
+                if not woken.done():
+                    woken.cancel()
 
-    async def _release(self, server: _Server, rest: float = 0.0) -> None:
-        ready = self._bind()
-        async with ready:
-            server.in_flight -= 1
-            if rest > 0:
-                server.resting_until = max(server.resting_until, time.monotonic() + rest)
-            ready.notify(1)  # one slot freed: wake one waiter (all of them would stampede)
+    def _release(self, server: _Server, rest: float = 0.0) -> None:
+        """Give the slot back (the server resting ``rest`` seconds) and wake the oldest waiting call."""
+        server.in_flight -= 1
+        if rest > 0:
+            server.resting_until = max(server.resting_until, time.monotonic() + rest)
+        self._wake()
+
+    def _wake(self) -> None:
+        while self._waiting:
+            woken = self._waiting.popleft()
+            if not woken.done():
+                woken.set_result(None)
+                return
 
     # ---- calls --------------------------------------------------------------------------
 
@@ -375,6 +438,7 @@ class LLMClient:
         tools: Sequence[dict[str, Any]] = (),
         tool_choice: str | dict[str, Any] | None = None,
         max_tokens: int | None = None,
+        seed: int | None = None,
     ) -> Turn:
         """One call, accounted to ``role`` and ``task``.
 
@@ -386,6 +450,7 @@ class LLMClient:
             tools: OpenAI function tools.
             tool_choice: ``auto``, ``required`` or a named function.
             max_tokens: this call's output budget (default: the client's).
+            seed: this call's sampling seed (default: ``sampling.seed``).
 
         Raises:
             ContextLengthError: the conversation no longer fits the model.
@@ -401,7 +466,9 @@ class LLMClient:
             tools=list(tools),
             tool_choice=tool_choice,
             max_tokens=max_tokens or self.max_tokens,
-            sampling=self.sampling,
+            sampling=self.sampling
+            if seed is None
+            else self.sampling.model_copy(update={"seed": seed}),
             token_ids=bool(self.token_ids),
         )
         turn = await self._call(request)
@@ -410,17 +477,16 @@ class LLMClient:
 
     async def _call(self, request: Request) -> Turn:
         retries = 0
-        refused_since: float | None = None
         while True:
             server = await self._acquire()
+            rest = 0.0
             try:
                 turn = await self.api.complete(server.sdk, request)
             except Transient as exc:
                 retries += 1
-                wait = exc.retry_after
-                if wait is None or not 0 <= wait <= 60:
-                    wait = backoff(retries)
-                await self._release(server, wait)
+                rest = exc.retry_after if exc.retry_after is not None else -1.0
+                if not 0 <= rest <= 60:
+                    rest = backoff(retries)
                 if retries > self.max_retries:
                     raise LLMCallError(
                         self.redact(
@@ -431,40 +497,39 @@ class LLMClient:
                 continue
             except Unreachable as exc:
                 now = time.monotonic()
-                restarting = server.reached and not exc.timeout
-                if restarting:
-                    refused_since = refused_since or now
-                if restarting and now - refused_since < self.reconnect:  # type: ignore[operator]
-                    await self._release(server, backoff(min(retries + 1, 4)))
-                    continue
-                retries += 1
-                await self._release(server, backoff(retries))
-                if retries > self.max_retries or restarting:
-                    waited = (
-                        f"for {self.reconnect:g} s"
-                        if restarting
-                        else f"after {self.max_retries} retries"
+                server.failures += 1
+                if server.reached and not exc.timeout and server.refusing_since is None:
+                    server.refusing_since = now  # it answered before: restarting, so wait for it
+                rest = backoff(server.failures)
+                if any(s.alive(now, self.reconnect, self.max_retries) for s in self.servers):
+                    continue  # this server again once it is due, or another one
+                waited = (
+                    f"for {self.reconnect:g} s"
+                    if server.refusing_since is not None
+                    else f"after {self.max_retries} retries"
+                )
+                raise LLMCallError(
+                    self.redact(
+                        f"{self.api.API} at {where(server.url)} could not be reached {waited}: {exc}"
                     )
-                    raise LLMCallError(
-                        self.redact(
-                            f"{self.api.API} at {where(server.url)} could not be reached {waited}: {exc}"
-                        )
-                    ) from None
-                continue
+                ) from None
             except ContextLengthError:
-                await self._release(server)
                 raise
             except LLMCallError as exc:
-                await self._release(server)
                 status = exc.status
                 if request.token_ids and status == 400 and _TOKEN_REFUSAL.search(str(exc)):
-                    self.token_ids = False  # this server does not give token ids: stop asking
+                    self.token_ids = False  # the servers do not give token ids: stop asking
                     request = dataclasses.replace(request, token_ids=False)
                     continue
                 hint = f" (check the key in {self.key_variable})" if status in (401, 403) else ""
-                raise LLMCallError(self.redact(f"{exc}{hint}")) from None
-            await self._release(server)
+                raise LLMCallError(self.redact(f"{exc}{hint}"), status) from None
+            finally:
+                self._release(
+                    server, rest
+                )  # exactly once, whatever happened (a cancelled call too)
             server.reached = True
+            server.failures = 0
+            server.refusing_since = None
             return turn
 
     def _account(self, role: str, task: str, turn: Turn) -> None:

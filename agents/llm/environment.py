@@ -9,9 +9,11 @@ base-URL variable) to the role's actors, and nothing logs either.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Final
 
 from coevo.agents.protocols import RoleEnvironment
+from coevo.arena.errors import ConfigError
 
 __all__ = [
     "BASE_URL_VARIABLES",
@@ -40,8 +42,22 @@ BASE_URL_VARIABLES: Final[dict[str, str]] = {
 """The variable each SDK reads its server's address from when a role names none (``base_url``)."""
 
 
+_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
 def key_variable(provider: str, api_key_env: str | None) -> str:
-    """The variable holding the key: the one named, else the provider's own."""
+    """The variable holding the key: the one named, else the provider's own.
+
+    Raises:
+        ConfigError: ``api_key_env`` is not a variable's name (perhaps the key itself,
+            which the message does not repeat).
+    """
+    if api_key_env is not None and not _NAME.fullmatch(api_key_env):
+        raise ConfigError(
+            "api_key_env must be the name of the environment variable that holds the key "
+            "(letters, digits and _, e.g. VLLM_API_KEY), never the key itself; "
+            "the value given is not such a name"
+        )
     return api_key_env or KEY_VARIABLES[provider]
 
 

@@ -130,8 +130,9 @@ class LLMJudge(LLMRole):
                     version=self.version,
                     max_steps=self.max_steps,
                     worlds=self.worlds,
+                    index=i,
                 )
-                for t in batch
+                for i, t in enumerate(batch)
             )
         )
         episodes, reviews = await asyncio.gather(attempts, self._reviews(tasks))

@@ -99,13 +99,39 @@ def _failure(exc: Exception) -> Exception:
     return LLMCallError(f"{API} answered with a malformed response: {type(exc).__name__}: {exc}")
 
 
-def _body(request: Request) -> dict[str, Any]:
-    messages = [{k: v for k, v in m.items() if k != "reasoning_content"} for m in request.messages]
+def _sent(message: dict[str, Any]) -> dict[str, Any]:
+    """A message as it goes back to the server.
+
+    Its reasoning is left out, arguments that are no JSON object become ``{}``
+    (servers parse the calls of earlier turns and refuse the request
+    otherwise; the tool error the model saw says what was wrong), and an
+    assistant turn with neither text nor calls says so in an empty text.
+    """
+    if message["role"] != "assistant":
+        return message
+    sent = {k: v for k, v in message.items() if k != "reasoning_content"}
+    calls = sent.get("tool_calls")
+    if calls:
+        sent["tool_calls"] = [
+            c
+            if parse_arguments(c["function"]["arguments"])[0] is not None
+            else {**c, "function": {**c["function"], "arguments": "{}"}}
+            for c in calls
+        ]
+    elif sent.get("content") is None:
+        sent["content"] = ""
+    return sent
+
+
+def _body(request: Request, openai_itself: bool = False) -> dict[str, Any]:
     body: dict[str, Any] = {
         "model": request.model,
-        "messages": messages,
-        "max_tokens": request.max_tokens,
+        "messages": [_sent(m) for m in request.messages],
     }
+    # OpenAI's own API wants max_completion_tokens (its reasoning models refuse max_tokens);
+    # vLLM, SGLang and Ollama read max_tokens
+    budget = "max_completion_tokens" if openai_itself else "max_tokens"
+    body[budget] = request.max_tokens
     if request.tools:
         body["tools"] = request.tools
     if request.tool_choice is not None:
@@ -138,13 +164,27 @@ def _turn(raw: bytes) -> Turn:
     """The answer's JSON, read as vLLM and OpenAI write it (a malformed one is an LLMCallError)."""
     try:
         completion = from_json(raw)  # pydantic's JSON reader: several times json.loads's speed
-    except ValueError:
+    except (ValueError, RecursionError):
         body = " ".join(raw[:200].decode("utf-8", "replace").split())[:80]
         raise _malformed(f"not a completion: {body!r}") from None
     try:
         return _read(completion)
-    except (KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:
+    except LLMCallError:
+        raise
+    except (
+        Exception
+    ) as exc:  # any shape the reader did not expect is the server's fault, not a crash
         raise _malformed(f"{type(exc).__name__}: {exc}") from None
+
+
+def _text(content: Any) -> str | None:
+    """A message's content as text: a string, or the text parts of a list of parts joined."""
+    if content is None or isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [p.get("text") for p in content if isinstance(p, dict) and p.get("type") == "text"]
+        return "".join(p for p in parts if isinstance(p, str))
+    raise _malformed(f"the content is a {type(content).__name__}, not text")
 
 
 def _read(completion: dict[str, Any]) -> Turn:
@@ -152,10 +192,12 @@ def _read(completion: dict[str, Any]) -> Turn:
         raise _malformed(f"not a completion: {str(completion)[:80]!r}")
     choices = completion.get("choices")
     if not choices:
-        raise _malformed("no choices")
+        error = completion.get("error")
+        why = error.get("message", error) if isinstance(error, dict) else error
+        raise _malformed(f"no choices, the error {str(why)[:200]!r}" if error else "no choices")
     choice = choices[0]
     message = choice["message"]
-    content = message.get("content")
+    content = _text(message.get("content"))
     calls = []
     for n, call in enumerate(message.get("tool_calls") or []):
         function = call.get("function")
@@ -219,7 +261,8 @@ async def complete(sdk: Any, request: Request) -> Turn:
     try:
         # the SDK's HTTP, auth and errors, without its per-request transform and typed parse:
         # at hundreds of calls a second those cost more than everything else coevo does
-        raw = await sdk.post("/chat/completions", body=_body(request), cast_to=bytes)
+        itself = str(sdk.base_url).startswith(DEFAULT_BASE_URL)
+        raw = await sdk.post("/chat/completions", body=_body(request, itself), cast_to=bytes)
     except (openai.APIError, ValueError) as exc:
         # `from None`: the SDK's errors carry the request, whose headers hold the key
         raise _failure(exc) from None

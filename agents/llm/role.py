@@ -79,6 +79,7 @@ class LLMRole:
 
     kind: ClassVar[str]
     name: ClassVar[str]
+    settings_from_bases: ClassVar[bool] = True  # a role's **client are these settings
     default_provider: ClassVar[str] = "openai"
     default_max_tokens: ClassVar[int] = 1024
 

@@ -43,6 +43,7 @@ from coevo.agents.protocols import LearnStats
 from coevo.arena.errors import SpecError
 from coevo.arena.outcomes import Episode, Observation, failed_episode
 from coevo.arena.rendering import SYSTEM, openai_tools, tool_definitions
+from coevo.arena.seeding import derive_seed
 from coevo.arena.spec import TaskSpec, ToolCall, WorldSpec
 from coevo.arena.trajectory import Trajectory, TurnTokens
 from coevo.arena.world import World
@@ -139,10 +140,14 @@ async def play(
     nudges: int = 2,
     role: str = "solver",
     worlds: WorldPool | None = None,
+    index: int = 0,
 ) -> Episode:
     """One episode of ``task`` played by the model behind ``client`` (see the module docstring).
 
-    ``worlds`` lends a built world and takes it back (default: one built for this episode).
+    ``worlds`` lends a built world and takes it back (default: one built for this
+    episode). Each call carries a sampling seed derived from ``seed``, the
+    episode's ``index`` in its batch, the turn and ``sampling.seed`` when set:
+    the rollouts of one task differ, and a rerun sends the same seeds.
     """
     if not isinstance(task.world, WorldSpec):
         return failed_episode(task, seed, "the task's world is not inline", version)
@@ -152,7 +157,7 @@ async def play(
     except SpecError as exc:
         return failed_episode(task, seed, f"the world could not be built: {exc.summary()}", version)
     try:
-        return await _play(client, task, world, seed, version, max_steps, nudges, role)
+        return await _play(client, task, world, seed, version, max_steps, nudges, role, index)
     finally:
         pool.give_back(world)
 
@@ -166,8 +171,11 @@ async def _play(
     max_steps: int,
     nudges: int,
     role: str,
+    index: int,
 ) -> Episode:
     assert isinstance(task.world, WorldSpec)
+    chosen = client.sampling.seed
+    sampled = derive_seed(seed, index, "llm", *([chosen] if chosen is not None else [])) % 2**31
     tools = openai_tools(tool_definitions(task.world))
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": SYSTEM},
@@ -184,7 +192,7 @@ async def _play(
         return Trajectory(
             messages=messages,
             tools=tools,
-            sampling=client.sampling.recorded(client.max_tokens),
+            sampling={**client.sampling.recorded(client.max_tokens), "seed": sampled},
             policy_version=version,
             provider=client.provider,
             model=answered[-1] if answered else client.model or "",
@@ -195,7 +203,13 @@ async def _play(
     world.reset(task, max_steps=max_steps)
     try:
         while not world.done and len(made) + reminded < max_steps:
-            turn = await client.create(role=role, task=task.task_id, messages=messages, tools=tools)
+            turn = await client.create(
+                role=role,
+                task=task.task_id,
+                messages=messages,
+                tools=tools,
+                seed=derive_seed(sampled, len(turns)) % 2**31,
+            )
             turns.append(turn)
             messages.append(turn.message)
             if not turn.tool_calls:
@@ -227,6 +241,10 @@ async def _play(
         unfinished = f"the conversation outgrew the model's context: {exc}"
     except LLMCallError as exc:
         failed = failed_episode(task, seed, str(exc), version)
+        return failed.model_copy(update={"trajectory": trajectory()})
+    except Exception as exc:  # a fault of coevo's own: this episode fails, the batch goes on
+        why = client.redact(f"{type(exc).__name__}: {exc}")
+        failed = failed_episode(task, seed, why, version)
         return failed.model_copy(update={"trajectory": trajectory()})
     episode = world.episode(made, seen, solver=version, seed=seed, unfinished=unfinished)
     return episode.model_copy(update={"trajectory": trajectory()})
@@ -274,8 +292,9 @@ class LLMSolver(LLMRole):
                         max_steps=self.max_steps,
                         nudges=self.nudges,
                         worlds=self.worlds,
+                        index=i,
                     )
-                    for t in tasks
+                    for i, t in enumerate(tasks)
                 )
             )
         )

@@ -179,12 +179,14 @@ class ToolCallRequest:
 
 def parse_arguments(raw: str | None) -> tuple[dict[str, Any] | None, str | None]:
     """A tool call's arguments from the model's text, or None and why not (empty text is ``{}``)."""
-    if raw is None or not raw.strip():
-        return {}, None
+    if raw is None or not raw.strip() or raw.strip() == "null":
+        return {}, None  # vLLM reads no arguments, and null, as none
     try:
         value = json.loads(raw)
     except json.JSONDecodeError as exc:
         return None, f"the arguments are not valid JSON ({exc.msg} at character {exc.pos})"
+    except (ValueError, RecursionError):  # nested beyond what a parser follows, a number too long
+        return None, "the arguments are not valid JSON (nested too deep or too long)"
     if not isinstance(value, dict):
         return None, f"the arguments must be a JSON object, not {type(value).__name__}"
     return value, None

@@ -242,9 +242,11 @@ class GenerationRow(Row):
     mutations: int = Field(description="proposals that were mutations of earlier tasks")
     trained_tasks: int = Field(description="distinct tasks trained on")
     train_episodes: int = Field(description="training episodes played")
-    train_success: float | None = Field(description="their mean reward")
+    train_success: float | None = Field(
+        description="their mean reward (episodes the Solver could not play, counted in `failures`, left out)"
+    )
     eval_success: float | None = Field(
-        description="mean reward on the eval suite (null when it was not played)"
+        description="mean reward on the eval suite (null when it was not played; failed episodes left out)"
     )
     frontier: float | None = Field(
         description="the curriculum's level after this generation (its own measure)"
@@ -327,6 +329,9 @@ class TrajectoryRow(Row):
     provider: str = Field(description="`anthropic` or `openai` (any Chat Completions server)")
     model: str = Field(description="the model as the server named it in its answers")
     reward: int = Field(description="the episode's reward, 0 or 1")
+    failure: str | None = Field(
+        description="when the Solver could not play the episode (its server down, ...): why; not a rollout to learn from"
+    )
     messages: str = Field(
         description="the whole conversation, system message first, in the Chat Completions format, as JSON"
     )
@@ -374,9 +379,10 @@ class TrajectoryRow(Row):
         turns = trajectory.turns
         interleaved, why = trajectory.interleaved()
         tokens = trajectory.has_tokens
-        logprobs = (
-            [t.logprobs or [] for t in turns] if tokens and all(t.logprobs for t in turns) else None
-        )
+        scored = tokens and all(
+            t.logprobs is not None and len(t.logprobs) == len(t.completion_ids or []) for t in turns
+        )  # one log-prob per completion token on every turn, or none kept
+        logprobs = [t.logprobs or [] for t in turns] if scored else None
 
         def total(counts: list[int | None], ids: list[list[int] | None]) -> int | None:
             if all(c is not None for c in counts):
@@ -393,6 +399,7 @@ class TrajectoryRow(Row):
             provider=trajectory.provider,
             model=trajectory.model,
             reward=episode.reward.value,
+            failure=reason if (reason := episode.reward.reason).startswith(FAILED_PREFIX) else None,
             messages=json.dumps(trajectory.messages, ensure_ascii=False, default=str),
             tools=json.dumps(trajectory.tools, ensure_ascii=False),
             sampling=_json(trajectory.sampling),

@@ -53,6 +53,7 @@ from coevo.arena.run.commands import (
     runs,
     synthesis,
 )
+from coevo.arena.run.secrets import redacted
 
 __all__ = ["build_parser", "main"]
 
@@ -105,7 +106,8 @@ def _version() -> str:
 
 
 def _report(command: str, exc: BaseException, debug: bool) -> None:
-    print(f"coevo {command}: {exc}", file=sys.stderr)
+    # a key pasted where a setting goes comes back in the message: never show it
+    print(f"coevo {command}: {redacted(str(exc))}", file=sys.stderr)
     if debug:
         traceback.print_exception(exc, file=sys.stderr)
     elif exc.__cause__ is not None and not isinstance(exc.__cause__, (CoevoError, ValueError)):

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import sys
 import time
 from typing import TYPE_CHECKING, Any, TextIO
@@ -18,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 import structlog
 from coevo.arena.gamelog import RunDir
 from coevo.arena.run.columns import COLUMNS
+from coevo.arena.run.secrets import secrets
 from rich import box
 from rich.console import Console
 from rich.live import Live
@@ -29,26 +29,20 @@ if TYPE_CHECKING:
 
 __all__ = ["EventLog", "GenerationTable", "redact_secrets"]
 
-_SECRET_SUFFIXES = ("_API_KEY", "_TOKEN", "_SECRET", "_PASSWORD")
-
 
 def redact_secrets(logger: Any, method: str, event: dict[str, Any]) -> dict[str, Any]:
-    """A structlog processor: every secret from the environment (``*_API_KEY``, ``*_TOKEN``, ...) becomes ``[redacted]``.
+    """A structlog processor: every secret from the environment (``*_KEY``, ``*_TOKEN``, ...) becomes ``[redacted]``.
 
     Applied to every event before it is written or shown, so an API key that
     ends up in an error message never reaches ``events.jsonl`` or the console.
     """
-    secrets = [
-        value
-        for name, value in os.environ.items()
-        if name.endswith(_SECRET_SUFFIXES) and len(value) >= 8
-    ]
-    if not secrets:
+    known = secrets()
+    if not known:
         return event
 
     def clean(value: Any) -> Any:
         if isinstance(value, str):
-            for secret in secrets:
+            for secret in known:
                 value = value.replace(secret, "[redacted]")
             return value
         if isinstance(value, dict):

@@ -524,9 +524,10 @@ class Arena:
         done.batch = self.curriculum.batch(gen)
         done.episodes = self._play(gen, done.batch, "train", self.exp.run.rollouts)
         done.solving = clock.lap("solve")
-        done.stats, new_state, learn_error = ray.get(
-            self.learner.learn.remote(done.episodes, done.batch)
-        )
+        # an episode the Solver could not play (its server down) says nothing about the task:
+        # it is counted as a failure, and nobody learns from it
+        played = [e for e in done.episodes if not e.reward.reason.startswith(FAILED_PREFIX)]
+        done.stats, new_state, learn_error = ray.get(self.learner.learn.remote(played, done.batch))
         done.calls.record("learner", learn_error or None)
         if learn_error:
             done.failures += 1
@@ -535,14 +536,12 @@ class Arena:
             self.state_ref = ray.put(new_state)
             self.version = gen
         clock.lap("learn")
-        model_error = ray.get(self.model.update.remote(done.episodes))
+        model_error = ray.get(self.model.update.remote(played))
         done.calls.record("world model", model_error or None)
         if model_error:
             done.failures += 1
             self.events("world_model_failed", gen=gen, error=model_error)
-        self.curriculum.observe(
-            gen, [e.task_id for e in done.episodes], [e.reward.value for e in done.episodes]
-        )
+        self.curriculum.observe(gen, [e.task_id for e in played], [e.reward.value for e in played])
         clock.lap("world_model")
 
     def _tally_calls(self, done: _Generation) -> None:
@@ -603,8 +602,10 @@ class Arena:
     def _summary(self, done: _Generation, predictions: dict[str, float]) -> GenerationRow:
         """The ``generations`` row: what the generation proposed, accepted, trained and learnt."""
         proposals, episodes, evals = done.proposals, done.episodes, done.evals
+        played = [e for e in episodes if not e.reward.reason.startswith(FAILED_PREFIX)]
+        scored = [e for e in evals if not e.reward.reason.startswith(FAILED_PREFIX)]
         fresh = [
-            (predictions[e.task_id], e.reward.value) for e in episodes if e.task_id in predictions
+            (predictions[e.task_id], e.reward.value) for e in played if e.task_id in predictions
         ]
         return GenerationRow(
             proposed=len(proposals.tasks),
@@ -613,8 +614,8 @@ class Arena:
             mutations=proposals.sources.count("mutation"),
             trained_tasks=len(done.batch),
             train_episodes=len(episodes),
-            train_success=_mean([e.reward.value for e in episodes]),
-            eval_success=_mean([e.reward.value for e in evals]),
+            train_success=_mean([e.reward.value for e in played]),
+            eval_success=_mean([e.reward.value for e in scored]),
             frontier=self.curriculum.frontier(),
             accepted_level=_mean([lv for t in done.accepted if (lv := task_level(t)) is not None]),
             trained_level=_mean([lv for t in done.batch if (lv := task_level(t)) is not None]),
@@ -717,7 +718,11 @@ def check_environment(experiment: Experiment) -> None:
         raise ArenaError(str(exc)) from exc
     for table, role_settings in settings.items():
         role: RoleTable = getattr(experiment, table)
-        for variable in REGISTRY.get(role.name).env(role_settings).required:
+        try:
+            needed = REGISTRY.get(role.name).env(role_settings).required
+        except CoevoError as exc:
+            raise ArenaError(f"the {table} {role.name!r}: {exc}") from None
+        for variable in needed:
             if not os.environ.get(variable):
                 raise ArenaError(
                     f"the {table} {role.name!r} needs {variable}: set it in the environment "

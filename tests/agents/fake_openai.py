@@ -592,6 +592,15 @@ def _request_problem(body: Mapping[str, Any]) -> str | None:
         value = body.get(field)
         if value is not None and (not isinstance(value, int) or value < 1):
             return f"{field} must be at least 1, got {value!r}"
+    for message in messages:
+        # vLLM parses the calls of earlier turns to render them, and refuses what is not JSON
+        for call in message.get("tool_calls") or []:
+            arguments = (call.get("function") or {}).get("arguments")
+            if isinstance(arguments, str) and arguments.strip():
+                try:
+                    json.loads(arguments)
+                except ValueError as exc:
+                    return f"{exc}"
     return None
 
 

@@ -67,10 +67,15 @@ def ask(sdk: openai.OpenAI, **request: Any) -> Any:
 
 
 def echo(message: Any) -> dict[str, Any]:
-    """The assistant message as an agent sends it back in the next request."""
+    """The assistant message as an agent sends it back in the next request (arguments that are not JSON as {}, or vLLM refuses the request)."""
     sent: dict[str, Any] = {"role": "assistant", "content": message.content}
     if message.tool_calls:
         sent["tool_calls"] = [c.model_dump(exclude_none=True) for c in message.tool_calls]
+        for call in sent["tool_calls"]:
+            try:
+                json.loads(call["function"]["arguments"] or "{}")
+            except ValueError:
+                call["function"]["arguments"] = "{}"
     return sent
 
 
@@ -527,3 +532,25 @@ def test_the_scripted_policy_hands_each_reply_out_once_across_threads() -> None:
             thread.join()
     assert sorted(a for a in answers if a != "done") == sorted(str(i) for i in range(20))
     assert answers.count("done") == 4
+
+
+def test_a_request_whose_history_holds_arguments_that_are_not_json_is_refused() -> None:
+    """As vLLM does: it parses the calls of earlier turns, and answers 400 when one is not JSON."""
+    with FakeOpenAI(ScriptedPolicy([])) as server, client(server) as sdk:
+        history = [
+            {"role": "user", "content": "hi"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "c1",
+                        "type": "function",
+                        "function": {"name": "f", "arguments": '{"a": '},
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": "c1", "content": "error: not JSON"},
+        ]
+        with pytest.raises(openai.BadRequestError):
+            ask(sdk, messages=history)

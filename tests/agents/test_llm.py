@@ -10,7 +10,7 @@ import pytest
 from coevo.agents.llm.judge import LLMJudge
 from coevo.agents.llm.solver import LLMSolver
 from coevo.agents.llm.synthesizer import LLMSynthesizer
-from coevo.agents.llm.turns import LLMConfigError
+from coevo.agents.llm.turns import LLMCallError, LLMConfigError
 from coevo.agents.llm.world_model import LLMWorldModel
 from coevo.agents.protocols import ProposalRequest
 from coevo.arena.gamelog.rows import TrajectoryRow
@@ -60,8 +60,14 @@ def test_the_solver_plays_a_multi_turn_episode_to_reward_1_with_its_tokens() -> 
     assert roles.count("assistant") == len(task.solution)
     last_call = trajectory.messages[-2]["tool_calls"][0]["function"]
     assert last_call["name"] == "submit"
-    assert trajectory.sampling == {"temperature": 0.7, "top_k": 20, "seed": 3, "max_tokens": 1024}
-    assert sent[0]["temperature"] == 0.7 and sent[0]["top_k"] == 20 and sent[0]["seed"] == 3
+    assert {k: v for k, v in trajectory.sampling.items() if k != "seed"} == {
+        "temperature": 0.7,
+        "top_k": 20,
+        "max_tokens": 1024,
+    }
+    assert isinstance(trajectory.sampling["seed"], int)  # the episode's, from the set seed
+    assert sent[0]["temperature"] == 0.7 and sent[0]["top_k"] == 20
+    assert len({r["seed"] for r in sent}) == len(sent), "each turn has a seed of its own"
     assert sent[0]["return_token_ids"] is True and sent[0]["logprobs"] is True
     laid, why = trajectory.interleaved()
     assert why is None and laid is not None
@@ -451,10 +457,16 @@ def test_openai_solver_toml_runs_with_a_malformed_model_and_logs_its_trajectorie
         e["episode_id"] for e in episodes
     )
     assert {t["policy_version"] for t in trajectories} == {"policy-v0"}
-    assert all(t["bad_steps"] > 0 and t["layout"] == "interleaved" for t in trajectories)
-    assert all(
-        sum(t["loss_mask"]) == sum(len(c) for c in t["turn_completion_ids"]) for t in trajectories
-    )
+    assert all(t["bad_steps"] > 0 and t["failure"] is None for t in trajectories)
+    # a malformed call goes back to the server as {}: the next prompt no longer holds what was
+    # sampled, so those episodes are laid out per turn; the others as one sequence
+    assert {t["layout"] for t in trajectories} <= {"interleaved", "per-turn"}
+    for t in trajectories:
+        completions = sum(len(c) for c in t["turn_completion_ids"])
+        if t["layout"] == "interleaved":
+            assert sum(t["loss_mask"]) == completions
+        else:
+            assert t["token_ids"] is None and "re-renders" in t["note"] and completions > 0
     assert sum(t["turns"] for t in trajectories) <= sent
     assert [g["failures"] for g in log.read("generations").to_pylist()] == [0, 0, 0]
     assert _files_hold(tmp_path / "run", KEY) == []
@@ -564,3 +576,64 @@ def test_the_world_pool_validates_each_world_once_and_lends_idle_clones() -> Non
     third = pool.take(sample_tasks()[2].world)  # another world: a template of its own
     pool.give_back(third)
     assert len(pool._idle) == 2 and len(pool._templates) == 2
+
+
+def test_every_rollout_has_seeds_of_its_own_and_a_rerun_sends_the_same() -> None:
+    """Four rollouts of one task in a batch get four seeds; the same batch seed sends the same seeds again."""
+    task = sample_tasks()[0]
+    with FakeOpenAI(SolutionPolicy([task])) as server:
+        played = solver(server, sampling={"seed": 7})
+        first = played.attempt([task] * 4, seed=11)
+        again = played.attempt([task] * 4, seed=11)
+        other = played.attempt([task] * 4, seed=12)
+
+    def seeds(episodes):
+        return [e.trajectory.sampling["seed"] for e in episodes if e.trajectory]
+
+    assert len(set(seeds(first))) == 4 and seeds(first) == seeds(again)
+    assert not set(seeds(first)) & set(seeds(other))
+
+
+def test_a_malformed_call_is_sent_back_as_an_empty_object_so_the_server_takes_the_next_turn() -> (
+    None
+):
+    """Servers parse earlier calls' arguments: invalid JSON goes back as {} (the model saw the error), never a 400."""
+    task = sample_tasks()[0]
+    replies = [
+        raw_call(task.solution[0].tool, '{"email": '),
+        *[call(c.tool, **c.arguments) for c in task.solution],
+    ]
+    with FakeOpenAI(ScriptedPolicy(replies)) as server:
+        (episode,) = solver(server).attempt([task], seed=0)
+        second = server.requests[1]["messages"]
+    assert episode.reward.value == 1, episode.reward.reason
+    sent = next(m for m in second if m["role"] == "assistant")["tool_calls"][0]["function"]
+    assert sent["arguments"] == "{}"
+    assert episode.trajectory is not None
+    kept = next(m for m in episode.trajectory.messages if m["role"] == "assistant")
+    assert kept["tool_calls"][0]["function"]["arguments"] == '{"email": '  # the trajectory keeps it
+
+
+def test_answers_of_unexpected_shape_are_recorded_failures_never_crashes() -> None:
+    """Content as a list of parts is read; deeply nested arguments, a 200 with an error body and an empty choice fail one episode each, and the batch goes on."""
+    from coevo.agents.llm import openai_api
+
+    listed = openai_api._turn(
+        b'{"model": "m", "choices": [{"message": {"content": [{"type": "text", "text": "hi"}]}, "finish_reason": "stop"}]}'
+    )
+    assert listed.text == "hi" and listed.message["content"] == "hi"
+    deep = openai_api._turn(
+        b'{"model": "m", "choices": [{"message": {"content": null, "tool_calls": [{"id": "c", "function": {"name": "f", "arguments": "'
+        + b"[" * 5000
+        + b'"}}]}}]}'
+    )
+    assert deep.tool_calls[0].arguments is None and "nested too deep" in (
+        deep.tool_calls[0].error or ""
+    )
+    for body, said in (
+        (b'{"error": {"message": "the engine died"}}', "the engine died"),
+        (b'{"choices": [{}]}', "malformed"),
+        (b"<html>gateway</html>", "not a completion"),
+    ):
+        with pytest.raises(LLMCallError, match=said):
+            openai_api._turn(body)
