@@ -795,6 +795,15 @@ def test_a_solver_whose_every_call_fails_ends_the_run_non_zero(
     assert summary["failures"] >= summary["episodes"] > 0
     failed = [e for e in _events(out) if e["event"] == "role_failed_every_call"]
     assert [(e["gen"], e["role"]) for e in failed] == [(0, "solver")]
+    from coevo.arena.gamelog import GameLog
+
+    log = GameLog(str(out))
+    (row,) = log.read("generations").to_pylist()
+    # nothing was played: no success rate, and no update learnt from the failures
+    assert row["train_success"] is None and row["eval_success"] is None
+    assert [u["episodes"] for u in log.read("updates").to_pylist()] == [0]
+    trajectories = log.read("trajectories").to_pylist()
+    assert trajectories and all(t["failure"] for t in trajectories)
 
 
 @pytest.mark.slow

@@ -637,3 +637,26 @@ def test_answers_of_unexpected_shape_are_recorded_failures_never_crashes() -> No
     ):
         with pytest.raises(LLMCallError, match=said):
             openai_api._turn(body)
+
+
+def test_a_key_with_a_line_ending_is_refused_without_quoting_it(monkeypatch) -> None:
+    """A key copied with its CRLF cannot go in a header; the error names the variable, never the key."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret-123\r")
+    with FakeOpenAI() as server, pytest.raises(LLMConfigError) as raised:
+        LLMSolver(base_url=server.url)
+    assert "OPENAI_API_KEY" in str(raised.value) and "sk-secret" not in str(raised.value)
+
+
+def test_a_key_pasted_where_its_variable_s_name_goes_is_never_shown(
+    monkeypatch, tmp_path, capsys
+) -> None:
+    """api_key_env = the key itself, or the key given as a setting: exit 2, and no message quotes it."""
+    from coevo.arena.run.cli import main
+
+    secret = "sk-trial-secret-123"
+    monkeypatch.setenv("OPENAI_API_KEY", secret)
+    monkeypatch.chdir(tmp_path)
+    for setting in (f"solver.config.api_key_env={secret}", f"solver.config.api_key={secret}"):
+        assert main(["run", "openai-solver", "--out", "run", "--set", setting]) == 2
+        err = capsys.readouterr().err
+        assert secret not in err and "api_key" in err, err
