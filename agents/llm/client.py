@@ -100,6 +100,9 @@ class Usage:
         cache_write_tokens: input tokens written to the prompt cache.
         cache_read_tokens: input tokens read from the prompt cache.
         dollars: their cost at the prices.
+        retries: requests made again after an error status or no answer (a rate limit,
+            a restarting server).
+        failed_calls: calls that failed after the retries.
     """
 
     calls: int = 0
@@ -108,6 +111,8 @@ class Usage:
     cache_write_tokens: int = 0
     cache_read_tokens: int = 0
     dollars: float = 0.0
+    retries: int = 0
+    failed_calls: int = 0
 
     def add(self, other: Usage) -> None:
         """Add ``other`` to this."""
@@ -117,6 +122,8 @@ class Usage:
         self.cache_write_tokens += other.cache_write_tokens
         self.cache_read_tokens += other.cache_read_tokens
         self.dollars += other.dollars
+        self.retries += other.retries
+        self.failed_calls += other.failed_calls
 
 
 def backoff(attempt: int) -> float:
@@ -471,11 +478,16 @@ class LLMClient:
             else self.sampling.model_copy(update={"seed": seed}),
             token_ids=bool(self.token_ids),
         )
-        turn = await self._call(request)
+        spent = self.usage[(role, task)]
+        try:
+            turn = await self._call(request, spent)
+        except LLMCallError:
+            spent.failed_calls += 1
+            raise
         self._account(role, task, turn)
         return turn
 
-    async def _call(self, request: Request) -> Turn:
+    async def _call(self, request: Request, spent: Usage) -> Turn:
         retries = 0
         while True:
             server = await self._acquire()
@@ -484,6 +496,7 @@ class LLMClient:
                 turn = await self.api.complete(server.sdk, request)
             except Transient as exc:
                 retries += 1
+                spent.retries += 1
                 rest = exc.retry_after if exc.retry_after is not None else -1.0
                 if not 0 <= rest <= 60:
                     rest = backoff(retries)
@@ -498,6 +511,7 @@ class LLMClient:
             except Unreachable as exc:
                 now = time.monotonic()
                 server.failures += 1
+                spent.retries += 1
                 if server.reached and not exc.timeout and server.refusing_since is None:
                     server.refusing_since = now  # it answered before: restarting, so wait for it
                 rest = backoff(server.failures)
@@ -518,6 +532,7 @@ class LLMClient:
             except LLMCallError as exc:
                 status = exc.status
                 if request.token_ids and status == 400 and _TOKEN_REFUSAL.search(str(exc)):
+                    spent.retries += 1
                     self.token_ids = False  # the servers do not give token ids: stop asking
                     request = dataclasses.replace(request, token_ids=False)
                     continue

@@ -309,6 +309,13 @@ class UsageRow(Row):
     cache_write_tokens: int = Field(description="input tokens written to the prompt cache")
     cache_read_tokens: int = Field(description="input tokens read from the prompt cache")
     dollars: float = Field(description="the cost at the provider's list price")
+    retries: int | None = Field(
+        default=None,
+        description="requests made again after an error status or no answer (a rate limit, a restarting server)",
+    )
+    failed_calls: int | None = Field(
+        default=None, description="calls that still failed after the retries"
+    )
 
 
 class TrajectoryRow(Row):

@@ -660,3 +660,18 @@ def test_a_key_pasted_where_its_variable_s_name_goes_is_never_shown(
         assert main(["run", "openai-solver", "--out", "run", "--set", setting]) == 2
         err = capsys.readouterr().err
         assert secret not in err and "api_key" in err, err
+
+
+def test_retries_and_failed_calls_are_counted_in_the_usage_rows() -> None:
+    """A 429 and a 503 retried, then a call that keeps failing: the usage rows count both."""
+    tasks = sample_tasks()[:2]
+    with FakeOpenAI(SolutionPolicy(tasks)) as server:
+        played = solver(server, max_retries=2)
+        server.faults.extend([status(429, retry_after=0.05), status(503, retry_after=0.05)])
+        played.attempt(tasks[:1], seed=0)
+        server.faults.extend([status(500, retry_after=0.05)] * 3)
+        played.attempt(tasks[1:], seed=0)
+        rows = {r.task_id: r for r in played.drain_usage()}
+    first, second = rows[tasks[0].task_id], rows[tasks[1].task_id]
+    assert (first.retries, first.failed_calls) == (2, 0) and first.calls == len(tasks[0].solution)
+    assert (second.retries, second.failed_calls, second.calls) == (3, 1, 0)
