@@ -239,6 +239,7 @@ class EventLog:
             "run_resumed",
             "run_finished",
             "run_interrupted",
+            "synthesis_attempt",  # one per stage of every proposal: the log keeps them
         ),
     ):
         self.run = run

@@ -64,6 +64,10 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
         f"{_figure(summary['trained_level_first_third'])} → "
         f"{_figure(summary['trained_level_last_third'])} (first → last third)",
     ]
+    if summary["generations"] and not summary["accepted"]:
+        lines.append("no task was accepted, so nothing was trained")
+        if not summary["rejected"]:
+            lines.append("the synthesizer proposed none: see synthesis_attempt in events.jsonl")
     if summary.get("top_rejections"):
         checks = ", ".join(f"{name} {n}" for name, n in summary["top_rejections"].items())
         lines.append(f"rejections by check: {checks}")
