@@ -107,6 +107,28 @@ def test_the_summary_counts_one_of_a_thing_in_the_singular() -> None:
     assert all(len(line) <= 80 for line in lines), lines
 
 
+def test_a_run_that_accepted_no_task_says_so_and_why() -> None:
+    """No task accepted: the summary says nothing was trained, and when none was even proposed, where to look."""
+    summary = {
+        "run_dir": "r",
+        "generations": 2,
+        "episodes": 0,
+        "accepted": 0,
+        "rejected": 0,
+        "failures": 0,
+        "eval_success_first": None,
+        "eval_success_last": None,
+        "trained_level_first_third": None,
+        "trained_level_last_third": None,
+    }
+    lines = summary_lines(summary)
+    assert "no task was accepted, so nothing was trained" in lines
+    assert any("proposed none" in line and "events.jsonl" in line for line in lines)
+    refused = summary_lines({**summary, "rejected": 5, "top_rejections": {"oracle": 5}})
+    assert not any("proposed none" in line for line in refused)
+    assert all(len(line) <= 80 for line in lines + refused)
+
+
 @pytest.mark.parametrize(
     ("words", "expected"),
     [
