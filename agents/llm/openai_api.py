@@ -9,10 +9,11 @@ JSON, not through the SDK's typed models, which cost more per call than the
 rest of an episode. It comes back as a :class:`~coevo.agents.llm.turns.Turn`: the
 assistant message as it goes back into the conversation, its tool calls
 with their arguments parsed (or why they could not be), the finish reason,
-the usage when the server reported it, and the token ids and log-probs in
-vLLM's shape (``prompt_token_ids`` beside the choices, ``token_ids`` in a
-choice, ``logprobs.content[i].logprob``; a token written ``token_id:N`` is
-read as N). The SDK's own retries are off: the client's retry policy
+the usage when the server reported it, and the token ids and log-probs as
+vLLM and SGLang return them on ``"return_token_ids": true`` (the prompt's
+``prompt_token_ids`` beside the choices for vLLM, in the choice for SGLang;
+the completion's ``token_ids`` in the choice; ``logprobs.content[i].logprob``;
+a token written ``token_id:N`` is read as N). The SDK's own retries are off: the client's retry policy
 (:mod:`~coevo.agents.llm.client`) sees every failure, as a
 :class:`~coevo.agents.llm.turns.Transient` status, an
 :class:`~coevo.agents.llm.turns.Unreachable` server, or an
@@ -243,7 +244,8 @@ def _read(completion: dict[str, Any]) -> Turn:
         model=str(completion.get("model") or ""),
         input_tokens=given if isinstance(given, int) else None,
         output_tokens=taken if isinstance(taken, int) else None,
-        prompt_ids=_ints(completion.get("prompt_token_ids")),
+        # vLLM puts the prompt's ids beside the choices, SGLang in the choice
+        prompt_ids=_ints(completion.get("prompt_token_ids") or choice.get("prompt_token_ids")),
         completion_ids=completion_ids,
         logprobs=logprobs,
     )

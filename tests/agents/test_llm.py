@@ -675,3 +675,33 @@ def test_retries_and_failed_calls_are_counted_in_the_usage_rows() -> None:
     first, second = rows[tasks[0].task_id], rows[tasks[1].task_id]
     assert (first.retries, first.failed_calls) == (2, 0) and first.calls == len(tasks[0].solution)
     assert (second.retries, second.failed_calls, second.calls) == (3, 1, 0)
+
+
+def test_token_ids_are_read_where_vllm_and_sglang_put_them() -> None:
+    """vLLM: the prompt's ids beside the choices; SGLang: in the choice; either: the completion's in the choice, or token_id:N tokens."""
+    from coevo.agents.llm import openai_api
+
+    message = b'"message": {"content": "ok"}, "finish_reason": "stop"'
+    scores = b'"logprobs": {"content": [{"token": "token_id:7", "logprob": -0.5}, {"token": "token_id:9", "logprob": -1.5}]}'
+    vllm = openai_api._turn(
+        b'{"model": "m", "prompt_token_ids": [1, 2], "choices": [{'
+        + message
+        + b', "token_ids": [7, 9]}]}'
+    )
+    sglang = openai_api._turn(
+        b'{"model": "m", "choices": [{'
+        + message
+        + b', "prompt_token_ids": [1, 2], "token_ids": [7, 9], '
+        + scores
+        + b"}]}"
+    )
+    named = openai_api._turn(
+        b'{"model": "m", "prompt_token_ids": [1, 2], "choices": [{'
+        + message
+        + b", "
+        + scores
+        + b"}]}"
+    )
+    for turn in (vllm, sglang, named):
+        assert (turn.prompt_ids, turn.completion_ids) == ([1, 2], [7, 9])
+    assert sglang.logprobs == named.logprobs == [-0.5, -1.5]
