@@ -517,6 +517,11 @@ class LLMClient:
                 rest = backoff(server.failures)
                 if any(s.alive(now, self.reconnect, self.max_retries) for s in self.servers):
                     continue  # this server again once it is due, or another one
+                # given up on every server: this call fails now, and so will the next ones, at
+                # once, until a server answers again (no rest: nothing is left to wait for)
+                rest = 0.0
+                for given_up in self.servers:
+                    given_up.resting_until = 0.0
                 waited = (
                     f"for {self.reconnect:g} s"
                     if server.refusing_since is not None
