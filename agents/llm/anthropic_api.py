@@ -25,14 +25,14 @@ from typing import Any, Final
 import anthropic
 from coevo.agents.llm.turns import (
     ERROR_PREFIX,
-    ContextLengthError,
     LLMCallError,
     Request,
     ToolCallRequest,
-    Transient,
     Turn,
     Unreachable,
+    retry_after,
     root_cause,
+    status_failure,
 )
 
 __all__ = ["API", "DEFAULT_BASE_URL", "complete", "make_sdk", "to_messages"]
@@ -145,18 +145,13 @@ def _body(request: Request) -> dict[str, Any]:
 
 def _failure(exc: Exception) -> Exception:
     if isinstance(exc, anthropic.APIStatusError):
-        status = exc.status_code
-        message = exc.message
-        if status in (408, 409, 429) or status >= 500:
-            header = exc.response.headers.get("retry-after")
-            try:
-                after = float(header) if header is not None else None
-            except ValueError:
-                after = None
-            return Transient(status, message, after)
-        if status == 400 and "prompt is too long" in message:
-            return ContextLengthError(f"{API} answered 400: {message}")
-        return LLMCallError(f"{API} answered {status}: {message}", status)
+        return status_failure(
+            API,
+            exc.status_code,
+            exc.message,
+            retry_after=retry_after(exc.response.headers),
+            too_long="prompt is too long" in exc.message,
+        )
     if isinstance(exc, anthropic.APITimeoutError):
         return Unreachable("the request timed out", timeout=True)
     if isinstance(exc, anthropic.APIConnectionError):

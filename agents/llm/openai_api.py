@@ -29,15 +29,15 @@ from typing import Any, Final
 
 import openai
 from coevo.agents.llm.turns import (
-    ContextLengthError,
     LLMCallError,
     Request,
     ToolCallRequest,
-    Transient,
     Turn,
     Unreachable,
     parse_arguments,
+    retry_after,
     root_cause,
+    status_failure,
 )
 from pydantic_core import from_json
 
@@ -59,19 +59,6 @@ def make_sdk(base_url: str, key: str, timeout: float, http_client: Any = None) -
     )
 
 
-def _retry_after(headers: Any) -> float | None:
-    """The server's ``retry-after-ms`` or ``retry-after`` (seconds), when it sent a number."""
-    for name, scale in (("retry-after-ms", 1e-3), ("retry-after", 1.0)):
-        value = headers.get(name) if headers is not None else None
-        if value is None:
-            continue
-        try:
-            return float(value) * scale
-        except ValueError:
-            continue  # an HTTP date: back off by our own schedule
-    return None
-
-
 def _status_message(exc: openai.APIStatusError) -> str:
     body = exc.body
     if isinstance(body, dict):
@@ -86,13 +73,14 @@ def _status_message(exc: openai.APIStatusError) -> str:
 def _failure(exc: Exception) -> Exception:
     """The client's view of an SDK error."""
     if isinstance(exc, openai.APIStatusError):
-        status = exc.status_code
         message = _status_message(exc)
-        if status in (408, 409, 429) or status >= 500:
-            return Transient(status, message, _retry_after(exc.response.headers))
-        if status == 400 and _CONTEXT.search(message):
-            return ContextLengthError(f"{API} answered 400: {message}")
-        return LLMCallError(f"{API} answered {status}: {message}", status)
+        return status_failure(
+            API,
+            exc.status_code,
+            message,
+            retry_after=retry_after(exc.response.headers),
+            too_long=bool(_CONTEXT.search(message)),
+        )
     if isinstance(exc, openai.APITimeoutError):
         return Unreachable("the request timed out", timeout=True)
     if isinstance(exc, openai.APIConnectionError):

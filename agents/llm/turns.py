@@ -33,7 +33,9 @@ __all__ = [
     "Turn",
     "Unreachable",
     "parse_arguments",
+    "retry_after",
     "root_cause",
+    "status_failure",
 ]
 
 ERROR_PREFIX: Final = "error: "
@@ -75,6 +77,35 @@ class Unreachable(Exception):
     def __init__(self, message: str, *, timeout: bool = False):
         super().__init__(message)
         self.timeout = timeout
+
+
+def status_failure(
+    api: str, status: int, message: str, *, retry_after: float | None, too_long: bool
+) -> Exception:
+    """What an error status from ``api`` means to the client, the same for every provider.
+
+    408, 409, 429 and every 5xx (529 too) are :class:`Transient`; a 400 for a
+    conversation ``too_long`` for the model is a :class:`ContextLengthError`;
+    any other status is an :class:`LLMCallError` that keeps it.
+    """
+    if status in (408, 409, 429) or status >= 500:
+        return Transient(status, message, retry_after)
+    if status == 400 and too_long:
+        return ContextLengthError(f"{api} answered 400: {message}")
+    return LLMCallError(f"{api} answered {status}: {message}", status)
+
+
+def retry_after(headers: Any) -> float | None:
+    """The server's ``retry-after-ms`` or ``retry-after`` in seconds, when it sent a number (not a date)."""
+    for name, scale in (("retry-after-ms", 1e-3), ("retry-after", 1.0)):
+        value = headers.get(name) if headers is not None else None
+        if value is None:
+            continue
+        try:
+            return float(value) * scale
+        except ValueError:
+            continue  # an HTTP date: back off by our own schedule
+    return None
 
 
 def root_cause(exc: BaseException) -> str:
