@@ -126,7 +126,13 @@ def _model(name: str, chain: list[Callable[..., Any]]) -> type[Settings]:
             ) or parameter.name in ("self", *fields):
                 continue
             default = ... if parameter.default is inspect.Parameter.empty else parameter.default
-            fields[parameter.name] = (hints.get(parameter.name, Any), default)
+            given = parameter.annotation  # a pydantic model's __signature__ carries its field types
+            written = (
+                given
+                if given is not inspect.Parameter.empty and not isinstance(given, str)
+                else Any
+            )
+            fields[parameter.name] = (hints.get(parameter.name, written), default)
         if not open_ended:
             return create_model(f"{name}Settings", __base__=Settings, **fields)
     return create_model(f"{name}Settings", __base__=_Open, **fields)

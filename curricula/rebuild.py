@@ -68,5 +68,7 @@ def curriculum_from_log(run_dir: str, *, through: int | None = None) -> Curricul
                 f"generation {gen}: the replayed batch differs from the logged one; "
                 f"the log of {run_dir} was not made by its recorded {config.name!r} curriculum"
             )
-        curriculum.observe(gen, [e["task_id"] for e in train], [e["reward"] for e in train])
+        # as the loop does: an episode the Solver could not play is observed by nobody
+        played = [e for e in train if not e.get("failure")]
+        curriculum.observe(gen, [e["task_id"] for e in played], [e["reward"] for e in played])
     return curriculum

@@ -161,13 +161,11 @@ class _Server:
     refusing_since: float | None = None  # when a server that had answered began to refuse
     sdk: Any = None
 
-    def alive(self, now: float, reconnect: float, max_retries: int) -> bool:
-        """Whether calls should still be tried here: answering, restarting within ``reconnect``, or not yet given up on."""
-        if self.failures == 0:
-            return True
-        if self.refusing_since is not None:
-            return now - self.refusing_since < reconnect
-        return self.failures <= max_retries
+    def answered(self) -> None:
+        """The server answered (a completion or an error status): it is up, and its failures are over."""
+        self.reached = True
+        self.failures = 0
+        self.refusing_since = None
 
 
 _TOKEN_REFUSAL: Final = re.compile(r"return_token_ids|logprobs", re.I)
@@ -291,10 +289,13 @@ class LLMClient:
         return key
 
     def redact(self, text: str) -> str:
-        """``text`` with the key (if set) replaced, also as Python or JSON would quote it, for anything logged or recorded."""
+        """``text`` with the key replaced, also as Python or JSON would quote it, for anything logged or recorded.
+
+        A key shorter than 8 characters is taken for a placeholder and left alone.
+        """
         key = os.environ.get(self.key_variable)
-        if not key:
-            return text
+        if not key or len(key.strip()) < 8:
+            return text  # a placeholder ("x") is no secret, and replacing it would garble the text
         for shown in {key, repr(key)[1:-1], json.dumps(key)[1:-1], key.strip()}:
             if shown:
                 text = text.replace(shown, "[redacted]")
@@ -426,12 +427,14 @@ class LLMClient:
             server.resting_until = max(server.resting_until, time.monotonic() + rest)
         self._wake()
 
-    def _wake(self) -> None:
+    def _wake(self, *, every: bool = False) -> None:
+        """Wake the oldest waiting call (or ``every`` one: the servers' rests were called off)."""
         while self._waiting:
             woken = self._waiting.popleft()
             if not woken.done():
                 woken.set_result(None)
-                return
+                if not every:
+                    return
 
     # ---- calls --------------------------------------------------------------------------
 
@@ -481,6 +484,8 @@ class LLMClient:
         spent = self.usage[(role, task)]
         try:
             turn = await self._call(request, spent)
+        except ContextLengthError:
+            raise  # the conversation outgrew the model: not a failed call
         except LLMCallError:
             spent.failed_calls += 1
             raise
@@ -496,7 +501,7 @@ class LLMClient:
                 turn = await self.api.complete(server.sdk, request)
             except Transient as exc:
                 retries += 1
-                spent.retries += 1
+                server.answered()  # an error status is an answer: the server is up
                 rest = exc.retry_after if exc.retry_after is not None else -1.0
                 if not 0 <= rest <= 60:
                     rest = backoff(retries)
@@ -507,21 +512,27 @@ class LLMClient:
                             f"after {self.max_retries} retries: {exc}"
                         )
                     ) from None
+                spent.retries += 1
                 continue
             except Unreachable as exc:
+                retries += 1
                 now = time.monotonic()
                 server.failures += 1
-                spent.retries += 1
                 if server.reached and not exc.timeout and server.refusing_since is None:
                     server.refusing_since = now  # it answered before: restarting, so wait for it
                 rest = backoff(server.failures)
-                if any(s.alive(now, self.reconnect, self.max_retries) for s in self.servers):
+                restarting = any(
+                    s.refusing_since is not None and now - s.refusing_since < self.reconnect
+                    for s in self.servers
+                )
+                if retries <= self.max_retries or restarting:
+                    spent.retries += 1
                     continue  # this server again once it is due, or another one
-                # given up on every server: this call fails now, and so will the next ones, at
-                # once, until a server answers again (no rest: nothing is left to wait for)
+                # this call gives up; the next ones try at once (nothing is left to wait for)
                 rest = 0.0
                 for given_up in self.servers:
                     given_up.resting_until = 0.0
+                self._wake(every=True)
                 waited = (
                     f"for {self.reconnect:g} s"
                     if server.refusing_since is not None
@@ -547,9 +558,7 @@ class LLMClient:
                 self._release(
                     server, rest
                 )  # exactly once, whatever happened (a cancelled call too)
-            server.reached = True
-            server.failures = 0
-            server.refusing_since = None
+            server.answered()
             return turn
 
     def _account(self, role: str, task: str, turn: Turn) -> None:

@@ -88,6 +88,14 @@ def _failure(exc: Exception) -> Exception:
     return LLMCallError(f"{API} answered with a malformed response: {type(exc).__name__}: {exc}")
 
 
+def _an_object(text: Any) -> bool:
+    """Whether ``text`` is the JSON of an object, as a server that parses earlier calls needs."""
+    try:
+        return isinstance(json.loads(text), dict)
+    except (TypeError, ValueError, RecursionError):
+        return False
+
+
 def _sent(message: dict[str, Any]) -> dict[str, Any]:
     """A message as it goes back to the server.
 
@@ -103,7 +111,7 @@ def _sent(message: dict[str, Any]) -> dict[str, Any]:
     if calls:
         sent["tool_calls"] = [
             c
-            if parse_arguments(c["function"]["arguments"])[0] is not None
+            if _an_object(c["function"]["arguments"])
             else {**c, "function": {**c["function"], "arguments": "{}"}}
             for c in calls
         ]

@@ -145,9 +145,9 @@ async def play(
     """One episode of ``task`` played by the model behind ``client`` (see the module docstring).
 
     ``worlds`` lends a built world and takes it back (default: one built for this
-    episode). Each call carries a sampling seed derived from ``seed``, the
-    episode's ``index`` in its batch, the turn and ``sampling.seed`` when set:
-    the rollouts of one task differ, and a rerun sends the same seeds.
+    episode). With ``sampling.seed`` set, the episode's calls carry a seed
+    derived from it, ``seed`` and the episode's ``index`` in its batch: the
+    rollouts of one task differ, and a rerun sends the same seeds.
     """
     if not isinstance(task.world, WorldSpec):
         return failed_episode(task, seed, "the task's world is not inline", version)
@@ -156,6 +156,8 @@ async def play(
         world = pool.take(task.world)
     except SpecError as exc:
         return failed_episode(task, seed, f"the world could not be built: {exc.summary()}", version)
+    except Exception as exc:  # a fault of coevo's own: this episode fails, the batch goes on
+        return failed_episode(task, seed, f"{type(exc).__name__}: {exc}", version)
     try:
         return await _play(client, task, world, seed, version, max_steps, nudges, role, index)
     finally:
@@ -175,7 +177,10 @@ async def _play(
 ) -> Episode:
     assert isinstance(task.world, WorldSpec)
     chosen = client.sampling.seed
-    sampled = derive_seed(seed, index, "llm", *([chosen] if chosen is not None else [])) % 2**31
+    # with sampling.seed set, every episode's calls carry a seed of their own (the rollouts of
+    # a task differ; a rerun sends the same); unset, the server samples as it likes (seeded
+    # requests can take a slower path in vLLM)
+    sampled = None if chosen is None else derive_seed(seed, index, "llm", chosen) % 2**31
     tools = openai_tools(tool_definitions(task.world))
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": SYSTEM},
@@ -192,7 +197,12 @@ async def _play(
         return Trajectory(
             messages=messages,
             tools=tools,
-            sampling={**client.sampling.recorded(client.max_tokens), "seed": sampled},
+            sampling={
+                **client.sampling.recorded(client.max_tokens),
+                **(
+                    {"seed": sampled} if sampled is not None and client.provider == "openai" else {}
+                ),
+            },
             policy_version=version,
             provider=client.provider,
             model=answered[-1] if answered else client.model or "",
@@ -200,15 +210,15 @@ async def _play(
             bad_steps=bad,
         )
 
-    world.reset(task, max_steps=max_steps)
     try:
+        world.reset(task, max_steps=max_steps)
         while not world.done and len(made) + reminded < max_steps:
             turn = await client.create(
                 role=role,
                 task=task.task_id,
                 messages=messages,
                 tools=tools,
-                seed=derive_seed(sampled, len(turns)) % 2**31,
+                seed=sampled,
             )
             turns.append(turn)
             messages.append(turn.message)
@@ -246,7 +256,10 @@ async def _play(
         why = client.redact(f"{type(exc).__name__}: {exc}")
         failed = failed_episode(task, seed, why, version)
         return failed.model_copy(update={"trajectory": trajectory()})
-    episode = world.episode(made, seen, solver=version, seed=seed, unfinished=unfinished)
+    try:
+        episode = world.episode(made, seen, solver=version, seed=seed, unfinished=unfinished)
+    except Exception as exc:  # likewise
+        episode = failed_episode(task, seed, client.redact(f"{type(exc).__name__}: {exc}"), version)
     return episode.model_copy(update={"trajectory": trajectory()})
 
 

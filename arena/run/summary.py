@@ -35,6 +35,7 @@ def summarize(run_dir: str) -> dict[str, Any]:
         "trained_level_first_third": sum(levels[:third]) / third if levels else None,
         "trained_level_last_third": sum(levels[-third:]) / third if levels else None,
         "train_success_last": rows[-1]["train_success"] if rows else None,
+        "proposed": sum(r["proposed"] for r in rows),
         "rejected": sum(r["rejected"] for r in rows),
         "accepted": sum(r["accepted"] for r in rows),
         "failures": sum(r["failures"] for r in rows),
@@ -66,7 +67,7 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
     ]
     if summary["generations"] and not summary["accepted"]:
         lines.append("no task was accepted, so nothing was trained")
-        if not summary["rejected"]:
+        if not summary.get("proposed", summary["rejected"]):
             lines.append("the synthesizer proposed none: see synthesis_attempt in events.jsonl")
     if summary.get("top_rejections"):
         checks = ", ".join(f"{name} {n}" for name, n in summary["top_rejections"].items())

@@ -174,7 +174,7 @@ class TrackingConfig(_Table):
 
 METRICS: Final[Mapping[str, str]] = {
     "train/success": "mean reward of the training episodes (`generations.train_success`)",
-    "train/success_level_<L>": "mean reward of the training episodes of level-L tasks",
+    "train/success_level_<L>": "mean reward of the training episodes of level-L tasks (failed episodes left out)",
     "train/episodes": "training episodes played (`train_episodes`)",
     "train/tasks": "distinct tasks trained on (`trained_tasks`)",
     "train/level": "mean level of the tasks trained on (`trained_level`)",
@@ -296,9 +296,10 @@ def generation_metrics(
         out["proposals/acceptance_rate"] = row["accepted"] / row["proposed"]
 
     episodes = log.read(
-        "episodes", gens=[gen], columns=["task_id", "purpose", "reward"]
+        "episodes", gens=[gen], columns=["episode_id", "task_id", "purpose", "reward", "failure"]
     ).to_pylist()
-    train = [e for e in episodes if e["purpose"] == "train"]
+    failed = {e["episode_id"] for e in episodes if e["failure"]}  # never played: no measure
+    train = [e for e in episodes if e["purpose"] == "train" and not e["failure"]]
     level_of = levels.up_to(log, gen)
     out.update(
         _by_level(
@@ -307,13 +308,15 @@ def generation_metrics(
             "train/success_level_",
         )
     )
-    evals = log.read("evals", gens=[gen], columns=["level", "reward"])
+    evals = [
+        e
+        for e in log.read(
+            "evals", gens=[gen], columns=["episode_id", "level", "reward"]
+        ).to_pylist()
+        if e["episode_id"] not in failed
+    ]
     out.update(
-        _by_level(
-            evals.column("level").to_pylist(),
-            evals.column("reward").to_pylist(),
-            "eval/success_level_",
-        )
+        _by_level([e["level"] for e in evals], [e["reward"] for e in evals], "eval/success_level_")
     )
 
     verdicts = log.read(

@@ -428,6 +428,7 @@ def _features(run: Run) -> list[dict[str, Any]]:
     ):
         predicted.setdefault(task_id, p)  # the prediction made when it was first accepted
     episodes = run["episodes"]
+    episodes = episodes.filter(pc.is_null(episodes.column("failure")))  # played ones only
     train = episodes.filter(pc.equal(episodes.column("purpose"), "train"))
     played = {
         r["task_id"]: (r["reward_mean"], r["reward_count"])

@@ -135,11 +135,21 @@ def _mean_by(table: pa.Table, keys: list[str], value: str) -> list[dict[str, Any
     return sorted(out, key=lambda r: tuple((r[k] is None, r[k]) for k in keys))
 
 
-def _success(run: Run, tasks: pa.Table) -> dict[str, Any]:
+def _played(run: Run) -> pa.Table:
+    """The episodes the Solver played: one it could not play (``failure``) measures nothing."""
     episodes = run["episodes"]
+    return episodes.filter(pc.is_null(episodes.column("failure")))
+
+
+def _success(run: Run, tasks: pa.Table) -> dict[str, Any]:
+    episodes = _played(run)
     train = episodes.filter(pc.equal(episodes.column("purpose"), "train"))
     train = train.append_column("value", pc.cast(train.column("reward"), pa.float64()))
     evals = run["evals"]
+    failed = run["episodes"].filter(pc.invert(pc.is_null(run["episodes"].column("failure"))))
+    evals = evals.filter(
+        pc.invert(pc.is_in(evals.column("episode_id"), value_set=failed.column("episode_id")))
+    )
     evals = evals.append_column("value", pc.cast(evals.column("reward"), pa.float64()))
     joined = train.select(["task_id", "gen", "value"]).join(
         tasks.select(["task_id", "level", "domain"]), keys="task_id", join_type="left outer"
@@ -258,7 +268,7 @@ def _rejections(run: Run) -> list[dict[str, Any]]:
 
 
 def _calibration(run: Run) -> dict[str, Any]:
-    episodes = run["episodes"]
+    episodes = _played(run)
     train = episodes.filter(pc.equal(episodes.column("purpose"), "train"))
     joined = train.select(["task_id", "gen", "reward"]).join(
         run["predictions"].select(["task_id", "gen", "p"]),
@@ -314,7 +324,7 @@ def _throughput(run: Run) -> list[dict[str, Any]]:
 
 def _irt(run: Run) -> dict[str, Any]:
     """Abilities per solver version and difficulty per task, fitted to the run's episodes."""
-    return fit_rasch(run["episodes"].select(["solver", "task_id", "reward"]))
+    return fit_rasch(_played(run).select(["solver", "task_id", "reward"]))
 
 
 def analyze(run: Run, *, irt: bool = True) -> dict[str, Any]:

@@ -65,9 +65,9 @@ def test_the_solver_plays_a_multi_turn_episode_to_reward_1_with_its_tokens() -> 
         "top_k": 20,
         "max_tokens": 1024,
     }
-    assert isinstance(trajectory.sampling["seed"], int)  # the episode's, from the set seed
     assert sent[0]["temperature"] == 0.7 and sent[0]["top_k"] == 20
-    assert len({r["seed"] for r in sent}) == len(sent), "each turn has a seed of its own"
+    # the episode's seed, derived from the one set, is what every call sent and what is recorded
+    assert {r["seed"] for r in sent} == {trajectory.sampling["seed"]} != {3}
     assert sent[0]["return_token_ids"] is True and sent[0]["logprobs"] is True
     laid, why = trajectory.interleaved()
     assert why is None and laid is not None
@@ -674,7 +674,7 @@ def test_retries_and_failed_calls_are_counted_in_the_usage_rows() -> None:
         rows = {r.task_id: r for r in played.drain_usage()}
     first, second = rows[tasks[0].task_id], rows[tasks[1].task_id]
     assert (first.retries, first.failed_calls) == (2, 0) and first.calls == len(tasks[0].solution)
-    assert (second.retries, second.failed_calls, second.calls) == (3, 1, 0)
+    assert (second.retries, second.failed_calls, second.calls) == (2, 1, 0)  # 3 tries, 2 again
 
 
 def test_token_ids_are_read_where_vllm_and_sglang_put_them() -> None:
@@ -705,3 +705,36 @@ def test_token_ids_are_read_where_vllm_and_sglang_put_them() -> None:
     for turn in (vllm, sglang, named):
         assert (turn.prompt_ids, turn.completion_ids) == ([1, 2], [7, 9])
     assert sglang.logprobs == named.logprobs == [-0.5, -1.5]
+
+
+def test_without_a_sampling_seed_no_seed_is_sent() -> None:
+    """Unset, the server samples as it likes: no seed in the requests, none recorded."""
+    task = sample_tasks()[0]
+    with FakeOpenAI(SolutionPolicy([task])) as server:
+        (episode,) = solver(server).attempt([task], seed=0)
+        sent = server.requests
+    assert all("seed" not in r for r in sent)
+    assert episode.trajectory is not None and "seed" not in episode.trajectory.sampling
+
+
+def test_every_call_gets_its_own_retries_when_a_server_is_down() -> None:
+    """Three calls at once to a server that never answers: each tries 1 + max_retries times before it fails."""
+    import asyncio
+
+    from coevo.agents.llm.client import LLMClient
+
+    with FakeOpenAI() as server:
+        url = server.url  # closed on leaving: every connection refused
+    client = LLMClient("openai", "fake-model", base_url=url, max_retries=1)
+
+    async def three() -> list[BaseException | object]:
+        calls = (
+            client.create(role="solver", task=f"t{i}", messages=[{"role": "user", "content": "hi"}])
+            for i in range(3)
+        )
+        return await asyncio.gather(*calls, return_exceptions=True)
+
+    outcomes = client.run(three())
+    assert all(isinstance(o, LLMCallError) and "after 1 retries" in str(o) for o in outcomes)
+    rows = client.drain()
+    assert [(r.retries, r.failed_calls) for r in rows] == [(1, 1)] * 3

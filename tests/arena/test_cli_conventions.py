@@ -113,6 +113,7 @@ def test_a_run_that_accepted_no_task_says_so_and_why() -> None:
         "run_dir": "r",
         "generations": 2,
         "episodes": 0,
+        "proposed": 0,
         "accepted": 0,
         "rejected": 0,
         "failures": 0,
@@ -124,7 +125,9 @@ def test_a_run_that_accepted_no_task_says_so_and_why() -> None:
     lines = summary_lines(summary)
     assert "no task was accepted, so nothing was trained" in lines
     assert any("proposed none" in line and "events.jsonl" in line for line in lines)
-    refused = summary_lines({**summary, "rejected": 5, "top_rejections": {"oracle": 5}})
+    refused = summary_lines(
+        {**summary, "proposed": 5, "rejected": 5, "top_rejections": {"oracle": 5}}
+    )
     assert not any("proposed none" in line for line in refused)
     assert all(len(line) <= 80 for line in lines + refused)
 

@@ -43,6 +43,10 @@ def test_a_pydantic_role_s_settings_are_its_fields_and_a_typo_is_refused() -> No
     assert list(model.model_fields) == ["budget"]
     with pytest.raises(ConfigError, match="budgt"):
         validate_settings(model, {"budgt": 3}, where="judge.config", owner="the judge 'plugin'")
+    with pytest.raises(ConfigError, match="budget"):  # typed as the model's field, not Any
+        validate_settings(
+            model, {"budget": "lots"}, where="judge.config", owner="the judge 'plugin'"
+        )
 
 
 def test_kwargs_let_anything_through_unless_the_class_hands_them_to_its_base() -> None:
