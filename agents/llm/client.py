@@ -189,6 +189,8 @@ class LLMClient:
         reconnect: seconds to wait for a server that answered before and now refuses connections.
         token_ids: ask for token ids and log-probs (``auto``: yes for openai except
             api.openai.com, and no more once a server refuses them).
+        extra_body: more fields for every request body, as the server reads them
+            (e.g. ``{"chat_template_kwargs": {"enable_thinking": false}}``; openai only).
         owner: what the client works for, for messages (``the solver 'llm-solver'``).
         http_client: an ``httpx2.AsyncClient`` (tests pass a mock transport).
         prices: dollars per million tokens by model-name prefix.
@@ -212,6 +214,7 @@ class LLMClient:
         max_retries: int = 4,
         reconnect: float = 60.0,
         token_ids: bool | Literal["auto"] = "auto",
+        extra_body: dict[str, Any] | None = None,
         owner: str = "an LLM role",
         http_client: Any = None,
         prices: dict[str, tuple[float, float]] | None = None,
@@ -221,6 +224,9 @@ class LLMClient:
                 f"{owner}: unknown provider {provider!r}; providers: {', '.join(PROVIDERS)}"
             )
         self.provider = provider
+        self.extra_body = dict(extra_body or {})
+        if self.extra_body and provider != "openai":
+            raise LLMConfigError(f"{owner}: extra_body is for the openai provider only")
         self.api = _APIS[provider]
         self.owner = owner
         try:
@@ -480,6 +486,7 @@ class LLMClient:
             if seed is None
             else self.sampling.model_copy(update={"seed": seed}),
             token_ids=bool(self.token_ids),
+            extra_body=self.extra_body,
         )
         spent = self.usage[(role, task)]
         try:

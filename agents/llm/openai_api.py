@@ -140,6 +140,7 @@ def _body(request: Request, openai_itself: bool = False) -> dict[str, Any]:
         body["logprobs"] = True
         extra["return_token_ids"] = True
     body.update(extra)  # the body as sent: fields the OpenAI API lacks sit beside the others
+    body.update(request.extra_body)  # the role's own, last: the user knows their server
     return body
 
 

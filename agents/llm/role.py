@@ -19,6 +19,7 @@ Every LLM role (``llm-*`` and ``claude*``) takes these settings in the
 ``max_retries``     retries of a failed call
 ``reconnect``       seconds to wait for a server that is restarting
 ``token_ids``       ask for token ids and log-probs (``auto``, true, false)
+``extra_body``      more request-body fields (``chat_template_kwargs``, ...; openai)
 ``policy_version``  how the policy is named in the log (default: the model)
 ==================  ================================================================
 
@@ -48,6 +49,7 @@ _CLIENT_SETTINGS: Final = (
     "max_retries",
     "reconnect",
     "token_ids",
+    "extra_body",
     "http_client",
 )
 
@@ -69,6 +71,8 @@ class LLMRole:
         max_retries: retries of a failed call.
         reconnect: seconds to wait for a server that answered before and now refuses connections.
         token_ids: ask the server for token ids and log-probs (``auto``: unless it is OpenAI's own API).
+        extra_body: more fields for every request body, as the server reads them (openai only),
+            e.g. ``{chat_template_kwargs = {enable_thinking = false}}`` for Qwen3 on vLLM.
         policy_version: how the policy is named in the log (default: the model's name).
         http_client: an ``httpx2.AsyncClient`` (tests pass one with a mock transport).
 
@@ -98,6 +102,7 @@ class LLMRole:
         max_retries: int = 4,
         reconnect: float = 60.0,
         token_ids: bool | Literal["auto"] = "auto",
+        extra_body: dict[str, Any] | None = None,
         policy_version: str | None = None,
         http_client: Any = None,
     ):
@@ -114,6 +119,7 @@ class LLMRole:
             max_retries=max_retries,
             reconnect=reconnect,
             token_ids=token_ids,
+            extra_body=extra_body,
             http_client=http_client,
         )
         self.client.connect()

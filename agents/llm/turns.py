@@ -178,6 +178,8 @@ class Request:
         max_tokens: the output budget of this call.
         sampling: the sampling parameters.
         token_ids: ask the server for token ids and log-probabilities (vLLM, SGLang).
+        extra_body: more fields for the request body, as the server reads them
+            (``chat_template_kwargs``, ``min_tokens``, ...; openai only).
     """
 
     model: str
@@ -187,6 +189,7 @@ class Request:
     max_tokens: int = 1024
     sampling: Sampling = field(default_factory=Sampling)
     token_ids: bool = False
+    extra_body: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -738,3 +738,17 @@ def test_every_call_gets_its_own_retries_when_a_server_is_down() -> None:
     assert all(isinstance(o, LLMCallError) and "after 1 retries" in str(o) for o in outcomes)
     rows = client.drain()
     assert [(r.retries, r.failed_calls) for r in rows] == [(1, 1)] * 3
+
+
+def test_extra_body_fields_reach_the_server_as_written() -> None:
+    """extra_body (e.g. vLLM's chat_template_kwargs) goes into every request body; anthropic refuses it."""
+    task = sample_tasks()[0]
+    thinking = {"chat_template_kwargs": {"enable_thinking": False}, "min_tokens": 2}
+    with FakeOpenAI(SolutionPolicy([task])) as server:
+        (episode,) = solver(server, extra_body=thinking).attempt([task], seed=0)
+        sent = server.requests
+    assert episode.reward.value == 1
+    assert all(r["chat_template_kwargs"] == {"enable_thinking": False} for r in sent)
+    assert all(r["min_tokens"] == 2 for r in sent)
+    with pytest.raises(LLMConfigError, match="extra_body"):
+        LLMSolver(provider="anthropic", extra_body=thinking)
