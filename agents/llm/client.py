@@ -535,10 +535,12 @@ class LLMClient:
                 if retries <= self.max_retries or restarting:
                     spent.retries += 1
                     continue  # this server again once it is due, or another one
-                # this call gives up; the next ones try at once (nothing is left to wait for)
+                # this call gives up; the next ones try the failing servers at once (nothing is
+                # left to wait for), while a rest a server asked for (retry-after) stands
                 rest = 0.0
                 for given_up in self.servers:
-                    given_up.resting_until = 0.0
+                    if given_up.failures:
+                        given_up.resting_until = 0.0
                 self._wake(every=True)
                 waited = (
                     f"for {self.reconnect:g} s"
