@@ -251,6 +251,12 @@ class Episode(_Model):
         """Whether the reward is 1."""
         return self.reward.value == 1
 
+    @property
+    def failure(self) -> str | None:
+        """Why the Solver could not play the task at all (None: it played it, whatever it earned)."""
+        reason = self.reward.reason
+        return reason if reason.startswith(FAILED_PREFIX) else None
+
 
 FAILED_PREFIX = "the solver failed: "
 """How the reason of an episode the Solver could not play begins (the loop counts these as failures)."""

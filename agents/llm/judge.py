@@ -88,7 +88,7 @@ class LLMJudge(LLMRole):
         for n, i in enumerate(ready):
             mine = episodes[n * self.k : (n + 1) * self.k]
             solved = sum(e.reward.value for e in mine)
-            failures = [e.reward.reason for e in mine if e.reward.reason.startswith(FAILED_PREFIX)]
+            failures = [e.failure for e in mine if e.failure]
             review = reviews[n]
             if isinstance(review, str) or len(failures) == self.k:
                 why = review if isinstance(review, str) else failures[-1][len(FAILED_PREFIX) :]

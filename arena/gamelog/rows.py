@@ -24,7 +24,7 @@ from typing import Any, ClassVar, Final
 
 import pyarrow as pa
 from coevo.arena.difficulty import task_level
-from coevo.arena.outcomes import FAILED_PREFIX, Episode, Verdict
+from coevo.arena.outcomes import Episode, Verdict
 from coevo.arena.spec import TaskSpec, WorldSpec
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -195,7 +195,7 @@ class EpisodeRow(Row):
                 [{"tool": c.tool, "arguments": c.arguments} for c in episode.calls], default=str
             ),
             reason=reason,
-            failure=reason if reason.startswith(FAILED_PREFIX) else None,
+            failure=episode.failure,
         )
 
 
@@ -406,7 +406,7 @@ class TrajectoryRow(Row):
             provider=trajectory.provider,
             model=trajectory.model,
             reward=episode.reward.value,
-            failure=reason if (reason := episode.reward.reason).startswith(FAILED_PREFIX) else None,
+            failure=episode.failure,
             messages=json.dumps(trajectory.messages, ensure_ascii=False, default=str),
             tools=json.dumps(trajectory.tools, ensure_ascii=False),
             sampling=_json(trajectory.sampling),

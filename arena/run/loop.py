@@ -55,7 +55,7 @@ from coevo.arena.gamelog import (
     VerdictRow,
     WorldRow,
 )
-from coevo.arena.outcomes import FAILED_PREFIX, JUDGE_FAILED_PREFIX, Episode, Verdict
+from coevo.arena.outcomes import JUDGE_FAILED_PREFIX, Episode, Verdict
 from coevo.arena.run.capacity import check_capacity
 from coevo.arena.run.experiment import Experiment, RoleTable, ray_address, recorded_experiment
 from coevo.arena.run.failures import ROLE_TABLE, RoleCalls, RoleTally
@@ -526,7 +526,7 @@ class Arena:
         done.solving = clock.lap("solve")
         # an episode the Solver could not play (its server down) says nothing about the task:
         # it is counted as a failure, and nobody learns from it
-        played = [e for e in done.episodes if not e.reward.reason.startswith(FAILED_PREFIX)]
+        played = [e for e in done.episodes if not e.failure]
         done.stats, new_state, learn_error = ray.get(self.learner.learn.remote(played, done.batch))
         done.calls.record("learner", learn_error or None)
         if learn_error:
@@ -551,8 +551,7 @@ class Arena:
         if done.gen == 0:
             calls.add(self.suite_calls)
         for episode in [*done.episodes, *done.evals]:
-            reason = episode.reward.reason
-            calls.record("solver", reason if reason.startswith(FAILED_PREFIX) else None)
+            calls.record("solver", episode.failure)
         for role, failed in calls.all_failed().items():
             self.failing.setdefault(role, []).append(done.gen)
             self.events(
@@ -602,8 +601,8 @@ class Arena:
     def _summary(self, done: _Generation, predictions: dict[str, float]) -> GenerationRow:
         """The ``generations`` row: what the generation proposed, accepted, trained and learnt."""
         proposals, episodes, evals = done.proposals, done.episodes, done.evals
-        played = [e for e in episodes if not e.reward.reason.startswith(FAILED_PREFIX)]
-        scored = [e for e in evals if not e.reward.reason.startswith(FAILED_PREFIX)]
+        played = [e for e in episodes if not e.failure]
+        scored = [e for e in evals if not e.failure]
         fresh = [
             (predictions[e.task_id], e.reward.value) for e in played if e.task_id in predictions
         ]
@@ -624,8 +623,7 @@ class Arena:
             rejections=json.dumps(
                 dict(_rejections(proposals.verdicts).most_common(5)), sort_keys=True
             ),
-            failures=done.failures
-            + sum(e.reward.reason.startswith(FAILED_PREFIX) for e in [*episodes, *evals]),
+            failures=done.failures + sum(bool(e.failure) for e in [*episodes, *evals]),
         )
 
     def _report(self, done: _Generation, summary: GenerationRow, clock: _Clock) -> GenerationReport:
