@@ -259,13 +259,12 @@ class LLMClient:
             token_ids
             if token_ids != "auto"
             else provider == "openai"
-            and not any(where(s.url) == "api.openai.com" for s in self.servers)
+            and not any(openai_api.is_openai_itself(s.url) for s in self.servers)
         )
         self.usage: dict[tuple[str, str], Usage] = defaultdict(Usage)
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._waiting: deque[asyncio.Future[None]] = (
-            deque()
-        )  # calls waiting for a slot, oldest first
+        # calls waiting for a slot, oldest first
+        self._waiting: deque[asyncio.Future[None]] = deque()
 
     def _servers(
         self,
@@ -351,7 +350,7 @@ class LLMClient:
                         f"{self.owner}: the server at {shown(server.url)} did not list its models: {exc}{hint}"
                     )
                 ) from None
-            server.reached = True
+            server.answered()
             if not served:
                 raise LLMConfigError(
                     f"{self.owner}: the server at {shown(server.url)} serves no model"

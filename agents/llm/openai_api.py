@@ -26,6 +26,7 @@ import json
 import re
 from array import array
 from typing import Any, Final
+from urllib.parse import urlsplit
 
 import openai
 from coevo.agents.llm.turns import (
@@ -41,7 +42,7 @@ from coevo.agents.llm.turns import (
 )
 from pydantic_core import from_json
 
-__all__ = ["API", "DEFAULT_BASE_URL", "complete", "list_models", "make_sdk", "models_now"]
+__all__ = ["API", "DEFAULT_BASE_URL", "complete", "is_openai_itself", "make_sdk", "models_now"]
 
 API: Final = "the OpenAI-compatible server"
 DEFAULT_BASE_URL: Final = "https://api.openai.com/v1"
@@ -50,6 +51,11 @@ _EXTRA: Final = ("top_k", "min_p", "repetition_penalty")
 _NATIVE: Final = ("temperature", "top_p", "seed", "stop", "presence_penalty", "frequency_penalty")
 _CONTEXT: Final = re.compile(r"context length|maximum context|context window|too many tokens", re.I)
 _TOKEN_ID: Final = re.compile(r"token_id:(\d+)")
+
+
+def is_openai_itself(base_url: str) -> bool:
+    """Whether ``base_url`` is OpenAI's own API (no token ids; ``max_completion_tokens``)."""
+    return urlsplit(base_url).hostname == "api.openai.com"
 
 
 def make_sdk(base_url: str, key: str, timeout: float, http_client: Any = None) -> Any:
@@ -260,7 +266,7 @@ async def complete(sdk: Any, request: Request) -> Turn:
     try:
         # the SDK's HTTP, auth and errors, without its per-request transform and typed parse:
         # at hundreds of calls a second those cost more than everything else coevo does
-        itself = str(sdk.base_url).startswith(DEFAULT_BASE_URL)
+        itself = is_openai_itself(str(sdk.base_url))
         raw = await sdk.post("/chat/completions", body=_body(request, itself), cast_to=bytes)
     except (openai.APIError, ValueError) as exc:
         # `from None`: the SDK's errors carry the request, whose headers hold the key
@@ -268,17 +274,8 @@ async def complete(sdk: Any, request: Request) -> Turn:
     return _turn(raw)
 
 
-async def list_models(sdk: Any) -> list[str]:
-    """The models the server serves (``GET /models``), in its order."""
-    try:
-        page = await sdk.models.list()
-    except (openai.APIError, ValueError) as exc:
-        raise _failure(exc) from None
-    return [m.id for m in page.data]
-
-
 def models_now(base_url: str, key: str, timeout: float) -> list[str]:
-    """:func:`list_models` without an event loop (start-up checks)."""
+    """The models the server serves (``GET /models``), in its order (start-up checks, no event loop)."""
     with openai.OpenAI(base_url=base_url, api_key=key, max_retries=0, timeout=timeout) as sdk:
         try:
             return [m.id for m in sdk.models.list().data]

@@ -181,6 +181,10 @@ async def _play(
     # a task differ; a rerun sends the same); unset, the server samples as it likes (seeded
     # requests can take a slower path in vLLM)
     sampled = None if chosen is None else derive_seed(seed, index, "llm", chosen) % 2**31
+    # what the calls send: the role's sampling with the episode's seed (anthropic takes none)
+    sent = {k: v for k, v in client.sampling.recorded(client.max_tokens).items() if k != "seed"}
+    if sampled is not None and client.provider == "openai":
+        sent["seed"] = sampled
     tools = openai_tools(tool_definitions(task.world))
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": SYSTEM},
@@ -197,18 +201,18 @@ async def _play(
         return Trajectory(
             messages=messages,
             tools=tools,
-            sampling={
-                **client.sampling.recorded(client.max_tokens),
-                **(
-                    {"seed": sampled} if sampled is not None and client.provider == "openai" else {}
-                ),
-            },
+            sampling=sent,
             policy_version=version,
             provider=client.provider,
             model=answered[-1] if answered else client.model or "",
             turns=[_tokens(t) for t in turns],
             bad_steps=bad,
         )
+
+    def failed(why: str) -> Episode:
+        """The episode as a recorded failure, with the conversation so far."""
+        episode = failed_episode(task, seed, why, version)
+        return episode.model_copy(update={"trajectory": trajectory()})
 
     try:
         world.reset(task, max_steps=max_steps)
@@ -250,16 +254,13 @@ async def _play(
     except ContextLengthError as exc:
         unfinished = f"the conversation outgrew the model's context: {exc}"
     except LLMCallError as exc:
-        failed = failed_episode(task, seed, str(exc), version)
-        return failed.model_copy(update={"trajectory": trajectory()})
+        return failed(str(exc))
     except Exception as exc:  # a fault of coevo's own: this episode fails, the batch goes on
-        why = client.redact(f"{type(exc).__name__}: {exc}")
-        failed = failed_episode(task, seed, why, version)
-        return failed.model_copy(update={"trajectory": trajectory()})
+        return failed(client.redact(f"{type(exc).__name__}: {exc}"))
     try:
         episode = world.episode(made, seen, solver=version, seed=seed, unfinished=unfinished)
     except Exception as exc:  # likewise
-        episode = failed_episode(task, seed, client.redact(f"{type(exc).__name__}: {exc}"), version)
+        return failed(client.redact(f"{type(exc).__name__}: {exc}"))
     return episode.model_copy(update={"trajectory": trajectory()})
 
 
