@@ -364,6 +364,46 @@ class LLMClient:
                 )
         return self.model
 
+    def load_adapter(self, name: str, path: str) -> None:
+        """Have every server load the LoRA adapter at ``path`` as the model ``name``; calls name it from now on.
+
+        A server that has it already (a resumed run asks again) is fine.
+
+        Raises:
+            LLMConfigError: not an OpenAI-compatible provider, or a server refused or could
+                not be reached (the message names the server and what to start it with).
+        """
+        if self.provider != "openai":
+            raise LLMConfigError(
+                f"{self.owner}: only an OpenAI-compatible server (vLLM) loads LoRA adapters; "
+                "announce a model name instead"
+            )
+        for server in self.servers:
+            try:
+                openai_api.load_lora_adapter(
+                    server.url, self._key(), min(self.timeout, 60.0), name, path
+                )
+                served = openai_api.models_now(server.url, self._key(), min(self.timeout, 10.0))
+            except (LLMCallError, Transient, Unreachable) as exc:
+                hint = (
+                    " (does it serve adapters? start vLLM with --enable-lora and "
+                    "VLLM_ALLOW_RUNTIME_LORA_UPDATING=True)"
+                    if isinstance(exc, LLMCallError) and exc.status in (404, 405)
+                    else ""
+                )
+                raise LLMConfigError(
+                    self.redact(
+                        f"{self.owner}: the server at {shown(server.url)} did not load the LoRA "
+                        f"adapter {name!r} from {path}: {exc}{hint}"
+                    )
+                ) from None
+            if name not in served:
+                raise LLMConfigError(
+                    f"{self.owner}: the server at {shown(server.url)} accepted the LoRA adapter "
+                    f"{name!r} but does not list it; it serves: {', '.join(served)}"
+                )
+        self.model = name
+
     # ---- servers and slots --------------------------------------------------------------
 
     def _bind(self) -> None:

@@ -42,7 +42,15 @@ from coevo.agents.llm.turns import (
 )
 from pydantic_core import from_json
 
-__all__ = ["API", "DEFAULT_BASE_URL", "complete", "is_openai_itself", "make_sdk", "models_now"]
+__all__ = [
+    "API",
+    "DEFAULT_BASE_URL",
+    "complete",
+    "is_openai_itself",
+    "load_lora_adapter",
+    "make_sdk",
+    "models_now",
+]
 
 API: Final = "the OpenAI-compatible server"
 DEFAULT_BASE_URL: Final = "https://api.openai.com/v1"
@@ -281,3 +289,31 @@ def models_now(base_url: str, key: str, timeout: float) -> list[str]:
             return [m.id for m in sdk.models.list().data]
         except (openai.APIError, ValueError) as exc:
             raise _failure(exc) from None
+
+
+def load_lora_adapter(base_url: str, key: str, timeout: float, name: str, path: str) -> bool:
+    """Ask a vLLM server to load the LoRA adapter at ``path`` as the model ``name`` (``POST /load_lora_adapter``).
+
+    vLLM serves it at once under ``name`` (``/v1/models`` lists it). The
+    server must run with ``--enable-lora`` and ``VLLM_ALLOW_RUNTIME_LORA_UPDATING=True``.
+
+    Returns:
+        True when the server loaded it now, False when it had it already (a resumed run asks again).
+
+    Raises:
+        LLMCallError: the server refused (its message; a 404 means it has no adapter endpoint).
+        Unreachable: it could not be reached.
+    """
+    with openai.OpenAI(base_url=base_url, api_key=key, max_retries=0, timeout=timeout) as sdk:
+        try:
+            sdk.post(
+                "/load_lora_adapter", body={"lora_name": name, "lora_path": path}, cast_to=bytes
+            )
+        except openai.APIStatusError as exc:
+            if exc.status_code == 400 and "already been loaded" in _status_message(exc):
+                return False
+            raise _failure(exc) from None
+        except (openai.APIError, ValueError) as exc:
+            raise _failure(exc) from None
+    return True
+

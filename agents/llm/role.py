@@ -155,6 +155,16 @@ class LLMRole:
         given = {k: getattr(settings, k) for k in _CLIENT_SETTINGS}
         cls._client(given.pop("model"), **given).connect()
 
+    @classmethod
+    def load_adapter(cls, settings: Any, name: str, path: str) -> None:
+        """Have the servers these settings name load the LoRA adapter at ``path`` as ``name`` (a trainer's new policy).
+
+        Raises:
+            LLMConfigError: a server refused or could not be reached (naming it).
+        """
+        given = {k: getattr(settings, k) for k in _CLIENT_SETTINGS}
+        cls._client(given.pop("model"), **given).load_adapter(name, path)
+
     def drain_usage(self) -> list[UsageRow]:
         """What this role spent since the last call, per task; then forgotten."""
         return self.client.drain()

@@ -34,21 +34,47 @@ from __future__ import annotations
 import asyncio
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
 from coevo.agents.llm.client import LLMClient
 from coevo.agents.llm.role import LLMRole
 from coevo.agents.llm.turns import ERROR_PREFIX, ContextLengthError, LLMCallError, Turn
 from coevo.agents.protocols import LearnStats
-from coevo.arena.errors import SpecError
+from coevo.arena.errors import SpecError, StateError
 from coevo.arena.outcomes import Episode, Observation, failed_episode
 from coevo.arena.rendering import SYSTEM, openai_tools, tool_definitions
 from coevo.arena.seeding import derive_seed
+from coevo.arena.state import pack_state, unpack_state
 from coevo.arena.spec import TaskSpec, ToolCall, WorldSpec
 from coevo.arena.trajectory import Trajectory, TurnTokens
 from coevo.arena.world import World
 
-__all__ = ["LLMSolver", "WorldPool", "play"]
+__all__ = ["POLICY_STATE", "LLMSolver", "WorldPool", "play", "policy_state", "read_policy_state"]
+
+POLICY_STATE: Final = "llm-policy"
+"""The ``role`` of an LLM Solver's state: which served model plays, and how its episodes are signed."""
+
+
+def policy_state(model: str, version: str) -> bytes:
+    """An LLM Solver's state (``coevo.state/1``): play ``model`` and sign the episodes ``version``.
+
+    The trainer hand-off makes one for each policy a trainer announces and
+    gives it to every Solver actor; checkpoints keep it, so a resumed run plays
+    the policy it played last.
+    """
+    return pack_state(POLICY_STATE, 1, {"model": model, "policy_version": version})
+
+
+def read_policy_state(state: bytes) -> tuple[str, str]:
+    """The model and the policy version of an LLM Solver's state.
+
+    Raises:
+        StateError: not an LLM Solver's state (naming what it is).
+    """
+    meta = unpack_state(state, role=POLICY_STATE, versions=(1,)).meta
+    if not isinstance(meta.get("model"), str) or not isinstance(meta.get("policy_version"), str):
+        raise StateError(f"the {POLICY_STATE!r} state names no model or no policy version")
+    return meta["model"], meta["policy_version"]
 
 
 class WorldPool:
@@ -289,6 +315,21 @@ class LLMSolver(LLMRole):
     def policy_version(self) -> str:
         """How its episodes are signed: ``policy_version`` if set, else the model's name."""
         return self.version
+
+    def get_state(self) -> bytes:
+        """The policy it plays: the model's name and how its episodes are signed (:func:`policy_state`)."""
+        return policy_state(self.client.model or "", self.version)
+
+    def set_state(self, state: bytes) -> None:
+        """Play the policy ``state`` names from the next episode on (a trainer's new version).
+
+        Raises:
+            StateError: not an LLM Solver's state.
+        """
+        model, version = read_policy_state(state)
+        if model:
+            self.client.model = model
+        self.version = version
 
     def attempt(self, tasks: Sequence[TaskSpec], seed: int) -> list[Episode]:
         """One episode per task, in order (the batch's conversations run concurrently)."""

@@ -35,6 +35,7 @@ __all__ = [
     "EvalRow",
     "GenerationRecord",
     "GenerationRow",
+    "PolicyRow",
     "PredictionRow",
     "Row",
     "TaskRow",
@@ -428,6 +429,33 @@ class TrajectoryRow(Row):
         )
 
 
+class PolicyRow(Row):
+    """The policy a generation played when an external trainer trains the Solver (the trainer hand-off)."""
+
+    table: ClassVar[str] = "policies"
+    about: ClassVar[str] = (
+        "with a `[trainer]`, one row per generation: the policy its rollouts used, which batch "
+        "it was trained through, and the batch the generation handed out"
+    )
+
+    version: str = Field(description="the policy version that played (the trainer's name for it)")
+    model: str = Field(description="the model the Solver named in its requests (an adapter's name)")
+    lora_path: str | None = Field(
+        description="where the server loaded it from, when it is a LoRA adapter"
+    )
+    announced_for: str | None = Field(
+        description="the batch whose announcement named it (null: the served model before any training)"
+    )
+    trained_through: int = Field(
+        description="the last generation whose batch it was trained on (-1: none)"
+    )
+    staleness: int = Field(
+        description="batches handed out that it was not yet trained on (at most `run.max_staleness`)"
+    )
+    batch_id: str = Field(description="the batch this generation's training episodes make")
+    batch_rows: int = Field(description="rollouts in that batch")
+
+
 TABLES: Final[Mapping[str, type[Row]]] = {
     model.table: model
     for model in (
@@ -441,6 +469,7 @@ TABLES: Final[Mapping[str, type[Row]]] = {
         UsageRow,
         EvalRow,
         TrajectoryRow,
+        PolicyRow,
     )
 }
 """Every table's row model, by table name."""
@@ -503,6 +532,7 @@ class GenerationRecord:
     usage: list[UsageRow] = field(default_factory=list)
     evals: list[EvalRow] = field(default_factory=list)
     trajectories: list[TrajectoryRow] = field(default_factory=list)
+    policies: list[PolicyRow] = field(default_factory=list)
 
     def tables(self) -> Iterator[tuple[str, Sequence[Row]]]:
         """``(table, rows)`` for every table, in the order of :data:`TABLES`."""

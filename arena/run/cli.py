@@ -11,6 +11,7 @@
 ``coevo roles``              list the registered roles and curricula (built-ins and plugins)
 ``coevo run EXPERIMENT``     run a co-evolution experiment on Ray
 ``coevo resume RUN_DIR``     continue a run after its last committed generation
+``coevo reference-trainer``  the reference consumer of the trainer hand-off
 ``coevo analyze RUN_DIR``    a run's metrics
 ``coevo report RUN_DIR...``  one HTML file comparing runs
 ``coevo export RUN_DIR``     a run's accepted tasks as training data
@@ -52,12 +53,13 @@ from coevo.arena.run.commands import (
     roles,
     runs,
     synthesis,
+    trainer,
 )
 from coevo.arena.run.secrets import redacted
 
 __all__ = ["build_parser", "main"]
 
-_GROUPS = (records, synthesis, roles, runs, analysis, doctor, examples, completion)
+_GROUPS = (records, synthesis, roles, runs, trainer, analysis, doctor, examples, completion)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -35,6 +35,7 @@ from coevo.arena.examples import find_bundled
 from coevo.arena.gamelog import RunDir
 from coevo.arena.run.capacity import MAX_ACTORS
 from coevo.arena.run.tracking import TrackingConfig
+from coevo.arena.run.trainer import TrainerConfig
 from coevo.arena.settings import Settings, StrictNumbers, explain
 from coevo.curricula.base import CurriculumConfig
 from coevo.curricula.registry import curriculum_config, recorded_curriculum
@@ -68,6 +69,9 @@ class RunConfig(_Table):
         out: the run directory (any pyarrow filesystem URI), unless ``--out`` is given.
         rollouts: episodes per training task (k; their mean is the group baseline).
         chunk: episodes per Solver call (the unit of retry; independent of the actor count).
+        max_staleness: with a ``[trainer]``, how many batches the policy may lag behind:
+            generation n plays once the trainer has trained through batch n − 1 − k
+            (0: strict order, each generation plays the policy trained on the one before).
     """
 
     name: str = "experiment"
@@ -76,6 +80,7 @@ class RunConfig(_Table):
     out: str = "runs/experiment"
     rollouts: int = Field(default=4, ge=1)
     chunk: int = Field(default=64, ge=1)
+    max_staleness: int = Field(default=0, ge=0, le=1000)
 
 
 class RoleTable(_Table):
@@ -133,6 +138,7 @@ class Experiment(_Table):
     eval: EvalConfig = Field(default_factory=EvalConfig)
     ray: RayConfig = Field(default_factory=RayConfig)
     tracking: TrackingConfig = Field(default_factory=TrackingConfig)
+    trainer: TrainerConfig | None = None
 
     @field_validator("curriculum", mode="before")
     @classmethod
@@ -348,9 +354,27 @@ def _validated(
         raise ExperimentError(_explain(exc, f"{label} {verb} not {what}")) from exc
     try:
         experiment.role_settings()
+        _trainable(experiment)
     except ExperimentError as exc:
         raise ExperimentError(f"{label} {verb} not {what}:\n  {exc}") from exc
     return experiment
+
+
+def _trainable(experiment: Experiment) -> None:
+    """With a ``[trainer]``, the Solver must be one a trainer can give a new policy (a served model).
+
+    Raises:
+        ExperimentError: it is not (naming the Solvers that are).
+    """
+    if experiment.trainer is None:
+        return
+    factory = REGISTRY.get(experiment.solver.name).factory
+    if not callable(getattr(factory, "load_adapter", None)):
+        raise ExperimentError(
+            f"[trainer] hands the Solver's episodes to an external trainer, which trains a "
+            f"served model: the solver must be an LLM Solver (llm-solver, claude), not "
+            f"{experiment.solver.name!r}; or remove [trainer]"
+        )
 
 
 def ray_address(address: str | None, experiment: Experiment) -> str | None:

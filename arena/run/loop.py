@@ -35,6 +35,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import ray
+from coevo.agents.llm.solver import policy_state
 from coevo.agents.protocols import LearnStats, ProposalRequest
 from coevo.agents.registry import REGISTRY
 from coevo.arena.calibration import brier
@@ -46,6 +47,7 @@ from coevo.arena.gamelog import (
     GameLog,
     GenerationRecord,
     GenerationRow,
+    PolicyRow,
     PredictionRow,
     RunDir,
     RunLock,
@@ -62,6 +64,7 @@ from coevo.arena.run.failures import ROLE_TABLE, RoleCalls, RoleTally
 from coevo.arena.run.hosts import host_for
 from coevo.arena.run.pool import ActorPool, Lost
 from coevo.arena.run.summary import summarize
+from coevo.arena.run.trainer import Announcement, Handoff, announced_policy, batch_id
 from coevo.arena.seeding import derive_seed
 from coevo.arena.spec import TaskSpec, WorldSpec
 from coevo.curricula.base import Curriculum, GenerationPlan, Mutation
@@ -164,6 +167,7 @@ class _Generation:
     evals: list[Episode] = field(default_factory=list)
     stats: LearnStats = field(default_factory=lambda: LearnStats(episodes=0))
     version: str = ""
+    policy: Announcement | None = None  # with a trainer: the policy the rollouts used
     solving: float = 0.0
     failures: int = 0
     calls: RoleTally = field(default_factory=RoleTally)
@@ -227,6 +231,7 @@ class Arena:
         self.suite_calls = RoleTally()  # the role calls that made it (counted with generation 0's)
         self.calls = RoleTally()  # every role call of this invocation
         self.failing: dict[str, list[int]] = {}  # generations in which every call of a role failed
+        self.handoff: Handoff | None = None  # with a [trainer]: the hand-off (made in start)
 
     # ---- actors -------------------------------------------------------------------------
 
@@ -404,7 +409,13 @@ class Arena:
             )
         if not resume:
             self.run.write_bytes(self.exp.model_dump_json(indent=1).encode(), "experiment.json")
+        if self.exp.trainer is not None:
+            self.handoff = Handoff(
+                self.exp.trainer, self.log, self.exp.run.max_staleness, events=self.events
+            )
         if last < 0:
+            if self.handoff is not None:
+                self.handoff.start(0, None)
             self.eval_tasks = self._eval_suite()
             self.pending = self._submit(0, self.curriculum.plan(0))
             return 0
@@ -438,6 +449,7 @@ class Arena:
             self.curriculum.load(state["curriculum"], tasks)
             self.eval_tasks = [tasks[t] for t in state["eval_tasks"]]
             version, plan = state["version"], _plan_of(state["next_plan"])
+            policy = announced_policy(state.get("policy"))
         except (OSError, ValueError, KeyError, TypeError) as exc:
             # a damaged or hand-edited checkpoint: say which, and that the log itself is fine
             raise self._unloadable(
@@ -454,6 +466,11 @@ class Arena:
         model_state = self._read_state(base, files.get("world_model"), "world_model")
         if model_state is not None:
             self._restore(self.model, model_state, gen, files["world_model"])
+        if self.handoff is not None:
+            for batch in self.handoff.start(gen + 1, None):
+                self.events("batch_handed_out", batch=batch, after="resume")
+            if policy is not None:
+                self._adopt(policy, gen + 1)  # the server may have restarted since: loaded again
         if gen + 1 < self.exp.run.generations:
             self.pending = self._submit(gen + 1, plan, tasks)
 
@@ -494,6 +511,9 @@ class Arena:
         record = self._record(done)
         self._commit(record, done.next_plan)
         clock.lap("commit")
+        if self.handoff is not None and self.handoff.hand_out(gen):
+            self.events("batch_handed_out", gen=gen, batch=batch_id(gen))
+            clock.lap("hand_out")
         return self._report(done, record.generations[0], clock)
 
     def _predict_and_plan(self, done: _Generation) -> None:
@@ -519,6 +539,12 @@ class Arena:
     def _train(self, done: _Generation, clock: _Clock) -> None:
         """Play the curriculum's batch, take a learner step, update the World model and the curriculum."""
         gen = done.gen
+        if self.handoff is not None:
+            announced = self.handoff.policy_for(gen, self.exp.run.generations)
+            if announced is not None:
+                self._adopt(announced, gen)
+            done.policy = self.handoff.policy
+            clock.lap("trainer")
         # the version that plays this generation: predictions, the update and the summary say it
         done.version = ray.get(self.learner.policy_version.remote())
         done.batch = self.curriculum.batch(gen)
@@ -532,7 +558,7 @@ class Arena:
         if learn_error:
             done.failures += 1
             self.events("learner_failed", gen=gen, error=learn_error)
-        if new_state is not None:
+        if new_state is not None and self.handoff is None:  # with a trainer, the trainer's policies
             self.state_ref = ray.put(new_state)
             self.version = gen
         clock.lap("learn")
@@ -543,6 +569,57 @@ class Arena:
             self.events("world_model_failed", gen=gen, error=model_error)
         self.curriculum.observe(gen, [e.task_id for e in played], [e.reward.value for e in played])
         clock.lap("world_model")
+
+    def _adopt(self, policy: Announcement, gen: int) -> None:
+        """Play ``policy`` from generation ``gen`` on: its adapter loaded, every Solver given it."""
+        trainer = self.exp.trainer
+        assert self.handoff is not None and trainer is not None
+        if policy.lora_path is not None and trainer.load_adapters:
+            factory = REGISTRY.get(self.exp.solver.name).factory
+            try:
+                factory.load_adapter(
+                    self.exp.role_settings()["solver"], policy.served_as, policy.lora_path
+                )
+            except CoevoError as exc:
+                raise ArenaError(
+                    f"{exc}; generations 0–{gen - 1} are committed: fix the server or the "
+                    f"announcement {policy.batch_id}, then `coevo resume {self.run.uri}`"
+                ) from None
+        state = policy_state(policy.served_as, policy.version)
+        ray.get(self.learner.set_state.remote(state))
+        self.state_ref = ray.put(state)
+        self.version = policy.trained_through
+        self.handoff.adopted(policy)
+        self.events(
+            "policy_adopted",
+            gen=gen,
+            version=policy.version,
+            model=policy.served_as,
+            trained_through=policy.batch_id,
+            adapter=policy.lora_path is not None,
+        )
+
+    def _policy_row(self, done: _Generation) -> PolicyRow:
+        """The ``policies`` row: what played this generation, how stale, and the batch it makes."""
+        policy = done.policy
+        trained = -1 if policy is None else policy.trained_through
+        model = (
+            policy.served_as
+            if policy is not None
+            else next((e.trajectory.model for e in done.episodes if e.trajectory), done.version)
+        )
+        return PolicyRow(
+            version=done.version,
+            model=model,
+            lora_path=None if policy is None else policy.lora_path,
+            announced_for=None if policy is None else policy.batch_id,
+            trained_through=trained,
+            staleness=done.gen - 1 - trained,
+            batch_id=batch_id(done.gen),
+            batch_rows=sum(
+                e.trajectory is not None and not e.failure for e in done.episodes
+            ),
+        )
 
     def _tally_calls(self, done: _Generation) -> None:
         """Add the generation's role calls to the run's; a role every call of which failed is an error event."""
@@ -595,6 +672,8 @@ class Arena:
             )
         ]
         record.generations = [self._summary(done, predictions)]
+        if self.handoff is not None:
+            record.policies = [self._policy_row(done)]
         record.usage = self._drained(self._every_actor, "drain_usage", done.gen)
         return record
 
@@ -687,6 +766,9 @@ class Arena:
             "next_plan": _plan_json(next_plan),
             "version": self.version,
             "eval_tasks": [t.task_id for t in self.eval_tasks],
+            "policy": None
+            if self.handoff is None or self.handoff.policy is None
+            else self.handoff.policy.model_dump(exclude_none=True),
         }
         self.run.write_bytes(json.dumps(state, sort_keys=True).encode(), *base, "state.json")
         rows = {name: len(items) for name, items in record.tables()}

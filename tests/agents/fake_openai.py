@@ -48,6 +48,7 @@ import collections
 import contextlib
 import http.server
 import json
+import os
 import signal
 import socket
 import sys
@@ -609,7 +610,7 @@ class _Answer:
     """An HTTP answer: status, JSON payload, extra headers; ``payload`` None: drop the connection."""
 
     status: int
-    payload: dict[str, Any] | None
+    payload: dict[str, Any] | str | None
     headers: tuple[tuple[str, str], ...] = ()
 
 
@@ -648,9 +649,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if answer.payload is None:
             self.close_connection = True  # no response at all: the client sees the connection end
             return
-        data = json.dumps(answer.payload).encode("utf-8")
+        plain = isinstance(answer.payload, str)  # vLLM answers an adapter's loading in plain text
+        data = (answer.payload if plain else json.dumps(answer.payload)).encode("utf-8")
         self.send_response(answer.status)
-        self.send_header("content-type", "application/json")
+        self.send_header("content-type", "text/plain" if plain else "application/json")
         self.send_header("content-length", str(len(data)))
         for key, value in answer.headers:
             self.send_header(key, value)
@@ -674,6 +676,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         raw = self._body()
         if path == "/v1/chat/completions":
             self._send(self.server.fake._chat(raw, headers))
+        elif path in ("/v1/load_lora_adapter", "/v1/unload_lora_adapter"):
+            self._send(self.server.fake._adapter(path.rsplit("/", 1)[1], raw, headers))
         else:
             self._send(_Answer(404, {"detail": "Not Found"}))
 
@@ -703,12 +707,16 @@ class FakeOpenAI:
         latency: seconds each chat request waits before its answer (faults too).
         template: ``"stable"`` or ``"reformat"``: how past assistant turns are rendered in prompts.
         port: the port to listen on (0: a free one, kept across ``stop()`` and ``start()``).
+        enable_lora: serve vLLM's runtime LoRA endpoints (``/v1/load_lora_adapter``, unload);
+            an adapter is loaded when its folder exists, then listed and served by its name.
 
     Attributes:
         requests: every chat request body that parsed, in arrival order.
         headers: each one's request headers (lower-case names), in the same order.
         faults: failures that answer the next chat requests in place of the policy, leftmost first.
         max_in_flight: the most chat requests being served at one moment.
+        adapters: the LoRA adapters loaded: name → the folder it was loaded from.
+        adapter_requests: every adapter request body, in arrival order (with its endpoint).
     """
 
     def __init__(
@@ -720,6 +728,7 @@ class FakeOpenAI:
         latency: float = 0.0,
         template: str = "stable",
         port: int = 0,
+        enable_lora: bool = True,
     ):
         if template not in TEMPLATES:
             raise ValueError(f"template must be one of {TEMPLATES}, got {template!r}")
@@ -731,6 +740,9 @@ class FakeOpenAI:
         self.latency = latency
         self.template = template
         self.port = port
+        self.enable_lora = enable_lora
+        self.adapters: dict[str, str] = {}
+        self.adapter_requests: list[tuple[str, dict[str, Any]]] = []
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.faults: collections.deque[Fault] = collections.deque()
@@ -815,7 +827,58 @@ class FakeOpenAI:
             }
             for model in self.models
         ]
+        cards += [
+            {
+                "id": name,
+                "object": "model",
+                "created": self._created,
+                "owned_by": "vllm",
+                "root": path,
+                "parent": self.models[0],
+                "max_model_len": MAX_MODEL_LEN,
+                "permission": [],
+            }
+            for name, path in list(self.adapters.items())
+        ]
         return _Answer(200, {"object": "list", "data": cards})
+
+    def _adapter(self, action: str, raw: bytes, headers: dict[str, str]) -> _Answer:
+        """vLLM's runtime LoRA endpoints: load an adapter from a folder under a name, or unload it."""
+        refusal = self._refusal(headers)
+        if refusal is not None:
+            return refusal
+        if not self.enable_lora:
+            return _Answer(404, {"detail": "Not Found"})
+        try:
+            body = json.loads(raw)
+            name = body["lora_name"]
+        except (ValueError, KeyError, TypeError):
+            return _Answer(400, _error(400, "lora_name is required", "BadRequestError"))
+        with self._lock:
+            self.adapter_requests.append((action, body))
+            if action == "unload_lora_adapter":
+                if self.adapters.pop(name, None) is None:
+                    return _Answer(
+                        404, _error(404, f"The lora adapter '{name}' cannot be found.", "NotFoundError")
+                    )
+                return _Answer(200, f"Success: LoRA adapter '{name}' removed successfully.")
+            path = body.get("lora_path")
+            if not path:
+                return _Answer(
+                    400, _error(400, "Both 'lora_name' and 'lora_path' must be provided.", "BadRequestError")
+                )
+            if name in self.adapters or name in self.models:
+                return _Answer(
+                    400,
+                    _error(400, f"The lora adapter '{name}' has already been loaded.", "InvalidUserInput"),
+                )
+            if not os.path.exists(path):
+                return _Answer(
+                    404,
+                    _error(404, f"Loading lora {name} failed: No adapter found for {path}", "NotFoundError"),
+                )
+            self.adapters[name] = path
+        return _Answer(200, f"Success: LoRA adapter '{name}' added successfully.")
 
     def _chat(self, raw: bytes, headers: dict[str, str]) -> _Answer:
         with self._lock:
@@ -855,7 +918,7 @@ class FakeOpenAI:
             )
             return _Answer(fault.status, _error(fault.status, fault.message), extra)
         model = body.get("model") or self.models[0]
-        if model not in self.models:
+        if model not in self.models and model not in self.adapters:
             return _Answer(404, _error(404, f"The model `{model}` does not exist."))
         problem = _request_problem(body)
         if problem is not None:

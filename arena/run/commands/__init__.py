@@ -19,6 +19,7 @@ __all__ = [
     "EXIT_OK",
     "EXIT_REJECTED",
     "EXIT_ROLE_FAILED",
+    "EXIT_TRAINER_TIMEOUT",
     "EXIT_UNREADABLE",
 ]
 
@@ -30,5 +31,7 @@ EXIT_UNREADABLE: Final = 2
 """The input or the command could not be used (a missing file, malformed JSON, a bad option)."""
 EXIT_ROLE_FAILED: Final = 3
 """A run went through, but a role's calls never once returned without failure (an API outage, a broken role)."""
+EXIT_TRAINER_TIMEOUT: Final = 4
+"""A run with a ``[trainer]`` stopped because the trainer announced no policy in time: what was committed stays; ``coevo resume`` continues."""
 EXIT_INTERRUPTED: Final = 130
 """Ctrl-C (128 + SIGINT, as shells report it): what was committed stays; ``coevo resume`` continues a run."""

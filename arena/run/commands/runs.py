@@ -10,7 +10,7 @@ from typing import Any
 
 from coevo.arena.errors import CommandError
 from coevo.arena.run.columns import column_help
-from coevo.arena.run.commands import EXIT_INTERRUPTED, EXIT_ROLE_FAILED
+from coevo.arena.run.commands import EXIT_INTERRUPTED, EXIT_ROLE_FAILED, EXIT_TRAINER_TIMEOUT
 from coevo.arena.run.failures import ROLE_TABLE
 
 __all__ = ["add_commands", "cmd_resume", "cmd_run"]
@@ -148,6 +148,7 @@ def _run_locked(
     from coevo.arena.run.loop import run_experiment
     from coevo.arena.run.summary import summarize
     from coevo.arena.run.tracking import Tracking
+    from coevo.arena.run.trainer import TrainerTimeout
 
     events = EventLog(RunDir(run_dir))
     # a run directory elsewhere with no tracker destination named stops the run here
@@ -203,6 +204,11 @@ def _run_locked(
             f"committed); continue with `coevo resume {run_dir}`",
             status=EXIT_INTERRUPTED,
         ) from None
+    except TrainerTimeout as exc:
+        tracking.close(exc)
+        done = GameLog(run_dir).last_generation() + 1
+        events("trainer_timeout", run_dir=run_dir, generations=done, error=str(exc))
+        raise CommandError(str(exc), status=EXIT_TRAINER_TIMEOUT) from None
     except BaseException as exc:
         tracking.close(exc)  # as above; the error goes on
         raise

@@ -1,0 +1,675 @@
+"""The trainer hand-off: training batches out to an external trainer, policy versions back in.
+
+With a ``[trainer]`` table the Solver's learning step is a trainer's (prime-rl,
+verl, TRL, OpenRLHF, or :mod:`coevo.arena.run.reference_trainer`), and coevo is
+the environment-and-curriculum side of its run. ``docs/trainer.md`` is the
+protocol as a trainer author reads it; in short:
+
+* after generation ``g`` is committed, coevo hands out the batch
+  ``batch-{g:06d}``: one row per training rollout of ``g`` (:data:`BATCH_SCHEMA`),
+  built from the committed log, so the same batch whenever it is built;
+* the trainer trains on it and *announces* the policy it made
+  (:class:`Announcement`): a model name, or a LoRA adapter that coevo asks the
+  server to load (vLLM's ``/v1/load_lora_adapter``) before its next rollouts;
+* generation ``n`` plays only when the policy has been trained through batch
+  ``n − 1 − k`` (``run.max_staleness = k``; 0: strict order), with the newest
+  announced policy; the ``policies`` table says which, and every trajectory
+  is signed with it.
+
+Two transports. The **folder** (a local path or any pyarrow filesystem URI;
+default ``RUN_DIR/trainer``) hands each batch out *exactly once*: its file
+appears whole under its final name (written to a temporary name, then moved;
+one put on object stores) and is never written again, and a batch is built
+only from committed generations, so a ``kill -9`` of coevo before it was
+written is made good by ``coevo resume``. The **Ray queue** (a named actor in
+the run's cluster) delivers *at least once*: it lives with the driver, so after
+a ``kill -9`` of the driver ``coevo resume`` offers again every batch whose
+policy it has not seen announced, and a trainer drops a batch id it has
+trained on already.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable
+from typing import Any, Final, Literal, Protocol
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from coevo.arena.errors import ArenaError, LogError
+from coevo.arena.gamelog import GameLog, RunDir
+from coevo.arena.settings import StrictNumbers
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+__all__ = [
+    "BATCH_FORMAT",
+    "BATCH_SCHEMA",
+    "POLICY_FORMAT",
+    "Announcement",
+    "FolderTransport",
+    "QueueTransport",
+    "TrainerConfig",
+    "TrainerTimeout",
+    "Transport",
+    "batch_gen",
+    "batch_id",
+    "training_batch",
+    "transport_for",
+]
+
+BATCH_FORMAT: Final = "coevo.batch/1"
+"""The format of a training batch (its Parquet file's ``coevo.format`` metadata)."""
+POLICY_FORMAT: Final = "coevo.policy/1"
+"""The format of a trainer's announcement of a policy version."""
+
+_BATCH_ID: Final = re.compile(r"batch-(\d{6,})")
+
+
+class TrainerConfig(StrictNumbers):
+    """``[trainer]``: the Solver is trained by an external trainer (the hand-off).
+
+    Attributes:
+        transport: ``folder`` (a folder or object-store URI; exactly once) or
+            ``ray-queue`` (a named actor in the run's Ray cluster; at least once).
+        uri: the folder; empty: ``trainer`` inside the run directory.
+        queue: the queue actor's name (``ray-queue``); empty: ``coevo-trainer``.
+        timeout: seconds to wait for the trainer's announcement before the run
+            ends (its generations committed; ``coevo resume`` goes on).
+        poll: seconds between looks at the folder for an announcement.
+        load_adapters: ask the Solver's servers to load an announced LoRA adapter
+            (false: the trainer or an operator loads it; coevo only names it).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    transport: Literal["folder", "ray-queue"] = "folder"
+    uri: str = ""
+    queue: str = ""
+    timeout: float = Field(default=1800.0, gt=0)
+    poll: float = Field(default=0.5, gt=0, le=60)
+    load_adapters: bool = True
+
+
+class TrainerTimeout(ArenaError):
+    """The trainer announced no policy within ``trainer.timeout``: the run ends, resumable."""
+
+
+def batch_id(gen: int) -> str:
+    """The id of generation ``gen``'s batch: ``batch-000003`` (ids sort in generation order)."""
+    return f"batch-{gen:06d}"
+
+
+def batch_gen(batch: str) -> int:
+    """The generation of a batch id.
+
+    Raises:
+        ArenaError: not a batch id.
+    """
+    matched = _BATCH_ID.fullmatch(batch)
+    if matched is None:
+        raise ArenaError(f"{batch!r} is not a batch id (batch- and six or more digits)")
+    return int(matched.group(1))
+
+
+class Announcement(BaseModel):
+    """A trainer's announcement: the policy it made from a batch (``versions/<batch_id>.json``).
+
+    Attributes:
+        format: ``coevo.policy/1``.
+        batch_id: the batch it was trained through (every earlier batch too).
+        version: the policy's name: the trajectories it plays are signed with it.
+        model: the model name the Solver sends; default: ``version``.
+        lora_path: a LoRA adapter's folder, as the server sees it: the server loads
+            it as ``model`` before the next rollouts. Absent: ``model`` is served already.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    format: Literal["coevo.policy/1"] = POLICY_FORMAT
+    batch_id: str
+    version: str = Field(min_length=1, max_length=256)
+    model: str | None = Field(default=None, min_length=1, max_length=256)
+    lora_path: str | None = Field(default=None, min_length=1)
+
+    @field_validator("batch_id")
+    @classmethod
+    def _a_batch_id(cls, value: str) -> str:
+        batch_gen(value)
+        return value
+
+    @property
+    def served_as(self) -> str:
+        """The model name the Solver sends."""
+        return self.model or self.version
+
+    @property
+    def trained_through(self) -> int:
+        """The generation of the batch it was trained through."""
+        return batch_gen(self.batch_id)
+
+
+def read_announcement(data: bytes | str | dict[str, Any], where: str) -> Announcement:
+    """An announcement parsed and checked (data only).
+
+    Raises:
+        ArenaError: not an announcement (naming ``where`` and the problem, with the format's page).
+    """
+    try:
+        parsed = json.loads(data) if isinstance(data, bytes | str) else data
+        return Announcement.model_validate(parsed)
+    except (ValueError, ValidationError, ArenaError) as exc:
+        detail = (
+            "; ".join(f"{'.'.join(map(str, e['loc'])) or 'it'}: {e['msg']}" for e in exc.errors())
+            if isinstance(exc, ValidationError)
+            else str(exc)
+        )
+        raise ArenaError(
+            f"{where} is not a policy announcement ({detail}); docs/trainer.md gives the format: "
+            '{"format": "coevo.policy/1", "batch_id": ..., "version": ..., "model"?, "lora_path"?}'
+        ) from None
+
+
+# ---- the batch ------------------------------------------------------------------------------
+
+BATCH_SCHEMA: Final = pa.schema(
+    [
+        pa.field("batch_id", pa.string()),
+        pa.field("gen", pa.int32()),
+        pa.field("episode_id", pa.string()),
+        pa.field("task_id", pa.string()),
+        pa.field("level", pa.int64()),
+        pa.field("group_size", pa.int64()),
+        pa.field("reward", pa.float64()),
+        pa.field("advantage", pa.float64()),
+        pa.field("policy_version", pa.string()),
+        pa.field("model", pa.string()),
+        pa.field("prompt_messages", pa.string()),
+        pa.field("completion_messages", pa.string()),
+        pa.field("tools", pa.string()),
+        pa.field("sampling", pa.string()),
+        pa.field("layout", pa.string()),
+        pa.field("token_ids", pa.list_(pa.int64())),
+        pa.field("logprobs", pa.list_(pa.float64())),
+        pa.field("loss_mask", pa.list_(pa.int64())),
+        pa.field("turn_prompt_ids", pa.list_(pa.list_(pa.int64()))),
+        pa.field("turn_completion_ids", pa.list_(pa.list_(pa.int64()))),
+        pa.field("turn_logprobs", pa.list_(pa.list_(pa.float64()))),
+    ],
+    metadata={"coevo.format": BATCH_FORMAT},
+)
+"""A training batch: one row per training rollout of a generation (``docs/trainer.md`` describes each column)."""
+
+_FROM_TRAJECTORIES: Final = (
+    "episode_id",
+    "task_id",
+    "policy_version",
+    "model",
+    "tools",
+    "sampling",
+    "layout",
+    "token_ids",
+    "logprobs",
+    "loss_mask",
+    "turn_prompt_ids",
+    "turn_completion_ids",
+    "turn_logprobs",
+)
+
+
+def _split(messages: str) -> tuple[str, str]:
+    """A conversation as its prompt (up to the first assistant turn) and its completion (the rest), JSON."""
+    conversation = json.loads(messages)
+    first = next(
+        (i for i, m in enumerate(conversation) if m.get("role") == "assistant"), len(conversation)
+    )
+    return (
+        json.dumps(conversation[:first], ensure_ascii=False),
+        json.dumps(conversation[first:], ensure_ascii=False),
+    )
+
+
+def training_batch(log: GameLog, gen: int) -> pa.Table:
+    """Generation ``gen``'s batch, from its committed log: its training rollouts that were played.
+
+    A rollout the Solver could not play (its server down) is left out; each
+    rollout's ``advantage`` is its reward minus the mean reward of its group
+    (the rollouts of its task in this generation, ``group_size`` of them).
+
+    Raises:
+        LogError: the generation is not committed, or its parts cannot be read.
+    """
+    if gen > log.last_generation():
+        raise LogError(f"generation {gen} of {log.run.uri} is not committed: it has no batch yet")
+    trajectories = log.read("trajectories", gens=[gen])
+    played = pc.and_(
+        pc.equal(trajectories.column("purpose"), "train"),
+        pc.is_null(trajectories.column("failure")),
+    )
+    rows = trajectories.filter(played)
+    tasks = log.read("tasks", gens=range(gen + 1), columns=["task_id", "level"])
+    levels = dict(
+        zip(tasks.column("task_id").to_pylist(), tasks.column("level").to_pylist(), strict=True)
+    )
+    task_ids = rows.column("task_id").to_pylist()
+    rewards = [float(r) for r in rows.column("reward").to_pylist()]
+    groups: dict[str, list[float]] = {}
+    for task, reward in zip(task_ids, rewards, strict=True):
+        groups.setdefault(task, []).append(reward)
+    means = {task: sum(r) / len(r) for task, r in groups.items()}
+    prompts, completions = zip(*map(_split, rows.column("messages").to_pylist()), strict=True) or (
+        (),
+        (),
+    )
+    count = rows.num_rows
+    columns: dict[str, Any] = {
+        "batch_id": [batch_id(gen)] * count,
+        "gen": [gen] * count,
+        "level": [levels.get(t) for t in task_ids],
+        "group_size": [len(groups[t]) for t in task_ids],
+        "reward": rewards,
+        "advantage": [r - means[t] for r, t in zip(rewards, task_ids, strict=True)],
+        "prompt_messages": list(prompts),
+        "completion_messages": list(completions),
+    }
+    for name in _FROM_TRAJECTORIES:
+        columns[name] = rows.column(name)
+    return pa.table(
+        {field.name: pa.array(columns[field.name], field.type) for field in BATCH_SCHEMA}
+        if count
+        else {field.name: pa.array([], field.type) for field in BATCH_SCHEMA},
+        schema=BATCH_SCHEMA,
+    )
+
+
+def _parquet(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink)
+    return sink.getvalue().to_pybytes()
+
+
+def read_batch_bytes(data: bytes, where: str) -> pa.Table:
+    """A batch file's table, checked to be a batch.
+
+    Raises:
+        ArenaError: not a coevo batch (naming ``where``).
+    """
+    try:
+        table = pq.read_table(pa.BufferReader(data))
+    except (OSError, pa.ArrowException) as exc:
+        raise ArenaError(f"{where} is not a readable Parquet batch: {exc}") from None
+    fmt = (table.schema.metadata or {}).get(b"coevo.format", b"").decode()
+    if fmt != BATCH_FORMAT:
+        raise ArenaError(f"{where} is not a {BATCH_FORMAT} batch (its format is {fmt or 'unset'!r})")
+    return table
+
+
+# ---- transports -----------------------------------------------------------------------------
+
+
+class Transport(Protocol):
+    """Where batches go and announcements come from (coevo's side and the trainer's)."""
+
+    def claim(self, run: str) -> None:
+        """Tie the transport to the run ``run`` (refuse one that serves another run)."""
+        ...
+
+    def offer(self, batch: str, table: pa.Table) -> bool:
+        """Hand the batch out unless it was already; True when it was handed out now."""
+        ...
+
+    def offered(self) -> list[str]:
+        """The batch ids handed out, sorted."""
+        ...
+
+    def announcements(self) -> dict[str, Announcement]:
+        """Every announcement made, by batch id."""
+        ...
+
+
+class FolderTransport:
+    """The folder transport (exactly once): ``batches/``, ``versions/`` and ``transport.json`` in a folder or URI.
+
+    Args:
+        uri: the folder (a local path or any pyarrow filesystem URI).
+    """
+
+    def __init__(self, uri: str):
+        self.dir = RunDir(uri)
+        self.uri = uri
+
+    def claim(self, run: str) -> None:
+        """Write ``transport.json`` naming the run; refuse a folder another run's batches are in.
+
+        Raises:
+            ArenaError: the folder serves another run.
+        """
+        record = {"format": "coevo.trainer/1", "run": run}
+        if self.dir.exists("transport.json"):
+            try:
+                there = json.loads(self.dir.read_bytes("transport.json")).get("run")
+            except (OSError, ValueError, AttributeError):
+                there = None
+            if there != run:
+                raise ArenaError(
+                    f"the trainer folder {self.uri} serves another run ({there!r}); give this "
+                    "run a folder of its own (trainer.uri), or leave it empty for RUN_DIR/trainer"
+                )
+            return
+        self.dir.write_bytes(json.dumps(record).encode(), "transport.json")
+
+    def offer(self, batch: str, table: pa.Table) -> bool:
+        """Write ``batches/<batch>.parquet`` whole (moved into place), unless it is there.
+
+        Returns:
+            True when it was written now; False when it was handed out before.
+        """
+        name = f"{batch}.parquet"
+        if self.dir.exists("batches", name):
+            return False
+        self.dir.write_bytes(_parquet(table), "batches", name)
+        return True
+
+    def offered(self) -> list[str]:
+        """The batches handed out (names ending ``.parquet``: a temporary ``.partial`` is not one)."""
+        return [n.removesuffix(".parquet") for n in self.dir.listdir("batches") if _batch_file(n)]
+
+    def read(self, batch: str) -> pa.Table:
+        """A batch's rows (the trainer's side).
+
+        Raises:
+            ArenaError: the file is not a coevo batch.
+        """
+        return read_batch_bytes(
+            self.dir.read_bytes("batches", f"{batch}.parquet"),
+            f"{self.uri}/batches/{batch}.parquet",
+        )
+
+    def announcements(self) -> dict[str, Announcement]:
+        """Every announcement in ``versions/`` (written whole by the trainer), by batch id.
+
+        Raises:
+            ArenaError: a file there is not an announcement, or is named for another batch.
+        """
+        out: dict[str, Announcement] = {}
+        for name in self.dir.listdir("versions"):
+            if not name.endswith(".json") or name.startswith((".", "_")):
+                continue
+            where = f"{self.uri}/versions/{name}"
+            announcement = read_announcement(self.dir.read_bytes("versions", name), where)
+            if announcement.batch_id != name.removesuffix(".json"):
+                raise ArenaError(
+                    f"{where} announces a policy for {announcement.batch_id}: an announcement "
+                    "is named after its batch (versions/<batch_id>.json)"
+                )
+            out[announcement.batch_id] = announcement
+        return out
+
+    def announce(self, announcement: Announcement) -> None:
+        """Write ``versions/<batch_id>.json`` whole (the trainer's side)."""
+        data = announcement.model_dump_json(exclude_none=True).encode()
+        self.dir.write_bytes(data, "versions", f"{announcement.batch_id}.json")
+
+
+def _batch_file(name: str) -> bool:
+    return name.endswith(".parquet") and _BATCH_ID.fullmatch(name.removesuffix(".parquet")) is not None
+
+
+class BatchQueue:
+    """The Ray queue transport's actor: batches in order of their ids, announcements back.
+
+    Held by the driver's Ray job: it does not survive a ``kill -9`` of the driver,
+    so ``coevo resume`` offers again what was not announced (at least once).
+    """
+
+    def __init__(self) -> None:
+        self.run: str | None = None
+        self.batches: dict[str, pa.Table] = {}
+        self.taken: set[str] = set()
+        self.said: dict[str, dict[str, Any]] = {}
+
+    def claim(self, run: str) -> str | None:
+        """Tie the queue to ``run``; the run it serves already, if another."""
+        if self.run is None:
+            self.run = run
+        return None if self.run == run else self.run
+
+    def offer(self, batch: str, table: pa.Table) -> bool:
+        """Queue a batch unless it is queued already."""
+        if batch in self.batches:
+            return False
+        self.batches[batch] = table
+        return True
+
+    def offered(self) -> list[str]:
+        """The batch ids queued, sorted."""
+        return sorted(self.batches)
+
+    def take(self) -> tuple[str, pa.Table] | None:
+        """The first batch not yet taken (the trainer's side), or None."""
+        for batch in sorted(self.batches):
+            if batch not in self.taken:
+                self.taken.add(batch)
+                return batch, self.batches[batch]
+        return None
+
+    def announce(self, announcement: dict[str, Any]) -> None:
+        """Record an announcement (the trainer's side)."""
+        self.said[str(announcement.get("batch_id"))] = dict(announcement)
+
+    def announcements(self) -> dict[str, dict[str, Any]]:
+        """Every announcement, by batch id."""
+        return dict(self.said)
+
+
+class QueueTransport:
+    """The Ray queue transport (at least once): a named :class:`BatchQueue` actor in the run's cluster.
+
+    Args:
+        name: the actor's name (a trainer in the cluster finds it with ``ray.get_actor(name)``).
+        create: create the actor if it does not exist (coevo's side); the trainer's side waits for it.
+    """
+
+    def __init__(self, name: str, *, create: bool = True):
+        import ray  # the folder transport, and the reference trainer with it, need no Ray
+
+        self.ray = ray
+        self.name = name
+        if create:
+            self.actor = (
+                ray.remote(BatchQueue)
+                .options(name=name, get_if_exists=True, num_cpus=0)
+                .remote()
+            )
+        else:
+            self.actor = ray.get_actor(name)
+
+    def claim(self, run: str) -> None:
+        """Tie the queue to the run.
+
+        Raises:
+            ArenaError: the queue of that name serves another run.
+        """
+        other = self.ray.get(self.actor.claim.remote(run))
+        if other is not None:
+            raise ArenaError(
+                f"the Ray queue {self.name!r} serves another run ({other!r}); give this run "
+                "another trainer.queue"
+            )
+
+    def offer(self, batch: str, table: pa.Table) -> bool:
+        """Queue the batch unless it is queued already."""
+        return bool(self.ray.get(self.actor.offer.remote(batch, table)))
+
+    def offered(self) -> list[str]:
+        """The batch ids queued."""
+        return list(self.ray.get(self.actor.offered.remote()))
+
+    def take(self) -> tuple[str, pa.Table] | None:
+        """The next batch for the trainer, or None."""
+        return self.ray.get(self.actor.take.remote())
+
+    def announcements(self) -> dict[str, Announcement]:
+        """Every announcement, by batch id, checked.
+
+        Raises:
+            ArenaError: one is not an announcement.
+        """
+        said = self.ray.get(self.actor.announcements.remote())
+        return {
+            batch: read_announcement(data, f"the announcement for {batch} on queue {self.name!r}")
+            for batch, data in said.items()
+        }
+
+    def announce(self, announcement: Announcement) -> None:
+        """Announce a policy (the trainer's side)."""
+        self.ray.get(self.actor.announce.remote(announcement.model_dump(exclude_none=True)))
+
+
+def transport_for(config: TrainerConfig, run: RunDir) -> FolderTransport | QueueTransport:
+    """The transport a ``[trainer]`` table names, for the run in ``run``."""
+    if config.transport == "ray-queue":
+        return QueueTransport(config.queue or "coevo-trainer")
+    return FolderTransport(config.uri or f"{run.uri.rstrip('/')}/trainer")
+
+
+# ---- coevo's side ---------------------------------------------------------------------------
+
+
+class Handoff:
+    """The loop's side of the hand-off: hand out each committed generation's batch, wait for policies.
+
+    Args:
+        config: the ``[trainer]`` table.
+        log: the run's game log.
+        max_staleness: ``run.max_staleness``.
+        transport: where batches go (default: the one ``config`` names).
+        events: ``events(name, **fields)``.
+        clock: the time source (tests pass one).
+        sleep: how to wait between looks.
+    """
+
+    def __init__(
+        self,
+        config: TrainerConfig,
+        log: GameLog,
+        max_staleness: int,
+        *,
+        transport: Transport | None = None,
+        events: Callable[..., None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ):
+        self.config = config
+        self.log = log
+        self.k = max_staleness
+        self.transport = transport or transport_for(config, log.run)
+        self.events = events or (lambda event, **kw: None)
+        self.clock = clock
+        self.sleep = sleep
+        self.policy: Announcement | None = None  # the newest policy adopted
+
+    @property
+    def trained_through(self) -> int:
+        """The last generation whose batch the policy in use was trained on (-1: none)."""
+        return -1 if self.policy is None else self.policy.trained_through
+
+    def start(self, committed: int, policy: Announcement | None) -> list[str]:
+        """Claim the transport and hand out every committed generation's batch not yet handed out.
+
+        Args:
+            committed: generations committed so far.
+            policy: the policy the last checkpoint played (None: the base model).
+
+        Returns:
+            The batch ids handed out now (after a crash between a commit and its hand-out).
+        """
+        self.transport.claim(self.log.run.uri)
+        self.policy = policy
+        offered = set(self.transport.offered())
+        out = []
+        for gen in range(committed):
+            batch = batch_id(gen)
+            if batch not in offered and self.transport.offer(batch, training_batch(self.log, gen)):
+                out.append(batch)
+        return out
+
+    def hand_out(self, gen: int) -> bool:
+        """Hand out committed generation ``gen``'s batch (once); True when it went now."""
+        batch = batch_id(gen)
+        return self.transport.offer(batch, training_batch(self.log, gen))
+
+    def policy_for(self, gen: int, runs_until: int) -> Announcement | None:
+        """The policy generation ``gen`` plays: the newest announced, trained through batch ``gen − 1 − k`` at least.
+
+        Waits for the trainer when it is behind, up to ``trainer.timeout``.
+
+        Args:
+            gen: the generation about to play.
+            runs_until: the run's planned generations (for the message).
+
+        Returns:
+            The announcement to adopt, or None to keep the policy in use.
+
+        Raises:
+            TrainerTimeout: no announcement in time (the message says how to resume).
+            ArenaError: an announcement that cannot be read, or one for a batch not handed out.
+        """
+        needed = gen - 1 - self.k
+        started = self.clock()
+        waited = False
+        while True:
+            newest = self._newest(gen)
+            if newest is not None and newest.trained_through >= needed:
+                break
+            if needed < 0 or self.trained_through >= needed:
+                newest = None
+                break
+            if not waited:
+                waited = True
+                self.events("trainer_waiting", gen=gen, batch=batch_id(needed))
+            if self.clock() - started >= self.config.timeout:
+                raise TrainerTimeout(self._timeout_message(gen, needed))
+            self.sleep(self.config.poll)
+        if newest is None or (self.policy is not None and newest == self.policy):
+            return None
+        return newest
+
+    def _newest(self, gen: int) -> Announcement | None:
+        """The announcement for the latest batch before ``gen``, newer than the policy in use (or None)."""
+        said = self.transport.announcements()
+        for batch in said:
+            if batch_gen(batch) >= gen:
+                raise ArenaError(
+                    f"the trainer announced a policy for {batch}, a batch not handed out yet "
+                    f"(generation {gen} is about to play); announce only for batches it has read"
+                )
+        candidates = [a for a in said.values() if a.trained_through > self.trained_through]
+        return max(candidates, key=lambda a: a.trained_through, default=None)
+
+    def adopted(self, announcement: Announcement) -> None:
+        """The policy now in use (after its adapter was loaded)."""
+        self.policy = announcement
+
+    def _timeout_message(self, gen: int, needed: int) -> str:
+        where = (
+            f"{self.transport.uri}/batches"
+            if isinstance(self.transport, FolderTransport)
+            else f"the Ray queue {getattr(self.transport, 'name', '')!r}"
+        )
+        run = self.log.run.uri
+        return (
+            f"the trainer announced no policy trained through {batch_id(needed)} within "
+            f"{self.config.timeout:g} s (trainer.timeout), so generation {gen} cannot play "
+            f"(run.max_staleness = {self.k}); generations 0–{gen - 1} are committed and their "
+            f"batches are in {where}. Start or fix the trainer (e.g. `coevo reference-trainer "
+            f"{run}`), then continue with `coevo resume {run}`"
+        )
+
+
+def announced_policy(data: Any) -> Announcement | None:
+    """The policy a checkpoint recorded (None: the base model)."""
+    return None if data is None else read_announcement(data, "the checkpoint's policy")
+
