@@ -259,10 +259,7 @@ def training_batch(log: GameLog, gen: int) -> pa.Table:
     for task, reward in zip(task_ids, rewards, strict=True):
         groups.setdefault(task, []).append(reward)
     means = {task: sum(r) / len(r) for task, r in groups.items()}
-    prompts, completions = zip(*map(_split, rows.column("messages").to_pylist()), strict=True) or (
-        (),
-        (),
-    )
+    split = [_split(messages) for messages in rows.column("messages").to_pylist()]
     count = rows.num_rows
     columns: dict[str, Any] = {
         "batch_id": [batch_id(gen)] * count,
@@ -271,17 +268,16 @@ def training_batch(log: GameLog, gen: int) -> pa.Table:
         "group_size": [len(groups[t]) for t in task_ids],
         "reward": rewards,
         "advantage": [r - means[t] for r, t in zip(rewards, task_ids, strict=True)],
-        "prompt_messages": list(prompts),
-        "completion_messages": list(completions),
+        "prompt_messages": [prompt for prompt, _ in split],
+        "completion_messages": [completion for _, completion in split],
     }
-    for name in _FROM_TRAJECTORIES:
-        columns[name] = rows.column(name)
-    return pa.table(
-        {field.name: pa.array(columns[field.name], field.type) for field in BATCH_SCHEMA}
-        if count
-        else {field.name: pa.array([], field.type) for field in BATCH_SCHEMA},
-        schema=BATCH_SCHEMA,
-    )
+    arrays = [
+        rows.column(f.name).cast(f.type)
+        if f.name in _FROM_TRAJECTORIES
+        else pa.chunked_array([pa.array(columns[f.name], f.type)])
+        for f in BATCH_SCHEMA
+    ]
+    return pa.Table.from_arrays(arrays, schema=BATCH_SCHEMA).combine_chunks()
 
 
 def _parquet(table: pa.Table) -> bytes:

@@ -1,0 +1,527 @@
+"""The trainer hand-off: batches out exactly once, policies in, bounded staleness, and crashes of either side."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from coevo.arena.errors import ArenaError, LogError
+from coevo.arena.gamelog import GameLog, GenerationRecord, TaskRow, TrajectoryRow
+from coevo.arena.run.reference_trainer import JOURNAL, ReferenceTrainer, TrainerSettings, journal
+from coevo.arena.run.trainer import (
+    BATCH_SCHEMA,
+    Announcement,
+    FolderTransport,
+    Handoff,
+    TrainerConfig,
+    TrainerTimeout,
+    batch_id,
+    training_batch,
+)
+
+from tests.agents.fake_openai import ExplorerPolicy, FakeOpenAI
+
+KEY = "sk-fake-trainer-key"
+
+
+# ---- the batch ------------------------------------------------------------------------------
+
+
+def _trajectory(episode: str, task: str, reward: int, **extra: Any) -> TrajectoryRow:
+    messages = [
+        {"role": "system", "content": "s"},
+        {"role": "user", "content": f"do {task}"},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c1"}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+    ]
+    cells: dict[str, Any] = {
+        "episode_id": episode,
+        "task_id": task,
+        "purpose": "train",
+        "policy_version": "v0",
+        "provider": "openai",
+        "model": "m",
+        "reward": reward,
+        "failure": None,
+        "messages": json.dumps(messages),
+        "tools": "[]",
+        "sampling": "{}",
+        "turns": 1,
+        "bad_steps": 0,
+        "finish_reasons": ["tool_calls"],
+        "input_tokens": 3,
+        "output_tokens": 2,
+        "turn_prompt_ids": [[1, 2, 3]],
+        "turn_completion_ids": [[4, 5]],
+        "turn_logprobs": [[-0.1, -0.2]],
+        "token_ids": [1, 2, 3, 4, 5],
+        "logprobs": [None, None, None, -0.1, -0.2],
+        "loss_mask": [0, 0, 0, 1, 1],
+        "layout": "interleaved",
+        "note": None,
+    }
+    return TrajectoryRow(**{**cells, **extra})
+
+
+def _task(task: str, level: int) -> TaskRow:
+    return TaskRow(
+        task_id=task,
+        world_id="w",
+        source="fresh",
+        level=level,
+        family=None,
+        domain="retail",
+        parent=None,
+        operator=None,
+        spec="{}",
+    )
+
+
+def _committed(run: Path, gen: int, trajectories: list[TrajectoryRow], tasks: list[TaskRow]) -> GameLog:
+    log = GameLog(str(run))
+    record = GenerationRecord(gen, tasks=tasks, trajectories=trajectories)
+    parts = log.write(record)
+    log.commit(gen, parts, {name: len(rows) for name, rows in record.tables()}, {})
+    return log
+
+
+def test_a_batch_holds_each_played_training_rollout_with_its_group_relative_advantage(tmp_path) -> None:
+    """Rewards, advantages (reward − the task group's mean), levels, the prompt/completion split and the tokens; failed and eval episodes left out."""
+    rows = [
+        _trajectory("e1", "t-a", 1),
+        _trajectory("e2", "t-a", 0),
+        _trajectory("e3", "t-a", 0),
+        _trajectory("e4", "t-b", 1),
+        _trajectory("e5", "t-b", 0, failure="the server was down"),
+        _trajectory("e6", "t-b", 1, purpose="eval"),
+        _trajectory("e7", "t-c", 0, token_ids=None, logprobs=None, loss_mask=None, layout=None),
+    ]
+    log = _committed(tmp_path, 0, rows, [_task("t-a", 2), _task("t-b", 3), _task("t-c", 1)])
+    batch = training_batch(log, 0)
+    assert batch.schema.equals(BATCH_SCHEMA, check_metadata=True)
+    got = {r["episode_id"]: r for r in batch.to_pylist()}
+    assert sorted(got) == ["e1", "e2", "e3", "e4", "e7"]
+    assert got["e1"]["advantage"] == pytest.approx(1 - 1 / 3)
+    assert got["e2"]["advantage"] == pytest.approx(-1 / 3)
+    assert got["e4"]["advantage"] == 0.0 and got["e4"]["group_size"] == 1
+    assert {r["batch_id"] for r in got.values()} == {"batch-000000"}
+    assert (got["e1"]["level"], got["e4"]["level"], got["e7"]["level"]) == (2, 3, 1)
+    prompt = json.loads(got["e1"]["prompt_messages"])
+    completion = json.loads(got["e1"]["completion_messages"])
+    assert [m["role"] for m in prompt] == ["system", "user"]
+    assert [m["role"] for m in completion] == ["assistant", "tool"]
+    assert got["e1"]["loss_mask"] == [0, 0, 0, 1, 1] and got["e1"]["token_ids"] == [1, 2, 3, 4, 5]
+    assert got["e7"]["token_ids"] is None and got["e7"]["turn_completion_ids"] == [[4, 5]]
+    with pytest.raises(LogError, match="not committed"):
+        training_batch(log, 1)
+
+
+def test_a_generation_with_no_playable_rollout_makes_an_empty_batch(tmp_path) -> None:
+    """The trainer still gets the batch (and announces), so the run never waits for nothing."""
+    log = _committed(tmp_path, 0, [_trajectory("e1", "t", 0, failure="down")], [_task("t", 1)])
+    batch = training_batch(log, 0)
+    assert batch.num_rows == 0 and batch.schema.equals(BATCH_SCHEMA)
+
+
+# ---- the folder transport -------------------------------------------------------------------
+
+
+def test_the_folder_hands_a_batch_out_once_and_never_rewrites_it(tmp_path) -> None:
+    """A second offer of the same id is refused and leaves the file as it was; a temporary file is no batch."""
+    folder = FolderTransport(str(tmp_path / "t"))
+    folder.claim("run-a")
+    table = pa.table({f.name: pa.array([], f.type) for f in BATCH_SCHEMA}, schema=BATCH_SCHEMA)
+    assert folder.offer("batch-000000", table) is True
+    written = (tmp_path / "t" / "batches" / "batch-000000.parquet").read_bytes()
+    assert folder.offer("batch-000000", table.slice(0, 0)) is False
+    assert (tmp_path / "t" / "batches" / "batch-000000.parquet").read_bytes() == written
+    (tmp_path / "t" / "batches" / "batch-000001.parquet.partial").write_bytes(b"half")
+    assert folder.offered() == ["batch-000000"]
+    assert folder.read("batch-000000").num_rows == 0
+    (tmp_path / "t" / "batches" / "batch-000002.parquet").write_bytes(b"not parquet")
+    with pytest.raises(ArenaError, match="not a readable Parquet batch"):
+        folder.read("batch-000002")
+
+
+def test_a_folder_of_another_run_is_refused(tmp_path) -> None:
+    """Two runs never share one trainer folder (their batch ids would collide)."""
+    FolderTransport(str(tmp_path)).claim("run-a")
+    FolderTransport(str(tmp_path)).claim("run-a")
+    with pytest.raises(ArenaError, match="serves another run .'run-a'.*trainer.uri"):
+        FolderTransport(str(tmp_path)).claim("run-b")
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        ("{not json", "not a policy announcement"),
+        ('{"batch_id": "batch-000000"}', "version: Field required"),
+        ('{"batch_id": "b0", "version": "v"}', "'b0' is not a batch id"),
+        ('{"batch_id": "batch-000000", "version": "v", "lora_paht": "/x"}', "lora_paht: Extra"),
+        ('{"batch_id": "batch-000001", "version": "v"}', "is named after its batch"),
+    ],
+)
+def test_a_malformed_announcement_is_named_with_what_is_wrong(tmp_path, content, problem) -> None:
+    """The file, the problem and the format's page; never executed, never guessed at."""
+    (tmp_path / "versions").mkdir()
+    (tmp_path / "versions" / "batch-000000.json").write_text(content)
+    with pytest.raises(ArenaError, match=problem) as caught:
+        FolderTransport(str(tmp_path)).announcements()
+    assert "batch-000000.json" in str(caught.value)
+
+
+# ---- waiting for policies -------------------------------------------------------------------
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def _handoff(tmp_path: Path, k: int, timeout: float = 10.0) -> tuple[Handoff, FolderTransport, _Clock]:
+    clock = _Clock()
+    folder = FolderTransport(str(tmp_path / "trainer"))
+    handoff = Handoff(
+        TrainerConfig(timeout=timeout, poll=1.0),
+        GameLog(str(tmp_path)),
+        k,
+        transport=folder,
+        clock=clock,
+        sleep=clock.sleep,
+    )
+    return handoff, folder, clock
+
+
+def _say(folder: FolderTransport, gen: int, **extra: Any) -> Announcement:
+    announcement = Announcement(batch_id=batch_id(gen), version=f"v{gen + 1}", **extra)
+    folder.announce(announcement)
+    return announcement
+
+
+def test_strict_order_waits_for_the_policy_trained_on_the_previous_batch(tmp_path) -> None:
+    """k = 0: generation n plays only the policy trained through batch n − 1; the newest such."""
+    handoff, folder, _ = _handoff(tmp_path, 0)
+    assert handoff.policy_for(0, 5) is None  # generation 0: the served model
+    with pytest.raises(TrainerTimeout):
+        handoff.policy_for(1, 5)
+    first = _say(folder, 0)
+    assert handoff.policy_for(1, 5) == first
+    handoff.adopted(first)
+    assert handoff.policy_for(1, 5) is None  # adopted already: nothing new
+    with pytest.raises(TrainerTimeout):
+        handoff.policy_for(2, 5)
+
+
+def test_staleness_k_lets_generation_n_play_while_batch_n_minus_1_trains_never_more(tmp_path) -> None:
+    """k = 2: generations 1 and 2 play the base model; generation 3 needs batch 0's policy; the newest is taken."""
+    handoff, folder, _ = _handoff(tmp_path, 2)
+    assert handoff.policy_for(1, 9) is None and handoff.policy_for(2, 9) is None
+    with pytest.raises(TrainerTimeout):
+        handoff.policy_for(3, 9)
+    _say(folder, 0)
+    newest = _say(folder, 1)
+    assert handoff.policy_for(3, 9) == newest  # trained through batch 1: fresher than needed
+    handoff.adopted(newest)
+    assert handoff.policy_for(4, 9) is None  # batch 1 ≥ 4 − 1 − 2: no wait, nothing newer
+    with pytest.raises(TrainerTimeout):
+        handoff.policy_for(5, 9)
+
+
+def test_the_timeout_message_says_what_is_committed_and_how_to_resume(tmp_path) -> None:
+    """The run stops after trainer.timeout seconds of waiting, resumable."""
+    handoff, _, clock = _handoff(tmp_path, 0, timeout=30.0)
+    with pytest.raises(TrainerTimeout) as caught:
+        handoff.policy_for(4, 9)
+    message = str(caught.value)
+    assert clock.now == pytest.approx(30.0)
+    for part in ("batch-000003", "30 s (trainer.timeout)", "0–3 are committed", "coevo resume"):
+        assert part in message
+
+
+def test_an_announcement_for_a_batch_not_handed_out_is_an_error(tmp_path) -> None:
+    """A trainer that announces ahead of the batches has a bug; the run says so instead of guessing."""
+    handoff, folder, _ = _handoff(tmp_path, 0)
+    _say(folder, 3)
+    with pytest.raises(ArenaError, match="batch-000003, a batch not handed out yet"):
+        handoff.policy_for(2, 9)
+
+
+def test_a_batch_committed_but_not_handed_out_goes_out_when_the_run_resumes(tmp_path) -> None:
+    """A driver killed between a commit and its hand-out: start() hands out exactly the missing batches."""
+    for gen in range(3):
+        _committed(tmp_path, gen, [_trajectory(f"e{gen}", "t", 1)], [_task("t", 1)])
+    handoff, folder, _ = _handoff(tmp_path, 0)
+    folder.offer(batch_id(0), training_batch(GameLog(str(tmp_path)), 0))
+    assert handoff.start(3, None) == ["batch-000001", "batch-000002"]
+    assert handoff.start(3, None) == []
+    assert folder.offered() == ["batch-000000", "batch-000001", "batch-000002"]
+
+
+# ---- the reference trainer ------------------------------------------------------------------
+
+
+def _run_dir_with_batches(tmp_path: Path, gens: int, generations: int) -> Path:
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "experiment.json").write_text(json.dumps({"run": {"generations": generations}, "trainer": {}}))
+    folder = FolderTransport(str(run / "trainer"))
+    folder.claim(str(run))
+    for gen in range(gens):
+        log = _committed(run, gen, [_trajectory(f"e{gen}", "t", gen % 2)], [_task("t", 1)])
+        folder.offer(batch_id(gen), training_batch(log, gen))
+    return run
+
+
+def test_the_reference_trainer_trains_each_batch_once_and_announces_a_lora_version(tmp_path) -> None:
+    """One journal entry and one announcement per batch; each version an adapter folder; it stops when the run is finished."""
+    run = _run_dir_with_batches(tmp_path, 3, 3)
+    lines: list[str] = []
+    trainer = ReferenceTrainer(TrainerSettings(str(run), poll=0.01), say=lines.append)
+    assert trainer.serve() == 3
+    folder = FolderTransport(str(run / "trainer"))
+    entries = journal(folder)
+    assert [e["batch_id"] for e in entries] == ["batch-000000", "batch-000001", "batch-000002"]
+    said = folder.announcements()
+    assert [said[b].version for b in sorted(said)] == ["reference-v1", "reference-v2", "reference-v3"]
+    assert all(Path(a.lora_path or "").is_dir() for a in said.values())
+    assert "the run is finished: 3 batches trained" in lines[-1]
+    # started again: nothing left to train
+    assert ReferenceTrainer(TrainerSettings(str(run), poll=0.01), say=lines.append).serve() == 0
+    assert len(journal(folder)) == 3
+
+
+def test_a_trainer_killed_between_its_step_and_its_announcement_announces_without_training_again(
+    tmp_path,
+) -> None:
+    """The journal is the step's checkpoint: the batch is announced, not trained twice."""
+    run = _run_dir_with_batches(tmp_path, 2, 2)
+    folder = FolderTransport(str(run / "trainer"))
+    entry = {"batch_id": "batch-000000", "version": "reference-v1", "rows": 1, "step": 1}
+    folder.dir.write_bytes((json.dumps(entry) + "\n").encode(), *JOURNAL)
+    trained = ReferenceTrainer(
+        TrainerSettings(str(run), poll=0.01, announce="model"), say=lambda line: None
+    ).serve()
+    assert trained == 1  # batch 1 only
+    assert [e["batch_id"] for e in journal(folder)] == ["batch-000000", "batch-000001"]
+    assert sorted(folder.announcements()) == ["batch-000000", "batch-000001"]
+    assert folder.announcements()["batch-000000"].lora_path is None
+
+
+def test_the_reference_trainer_waits_for_a_run_that_does_not_exist_yet(tmp_path) -> None:
+    """Started first, it waits; with --wait it gives up with a clear message."""
+    lines: list[str] = []
+    trainer = ReferenceTrainer(
+        TrainerSettings(str(tmp_path / "later"), poll=0.01, wait=0.05), say=lines.append
+    )
+    with pytest.raises(ArenaError, match="waited 0.05 s for the run directory"):
+        trainer.serve()
+    assert lines == [f"waiting for the run directory {tmp_path / 'later'}"]
+
+
+# ---- runs through the hand-off --------------------------------------------------------------
+
+TRAINER_RUN = [
+    "--set",
+    "solver.config.max_steps=3",
+    "--set",
+    "curriculum.tasks_per_gen=3",
+    "--set",
+    "eval.per_level=1",
+    "--set",
+    "trainer.poll=0.05",
+    "--set",
+    "trainer.timeout=120",
+]
+
+
+def _reference_trainer(run_dir: Path, *extra: str, env: dict[str, str] | None = None) -> subprocess.Popen:
+    """``coevo reference-trainer RUN_DIR`` as a process of its own."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "coevo.arena.run.cli", "reference-trainer", str(run_dir), "--poll", "0.05", *extra],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+    )
+
+
+def _version_trained_through(run_dir: Path) -> dict[str, int]:
+    """Each announced version → the generation of the batch it was trained through (-1: the base)."""
+    said = FolderTransport(str(run_dir / "trainer")).announcements()
+    return {a.version: a.trained_through for a in said.values()}
+
+
+def _assert_each_batch_trained_once_and_equal_to_the_log(run_dir: Path, generations: int) -> None:
+    folder = FolderTransport(str(run_dir / "trainer"))
+    trained = [e["batch_id"] for e in journal(folder)]
+    assert trained == [batch_id(g) for g in range(generations)]  # each once, in order
+    log = GameLog(str(run_dir))
+    for gen in range(generations):
+        handed = folder.read(batch_id(gen))
+        assert handed.equals(training_batch(log, gen))  # what went out is what the log holds
+        entry = journal(folder)[gen]
+        assert entry["rows"] == handed.num_rows
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("ray_cluster")
+def test_three_generations_through_the_hand_off_advance_the_policy(monkeypatch, tmp_path) -> None:
+    """experiments/openai-trainer.toml with the reference trainer as a process: batches out, LoRA versions loaded and played, in strict order."""
+    from coevo.arena.run.cli import main
+
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    run_dir = tmp_path / "run"
+    with FakeOpenAI(ExplorerPolicy(2), models=["base-model"], api_key=KEY) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        trainer = _reference_trainer(run_dir)  # before the run exists
+        try:
+            code = main(["run", "openai-trainer", "--out", str(run_dir), *TRAINER_RUN])
+            output, _ = trainer.communicate(timeout=60)
+        finally:
+            trainer.kill()
+        loaded = [body["lora_name"] for action, body in server.adapter_requests]
+        models = [body["model"] for body in server.requests]
+    assert code == 0 and trainer.returncode == 0, output
+    assert "waiting for the run directory" in output and "the run is finished: 3 batches" in output
+    assert loaded == ["reference-v1", "reference-v2"]  # the third trains after the last rollouts
+    assert {"base-model", "reference-v1", "reference-v2"} <= set(models)
+    log = GameLog(str(run_dir))
+    policies = log.read("policies").to_pylist()
+    assert [(p["gen"], p["version"], p["staleness"]) for p in policies] == [
+        (0, "base-model", 0),
+        (1, "reference-v1", 0),
+        (2, "reference-v2", 0),
+    ]
+    trajectories = log.read("trajectories", columns=["gen", "policy_version", "model"]).to_pylist()
+    by_gen = {(t["gen"], t["policy_version"], t["model"]) for t in trajectories}
+    assert by_gen == {(0, "base-model", "base-model"), (1, "reference-v1", "reference-v1"), (2, "reference-v2", "reference-v2")}
+    _assert_each_batch_trained_once_and_equal_to_the_log(run_dir, 3)
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("ray_cluster")
+def test_staleness_never_exceeds_k_with_a_slow_trainer(monkeypatch, tmp_path) -> None:
+    """k = 1 and a trainer slower than a generation: each generation's trajectories come from a policy trained through batch n − 2 or later."""
+    from coevo.arena.run.cli import main
+
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    run_dir = tmp_path / "run"
+    with FakeOpenAI(ExplorerPolicy(2), models=["base-model"], api_key=KEY, latency=0.01) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        trainer = _reference_trainer(run_dir, "--delay", "3", "--announce", "model")
+        try:
+            code = main(
+                ["run", "openai-trainer", "--out", str(run_dir), *TRAINER_RUN]
+                + ["--set", "run.generations=5", "--set", "run.max_staleness=1"]
+                + ["--set", "trainer.load_adapters=false"]
+            )
+            output, _ = trainer.communicate(timeout=60)
+        finally:
+            trainer.kill()
+        del server
+    assert code == 0, output
+    through = {"base-model": -1, **_version_trained_through(run_dir)}
+    log = GameLog(str(run_dir))
+    played = log.read("trajectories", columns=["gen", "policy_version"]).to_pylist()
+    staleness = [t["gen"] - 1 - through[t["policy_version"]] for t in played]
+    assert max(staleness) <= 1
+    assert max(staleness) == 1  # the slow trainer made some generation use it
+    policies = log.read("policies").to_pylist()
+    assert [p["staleness"] for p in policies] == [
+        p["gen"] - 1 - p["trained_through"] for p in policies
+    ]
+    _assert_each_batch_trained_once_and_equal_to_the_log(run_dir, 5)
+
+
+def _wait_for(path: Path, process: subprocess.Popen, seconds: float = 240) -> None:
+    deadline = time.monotonic() + seconds
+    while not path.exists() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert path.exists(), f"{path} did not appear"
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("ray_cluster")
+def test_a_trainer_killed_mid_run_and_started_again_trains_every_batch_once(monkeypatch, tmp_path) -> None:
+    """kill -9 of the reference trainer after its first announcement; a new one picks up; the run finishes."""
+    from coevo.arena.run.experiment import load_experiment
+    from coevo.arena.run.loop import run_experiment
+
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    run_dir = tmp_path / "run"
+    with FakeOpenAI(ExplorerPolicy(2), models=["base-model"], api_key=KEY) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        first = _reference_trainer(run_dir, "--delay", "0.5")
+        killed: list[int] = []
+
+        def kill_then_restart(report: Any) -> None:
+            if report.gen == 1 and not killed:
+                _wait_for(run_dir / "trainer" / "versions" / "batch-000000.json", first, 60)
+                first.send_signal(signal.SIGKILL)
+                first.wait()
+                killed.append(first.pid)
+                restarted.append(_reference_trainer(run_dir))
+
+        restarted: list[subprocess.Popen] = []
+        experiment = load_experiment("openai-trainer", [*TRAINER_RUN[1::2], "run.generations=4"])
+        try:
+            summary = run_experiment(experiment, str(run_dir), on_generation=kill_then_restart)
+            output, _ = restarted[0].communicate(timeout=60)
+        finally:
+            first.kill()
+            for process in restarted:
+                process.kill()
+    assert killed and summary.generations == 4, output
+    assert restarted[0].returncode == 0
+    _assert_each_batch_trained_once_and_equal_to_the_log(run_dir, 4)
+
+
+@pytest.mark.slow
+def test_a_driver_killed_mid_run_resumes_and_every_batch_is_handed_out_once(tmp_path) -> None:
+    """kill -9 of `coevo run` after batch 1 went out, then `coevo resume`: the trainer, running throughout, trains each batch once; each batch equals the log."""
+    run_dir = tmp_path / "run"
+    with FakeOpenAI(ExplorerPolicy(2), models=["base-model"], api_key=KEY) as server:
+        env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+        env.update(OPENAI_BASE_URL=server.url, OPENAI_API_KEY=KEY)
+        trainer = _reference_trainer(run_dir, env=env)
+        sets = [*TRAINER_RUN, "--set", "run.generations=4"]
+        driver = subprocess.Popen(
+            [sys.executable, "-m", "coevo.arena.run.cli", "run", "openai-trainer", "--out", str(run_dir), *sets],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            _wait_for(run_dir / "trainer" / "batches" / "batch-000001.parquet", driver)
+            driver.send_signal(signal.SIGKILL)
+            driver.wait()
+            assert GameLog(str(run_dir)).last_generation() < 3
+            resumed = subprocess.run(
+                [sys.executable, "-m", "coevo.arena.run.cli", "resume", str(run_dir)],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+            output, _ = trainer.communicate(timeout=60)
+        finally:
+            driver.kill()
+            trainer.kill()
+    assert resumed.returncode == 0, resumed.stderr
+    assert trainer.returncode == 0, output
+    assert GameLog(str(run_dir)).last_generation() == 3
+    _assert_each_batch_trained_once_and_equal_to_the_log(run_dir, 4)
