@@ -316,4 +316,3 @@ def load_lora_adapter(base_url: str, key: str, timeout: float, name: str, path: 
         except (openai.APIError, ValueError) as exc:
             raise _failure(exc) from None
     return True
-

@@ -44,8 +44,8 @@ from coevo.arena.errors import SpecError, StateError
 from coevo.arena.outcomes import Episode, Observation, failed_episode
 from coevo.arena.rendering import SYSTEM, openai_tools, tool_definitions
 from coevo.arena.seeding import derive_seed
-from coevo.arena.state import pack_state, unpack_state
 from coevo.arena.spec import TaskSpec, ToolCall, WorldSpec
+from coevo.arena.state import pack_state, unpack_state
 from coevo.arena.trajectory import Trajectory, TurnTokens
 from coevo.arena.world import World
 

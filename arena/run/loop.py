@@ -25,9 +25,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import logging
 import os
-import socket
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -47,7 +45,6 @@ from coevo.arena.gamelog import (
     GameLog,
     GenerationRecord,
     GenerationRow,
-    PolicyRow,
     PredictionRow,
     RunDir,
     RunLock,
@@ -59,12 +56,19 @@ from coevo.arena.gamelog import (
 )
 from coevo.arena.outcomes import JUDGE_FAILED_PREFIX, Episode, Verdict
 from coevo.arena.run.capacity import check_capacity
+from coevo.arena.run.connection import connect
 from coevo.arena.run.experiment import Experiment, RoleTable, ray_address, recorded_experiment
 from coevo.arena.run.failures import ROLE_TABLE, RoleCalls, RoleTally
 from coevo.arena.run.hosts import host_for
 from coevo.arena.run.pool import ActorPool, Lost
 from coevo.arena.run.summary import summarize
-from coevo.arena.run.trainer import Announcement, Handoff, announced_policy, batch_id
+from coevo.arena.run.trainer import (
+    Announcement,
+    Handoff,
+    announced_policy,
+    batch_id,
+    policy_row,
+)
 from coevo.arena.seeding import derive_seed
 from coevo.arena.spec import TaskSpec, WorldSpec
 from coevo.curricula.base import Curriculum, GenerationPlan, Mutation
@@ -572,54 +576,13 @@ class Arena:
 
     def _adopt(self, policy: Announcement, gen: int) -> None:
         """Play ``policy`` from generation ``gen`` on: its adapter loaded, every Solver given it."""
-        trainer = self.exp.trainer
-        assert self.handoff is not None and trainer is not None
-        if policy.lora_path is not None and trainer.load_adapters:
-            factory = REGISTRY.get(self.exp.solver.name).factory
-            try:
-                factory.load_adapter(
-                    self.exp.role_settings()["solver"], policy.served_as, policy.lora_path
-                )
-            except CoevoError as exc:
-                raise ArenaError(
-                    f"{exc}; generations 0–{gen - 1} are committed: fix the server or the "
-                    f"announcement {policy.batch_id}, then `coevo resume {self.run.uri}`"
-                ) from None
+        assert self.handoff is not None
+        self.handoff.load(policy, self.exp.solver.name, self.exp.role_settings()["solver"], gen)
         state = policy_state(policy.served_as, policy.version)
         ray.get(self.learner.set_state.remote(state))
         self.state_ref = ray.put(state)
         self.version = policy.trained_through
-        self.handoff.adopted(policy)
-        self.events(
-            "policy_adopted",
-            gen=gen,
-            version=policy.version,
-            model=policy.served_as,
-            trained_through=policy.batch_id,
-            adapter=policy.lora_path is not None,
-        )
-
-    def _policy_row(self, done: _Generation) -> PolicyRow:
-        """The ``policies`` row: what played this generation, how stale, and the batch it makes."""
-        policy = done.policy
-        trained = -1 if policy is None else policy.trained_through
-        model = (
-            policy.served_as
-            if policy is not None
-            else next((e.trajectory.model for e in done.episodes if e.trajectory), done.version)
-        )
-        return PolicyRow(
-            version=done.version,
-            model=model,
-            lora_path=None if policy is None else policy.lora_path,
-            announced_for=None if policy is None else policy.batch_id,
-            trained_through=trained,
-            staleness=done.gen - 1 - trained,
-            batch_id=batch_id(done.gen),
-            batch_rows=sum(
-                e.trajectory is not None and not e.failure for e in done.episodes
-            ),
-        )
+        self.handoff.adopted(policy, gen)
 
     def _tally_calls(self, done: _Generation) -> None:
         """Add the generation's role calls to the run's; a role every call of which failed is an error event."""
@@ -673,7 +636,7 @@ class Arena:
         ]
         record.generations = [self._summary(done, predictions)]
         if self.handoff is not None:
-            record.policies = [self._policy_row(done)]
+            record.policies = [policy_row(done.gen, done.version, done.policy, done.episodes)]
         record.usage = self._drained(self._every_actor, "drain_usage", done.gen)
         return record
 
@@ -815,45 +778,6 @@ def check_environment(experiment: Experiment) -> None:
             raise ArenaError(str(exc)) from None
 
 
-def check_reachable(address: str, timeout: float = 10.0) -> None:
-    """Fail at once when nothing listens at a cluster's ``host:port`` (Ray itself would retry for minutes).
-
-    ``auto``, ``local`` and client addresses (``ray://...``) are left to Ray.
-
-    Raises:
-        ArenaError: naming the address, what happened, and the two ways on.
-    """
-    host, sep, port = address.rpartition(":")
-    if not sep or not port.isdigit() or "://" in address:
-        return
-    try:
-        socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout).close()
-    except OSError as exc:
-        why = exc.strerror or type(exc).__name__ or "no answer"
-        raise ArenaError(
-            f"cannot reach a Ray cluster at {address} ({why.lower()}): start one there "
-            f"(`ray start --head --port={port}`), or leave out --address, [ray].address and "
-            "RAY_ADDRESS to run on this machine"
-        ) from None
-
-
-def _connect(address: str | None, num_cpus: int | None) -> bool:
-    """Connect to Ray (a cluster at ``address``, else a local one); True if this call started it."""
-    if ray.is_initialized():
-        return False
-    if address:
-        check_reachable(address)
-        ray.init(address=address, logging_level=logging.WARNING, log_to_driver=False)
-    else:
-        ray.init(
-            num_cpus=num_cpus,
-            include_dashboard=False,
-            logging_level=logging.WARNING,
-            log_to_driver=False,
-        )
-    return True
-
-
 def run_experiment(
     experiment: Experiment,
     run_dir: str | None = None,
@@ -908,7 +832,7 @@ def _run_locked(
     stop_after: int | None,
     on_start: Callable[[Arena], None] | None,
 ) -> RunSummary:
-    started = _connect(ray_address(address, experiment), experiment.ray.num_cpus)
+    started = connect(ray_address(address, experiment), experiment.ray.num_cpus)
     arena = Arena(experiment, lock.run, on_generation=on_generation, events=events, lock=lock)
     reports: list[GenerationReport] = []
     try:

@@ -108,7 +108,9 @@ class ReferenceTrainer:
         try:
             data = json.loads(self.run.read_bytes("experiment.json"))
         except (OSError, ValueError) as exc:
-            raise ArenaError(f"{self.settings.run_dir}/experiment.json cannot be read: {exc}") from exc
+            raise ArenaError(
+                f"{self.settings.run_dir}/experiment.json cannot be read: {exc}"
+            ) from exc
         return data if isinstance(data, dict) else None
 
     def _open(self, experiment: dict[str, Any]) -> FolderTransport:
@@ -202,7 +204,9 @@ class ReferenceTrainer:
         lines.append(json.dumps(entry, sort_keys=True))
         self.folder.dir.write_bytes(("\n".join(lines) + "\n").encode(), *JOURNAL)
         shown = "—" if mean is None else f"{mean:.3f}"
-        self.say(f"{batch}: {table.num_rows} rollouts (played by {', '.join(versions) or '—'}), mean reward {shown}")
+        self.say(
+            f"{batch}: {table.num_rows} rollouts (played by {', '.join(versions) or '—'}), mean reward {shown}"
+        )
         return entry
 
     def _announce(self, entry: dict[str, Any]) -> None:
@@ -222,7 +226,11 @@ class ReferenceTrainer:
         assert self.folder is not None
         record = {"coevo": "reference-trainer record (no weights)", "trained": entry}
         self.folder.dir.write_bytes(
-            json.dumps(record, indent=1).encode(), "reference", "adapters", version, "adapter_config.json"
+            json.dumps(record, indent=1).encode(),
+            "reference",
+            "adapters",
+            version,
+            "adapter_config.json",
         )
         return self.folder.dir.path("reference", "adapters", version)
 

@@ -33,14 +33,16 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Final, Literal, Protocol
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from coevo.arena.errors import ArenaError, LogError
-from coevo.arena.gamelog import GameLog, RunDir
+from coevo.agents.registry import REGISTRY
+from coevo.arena.errors import ArenaError, CoevoError, LogError
+from coevo.arena.gamelog import GameLog, PolicyRow, RunDir
+from coevo.arena.outcomes import Episode
 from coevo.arena.settings import StrictNumbers
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -56,6 +58,7 @@ __all__ = [
     "Transport",
     "batch_gen",
     "batch_id",
+    "policy_row",
     "training_batch",
     "transport_for",
 ]
@@ -298,7 +301,9 @@ def read_batch_bytes(data: bytes, where: str) -> pa.Table:
         raise ArenaError(f"{where} is not a readable Parquet batch: {exc}") from None
     fmt = (table.schema.metadata or {}).get(b"coevo.format", b"").decode()
     if fmt != BATCH_FORMAT:
-        raise ArenaError(f"{where} is not a {BATCH_FORMAT} batch (its format is {fmt or 'unset'!r})")
+        raise ArenaError(
+            f"{where} is not a {BATCH_FORMAT} batch (its format is {fmt or 'unset'!r})"
+        )
     return table
 
 
@@ -410,7 +415,9 @@ class FolderTransport:
 
 
 def _batch_file(name: str) -> bool:
-    return name.endswith(".parquet") and _BATCH_ID.fullmatch(name.removesuffix(".parquet")) is not None
+    return (
+        name.endswith(".parquet") and _BATCH_ID.fullmatch(name.removesuffix(".parquet")) is not None
+    )
 
 
 class BatchQueue:
@@ -471,13 +478,12 @@ class QueueTransport:
     def __init__(self, name: str, *, create: bool = True):
         import ray  # the folder transport, and the reference trainer with it, need no Ray
 
-        self.ray = ray
+        self.ray: Any = ray
         self.name = name
+        self.actor: Any
         if create:
             self.actor = (
-                ray.remote(BatchQueue)
-                .options(name=name, get_if_exists=True, num_cpus=0)
-                .remote()
+                ray.remote(BatchQueue).options(name=name, get_if_exists=True, num_cpus=0).remote()
             )
         else:
             self.actor = ray.get_actor(name)
@@ -645,9 +651,39 @@ class Handoff:
         candidates = [a for a in said.values() if a.trained_through > self.trained_through]
         return max(candidates, key=lambda a: a.trained_through, default=None)
 
-    def adopted(self, announcement: Announcement) -> None:
-        """The policy now in use (after its adapter was loaded)."""
-        self.policy = announcement
+    def load(self, policy: Announcement, solver: str, settings: Any, gen: int) -> None:
+        """Have the Solver's servers load ``policy``'s LoRA adapter, when it is one and ``load_adapters`` is on.
+
+        Args:
+            policy: the announcement.
+            solver: the Solver's registered name (its class loads adapters: ``load_adapter``).
+            settings: the Solver's settings (its servers and key).
+            gen: the generation about to play it (for the message).
+
+        Raises:
+            ArenaError: the server refused or could not be reached (and how to go on).
+        """
+        if policy.lora_path is None or not self.config.load_adapters:
+            return
+        try:
+            REGISTRY.get(solver).factory.load_adapter(settings, policy.served_as, policy.lora_path)
+        except CoevoError as exc:
+            raise ArenaError(
+                f"{exc}; generations 0–{gen - 1} are committed: fix the server or the "
+                f"announcement {policy.batch_id}, then `coevo resume {self.log.run.uri}`"
+            ) from None
+
+    def adopted(self, policy: Announcement, gen: int) -> None:
+        """``policy`` is in use from generation ``gen`` on (its adapter loaded, the Solvers told)."""
+        self.policy = policy
+        self.events(
+            "policy_adopted",
+            gen=gen,
+            version=policy.version,
+            model=policy.served_as,
+            trained_through=policy.batch_id,
+            adapter=policy.lora_path is not None,
+        )
 
     def _timeout_message(self, gen: int, needed: int) -> str:
         where = (
@@ -665,7 +701,24 @@ class Handoff:
         )
 
 
+def policy_row(
+    gen: int, version: str, policy: Announcement | None, episodes: Sequence[Episode]
+) -> PolicyRow:
+    """Generation ``gen``'s ``policies`` row: the policy that played (``version``), how stale, and its batch."""
+    trained = -1 if policy is None else policy.trained_through
+    answered = next((e.trajectory.model for e in episodes if e.trajectory is not None), version)
+    return PolicyRow(
+        version=version,
+        model=answered if policy is None else policy.served_as,
+        lora_path=None if policy is None else policy.lora_path,
+        announced_for=None if policy is None else policy.batch_id,
+        trained_through=trained,
+        staleness=gen - 1 - trained,
+        batch_id=batch_id(gen),
+        batch_rows=sum(e.trajectory is not None and not e.failure for e in episodes),
+    )
+
+
 def announced_policy(data: Any) -> Announcement | None:
     """The policy a checkpoint recorded (None: the base model)."""
     return None if data is None else read_announcement(data, "the checkpoint's policy")
-

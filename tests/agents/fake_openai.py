@@ -859,23 +859,35 @@ class FakeOpenAI:
             if action == "unload_lora_adapter":
                 if self.adapters.pop(name, None) is None:
                     return _Answer(
-                        404, _error(404, f"The lora adapter '{name}' cannot be found.", "NotFoundError")
+                        404,
+                        _error(404, f"The lora adapter '{name}' cannot be found.", "NotFoundError"),
                     )
                 return _Answer(200, f"Success: LoRA adapter '{name}' removed successfully.")
             path = body.get("lora_path")
             if not path:
                 return _Answer(
-                    400, _error(400, "Both 'lora_name' and 'lora_path' must be provided.", "BadRequestError")
+                    400,
+                    _error(
+                        400, "Both 'lora_name' and 'lora_path' must be provided.", "BadRequestError"
+                    ),
                 )
             if name in self.adapters or name in self.models:
                 return _Answer(
                     400,
-                    _error(400, f"The lora adapter '{name}' has already been loaded.", "InvalidUserInput"),
+                    _error(
+                        400,
+                        f"The lora adapter '{name}' has already been loaded.",
+                        "InvalidUserInput",
+                    ),
                 )
             if not os.path.exists(path):
                 return _Answer(
                     404,
-                    _error(404, f"Loading lora {name} failed: No adapter found for {path}", "NotFoundError"),
+                    _error(
+                        404,
+                        f"Loading lora {name} failed: No adapter found for {path}",
+                        "NotFoundError",
+                    ),
                 )
             self.adapters[name] = path
         return _Answer(200, f"Success: LoRA adapter '{name}' added successfully.")

@@ -85,7 +85,9 @@ def _task(task: str, level: int) -> TaskRow:
     )
 
 
-def _committed(run: Path, gen: int, trajectories: list[TrajectoryRow], tasks: list[TaskRow]) -> GameLog:
+def _committed(
+    run: Path, gen: int, trajectories: list[TrajectoryRow], tasks: list[TaskRow]
+) -> GameLog:
     log = GameLog(str(run))
     record = GenerationRecord(gen, tasks=tasks, trajectories=trajectories)
     parts = log.write(record)
@@ -93,7 +95,9 @@ def _committed(run: Path, gen: int, trajectories: list[TrajectoryRow], tasks: li
     return log
 
 
-def test_a_batch_holds_each_played_training_rollout_with_its_group_relative_advantage(tmp_path) -> None:
+def test_a_batch_holds_each_played_training_rollout_with_its_group_relative_advantage(
+    tmp_path,
+) -> None:
     """Rewards, advantages (reward − the task group's mean), levels, the prompt/completion split and the tokens; failed and eval episodes left out."""
     rows = [
         _trajectory("e1", "t-a", 1),
@@ -155,7 +159,7 @@ def test_a_folder_of_another_run_is_refused(tmp_path) -> None:
     """Two runs never share one trainer folder (their batch ids would collide)."""
     FolderTransport(str(tmp_path)).claim("run-a")
     FolderTransport(str(tmp_path)).claim("run-a")
-    with pytest.raises(ArenaError, match="serves another run .'run-a'.*trainer.uri"):
+    with pytest.raises(ArenaError, match=r"serves another run .'run-a'.*trainer\.uri"):
         FolderTransport(str(tmp_path)).claim("run-b")
 
 
@@ -192,7 +196,9 @@ class _Clock:
         self.now += seconds
 
 
-def _handoff(tmp_path: Path, k: int, timeout: float = 10.0) -> tuple[Handoff, FolderTransport, _Clock]:
+def _handoff(
+    tmp_path: Path, k: int, timeout: float = 10.0
+) -> tuple[Handoff, FolderTransport, _Clock]:
     clock = _Clock()
     folder = FolderTransport(str(tmp_path / "trainer"))
     handoff = Handoff(
@@ -220,13 +226,15 @@ def test_strict_order_waits_for_the_policy_trained_on_the_previous_batch(tmp_pat
         handoff.policy_for(1, 5)
     first = _say(folder, 0)
     assert handoff.policy_for(1, 5) == first
-    handoff.adopted(first)
+    handoff.adopted(first, 1)
     assert handoff.policy_for(1, 5) is None  # adopted already: nothing new
     with pytest.raises(TrainerTimeout):
         handoff.policy_for(2, 5)
 
 
-def test_staleness_k_lets_generation_n_play_while_batch_n_minus_1_trains_never_more(tmp_path) -> None:
+def test_staleness_k_lets_generation_n_play_while_batch_n_minus_1_trains_never_more(
+    tmp_path,
+) -> None:
     """k = 2: generations 1 and 2 play the base model; generation 3 needs batch 0's policy; the newest is taken."""
     handoff, folder, _ = _handoff(tmp_path, 2)
     assert handoff.policy_for(1, 9) is None and handoff.policy_for(2, 9) is None
@@ -235,7 +243,7 @@ def test_staleness_k_lets_generation_n_play_while_batch_n_minus_1_trains_never_m
     _say(folder, 0)
     newest = _say(folder, 1)
     assert handoff.policy_for(3, 9) == newest  # trained through batch 1: fresher than needed
-    handoff.adopted(newest)
+    handoff.adopted(newest, 3)
     assert handoff.policy_for(4, 9) is None  # batch 1 ≥ 4 − 1 − 2: no wait, nothing newer
     with pytest.raises(TrainerTimeout):
         handoff.policy_for(5, 9)
@@ -277,7 +285,9 @@ def test_a_batch_committed_but_not_handed_out_goes_out_when_the_run_resumes(tmp_
 def _run_dir_with_batches(tmp_path: Path, gens: int, generations: int) -> Path:
     run = tmp_path / "run"
     run.mkdir()
-    (run / "experiment.json").write_text(json.dumps({"run": {"generations": generations}, "trainer": {}}))
+    (run / "experiment.json").write_text(
+        json.dumps({"run": {"generations": generations}, "trainer": {}})
+    )
     folder = FolderTransport(str(run / "trainer"))
     folder.claim(str(run))
     for gen in range(gens):
@@ -286,7 +296,9 @@ def _run_dir_with_batches(tmp_path: Path, gens: int, generations: int) -> Path:
     return run
 
 
-def test_the_reference_trainer_trains_each_batch_once_and_announces_a_lora_version(tmp_path) -> None:
+def test_the_reference_trainer_trains_each_batch_once_and_announces_a_lora_version(
+    tmp_path,
+) -> None:
     """One journal entry and one announcement per batch; each version an adapter folder; it stops when the run is finished."""
     run = _run_dir_with_batches(tmp_path, 3, 3)
     lines: list[str] = []
@@ -296,7 +308,11 @@ def test_the_reference_trainer_trains_each_batch_once_and_announces_a_lora_versi
     entries = journal(folder)
     assert [e["batch_id"] for e in entries] == ["batch-000000", "batch-000001", "batch-000002"]
     said = folder.announcements()
-    assert [said[b].version for b in sorted(said)] == ["reference-v1", "reference-v2", "reference-v3"]
+    assert [said[b].version for b in sorted(said)] == [
+        "reference-v1",
+        "reference-v2",
+        "reference-v3",
+    ]
     assert all(Path(a.lora_path or "").is_dir() for a in said.values())
     assert "the run is finished: 3 batches trained" in lines[-1]
     # started again: nothing left to train
@@ -327,7 +343,7 @@ def test_the_reference_trainer_waits_for_a_run_that_does_not_exist_yet(tmp_path)
     trainer = ReferenceTrainer(
         TrainerSettings(str(tmp_path / "later"), poll=0.01, wait=0.05), say=lines.append
     )
-    with pytest.raises(ArenaError, match="waited 0.05 s for the run directory"):
+    with pytest.raises(ArenaError, match=r"waited 0\.05 s for the run directory"):
         trainer.serve()
     assert lines == [f"waiting for the run directory {tmp_path / 'later'}"]
 
@@ -348,10 +364,21 @@ TRAINER_RUN = [
 ]
 
 
-def _reference_trainer(run_dir: Path, *extra: str, env: dict[str, str] | None = None) -> subprocess.Popen:
+def _reference_trainer(
+    run_dir: Path, *extra: str, env: dict[str, str] | None = None
+) -> subprocess.Popen:
     """``coevo reference-trainer RUN_DIR`` as a process of its own."""
     return subprocess.Popen(
-        [sys.executable, "-m", "coevo.arena.run.cli", "reference-trainer", str(run_dir), "--poll", "0.05", *extra],
+        [
+            sys.executable,
+            "-m",
+            "coevo.arena.run.cli",
+            "reference-trainer",
+            str(run_dir),
+            "--poll",
+            "0.05",
+            *extra,
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -408,7 +435,11 @@ def test_three_generations_through_the_hand_off_advance_the_policy(monkeypatch, 
     ]
     trajectories = log.read("trajectories", columns=["gen", "policy_version", "model"]).to_pylist()
     by_gen = {(t["gen"], t["policy_version"], t["model"]) for t in trajectories}
-    assert by_gen == {(0, "base-model", "base-model"), (1, "reference-v1", "reference-v1"), (2, "reference-v2", "reference-v2")}
+    assert by_gen == {
+        (0, "base-model", "base-model"),
+        (1, "reference-v1", "reference-v1"),
+        (2, "reference-v2", "reference-v2"),
+    }
     _assert_each_batch_trained_once_and_equal_to_the_log(run_dir, 3)
 
 
@@ -425,9 +456,19 @@ def test_staleness_never_exceeds_k_with_a_slow_trainer(monkeypatch, tmp_path) ->
         trainer = _reference_trainer(run_dir, "--delay", "3", "--announce", "model")
         try:
             code = main(
-                ["run", "openai-trainer", "--out", str(run_dir), *TRAINER_RUN]
-                + ["--set", "run.generations=5", "--set", "run.max_staleness=1"]
-                + ["--set", "trainer.load_adapters=false"]
+                [
+                    "run",
+                    "openai-trainer",
+                    "--out",
+                    str(run_dir),
+                    *TRAINER_RUN,
+                    "--set",
+                    "run.generations=5",
+                    "--set",
+                    "run.max_staleness=1",
+                    "--set",
+                    "trainer.load_adapters=false",
+                ]
             )
             output, _ = trainer.communicate(timeout=60)
         finally:
@@ -456,7 +497,9 @@ def _wait_for(path: Path, process: subprocess.Popen, seconds: float = 240) -> No
 
 @pytest.mark.slow
 @pytest.mark.usefixtures("ray_cluster")
-def test_a_trainer_killed_mid_run_and_started_again_trains_every_batch_once(monkeypatch, tmp_path) -> None:
+def test_a_trainer_killed_mid_run_and_started_again_trains_every_batch_once(
+    monkeypatch, tmp_path
+) -> None:
     """kill -9 of the reference trainer after its first announcement; a new one picks up; the run finishes."""
     from coevo.arena.run.experiment import load_experiment
     from coevo.arena.run.loop import run_experiment
@@ -500,7 +543,16 @@ def test_a_driver_killed_mid_run_resumes_and_every_batch_is_handed_out_once(tmp_
         trainer = _reference_trainer(run_dir, env=env)
         sets = [*TRAINER_RUN, "--set", "run.generations=4"]
         driver = subprocess.Popen(
-            [sys.executable, "-m", "coevo.arena.run.cli", "run", "openai-trainer", "--out", str(run_dir), *sets],
+            [
+                sys.executable,
+                "-m",
+                "coevo.arena.run.cli",
+                "run",
+                "openai-trainer",
+                "--out",
+                str(run_dir),
+                *sets,
+            ],
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -525,3 +577,50 @@ def test_a_driver_killed_mid_run_resumes_and_every_batch_is_handed_out_once(tmp_
     assert trainer.returncode == 0, output
     assert GameLog(str(run_dir)).last_generation() == 3
     _assert_each_batch_trained_once_and_equal_to_the_log(run_dir, 4)
+
+
+# ---- the Ray queue --------------------------------------------------------------------------
+
+
+def _queue_trainer(name: str, seen_before: list[str]) -> list[str]:
+    """A trainer in the cluster: takes every queued batch, drops ids it trained on already, announces."""
+    from coevo.arena.run.trainer import QueueTransport
+
+    queue = QueueTransport(name, create=False)
+    trained = list(seen_before)
+    while (item := queue.take()) is not None:
+        batch, table = item
+        assert table.schema.equals(BATCH_SCHEMA)
+        if batch not in trained:
+            trained.append(batch)
+        queue.announce(Announcement(batch_id=batch, version=f"q-v{len(trained)}"))
+    return trained
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("ray_cluster")
+def test_the_ray_queue_delivers_at_least_once_and_a_trainer_keeps_batch_ids_idempotent(
+    tmp_path,
+) -> None:
+    """Batches go to a named actor; a trainer task in the cluster announces; a queue lost with its driver is offered everything again."""
+    import ray
+
+    for gen in range(2):
+        _committed(tmp_path, gen, [_trajectory(f"e{gen}", "t", gen)], [_task("t", 1)])
+    log = GameLog(str(tmp_path))
+    config = TrainerConfig(transport="ray-queue", queue="coevo-test-queue", poll=0.05, timeout=30)
+    handoff = Handoff(config, log, 0)
+    assert handoff.start(2, None) == ["batch-000000", "batch-000001"]
+    assert handoff.hand_out(1) is False  # queued already
+    trainer = ray.remote(_queue_trainer)
+    trained = ray.get(trainer.remote("coevo-test-queue", []))
+    assert trained == ["batch-000000", "batch-000001"]
+    assert handoff.policy_for(2, 3).version == "q-v2"
+    # the driver dies (its queue with it); resume offers every batch to a new queue
+    ray.kill(handoff.transport.actor)
+    again = Handoff(config, log, 0)
+    assert again.start(2, None) == ["batch-000000", "batch-000001"]
+    assert ray.get(trainer.remote("coevo-test-queue", trained)) == trained  # no step taken twice
+    with pytest.raises(ArenaError, match="serves another run"):
+        Handoff(config, GameLog(str(tmp_path / "other")), 0).start(0, None)
+    ray.kill(again.transport.actor)

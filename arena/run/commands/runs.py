@@ -120,8 +120,9 @@ def _run(args: argparse.Namespace, *, resume: bool) -> int:
             )
     _local_ray_auth(args, experiment)
     # Ray loads here, once the run is known, so that `coevo --help` and bad input stay fast
+    from coevo.arena.run.connection import check_reachable
     from coevo.arena.run.experiment import ray_address
-    from coevo.arena.run.loop import check_environment, check_reachable
+    from coevo.arena.run.loop import check_environment
     from coevo.arena.run.tracking import require_installed
 
     check_environment(experiment)  # a missing API key: said before anything is written

@@ -65,9 +65,7 @@ def add_commands(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
         "--prefix", default="reference", help="versions are named PREFIX-v1, PREFIX-v2, ..."
     )
     parser.add_argument("--poll", type=float, default=0.5, help="seconds between looks")
-    parser.add_argument(
-        "--delay", type=float, default=0.0, help="seconds each training step takes"
-    )
+    parser.add_argument("--delay", type=float, default=0.0, help="seconds each training step takes")
     parser.add_argument(
         "--batches", type=int, default=None, help="stop after training this many batches"
     )

@@ -1,0 +1,50 @@
+"""Joining Ray: a cluster at an address (checked first, since Ray itself retries for minutes), or a local one."""
+
+from __future__ import annotations
+
+import logging
+import socket
+
+import ray
+from coevo.arena.errors import ArenaError
+
+__all__ = ["check_reachable", "connect"]
+
+
+def check_reachable(address: str, timeout: float = 10.0) -> None:
+    """Fail at once when nothing listens at a cluster's ``host:port`` (Ray itself would retry for minutes).
+
+    ``auto``, ``local`` and client addresses (``ray://...``) are left to Ray.
+
+    Raises:
+        ArenaError: naming the address, what happened, and the two ways on.
+    """
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or "://" in address:
+        return
+    try:
+        socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout).close()
+    except OSError as exc:
+        why = exc.strerror or type(exc).__name__ or "no answer"
+        raise ArenaError(
+            f"cannot reach a Ray cluster at {address} ({why.lower()}): start one there "
+            f"(`ray start --head --port={port}`), or leave out --address, [ray].address and "
+            "RAY_ADDRESS to run on this machine"
+        ) from None
+
+
+def connect(address: str | None, num_cpus: int | None) -> bool:
+    """Connect to Ray (a cluster at ``address``, else a local one); True if this call started it."""
+    if ray.is_initialized():
+        return False
+    if address:
+        check_reachable(address)
+        ray.init(address=address, logging_level=logging.WARNING, log_to_driver=False)
+    else:
+        ray.init(
+            num_cpus=num_cpus,
+            include_dashboard=False,
+            logging_level=logging.WARNING,
+            log_to_driver=False,
+        )
+    return True
