@@ -1,7 +1,7 @@
 """LLM Solver rollouts against a slow server: episodes per second for 1-64 concurrent rollouts, and coevo's CPU per model call.
 
     python benchmarks/bench_llm_rollouts.py [--quick] [--concurrency 1,4,16,64] [--latency 0.2]
-        [--episodes-per-slot 4] [--steps 3]
+        [--episodes-per-slot 4] [--steps 3] [--handoff-episodes 1024]
 
 The model is the fake vLLM server of ``tests/agents/fake_openai.py``, run as
 a separate process (so its CPU is not counted as coevo's) that answers every
@@ -22,22 +22,38 @@ outside the timing). Printed per N:
   the efficiency ``measured / ideal``, which says where the time goes;
 * coevo's CPU time per model call (``time.process_time`` of this process
   only: the world, the conversation, the HTTP client, the parsing).
+
+Then the trainer hand-off's overhead per batch (``--handoff-episodes``, 1,024
+by default): the episodes of the largest N, repeated under new ids to that
+many, are committed to a game log (untimed: the log is written with or without
+a trainer); then coevo's hand-out is timed — the batch built from the committed
+log and written whole to a trainer folder — next to the baseline, writing the
+same rows (already in memory as Python rows) with plain pyarrow
+(``Table.from_pylist`` and ``parquet.write_table``). Both are the median of 5.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import subprocess
 import sys
+import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from coevo.agents.llm.solver import LLMSolver
 from coevo.agents.protocols import ProposalRequest
 from coevo.agents.synthesizers.procedural import ProceduralSynthesizer
 from coevo.arena import TaskSpec
+from coevo.arena.gamelog import EpisodeRow, GameLog, GenerationRecord, TaskRow, TrajectoryRow
+from coevo.arena.outcomes import Episode
+from coevo.arena.run.trainer import BATCH_SCHEMA, Handoff, TrainerConfig, training_batch
 
 ROOT = Path(__file__).resolve().parents[1]
 FAKE_SERVER = ROOT / "tests" / "agents" / "fake_openai.py"
@@ -58,6 +74,7 @@ class Batch:
     first: (
         float  # episodes/s of the solver's first batch (its worlds built, its connections opened)
     )
+    played: list[Episode] = field(default_factory=list, repr=False)
 
     @property
     def rate(self) -> float:
@@ -133,7 +150,51 @@ def measure(
     turns = sum(len(e.trajectory.turns) for e in episodes if e.trajectory is not None)
     assert turns == calls, f"{turns} turns in the trajectories but {calls} calls accounted"
     failed = sum(1 for e in episodes if not e.reward.submitted)
-    return Batch(concurrency, len(episodes), calls, failed, seconds, cpu, served, first)
+    return Batch(concurrency, len(episodes), calls, failed, seconds, cpu, served, first, episodes)
+
+
+def handoff_overhead(
+    episodes: list[Episode], tasks: list[TaskSpec], size: int, repeats: int = 5
+) -> tuple[float, float, float, int]:
+    """Median seconds of coevo's hand-out of a ``size``-episode batch (in a run; after a resume, from the log), of plain pyarrow writing its rows; the rows."""
+    copies = [
+        episodes[i % len(episodes)].model_copy(update={"episode_id": f"ep-{i:06d}"})
+        for i in range(size)
+    ]
+    played = {e.task_id for e in copies}
+    record = GenerationRecord(
+        0,
+        tasks=[TaskRow.of(t, "fresh") for t in tasks if t.task_id in played],
+        episodes=[EpisodeRow.of(e, "train") for e in copies],
+        trajectories=[TrajectoryRow.of(e, "train") for e in copies],
+    )
+    handoff, resumed, plain = [], [], []
+    with tempfile.TemporaryDirectory() as where:
+        log = GameLog(f"{where}/run")
+        tables: dict[str, pa.Table] = {}
+        parts = log.write(record, tables)
+        log.commit(0, parts, {name: len(rows) for name, rows in record.tables()}, {})
+        rows = training_batch(log, 0).to_pylist()
+        for i in range(repeats):
+            start = time.perf_counter()
+            handed = Handoff(TrainerConfig(uri=f"{where}/trainer-{i}"), log, 0)
+            handed.stage(0, tables)  # what a run does: the batch from the rows it just wrote
+            handed.hand_out(0)
+            handoff.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            Handoff(TrainerConfig(uri=f"{where}/resumed-{i}"), log, 0).hand_out(0)
+            resumed.append(time.perf_counter() - start)  # after a crash: from the committed log
+            start = time.perf_counter()
+            pq.write_table(
+                pa.Table.from_pylist(rows, schema=BATCH_SCHEMA), f"{where}/plain-{i}.parquet"
+            )
+            plain.append(time.perf_counter() - start)
+    return (
+        statistics.median(handoff),
+        statistics.median(resumed),
+        statistics.median(plain),
+        len(rows),
+    )
 
 
 def main() -> None:
@@ -157,6 +218,12 @@ def main() -> None:
     )
     parser.add_argument(
         "--steps", type=int, default=3, help="calls per episode (the fake's turns, submit included)"
+    )
+    parser.add_argument(
+        "--handoff-episodes",
+        type=int,
+        default=1024,
+        help="the size of the trainer hand-off's batch whose overhead is measured",
     )
     args = parser.parse_args()
     levels = [int(n) for n in args.concurrency.split(",")]
@@ -212,6 +279,19 @@ def main() -> None:
     print(
         f"to meet the aim at N = {top.concurrency}, {wanted:.0f} calls/s: at most "
         f"{1000 / wanted:.1f} ms of coevo's CPU per call, on one core (the event loop's)"
+    )
+    size = args.handoff_episodes
+    coevo, resumed, plain, rows = handoff_overhead(top.played, tasks, size)
+    print(
+        f"\ntrainer hand-off, a batch of {rows} episodes (median of 5):\n"
+        f"  coevo's hand-out in a run {1000 * coevo:.1f} ms (the batch made from the rows the log "
+        "just wrote, written whole to a trainer folder, moved into place)\n"
+        f"  after a resume {1000 * resumed:.1f} ms (the batch made from the committed log, read back)\n"
+        f"  plain pyarrow writing the same rows {1000 * plain:.1f} ms (the baseline: from_pylist, "
+        "write_table)\n"
+        f"  ratio {coevo / plain:.2f}x in a run, {resumed / plain:.2f}x after a resume; "
+        f"{1000 * coevo / rows:.3f} ms per episode, {coevo / (rows / top.rate):.1%} of the time "
+        f"to play them at N = {top.concurrency}"
     )
 
 

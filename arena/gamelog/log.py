@@ -137,37 +137,60 @@ class GameLog:
 
     # ---- writing ------------------------------------------------------------------------
 
-    def write_part(self, table: str, gen: int, rows: Sequence[Mapping[str, Any]]) -> str:
+    def write_part(self, table: str, gen: int, rows: Sequence[Mapping[str, Any]] | pa.Table) -> str:
         """Write one table's rows of generation ``gen``; returns the file's path relative to the run.
+
+        Args:
+            table: the table.
+            gen: the generation.
+            rows: its rows, or the Arrow table :meth:`arrow` made of them.
 
         Raises:
             LogError: an unknown table, or a row that does not fit the table's columns.
         """
-        if table not in SCHEMAS:
-            raise LogError(f"unknown game-log table {table!r}; tables: {', '.join(SCHEMAS)}")
-        schema = SCHEMAS[table]
-        try:
-            data = pa.Table.from_pylist([dict(r) for r in rows], schema=schema)
-        except (pa.ArrowInvalid, pa.ArrowTypeError, KeyError) as exc:
-            raise LogError(
-                f"a row of {table!r} (generation {gen}) does not fit its columns: {exc}"
-            ) from exc
+        data = rows if isinstance(rows, pa.Table) else self.arrow(table, gen, rows)
         relative = f"log/{table}/gen={gen}/part-0.parquet"
         target = self.run.path(relative)
         self.run.fs.create_dir(target.rsplit("/", 1)[0], recursive=True)
         pq.write_table(data, target, filesystem=self.run.fs)
         return relative
 
-    def write(self, record: GenerationRecord) -> dict[str, str]:
+    @staticmethod
+    def arrow(table: str, gen: int, rows: Sequence[Mapping[str, Any]]) -> pa.Table:
+        """One table's rows as the Arrow table a part holds.
+
+        Raises:
+            LogError: an unknown table, or a row that does not fit the table's columns.
+        """
+        if table not in SCHEMAS:
+            raise LogError(f"unknown game-log table {table!r}; tables: {', '.join(SCHEMAS)}")
+        try:
+            return pa.Table.from_pylist([dict(r) for r in rows], schema=SCHEMAS[table])
+        except (pa.ArrowInvalid, pa.ArrowTypeError, KeyError) as exc:
+            raise LogError(
+                f"a row of {table!r} (generation {gen}) does not fit its columns: {exc}"
+            ) from exc
+
+    def write(
+        self, record: GenerationRecord, tables: dict[str, pa.Table] | None = None
+    ) -> dict[str, str]:
         """Write every table's part of ``record``'s generation; returns table → part path (for :meth:`commit`).
+
+        Args:
+            record: the generation's rows.
+            tables: filled with each table's Arrow table as written, when given (the
+                trainer hand-off builds its batch from them, without reading the part back).
 
         Raises:
             LogError: a row that does not fit its table's columns.
         """
-        return {
-            name: self.write_part(name, record.gen, [row.cells() for row in rows])
-            for name, rows in record.tables()
-        }
+        parts = {}
+        for name, rows in record.tables():
+            data = self.arrow(name, record.gen, [row.cells() for row in rows])
+            parts[name] = self.write_part(name, record.gen, data)
+            if tables is not None:
+                tables[name] = data
+        return parts
 
     def commit(
         self,

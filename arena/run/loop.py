@@ -707,7 +707,10 @@ class Arena:
 
     def _commit(self, record: GenerationRecord, next_plan: GenerationPlan) -> None:
         """Write the record, then the checkpoint, then the manifest (the commit)."""
-        parts = self.log.write(record)
+        tables: dict[str, Any] = {}
+        parts = self.log.write(record, tables)
+        if self.handoff is not None:
+            self.handoff.stage(record.gen, tables)
         base = ("checkpoints", f"gen={record.gen}")
         files: dict[str, str | None] = {}
         for table, actor in (("solver", self.learner), ("world_model", self.model)):

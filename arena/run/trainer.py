@@ -33,7 +33,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, Literal, Protocol
 
 import pyarrow as pa
@@ -51,14 +51,21 @@ __all__ = [
     "BATCH_SCHEMA",
     "POLICY_FORMAT",
     "Announcement",
+    "BatchQueue",
     "FolderTransport",
+    "Handoff",
     "QueueTransport",
     "TrainerConfig",
     "TrainerTimeout",
     "Transport",
+    "announced_policy",
     "batch_gen",
     "batch_id",
+    "batch_of",
     "policy_row",
+    "read_announcement",
+    "read_batch_bytes",
+    "task_levels",
     "training_batch",
     "transport_for",
 ]
@@ -222,6 +229,10 @@ _FROM_TRAJECTORIES: Final = (
 )
 
 
+_NEEDED: Final = ["purpose", "failure", "reward", "messages", *_FROM_TRAJECTORIES]
+"""The columns of ``trajectories`` a batch is made of."""
+
+
 def _split(messages: str) -> tuple[str, str]:
     """A conversation as its prompt (up to the first assistant turn) and its completion (the rest), JSON."""
     conversation = json.loads(messages)
@@ -235,27 +246,41 @@ def _split(messages: str) -> tuple[str, str]:
 
 
 def training_batch(log: GameLog, gen: int) -> pa.Table:
-    """Generation ``gen``'s batch, from its committed log: its training rollouts that were played.
-
-    A rollout the Solver could not play (its server down) is left out; each
-    rollout's ``advantage`` is its reward minus the mean reward of its group
-    (the rollouts of its task in this generation, ``group_size`` of them).
+    """Generation ``gen``'s batch, from its committed log (see :func:`batch_of`).
 
     Raises:
         LogError: the generation is not committed, or its parts cannot be read.
     """
     if gen > log.last_generation():
         raise LogError(f"generation {gen} of {log.run.uri} is not committed: it has no batch yet")
-    trajectories = log.read("trajectories", gens=[gen])
+    trajectories = log.read("trajectories", gens=[gen], columns=_NEEDED)
+    return batch_of(trajectories, task_levels(log, range(gen + 1)), gen)
+
+
+def task_levels(log: GameLog, gens: Iterable[int]) -> dict[str, int | None]:
+    """Each logged task's level, in generations ``gens``."""
+    return _levels(log.read("tasks", gens=gens, columns=["task_id", "level"]))
+
+
+def _levels(tasks: pa.Table) -> dict[str, int | None]:
+    return dict(
+        zip(tasks.column("task_id").to_pylist(), tasks.column("level").to_pylist(), strict=True)
+    )
+
+
+def batch_of(trajectories: pa.Table, levels: Mapping[str, int | None], gen: int) -> pa.Table:
+    """Generation ``gen``'s batch from its ``trajectories`` rows: the training rollouts that were played.
+
+    A rollout the Solver could not play (its server down) is left out; each
+    rollout's ``advantage`` is its reward minus the mean reward of its group
+    (the rollouts of its task in this generation, ``group_size`` of them).
+    """
     played = pc.and_(
         pc.equal(trajectories.column("purpose"), "train"),
         pc.is_null(trajectories.column("failure")),
     )
-    rows = trajectories.filter(played)
-    tasks = log.read("tasks", gens=range(gen + 1), columns=["task_id", "level"])
-    levels = dict(
-        zip(tasks.column("task_id").to_pylist(), tasks.column("level").to_pylist(), strict=True)
-    )
+    # every rollout played (the usual case): no copy of the token columns
+    rows = trajectories if pc.all(played).as_py() is not False else trajectories.filter(played)
     task_ids = rows.column("task_id").to_pylist()
     rewards = [float(r) for r in rows.column("reward").to_pylist()]
     groups: dict[str, list[float]] = {}
@@ -280,7 +305,7 @@ def training_batch(log: GameLog, gen: int) -> pa.Table:
         else pa.chunked_array([pa.array(columns[f.name], f.type)])
         for f in BATCH_SCHEMA
     ]
-    return pa.Table.from_arrays(arrays, schema=BATCH_SCHEMA).combine_chunks()
+    return pa.Table.from_arrays(arrays, schema=BATCH_SCHEMA)
 
 
 def _parquet(table: pa.Table) -> bytes:
@@ -572,6 +597,8 @@ class Handoff:
         self.clock = clock
         self.sleep = sleep
         self.policy: Announcement | None = None  # the newest policy adopted
+        self.levels: dict[str, int | None] | None = None  # each logged task's level (staging)
+        self.staged: tuple[int, pa.Table] | None = None  # a generation's batch, before its commit
 
     @property
     def trained_through(self) -> int:
@@ -598,10 +625,23 @@ class Handoff:
                 out.append(batch)
         return out
 
+    def stage(self, gen: int, tables: Mapping[str, pa.Table]) -> None:
+        """Make generation ``gen``'s batch from the tables just written to its parts, before the commit.
+
+        Building it from the rows in memory spares reading the token columns back;
+        :meth:`hand_out` hands it out once the generation is committed. A driver
+        killed in between leaves it unsent: the resumed run builds it from the log.
+        """
+        if self.levels is None:
+            self.levels = task_levels(self.log, range(gen))
+        self.levels.update(_levels(tables["tasks"]))
+        self.staged = (gen, batch_of(tables["trajectories"].select(_NEEDED), self.levels, gen))
+
     def hand_out(self, gen: int) -> bool:
         """Hand out committed generation ``gen``'s batch (once); True when it went now."""
-        batch = batch_id(gen)
-        return self.transport.offer(batch, training_batch(self.log, gen))
+        staged, self.staged = self.staged, None
+        batch = staged[1] if staged is not None and staged[0] == gen else None
+        return self.transport.offer(batch_id(gen), batch or training_batch(self.log, gen))
 
     def policy_for(self, gen: int, runs_until: int) -> Announcement | None:
         """The policy generation ``gen`` plays: the newest announced, trained through batch ``gen − 1 − k`` at least.
