@@ -46,7 +46,6 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-
 from coevo.agents.llm.solver import LLMSolver
 from coevo.agents.protocols import ProposalRequest
 from coevo.agents.synthesizers.procedural import ProceduralSynthesizer
