@@ -35,6 +35,7 @@ __all__ = [
     "EvalRow",
     "GenerationRecord",
     "GenerationRow",
+    "IngestedRow",
     "PolicyRow",
     "PredictionRow",
     "Row",
@@ -162,10 +163,12 @@ class EpisodeRow(Row):
     about: ClassVar[str] = "every episode played: training rollouts and eval episodes"
 
     episode_id: str = Field(
-        description="unique and deterministic: from the seed, generation, purpose, index and task"
+        description="unique and deterministic: from the seed, generation, purpose, index and task (`external`: from its inbox part and rollout)"
     )
     task_id: str = Field(description="the task played")
-    purpose: str = Field(description="`train` or `eval`")
+    purpose: str = Field(
+        description="`train`, `eval`, or `external` (a rollout an external trainer drove, from the inbox)"
+    )
     solver: str | None = Field(
         description="the policy version that played it (e.g. `linear-pg@12`)"
     )
@@ -330,11 +333,13 @@ class TrajectoryRow(Row):
 
     episode_id: str = Field(description="the episode (a row of `episodes`)")
     task_id: str = Field(description="the task played")
-    purpose: str = Field(description="`train` or `eval`")
+    purpose: str = Field(description="`train`, `eval` or `external` (as in `episodes`)")
     policy_version: str = Field(
         description="the policy that played: the model's name, or the adapter's it was given"
     )
-    provider: str = Field(description="`anthropic` or `openai` (any Chat Completions server)")
+    provider: str = Field(
+        description="`anthropic` or `openai` (any Chat Completions server); for an ingested rollout, its source (`verifiers`)"
+    )
     model: str = Field(description="the model as the server named it in its answers")
     reward: int = Field(description="the episode's reward, 0 or 1")
     failure: str | None = Field(
@@ -456,6 +461,28 @@ class PolicyRow(Row):
     batch_rows: int = Field(description="rollouts in that batch")
 
 
+class IngestedRow(Row):
+    """One part of the run's inbox, ingested: rollouts an external trainer drove, replayed and verified by coevo."""
+
+    table: ClassVar[str] = "ingested"
+    about: ClassVar[str] = (
+        "one row per inbox part the generation ingested (its episodes are rows of `episodes` "
+        "with purpose `external`); a part is ingested once"
+    )
+
+    part_id: str = Field(description="the part (`inbox/<part_id>.parquet`)")
+    source: str = Field(description="what produced it (`verifiers`, ...); empty if unreadable")
+    rollouts: int = Field(description="rollouts in the part")
+    episodes: int = Field(description="of those, replayed and logged")
+    rejected: int = Field(
+        description="rollouts not logged: a task the run does not know, a world that does not build"
+    )
+    disagreed: int = Field(
+        description="logged rollouts whose reward by coevo's verifier differs from the producer's"
+    )
+    error: str | None = Field(description="why the part could not be read (then nothing of it is)")
+
+
 TABLES: Final[Mapping[str, type[Row]]] = {
     model.table: model
     for model in (
@@ -470,6 +497,7 @@ TABLES: Final[Mapping[str, type[Row]]] = {
         EvalRow,
         TrajectoryRow,
         PolicyRow,
+        IngestedRow,
     )
 }
 """Every table's row model, by table name."""
@@ -533,6 +561,7 @@ class GenerationRecord:
     evals: list[EvalRow] = field(default_factory=list)
     trajectories: list[TrajectoryRow] = field(default_factory=list)
     policies: list[PolicyRow] = field(default_factory=list)
+    ingested: list[IngestedRow] = field(default_factory=list)
 
     def tables(self) -> Iterator[tuple[str, Sequence[Row]]]:
         """``(table, rows)`` for every table, in the order of :data:`TABLES`."""

@@ -60,6 +60,7 @@ from coevo.arena.run.connection import connect
 from coevo.arena.run.experiment import Experiment, RoleTable, ray_address, recorded_experiment
 from coevo.arena.run.failures import ROLE_TABLE, RoleCalls, RoleTally
 from coevo.arena.run.hosts import host_for
+from coevo.arena.run.ingest import Inbox, Ingested, known_tasks
 from coevo.arena.run.pool import ActorPool, Lost
 from coevo.arena.run.summary import summarize
 from coevo.arena.run.trainer import (
@@ -172,6 +173,7 @@ class _Generation:
     stats: LearnStats = field(default_factory=lambda: LearnStats(episodes=0))
     version: str = ""
     policy: Announcement | None = None  # with a trainer: the policy the rollouts used
+    external: Ingested = field(default_factory=Ingested)  # rollouts from the inbox
     solving: float = 0.0
     failures: int = 0
     calls: RoleTally = field(default_factory=RoleTally)
@@ -405,6 +407,7 @@ class Arena:
     def start(self, *, resume: bool) -> int:
         """Start the actors and load the last checkpoint when resuming; returns the next generation."""
         self._start_actors()
+        self.inbox = Inbox(self.log, self.events)  # the parts committed generations ingested
         last = self.log.last_generation()
         if not resume and last >= 0:
             raise ArenaError(
@@ -502,6 +505,11 @@ class Arena:
         clock = _Clock()
         done = _Generation(gen, proposals=self._collect(self.pending))
         done.failures = done.proposals.failures + (self.suite_failures if gen == 0 else 0)
+        eval_tasks = {t.task_id: t for t in self.eval_tasks}
+        done.external = self.inbox.take(
+            gen, known_tasks(self.curriculum.tasks, eval_tasks, log=self.log)
+        )
+        done.failures += done.external.failures
         for attempt in self._drained(self.synth.actors, "drain_attempts", gen):
             self.events("synthesis_attempt", gen=gen, **attempt)
         clock.lap("proposals")
@@ -557,6 +565,7 @@ class Arena:
         # an episode the Solver could not play (its server down) says nothing about the task:
         # it is counted as a failure, and nobody learns from it
         played = [e for e in done.episodes if not e.failure]
+        outcomes = played + done.external.episodes  # what the World model and curriculum see
         done.stats, new_state, learn_error = ray.get(self.learner.learn.remote(played, done.batch))
         done.calls.record("learner", learn_error or None)
         if learn_error:
@@ -566,12 +575,14 @@ class Arena:
             self.state_ref = ray.put(new_state)
             self.version = gen
         clock.lap("learn")
-        model_error = ray.get(self.model.update.remote(played))
+        model_error = ray.get(self.model.update.remote(outcomes))
         done.calls.record("world model", model_error or None)
         if model_error:
             done.failures += 1
             self.events("world_model_failed", gen=gen, error=model_error)
-        self.curriculum.observe(gen, [e.task_id for e in played], [e.reward.value for e in played])
+        self.curriculum.observe(
+            gen, [e.task_id for e in outcomes], [e.reward.value for e in outcomes]
+        )
         clock.lap("world_model")
 
     def _adopt(self, policy: Announcement, gen: int) -> None:
@@ -615,12 +626,19 @@ class Arena:
         ]
         record.episodes = [EpisodeRow.of(e, "train") for e in done.episodes]
         record.episodes += [EpisodeRow.of(e, "eval") for e in done.evals]
+        external = done.external.episodes
+        record.episodes += [EpisodeRow.of(e, "external") for e in external]
         record.trajectories = [
             TrajectoryRow.of(e, purpose)
-            for purpose, played in (("train", done.episodes), ("eval", done.evals))
+            for purpose, played in (
+                ("train", done.episodes),
+                ("eval", done.evals),
+                ("external", external),
+            )
             for e in played
             if e.trajectory is not None
         ]
+        record.ingested = done.external.rows
         by_id = {t.task_id: t for t in self.eval_tasks}
         record.evals = [EvalRow.of(e, by_id.get(e.task_id)) for e in done.evals]
         extra = done.stats.extra or {}

@@ -1,0 +1,236 @@
+"""The loop's side of the inbox: rollouts an external trainer drove, replayed, verified and logged, each part once.
+
+At the start of each generation the loop takes the parts of
+``RUN_DIR/inbox`` (:mod:`coevo.arena.gamelog.inbox`) that no committed
+generation ingested, in name order. For each rollout it replays the calls in
+a fresh copy of the task's world and scores them with coevo's own verifier:
+the producer's ``reward`` is only compared (a disagreement is counted), never
+trusted. The episodes go into the generation's ``episodes`` (purpose
+``external``) and ``trajectories`` tables, and to the World model and the
+curriculum with the Solver's own; the ``ingested`` table has a row per part.
+
+Exactly once: a part is ingested in the generation whose commit records it
+(its ``ingested`` row). A driver killed before that commit ingests it again on
+resume, in the replayed generation, and never twice: the parts already
+ingested are read from the committed log when the run starts.
+
+What a part cannot give is counted, never fatal: a part that cannot be read
+(its ``error``), a rollout of a task the run does not know, or whose world
+cannot be built (``rejected``). Each counts as a failure of the generation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from coevo.agents.llm.solver import WorldPool
+from coevo.arena.errors import CoevoError, LogError
+from coevo.arena.gamelog import GameLog, IngestedRow
+from coevo.arena.gamelog.inbox import InboxRollout, list_parts, read_part
+from coevo.arena.outcomes import Episode, Observation
+from coevo.arena.spec import TaskSpec, ToolCall, WorldSpec
+from coevo.arena.trajectory import Trajectory, TurnTokens
+
+__all__ = ["Inbox", "Ingested", "known_tasks"]
+
+
+@dataclass
+class Ingested:
+    """What one generation took from the inbox."""
+
+    episodes: list[Episode] = field(default_factory=list)
+    rows: list[IngestedRow] = field(default_factory=list)
+
+    @property
+    def failures(self) -> int:
+        """Rollouts rejected and parts that could not be read."""
+        return sum(r.rejected + (r.error is not None) for r in self.rows)
+
+
+def _episode_id(part: str, rollout: int) -> str:
+    return "ep-" + hashlib.sha256(f"inbox:{part}:{rollout}".encode()).hexdigest()[:24]
+
+
+class Inbox:
+    """Ingests a run's inbox, a generation at a time.
+
+    Args:
+        log: the run's game log (its run directory holds the inbox).
+        events: ``events(name, **fields)``.
+    """
+
+    def __init__(self, log: GameLog, events: Callable[..., None] | None = None):
+        self.log = log
+        self.events = events or (lambda event, **kw: None)
+        self.done: set[str] = set(log.read("ingested", columns=["part_id"]).column(0).to_pylist())
+        self.worlds = WorldPool(keep=16)
+
+    def take(self, gen: int, tasks: Callable[[str], TaskSpec | None]) -> Ingested:
+        """Ingest every part not ingested yet (it is marked ingested at once: the caller commits it with ``gen``).
+
+        Args:
+            gen: the generation that logs them.
+            tasks: a task by id, with its world inline (None: the run does not know it).
+        """
+        out = Ingested()
+        for part in list_parts(self.log.run):
+            if part in self.done:
+                continue
+            self.done.add(part)
+            try:
+                rollouts = read_part(self.log.run, part)
+            except (LogError, OSError) as exc:
+                out.rows.append(_row(part, "", 0, 0, 0, 0, str(exc)))
+                self.events("inbox_part_unreadable", gen=gen, part=part, error=str(exc))
+                continue
+            episodes, rejected, disagreed = self._replay(gen, part, rollouts, tasks)
+            out.episodes += episodes
+            source = rollouts[0].source if rollouts else ""
+            out.rows.append(
+                _row(part, source, len(rollouts), len(episodes), rejected, disagreed, None)
+            )
+            self.events(
+                "inbox_ingested",
+                gen=gen,
+                part=part,
+                rollouts=len(rollouts),
+                episodes=len(episodes),
+                rejected=rejected,
+                disagreed=disagreed,
+            )
+        return out
+
+    def _replay(
+        self,
+        gen: int,
+        part: str,
+        rollouts: list[InboxRollout],
+        tasks: Callable[[str], TaskSpec | None],
+    ) -> tuple[list[Episode], int, int]:
+        episodes: list[Episode] = []
+        rejected = disagreed = 0
+        for rollout in rollouts:
+            task = tasks(rollout.task_id)
+            if task is None or not isinstance(task.world, WorldSpec):
+                rejected += 1
+                self.events(
+                    "inbox_rollout_rejected",
+                    gen=gen,
+                    part=part,
+                    rollout=rollout.rollout,
+                    why=f"the run does not know the task {rollout.task_id}",
+                )
+                continue
+            try:
+                episode = self._played(task, rollout, _episode_id(part, rollout.rollout))
+            except CoevoError as exc:
+                rejected += 1
+                self.events(
+                    "inbox_rollout_rejected",
+                    gen=gen,
+                    part=part,
+                    rollout=rollout.rollout,
+                    why=str(exc),
+                )
+                continue
+            disagreed += episode.reward.value != round(rollout.reward)
+            episodes.append(episode)
+        return episodes, rejected, disagreed
+
+    def _played(self, task: TaskSpec, rollout: InboxRollout, episode_id: str) -> Episode:
+        """The rollout's calls replayed in a fresh copy of the task's world, scored by coevo's verifier."""
+        assert isinstance(task.world, WorldSpec)
+        world = self.worlds.take(task.world)
+        try:
+            world.reset(task, max_steps=max(len(rollout.tool_calls), 1))
+            made: list[ToolCall] = []
+            seen: list[Observation] = []
+            for call in rollout.tool_calls:
+                if world.done:
+                    break
+                made.append(call)
+                seen.append(world.step(call))
+            signed = rollout.policy_version or rollout.model or rollout.source
+            episode = world.episode(
+                made,
+                seen,
+                solver=signed,
+                seed=None,
+                episode_id=episode_id,
+                unfinished="the rollout ended without submit",
+            )
+        finally:
+            self.worlds.give_back(world)
+        return episode.model_copy(update={"trajectory": _trajectory(rollout, signed)})
+
+
+def _trajectory(rollout: InboxRollout, signed: str) -> Trajectory | None:
+    """The rollout's conversation and tokens, as the ``trajectories`` table keeps them (None: no conversation)."""
+    if rollout.messages is None:
+        return None
+    messages: list[dict[str, Any]] = json.loads(rollout.messages)
+    tools: list[dict[str, Any]] = json.loads(rollout.tools) if rollout.tools else []
+    prompts, completions = rollout.turn_prompt_ids, rollout.turn_completion_ids
+    logprobs = rollout.turn_logprobs
+    turns: list[TurnTokens] = []
+    if prompts is not None and completions is not None:
+        turns = [
+            TurnTokens(
+                finish="unknown",
+                prompt_ids=p,
+                completion_ids=c,
+                logprobs=None if logprobs is None else logprobs[i],
+            )
+            for i, (p, c) in enumerate(zip(prompts, completions, strict=True))
+        ]
+    else:
+        turns = [TurnTokens(finish="unknown") for m in messages if m.get("role") == "assistant"]
+    return Trajectory(
+        messages=messages,
+        tools=tools,
+        sampling={},
+        policy_version=signed,
+        provider=rollout.source,
+        model=rollout.model or "",
+        turns=turns,
+    )
+
+
+def _row(
+    part: str,
+    source: str,
+    rollouts: int,
+    episodes: int,
+    rejected: int,
+    disagreed: int,
+    error: str | None,
+) -> IngestedRow:
+    return IngestedRow(
+        part_id=part,
+        source=source,
+        rollouts=rollouts,
+        episodes=episodes,
+        rejected=rejected,
+        disagreed=disagreed,
+        error=error,
+    )
+
+
+def known_tasks(*sources: Mapping[str, TaskSpec], log: GameLog) -> Callable[[str], TaskSpec | None]:
+    """A task lookup over ``sources`` first, then (read once, on the first miss) every task of the log."""
+    logged: dict[str, TaskSpec] | None = None
+
+    def lookup(task_id: str) -> TaskSpec | None:
+        nonlocal logged
+        for source in sources:
+            if task_id in source:
+                return source[task_id]
+        if logged is None:
+            logged = log.task_specs()[0]
+        return logged.get(task_id)
+
+    return lookup
