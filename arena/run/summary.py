@@ -19,7 +19,10 @@ __all__ = ["summarize", "summary_lines"]
 
 def summarize(run_dir: str) -> dict[str, Any]:
     """The figures a run ends with, read back from its game log."""
-    rows = GameLog(run_dir).read("generations").to_pylist()
+    log = GameLog(run_dir)
+    rows = log.read("generations").to_pylist()
+    policies = log.read("policies").to_pylist()
+    ingested = log.read("ingested").to_pylist()
     evals = [(r["gen"], r["eval_success"]) for r in rows if r["eval_success"] is not None]
     levels = [r["trained_level"] for r in rows if r["trained_level"] is not None]
     third = max(1, len(levels) // 3)
@@ -40,6 +43,13 @@ def summarize(run_dir: str) -> dict[str, Any]:
         "accepted": sum(r["accepted"] for r in rows),
         "failures": sum(r["failures"] for r in rows),
         "top_rejections": dict(rejections.most_common(5)),
+        # the trainer hand-off (a [trainer] table): the versions played, in order, and the lag
+        "policy_versions": list(dict.fromkeys(p["version"] for p in policies)),
+        "max_staleness_seen": max((p["staleness"] for p in policies), default=None),
+        "batches_handed_out": len(policies),
+        # rollouts an external trainer drove, from the inbox
+        "external_episodes": sum(r["episodes"] for r in ingested),
+        "external_rejected": sum(r["rejected"] + (r["error"] is not None) for r in ingested),
     }
 
 
@@ -78,6 +88,20 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
             f"{role}: every call failed in {_plural(len(gens), 'generation')} "
             f"({', '.join(map(str, gens[:8]))}{', …' if len(gens) > 8 else ''}); "
             f"{failing['failed']} of {failing['calls']} calls failed, the last: {failing['error']}"
+        )
+    versions = summary.get("policy_versions") or []
+    if versions:
+        shown = " → ".join(versions if len(versions) <= 4 else [versions[0], "…", *versions[-2:]])
+        lines.append(
+            f"trainer: {summary['batches_handed_out']} "
+            f"batch{'es' * (summary['batches_handed_out'] != 1)} handed out; "
+            f"{_plural(len(versions), 'policy version')} played ({shown}); staleness at most "
+            f"{summary['max_staleness_seen']}"
+        )
+    if summary.get("external_episodes") or summary.get("external_rejected"):
+        lines.append(
+            f"inbox: {_plural(summary['external_episodes'], 'external episode')} ingested, "
+            f"{summary['external_rejected']} rollouts or parts rejected (the ingested table says why)"
         )
     lines.append(f"game log: {summary['run_dir']}/log")
     return lines

@@ -618,6 +618,15 @@ class Handoff:
         self.transport.claim(self.log.run.uri)
         self.policy = policy
         offered = set(self.transport.offered())
+        ahead = sorted(b for b in offered if batch_gen(b) >= committed)
+        if ahead:
+            raise ArenaError(
+                f"the trainer has {ahead[0]} ({len(ahead)} batches in all) of generations the log "
+                f"of {self.log.run.uri} no longer holds ({committed} committed; `coevo doctor "
+                "--repair` truncated it?), so the trainer may have trained on rollouts the log has "
+                "lost; start a new run, or, if the trainer never read them, remove those batches "
+                "and their announcements and resume"
+            )
         out = []
         for gen in range(committed):
             batch = batch_id(gen)
@@ -671,7 +680,13 @@ class Handoff:
                 break
             if not waited:
                 waited = True
-                self.events("trainer_waiting", gen=gen, batch=batch_id(needed))
+                self.events(
+                    "trainer_waiting",
+                    gen=gen,
+                    batch=batch_id(needed),
+                    why="no policy trained through it announced yet",
+                    timeout=self.config.timeout,
+                )
             if self.clock() - started >= self.config.timeout:
                 raise TrainerTimeout(self._timeout_message(gen, needed))
             self.sleep(self.config.poll)

@@ -16,6 +16,7 @@ import pytest
 from coevo.arena.errors import ArenaError, LogError
 from coevo.arena.gamelog import GameLog, GenerationRecord, TaskRow, TrajectoryRow
 from coevo.arena.run.reference_trainer import JOURNAL, ReferenceTrainer, TrainerSettings, journal
+from coevo.arena.run.summary import summarize, summary_lines
 from coevo.arena.run.trainer import (
     BATCH_SCHEMA,
     Announcement,
@@ -441,6 +442,12 @@ def test_three_generations_through_the_hand_off_advance_the_policy(monkeypatch, 
         (2, "reference-v2", "reference-v2"),
     }
     _assert_each_batch_trained_once_and_equal_to_the_log(run_dir, 3)
+    summary = summarize(str(run_dir))
+    assert summary["policy_versions"] == ["base-model", "reference-v1", "reference-v2"]
+    assert any(
+        line.startswith("trainer: 3 batches handed out; 3 policy versions played")
+        for line in summary_lines(summary)
+    )
 
 
 @pytest.mark.slow
@@ -624,3 +631,13 @@ def test_the_ray_queue_delivers_at_least_once_and_a_trainer_keeps_batch_ids_idem
     with pytest.raises(ArenaError, match="serves another run"):
         Handoff(config, GameLog(str(tmp_path / "other")), 0).start(0, None)
     ray.kill(again.transport.actor)
+
+
+def test_batches_of_generations_the_log_no_longer_holds_stop_the_run(tmp_path) -> None:
+    """After `coevo doctor --repair` truncated handed-out generations, resume says so instead of handing out different rollouts under old ids."""
+    _committed(tmp_path, 0, [_trajectory("e0", "t", 1)], [_task("t", 1)])
+    handoff, folder, _ = _handoff(tmp_path, 0)
+    folder.offer(batch_id(0), training_batch(GameLog(str(tmp_path)), 0))
+    folder.offer(batch_id(1), training_batch(GameLog(str(tmp_path)), 0))  # a truncated one
+    with pytest.raises(ArenaError, match=r"batch-000001 \(1 batches in all\).*1 committed"):
+        handoff.start(1, None)
