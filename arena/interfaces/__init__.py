@@ -1,0 +1,16 @@
+"""coevo.arena.interfaces: coevo's tasks in the environment interfaces trainers speak.
+
+On the top floor, beside the run (``docs/architecture.md``): an interface
+plays coevo's tasks for someone else's trainer and hands the rollouts back
+to the run, so it may use everything below it.
+
+* :mod:`~coevo.arena.interfaces.sources`: the accepted tasks of a run
+  directory (its live pool), an export or a file of records;
+* :mod:`~coevo.arena.interfaces.verifiers_env`: a ``verifiers`` environment
+  over them (the optional extra ``coevo[verifiers]``); its rollouts come back
+  through the run's inbox (:mod:`coevo.arena.gamelog.inbox`). verifiers
+  finds it as the plugin ``coevo-verifiers`` (the package ``coevo_verifiers``).
+
+Nothing here is imported by this package itself: an interface's library is
+an optional dependency, imported only with the interface.
+"""
