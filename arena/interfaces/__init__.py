@@ -9,7 +9,9 @@ to the run, so it may use everything below it.
 * :mod:`~coevo.arena.interfaces.verifiers_env`: a ``verifiers`` environment
   over them (the optional extra ``coevo[verifiers]``); its rollouts come back
   through the run's inbox (:mod:`coevo.arena.gamelog.inbox`). verifiers
-  finds it as the plugin ``coevo-verifiers`` (the package ``coevo_verifiers``).
+  finds it as the plugin ``coevo-verifiers`` (the package ``coevo_verifiers``);
+* :mod:`~coevo.arena.interfaces.openenv_server`: an OpenEnv environment server
+  over them (the optional extra ``coevo[openenv]``; ``docs/openenv.md``).
 
 Nothing here is imported by this package itself: an interface's library is
 an optional dependency, imported only with the interface.
