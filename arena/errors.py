@@ -27,6 +27,7 @@ __all__ = [
     "RoleCheckError",
     "SpecError",
     "StateError",
+    "TrainerTimeout",
 ]
 
 
@@ -147,6 +148,10 @@ class ExperimentError(CoevoError):
 
 class ArenaError(CoevoError):
     """The loop cannot start or go on; the message says why and what to do."""
+
+
+class TrainerTimeout(ArenaError):
+    """An external trainer announced no policy within ``trainer.timeout``: the run ends, resumable (exit status 4)."""
 
 
 class CommandError(CoevoError):

@@ -46,7 +46,7 @@ import os
 import re
 import time
 from collections import defaultdict, deque
-from collections.abc import Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeVar
 from urllib.parse import urlsplit
@@ -367,11 +367,13 @@ class LLMClient:
     def load_adapter(self, name: str, path: str) -> None:
         """Have every server load the LoRA adapter at ``path`` as the model ``name``; calls name it from now on.
 
-        A server that has it already (a resumed run asks again) is fine.
+        A server that has it already (a resumed run asks again) is fine, if it
+        loaded it from ``path``: a name two versions share would play the wrong weights.
+        A server that does not answer is asked again (``max_retries``, with backoff).
 
         Raises:
-            LLMConfigError: not an OpenAI-compatible provider, or a server refused or could
-                not be reached (the message names the server and what to start it with).
+            LLMConfigError: not an OpenAI-compatible provider, or a server refused, could
+                not be reached, or holds another adapter of that name (naming the server).
         """
         if self.provider != "openai":
             raise LLMConfigError(
@@ -379,30 +381,71 @@ class LLMClient:
                 "announce a model name instead"
             )
         for server in self.servers:
-            try:
-                openai_api.load_lora_adapter(
-                    server.url, self._key(), min(self.timeout, 60.0), name, path
-                )
-                served = openai_api.models_now(server.url, self._key(), min(self.timeout, 10.0))
-            except (LLMCallError, Transient, Unreachable) as exc:
-                hint = (
-                    " (does it serve adapters? start vLLM with --enable-lora and "
-                    "VLLM_ALLOW_RUNTIME_LORA_UPDATING=True)"
-                    if isinstance(exc, LLMCallError) and exc.status in (404, 405)
-                    else ""
-                )
-                raise LLMConfigError(
-                    self.redact(
-                        f"{self.owner}: the server at {shown(server.url)} did not load the LoRA "
-                        f"adapter {name!r} from {path}: {exc}{hint}"
-                    )
-                ) from None
-            if name not in served:
+            roots = self._on(
+                server,
+                f"did not load the LoRA adapter {name!r} from {path}",
+                lambda url: (
+                    openai_api.load_lora_adapter(
+                        url, self._key(), min(self.timeout, 60.0), name, path
+                    ),
+                    openai_api.model_roots(url, self._key(), min(self.timeout, 10.0)),
+                )[1],
+            )
+            if name not in roots:
                 raise LLMConfigError(
                     f"{self.owner}: the server at {shown(server.url)} accepted the LoRA adapter "
-                    f"{name!r} but does not list it; it serves: {', '.join(served)}"
+                    f"{name!r} but does not list it; it serves: {', '.join(roots)}"
+                )
+            if roots[name] not in (None, path):
+                raise LLMConfigError(
+                    f"{self.owner}: the server at {shown(server.url)} has an adapter named {name!r} "
+                    f"loaded from {roots[name]}, not {path}: give each policy version a name of its "
+                    "own (a trainer names them after its run), or unload the old one"
                 )
         self.model = name
+
+    def check_served(self, name: str) -> None:
+        """Check that every server serves the model ``name`` (a trainer's announced policy).
+
+        Raises:
+            LLMConfigError: a server does not list it, or could not be reached (naming both).
+        """
+        if self.provider != "openai":
+            return  # the Messages API lists no models to check against
+        for server in self.servers:
+            served = self._on(
+                server,
+                "did not list its models",
+                lambda url: openai_api.models_now(url, self._key(), min(self.timeout, 10.0)),
+            )
+            if name not in served:
+                raise LLMConfigError(
+                    f"{self.owner}: the server at {shown(server.url)} does not serve the model "
+                    f"{name!r} the trainer announced; it serves: {', '.join(served)}"
+                )
+
+    def _on(self, server: _Server, doing: str, call: Callable[[str], T]) -> T:
+        """``call(server.url)``, asked again with backoff while the server does not answer."""
+        for attempt in range(self.max_retries + 1):
+            try:
+                return call(server.url)
+            except (Transient, Unreachable) as exc:
+                if attempt == self.max_retries:
+                    problem: Exception = exc
+                    break
+                time.sleep(backoff(attempt))
+            except LLMCallError as exc:
+                problem = exc
+                break
+        hint = (
+            " (does it serve adapters? start vLLM with --enable-lora and "
+            "VLLM_ALLOW_RUNTIME_LORA_UPDATING=True)"
+            if isinstance(problem, LLMCallError) and problem.status in (404, 405)
+            else ""
+        )
+        raise LLMConfigError(
+            self.redact(f"{self.owner}: the server at {shown(server.url)} {doing}: {problem}{hint}")
+        ) from None
 
     # ---- servers and slots --------------------------------------------------------------
 

@@ -49,6 +49,7 @@ __all__ = [
     "is_openai_itself",
     "load_lora_adapter",
     "make_sdk",
+    "model_roots",
     "models_now",
 ]
 
@@ -287,6 +288,15 @@ def models_now(base_url: str, key: str, timeout: float) -> list[str]:
     with openai.OpenAI(base_url=base_url, api_key=key, max_retries=0, timeout=timeout) as sdk:
         try:
             return [m.id for m in sdk.models.list().data]
+        except (openai.APIError, ValueError) as exc:
+            raise _failure(exc) from None
+
+
+def model_roots(base_url: str, key: str, timeout: float) -> dict[str, str | None]:
+    """Each model the server serves → its ``root`` (vLLM: a LoRA adapter's folder, a model's name; None if unsaid)."""
+    with openai.OpenAI(base_url=base_url, api_key=key, max_retries=0, timeout=timeout) as sdk:
+        try:
+            return {m.id: getattr(m, "root", None) for m in sdk.models.list().data}
         except (openai.APIError, ValueError) as exc:
             raise _failure(exc) from None
 

@@ -165,6 +165,17 @@ class LLMRole:
         given = {k: getattr(settings, k) for k in _CLIENT_SETTINGS}
         cls._client(given.pop("model"), **given).load_adapter(name, path)
 
+    @classmethod
+    def check_served(cls, settings: Any, name: str) -> None:
+        """Check that the servers these settings name serve the model ``name`` (a trainer's new policy).
+
+        Raises:
+            LLMConfigError: a server does not list it (naming it and what it serves).
+        """
+        given = {k: getattr(settings, k) for k in _CLIENT_SETTINGS}
+        given.pop("model")
+        cls._client(name, **given).check_served(name)
+
     def drain_usage(self) -> list[UsageRow]:
         """What this role spent since the last call, per task; then forgotten."""
         return self.client.drain()

@@ -367,13 +367,25 @@ def _trainable(experiment: Experiment) -> None:
         ExperimentError: it is not (naming the Solvers that are).
     """
     if experiment.trainer is None:
+        if experiment.run.max_staleness:
+            raise ExperimentError(
+                "run.max_staleness bounds how far rollouts run ahead of an external trainer: "
+                "it needs a [trainer] table (docs/trainer.md); remove it, or add [trainer]"
+            )
         return
     factory = REGISTRY.get(experiment.solver.name).factory
+    settings = experiment.role_settings()["solver"]
     if not callable(getattr(factory, "load_adapter", None)):
         raise ExperimentError(
             f"[trainer] hands the Solver's episodes to an external trainer, which trains a "
-            f"served model: the solver must be an LLM Solver (llm-solver, claude), not "
+            f"served model: the solver must be an LLM Solver (llm-solver), not "
             f"{experiment.solver.name!r}; or remove [trainer]"
+        )
+    if (getattr(settings, "provider", None) or factory.default_provider) != "openai":
+        raise ExperimentError(
+            f"[trainer] trains the model your server serves: the solver {experiment.solver.name!r} "
+            'must use an OpenAI-compatible server (solver.config.provider = "openai", e.g. '
+            "vLLM), not Anthropic's API, whose models no trainer of yours can change"
         )
 
 

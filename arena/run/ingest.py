@@ -25,17 +25,21 @@ import hashlib
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from coevo.agents.llm.solver import WorldPool
-from coevo.arena.errors import CoevoError, LogError
+from coevo.arena.errors import LogError
 from coevo.arena.gamelog import GameLog, IngestedRow
 from coevo.arena.gamelog.inbox import InboxRollout, list_parts, read_part
+from coevo.arena.limits import Limits
 from coevo.arena.outcomes import Episode, Observation
 from coevo.arena.spec import TaskSpec, ToolCall, WorldSpec
 from coevo.arena.trajectory import Trajectory, TurnTokens
 
-__all__ = ["Inbox", "Ingested", "known_tasks"]
+__all__ = ["MAX_CALLS", "Inbox", "Ingested", "known_tasks"]
+
+MAX_CALLS: Final = Limits().max_steps
+"""Calls an ingested rollout may make at most, ``submit`` included: a world's step budget."""
 
 
 @dataclass
@@ -80,13 +84,17 @@ class Inbox:
         for part in list_parts(self.log.run):
             if part in self.done:
                 continue
-            self.done.add(part)
             try:
                 rollouts = read_part(self.log.run, part)
-            except (LogError, OSError) as exc:
+            except OSError as exc:  # the disk or the store, not the part: looked at again next time
+                self.events("inbox_part_unreachable", gen=gen, part=part, error=str(exc))
+                continue
+            except LogError as exc:  # the part itself: recorded, and never read again
+                self.done.add(part)
                 out.rows.append(_row(part, "", 0, 0, 0, 0, str(exc)))
                 self.events("inbox_part_unreadable", gen=gen, part=part, error=str(exc))
                 continue
+            self.done.add(part)
             episodes, rejected, disagreed = self._replay(gen, part, rollouts, tasks)
             out.episodes += episodes
             source = rollouts[0].source if rollouts else ""
@@ -115,26 +123,22 @@ class Inbox:
         rejected = disagreed = 0
         for rollout in rollouts:
             task = tasks(rollout.task_id)
+            why = None
             if task is None or not isinstance(task.world, WorldSpec):
-                rejected += 1
-                self.events(
-                    "inbox_rollout_rejected",
-                    gen=gen,
-                    part=part,
-                    rollout=rollout.rollout,
-                    why=f"the run does not know the task {rollout.task_id}",
+                why = f"{rollout.task_id} is not an accepted training task of this run"
+            elif len(rollout.tool_calls) > MAX_CALLS:
+                why = (
+                    f"{len(rollout.tool_calls)} calls, more than an episode may make ({MAX_CALLS})"
                 )
-                continue
-            try:
-                episode = self._played(task, rollout, _episode_id(part, rollout.rollout))
-            except CoevoError as exc:
+            else:
+                try:
+                    episode = self._played(task, rollout, _episode_id(part, rollout.rollout))
+                except Exception as exc:  # a rollout coevo cannot replay is counted, never fatal
+                    why = f"it could not be replayed: {type(exc).__name__}: {exc}"
+            if why is not None:
                 rejected += 1
                 self.events(
-                    "inbox_rollout_rejected",
-                    gen=gen,
-                    part=part,
-                    rollout=rollout.rollout,
-                    why=str(exc),
+                    "inbox_rollout_rejected", gen=gen, part=part, rollout=rollout.rollout, why=why
                 )
                 continue
             disagreed += episode.reward.value != round(rollout.reward)
@@ -146,7 +150,7 @@ class Inbox:
         assert isinstance(task.world, WorldSpec)
         world = self.worlds.take(task.world)
         try:
-            world.reset(task, max_steps=max(len(rollout.tool_calls), 1))
+            world.reset(task, max_steps=MAX_CALLS)
             made: list[ToolCall] = []
             seen: list[Observation] = []
             for call in rollout.tool_calls:
@@ -220,17 +224,40 @@ def _row(
     )
 
 
-def known_tasks(*sources: Mapping[str, TaskSpec], log: GameLog) -> Callable[[str], TaskSpec | None]:
-    """A task lookup over ``sources`` first, then (read once, on the first miss) every task of the log."""
+def known_tasks(current: Mapping[str, TaskSpec], log: GameLog) -> Callable[[str], TaskSpec | None]:
+    """The tasks a trainer may have played: the curriculum's ``current`` ones, then (read once, on the first miss) every task of the log the Judge accepted, the eval suite excepted."""
     logged: dict[str, TaskSpec] | None = None
 
     def lookup(task_id: str) -> TaskSpec | None:
         nonlocal logged
-        for source in sources:
-            if task_id in source:
-                return source[task_id]
+        if task_id in current:
+            return current[task_id]
         if logged is None:
-            logged = log.task_specs()[0]
+            logged = _accepted_training_tasks(log)
         return logged.get(task_id)
 
     return lookup
+
+
+def _accepted_training_tasks(log: GameLog) -> dict[str, TaskSpec]:
+    """Every task of the log the Judge accepted that is not in the eval suite, by id."""
+    tasks, _ = log.task_specs()
+    listed = log.read("tasks", columns=["task_id", "source"])
+    held_out = {
+        t
+        for t, source in zip(
+            listed.column("task_id").to_pylist(), listed.column("source").to_pylist(), strict=True
+        )
+        if source == "eval"
+    }
+    verdicts = log.read("verdicts", columns=["task_id", "accepted"])
+    accepted = {
+        t
+        for t, ok in zip(
+            verdicts.column("task_id").to_pylist(),
+            verdicts.column("accepted").to_pylist(),
+            strict=True,
+        )
+        if ok
+    }
+    return {t: task for t, task in tasks.items() if t in accepted and t not in held_out}

@@ -505,10 +505,7 @@ class Arena:
         clock = _Clock()
         done = _Generation(gen, proposals=self._collect(self.pending))
         done.failures = done.proposals.failures + (self.suite_failures if gen == 0 else 0)
-        eval_tasks = {t.task_id: t for t in self.eval_tasks}
-        done.external = self.inbox.take(
-            gen, known_tasks(self.curriculum.tasks, eval_tasks, log=self.log)
-        )
+        done.external = self.inbox.take(gen, known_tasks(self.curriculum.tasks, log=self.log))
         done.failures += done.external.failures
         for attempt in self._drained(self.synth.actors, "drain_attempts", gen):
             self.events("synthesis_attempt", gen=gen, **attempt)
@@ -864,6 +861,11 @@ def _run_locked(
             if stop_after is not None and len(reports) >= stop_after:
                 break
             reports.append(arena.generation(gen))
+        if (
+            arena.handoff is not None
+            and arena.log.last_generation() + 1 >= experiment.run.generations
+        ):
+            arena.handoff.finish(arena.log.last_generation())  # a Ray queue ends with the run
     finally:
         with contextlib.suppress(Exception):
             arena.close()

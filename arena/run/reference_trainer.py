@@ -37,7 +37,13 @@ from typing import Any, Final, TextIO
 import pyarrow.compute as pc
 from coevo.arena.errors import ArenaError
 from coevo.arena.gamelog import RunDir
-from coevo.arena.run.trainer import Announcement, FolderTransport, batch_gen
+from coevo.arena.run.trainer import (
+    Announcement,
+    FolderTransport,
+    batch_gen,
+    folder_uri,
+    run_identity,
+)
 
 __all__ = ["ReferenceTrainer", "TrainerSettings", "journal"]
 
@@ -54,10 +60,14 @@ class TrainerSettings:
         folder: the trainer folder (None: the run's ``trainer.uri``, else ``RUN_DIR/trainer``).
         announce: ``lora`` (each version an adapter for the server to load) or ``model``.
         adapter: the adapter folder each version names (``lora``; None: a record of one is written).
-        prefix: versions are named ``{prefix}-v{n}``, n = batches trained through.
+        prefix: versions are named ``{prefix}-v{n}``, n = batches trained through (None:
+            ``reference-`` and six hex digits of the run directory, so that two runs
+            against one server never share a version's name).
         poll: seconds between looks for batches.
         delay: seconds each "training step" takes (to watch staleness at work).
         batches: stop after training this many batches (None: when the run is finished).
+        lag: announce batch n only once batch n + lag is handed out (or the run is
+            finished): a trainer that many batches behind, to watch ``max_staleness`` work.
         wait: seconds to wait for the run and its batches before giving up (None: forever).
     """
 
@@ -65,19 +75,37 @@ class TrainerSettings:
     folder: str | None = None
     announce: str = "lora"
     adapter: str | None = None
-    prefix: str = "reference"
+    prefix: str | None = None
     poll: float = 0.5
     delay: float = 0.0
     batches: int | None = None
     wait: float | None = None
+    lag: int = 0
 
 
 def journal(folder: FolderTransport) -> list[dict[str, Any]]:
-    """The trainer's journal: one entry per batch trained, in order."""
+    """The trainer's journal: one entry per batch trained, in order.
+
+    Raises:
+        ArenaError: the journal is not one (a line that is not a JSON object with a batch id).
+    """
     if not folder.dir.exists(*JOURNAL):
         return []
-    lines = folder.dir.read_bytes(*JOURNAL).decode().splitlines()
-    return [json.loads(line) for line in lines if line.strip()]
+    entries = []
+    for n, line in enumerate(folder.dir.read_bytes(*JOURNAL).decode().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line)
+            batch_gen(entry["batch_id"])
+        except (ValueError, KeyError, TypeError, ArenaError) as exc:
+            raise ArenaError(
+                f"{folder.uri}/{'/'.join(JOURNAL)} line {n} is not a journal entry ({exc}); the "
+                "journal says which batches were trained on: restore it, or start the trainer "
+                "on a new run"
+            ) from None
+        entries.append(entry)
+    return entries
 
 
 class ReferenceTrainer:
@@ -114,14 +142,18 @@ class ReferenceTrainer:
         return data if isinstance(data, dict) else None
 
     def _open(self, experiment: dict[str, Any]) -> FolderTransport:
-        trainer = experiment.get("trainer") or {}
+        trainer = experiment.get("trainer")
+        if not isinstance(trainer, dict):
+            raise ArenaError(
+                f"the run in {self.settings.run_dir} has no [trainer] table: its Solver learns "
+                "in the run and hands out no batches (experiments/openai-trainer.toml has one)"
+            )
         if trainer.get("transport", "folder") != "folder":
             raise ArenaError(
                 f"the run in {self.settings.run_dir} hands its batches out on a Ray queue; the "
                 "reference trainer reads the folder transport (see docs/trainer.md for the queue)"
             )
-        uri = self.settings.folder or trainer.get("uri") or f"{self.run.uri.rstrip('/')}/trainer"
-        return FolderTransport(uri)
+        return FolderTransport(self.settings.folder or folder_uri(trainer.get("uri", ""), self.run))
 
     def _finished(self, experiment: dict[str, Any], trained: int) -> bool:
         planned = int((experiment.get("run") or {}).get("generations", 0))
@@ -147,21 +179,24 @@ class ReferenceTrainer:
             if self.folder is not None and experiment is not None:
                 done = {entry["batch_id"]: entry for entry in journal(self.folder)}
                 said = self.folder.announcements()
-                for entry in done.values():  # trained, but killed before it announced
-                    if entry["batch_id"] not in said:
+                offered = self.folder.offered()
+                finished = self._finished(experiment, len(done))
+                for entry in done.values():  # trained, not announced yet (lag, or killed between)
+                    if entry["batch_id"] not in said and self._due(entry, offered, finished):
                         self._announce(entry)
                         progressed = True
-                for batch in self.folder.offered():
+                for batch in offered:
                     if batch in done:
                         continue
                     if settings.batches is not None and trained_now >= settings.batches:
                         return trained_now
                     entry = self._train(batch, len(done))
                     done[batch] = entry
-                    self._announce(entry)
+                    if self._due(entry, offered, finished):
+                        self._announce(entry)
                     trained_now += 1
                     progressed = True
-                if self._finished(experiment, len(done)):
+                if self._finished(experiment, len(done)) and len(said) >= len(done):
                     self.say(f"the run is finished: {len(done)} batches trained")
                     return trained_now
                 if settings.batches is not None and trained_now >= settings.batches:
@@ -178,6 +213,17 @@ class ReferenceTrainer:
                 waiting_said = True
                 self.say(f"waiting for the run directory {settings.run_dir}")
             self.sleep(settings.poll)
+
+    def _due(self, entry: dict[str, Any], offered: list[str], finished: bool) -> bool:
+        """Whether a trained batch is announced now: at once, or with ``lag``, once ``lag`` more batches are out."""
+        later = [b for b in offered if batch_gen(b) > batch_gen(entry["batch_id"])]
+        return finished or len(later) >= self.settings.lag
+
+    def _prefix(self) -> str:
+        if self.settings.prefix is not None:
+            return self.settings.prefix
+        tag = hashlib.sha256(run_identity(self.run).encode()).hexdigest()[:6]
+        return f"reference-{tag}"
 
     def _train(self, batch: str, trained_before: int) -> dict[str, Any]:
         """One "training step": read the batch, journal it (the step's checkpoint), return the entry."""
@@ -197,7 +243,7 @@ class ReferenceTrainer:
             "digest": hashlib.sha256(
                 json.dumps(table.column("episode_id").to_pylist()).encode()
             ).hexdigest(),
-            "version": f"{self.settings.prefix}-v{gen + 1}",
+            "version": f"{self._prefix()}-v{gen + 1}",
             "step": trained_before + 1,
         }
         lines = [json.dumps(e, sort_keys=True) for e in journal(self.folder)]
@@ -232,7 +278,12 @@ class ReferenceTrainer:
             version,
             "adapter_config.json",
         )
-        return self.folder.dir.path("reference", "adapters", version)
+        where = self.folder.dir.path("reference", "adapters", version)
+        return (
+            where
+            if self.folder.dir.is_local
+            else f"{self.folder.uri.rstrip('/')}/reference/adapters/{version}"
+        )
 
 
 def main(settings: TrainerSettings, out: TextIO = sys.stdout) -> int:

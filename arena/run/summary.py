@@ -50,6 +50,7 @@ def summarize(run_dir: str) -> dict[str, Any]:
         # rollouts an external trainer drove, from the inbox
         "external_episodes": sum(r["episodes"] for r in ingested),
         "external_rejected": sum(r["rejected"] + (r["error"] is not None) for r in ingested),
+        "external_disagreed": sum(r["disagreed"] for r in ingested),
     }
 
 
@@ -101,7 +102,9 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
     if summary.get("external_episodes") or summary.get("external_rejected"):
         lines.append(
             f"inbox: {_plural(summary['external_episodes'], 'external episode')} ingested, "
-            f"{summary['external_rejected']} rollouts or parts rejected (the ingested table says why)"
+            f"{summary['external_rejected']} rollouts or parts rejected, "
+            f"{summary.get('external_disagreed', 0)} scored otherwise by its producer "
+            "(the ingested table)"
         )
     lines.append(f"game log: {summary['run_dir']}/log")
     return lines

@@ -34,13 +34,14 @@ import json
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any, Final, Literal, Protocol
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from coevo.agents.registry import REGISTRY
-from coevo.arena.errors import ArenaError, CoevoError, LogError
+from coevo.arena.errors import ArenaError, CoevoError, LogError, TrainerTimeout
 from coevo.arena.gamelog import GameLog, PolicyRow, RunDir
 from coevo.arena.outcomes import Episode
 from coevo.arena.settings import StrictNumbers
@@ -77,6 +78,9 @@ POLICY_FORMAT: Final = "coevo.policy/1"
 
 _BATCH_ID: Final = re.compile(r"batch-(\d{6,})")
 
+SETTLING: Final = 10.0
+"""Seconds an announcement that does not parse is given to be written whole (a trainer writing in place)."""
+
 
 class TrainerConfig(StrictNumbers):
     """``[trainer]``: the Solver is trained by an external trainer (the hand-off).
@@ -103,8 +107,9 @@ class TrainerConfig(StrictNumbers):
     load_adapters: bool = True
 
 
-class TrainerTimeout(ArenaError):
-    """The trainer announced no policy within ``trainer.timeout``: the run ends, resumable."""
+def run_identity(run: RunDir) -> str:
+    """Which run a transport serves: its filesystem and resolved path (``runs/t``, ``./runs/t/`` and the absolute path are one run)."""
+    return f"{run.fs.type_name}:{run.root}"
 
 
 def batch_id(gen: int) -> str:
@@ -350,8 +355,8 @@ class Transport(Protocol):
         """The batch ids handed out, sorted."""
         ...
 
-    def announcements(self) -> dict[str, Announcement]:
-        """Every announcement made, by batch id."""
+    def announcements(self, after: int = -1) -> dict[str, Announcement]:
+        """The announcements made for batches of generations after ``after``, by batch id."""
         ...
 
 
@@ -380,8 +385,9 @@ class FolderTransport:
                 there = None
             if there != run:
                 raise ArenaError(
-                    f"the trainer folder {self.uri} serves another run ({there!r}); give this "
-                    "run a folder of its own (trainer.uri), or leave it empty for RUN_DIR/trainer"
+                    f"the trainer folder {self.uri} serves another run ({there!r}, this one is "
+                    f"{run!r}); give this run a folder of its own (trainer.uri), or leave it "
+                    "empty for RUN_DIR/trainer"
                 )
             return
         self.dir.write_bytes(json.dumps(record).encode(), "transport.json")
@@ -413,25 +419,45 @@ class FolderTransport:
             f"{self.uri}/batches/{batch}.parquet",
         )
 
-    def announcements(self) -> dict[str, Announcement]:
-        """Every announcement in ``versions/`` (written whole by the trainer), by batch id.
+    def announcements(self, after: int = -1) -> dict[str, Announcement]:
+        """The announcements in ``versions/`` for batches of generations after ``after``, by batch id.
+
+        Only those files are read (a long run's wait reads few). A file that does
+        not parse but was written in the last :data:`SETTLING` seconds is taken for
+        one being written in place, and looked at again next time.
 
         Raises:
             ArenaError: a file there is not an announcement, or is named for another batch.
         """
         out: dict[str, Announcement] = {}
         for name in self.dir.listdir("versions"):
-            if not name.endswith(".json") or name.startswith((".", "_")):
+            stem = name.removesuffix(".json")
+            if not name.endswith(".json") or _BATCH_ID.fullmatch(stem) is None:
+                continue  # a temporary name, or none of the protocol's
+            if batch_gen(stem) <= after:
                 continue
             where = f"{self.uri}/versions/{name}"
-            announcement = read_announcement(self.dir.read_bytes("versions", name), where)
-            if announcement.batch_id != name.removesuffix(".json"):
+            try:
+                announcement = read_announcement(self.dir.read_bytes("versions", name), where)
+            except ArenaError:
+                if self._settling("versions", name):
+                    continue
+                raise
+            if announcement.batch_id != stem:
                 raise ArenaError(
                     f"{where} announces a policy for {announcement.batch_id}: an announcement "
                     "is named after its batch (versions/<batch_id>.json)"
                 )
             out[announcement.batch_id] = announcement
         return out
+
+    def _settling(self, *parts: str) -> bool:
+        """Whether the file was written in the last :data:`SETTLING` seconds."""
+        mtime = self.dir.fs.get_file_info(self.dir.path(*parts)).mtime
+        return (
+            mtime is not None
+            and (datetime.now(UTC) - mtime.astimezone(UTC)).total_seconds() < SETTLING
+        )
 
     def announce(self, announcement: Announcement) -> None:
         """Write ``versions/<batch_id>.json`` whole (the trainer's side)."""
@@ -449,13 +475,13 @@ class BatchQueue:
     """The Ray queue transport's actor: batches in order of their ids, announcements back.
 
     Held by the driver's Ray job: it does not survive a ``kill -9`` of the driver,
-    so ``coevo resume`` offers again what was not announced (at least once).
+    so ``coevo resume`` offers again every batch after the policy it last played
+    (at least once). A batch's rows are dropped once its policy is announced.
     """
 
     def __init__(self) -> None:
         self.run: str | None = None
-        self.batches: dict[str, pa.Table] = {}
-        self.taken: set[str] = set()
+        self.batches: dict[str, pa.Table | None] = {}
         self.said: dict[str, dict[str, Any]] = {}
 
     def claim(self, run: str) -> str | None:
@@ -476,16 +502,24 @@ class BatchQueue:
         return sorted(self.batches)
 
     def take(self) -> tuple[str, pa.Table] | None:
-        """The first batch not yet taken (the trainer's side), or None."""
+        """The oldest batch whose policy is not announced yet (the trainer's side), or None.
+
+        The same batch until its policy is announced: a trainer killed after
+        taking it gets it again.
+        """
         for batch in sorted(self.batches):
-            if batch not in self.taken:
-                self.taken.add(batch)
-                return batch, self.batches[batch]
+            table = self.batches[batch]
+            if batch not in self.said and table is not None:
+                return batch, table
         return None
 
     def announce(self, announcement: dict[str, Any]) -> None:
-        """Record an announcement (the trainer's side)."""
-        self.said[str(announcement.get("batch_id"))] = dict(announcement)
+        """Record an announcement (the trainer's side); the batches it was trained through are let go."""
+        batch = str(announcement.get("batch_id"))
+        self.said[batch] = dict(announcement)
+        for queued in self.batches:
+            if queued <= batch:
+                self.batches[queued] = None
 
     def announcements(self) -> dict[str, dict[str, Any]]:
         """Every announcement, by batch id."""
@@ -535,11 +569,11 @@ class QueueTransport:
         return list(self.ray.get(self.actor.offered.remote()))
 
     def take(self) -> tuple[str, pa.Table] | None:
-        """The next batch for the trainer, or None."""
+        """The oldest batch whose policy is not announced yet (the same until it is), or None."""
         return self.ray.get(self.actor.take.remote())
 
-    def announcements(self) -> dict[str, Announcement]:
-        """Every announcement, by batch id, checked.
+    def announcements(self, after: int = -1) -> dict[str, Announcement]:
+        """The announcements for batches of generations after ``after``, by batch id, checked.
 
         Raises:
             ArenaError: one is not an announcement.
@@ -548,6 +582,7 @@ class QueueTransport:
         return {
             batch: read_announcement(data, f"the announcement for {batch} on queue {self.name!r}")
             for batch, data in said.items()
+            if _BATCH_ID.fullmatch(batch) is None or batch_gen(batch) > after
         }
 
     def announce(self, announcement: Announcement) -> None:
@@ -559,7 +594,16 @@ def transport_for(config: TrainerConfig, run: RunDir) -> FolderTransport | Queue
     """The transport a ``[trainer]`` table names, for the run in ``run``."""
     if config.transport == "ray-queue":
         return QueueTransport(config.queue or "coevo-trainer")
-    return FolderTransport(config.uri or f"{run.uri.rstrip('/')}/trainer")
+    return FolderTransport(folder_uri(config.uri, run))
+
+
+def folder_uri(uri: str, run: RunDir) -> str:
+    """The trainer folder of ``trainer.uri`` for the run in ``run``: empty, ``RUN_DIR/trainer``; a relative path is inside the run directory."""
+    if not uri:
+        return f"{run.uri.rstrip('/')}/trainer"
+    if "://" in uri or uri.startswith("/"):
+        return uri
+    return f"{run.uri.rstrip('/')}/{uri}"
 
 
 # ---- coevo's side ---------------------------------------------------------------------------
@@ -615,7 +659,7 @@ class Handoff:
         Returns:
             The batch ids handed out now (after a crash between a commit and its hand-out).
         """
-        self.transport.claim(self.log.run.uri)
+        self.transport.claim(run_identity(self.log.run))
         self.policy = policy
         offered = set(self.transport.offered())
         ahead = sorted(b for b in offered if batch_gen(b) >= committed)
@@ -628,7 +672,9 @@ class Handoff:
                 "and their announcements and resume"
             )
         out = []
-        for gen in range(committed):
+        # a folder keeps every batch; a new queue needs only those the policy was not trained on
+        first = 0 if isinstance(self.transport, FolderTransport) else self.trained_through + 1
+        for gen in range(first, committed):
             batch = batch_id(gen)
             if batch not in offered and self.transport.offer(batch, training_batch(self.log, gen)):
                 out.append(batch)
@@ -650,7 +696,31 @@ class Handoff:
         """Hand out committed generation ``gen``'s batch (once); True when it went now."""
         staged, self.staged = self.staged, None
         batch = staged[1] if staged is not None and staged[0] == gen else None
-        return self.transport.offer(batch_id(gen), batch or training_batch(self.log, gen))
+        if batch is None:
+            batch = training_batch(self.log, gen)
+        return self.transport.offer(batch_id(gen), batch)
+
+    def finish(self, last: int) -> None:
+        """At the run's end: a Ray queue dies with its driver, so wait until the trainer has announced the last batch.
+
+        A folder keeps its batches for a trainer that comes later: nothing to wait for.
+
+        Raises:
+            TrainerTimeout: not within ``trainer.timeout`` (the message says what was not taken).
+        """
+        if isinstance(self.transport, FolderTransport) or last < 0:
+            return
+        started = self.clock()
+        while batch_id(last) not in self.transport.announcements(after=last - 1):
+            if self.clock() - started >= self.config.timeout:
+                raise TrainerTimeout(
+                    f"the trainer announced no policy for {batch_id(last)}, the run's last batch, "
+                    f"within {self.config.timeout:g} s (trainer.timeout); every generation is "
+                    f"committed, but the Ray queue {getattr(self.transport, 'name', '')!r} ends "
+                    "with this run, and the batches after the last announced one with it: to "
+                    "leave batches for a trainer that comes later, use the folder transport"
+                )
+            self.sleep(self.config.poll)
 
     def policy_for(self, gen: int, runs_until: int) -> Announcement | None:
         """The policy generation ``gen`` plays: the newest announced, trained through batch ``gen − 1 − k`` at least.
@@ -696,7 +766,7 @@ class Handoff:
 
     def _newest(self, gen: int) -> Announcement | None:
         """The announcement for the latest batch before ``gen``, newer than the policy in use (or None)."""
-        said = self.transport.announcements()
+        said = self.transport.announcements(after=self.trained_through)
         for batch in said:
             if batch_gen(batch) >= gen:
                 raise ArenaError(
@@ -707,7 +777,7 @@ class Handoff:
         return max(candidates, key=lambda a: a.trained_through, default=None)
 
     def load(self, policy: Announcement, solver: str, settings: Any, gen: int) -> None:
-        """Have the Solver's servers load ``policy``'s LoRA adapter, when it is one and ``load_adapters`` is on.
+        """Have the Solver's servers load ``policy``'s LoRA adapter (``load_adapters``), or check that they serve its model.
 
         Args:
             policy: the announcement.
@@ -718,10 +788,12 @@ class Handoff:
         Raises:
             ArenaError: the server refused or could not be reached (and how to go on).
         """
-        if policy.lora_path is None or not self.config.load_adapters:
-            return
+        factory = REGISTRY.get(solver).factory
         try:
-            REGISTRY.get(solver).factory.load_adapter(settings, policy.served_as, policy.lora_path)
+            if policy.lora_path is not None and self.config.load_adapters:
+                factory.load_adapter(settings, policy.served_as, policy.lora_path)
+            else:  # a model the server serves already (or an adapter an operator loaded)
+                factory.check_served(settings, policy.served_as)
         except CoevoError as exc:
             raise ArenaError(
                 f"{exc}; generations 0–{gen - 1} are committed: fix the server or the "

@@ -11,7 +11,7 @@ import pytest
 from coevo.arena.gamelog import GameLog
 from coevo.arena.gamelog.inbox import write_part
 from coevo.arena.run.experiment import load_experiment
-from coevo.arena.run.ingest import Inbox, known_tasks
+from coevo.arena.run.ingest import MAX_CALLS, Inbox, known_tasks
 from coevo.arena.run.loop import resume_run, run_experiment
 from coevo.arena.spec import TaskSpec
 
@@ -37,6 +37,12 @@ def _accepted(log: GameLog) -> list[TaskSpec]:
 
 def _numbered(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{**row, "rollout": n} for n, row in enumerate(rows)]
+
+
+def _eval_tasks(log: GameLog) -> list[TaskSpec]:
+    tasks, _ = log.task_specs()
+    listed = log.read("tasks", columns=["task_id", "source"]).to_pylist()
+    return [tasks[t["task_id"]] for t in listed if t["source"] == "eval"]
 
 
 def _rollout(task: TaskSpec, calls: list[dict[str, Any]], reward: float, **extra: Any) -> dict:
@@ -68,6 +74,7 @@ def test_rollouts_are_replayed_and_scored_by_coevo_not_by_the_producer(run_copy)
     """The solution earns 1, a bare submit 0 (a producer that claimed 1 is counted as disagreeing), an unknown task is rejected, and each part is taken once."""
     log = GameLog(str(run_copy))
     first, second = _accepted(log)[:2]
+    held_out = next(iter(_eval_tasks(log)))
     messages = json.dumps([{"role": "user", "content": first.instruction}])
     write_part(
         run_copy,
@@ -78,24 +85,29 @@ def test_rollouts_are_replayed_and_scored_by_coevo_not_by_the_producer(run_copy)
                 _rollout(second, SUBMIT, 1.0),  # the producer is wrong
                 _rollout(second, SUBMIT, 0.0),
                 {**_rollout(first, SUBMIT, 0.0), "task_id": "sha256:" + "0" * 64},
+                _rollout(held_out, _solution(held_out), 1.0),  # the eval suite is never trained on
+                _rollout(first, SUBMIT * (MAX_CALLS + 1), 0.0),  # beyond any episode's budget
             ]
         ),
     )
     (run_copy / "inbox" / "verifiers-b.parquet").write_bytes(b"not parquet")
     events: list[tuple[str, dict]] = []
     inbox = Inbox(log, lambda name, **kw: events.append((name, kw)))
-    taken = inbox.take(3, known_tasks(log=log))
+    taken = inbox.take(3, known_tasks({}, log=log))
     rows = {r.part_id: r for r in taken.rows}
-    assert (rows["verifiers-a"].rollouts, rows["verifiers-a"].episodes) == (4, 3)
-    assert (rows["verifiers-a"].rejected, rows["verifiers-a"].disagreed) == (1, 1)
+    assert (rows["verifiers-a"].rollouts, rows["verifiers-a"].episodes) == (6, 3)
+    assert (rows["verifiers-a"].rejected, rows["verifiers-a"].disagreed) == (3, 1)
     assert rows["verifiers-b"].error and rows["verifiers-b"].episodes == 0
-    assert taken.failures == 2
+    assert taken.failures == 4
+    why = [kw["why"] for name, kw in events if name == "inbox_rollout_rejected"]
+    assert sum("not an accepted training task" in w for w in why) == 2
+    assert sum("more than an episode may make" in w for w in why) == 1
     assert [e.reward.value for e in taken.episodes] == [1, 0, 0]
     assert {e.solver for e in taken.episodes} == {"trainer-v7"}
     assert taken.episodes[0].trajectory is not None and taken.episodes[1].trajectory is None
     assert len({e.episode_id for e in taken.episodes}) == 3
     assert any(name == "inbox_rollout_rejected" for name, _ in events)
-    assert inbox.take(3, known_tasks(log=log)).rows == []  # taken already
+    assert inbox.take(3, known_tasks({}, log=log)).rows == []  # taken already
 
 
 @pytest.mark.slow

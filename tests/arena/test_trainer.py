@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -22,6 +24,7 @@ from coevo.arena.run.trainer import (
     Announcement,
     FolderTransport,
     Handoff,
+    QueueTransport,
     TrainerConfig,
     TrainerTimeout,
     batch_id,
@@ -177,7 +180,12 @@ def test_a_folder_of_another_run_is_refused(tmp_path) -> None:
 def test_a_malformed_announcement_is_named_with_what_is_wrong(tmp_path, content, problem) -> None:
     """The file, the problem and the format's page; never executed, never guessed at."""
     (tmp_path / "versions").mkdir()
-    (tmp_path / "versions" / "batch-000000.json").write_text(content)
+    written = tmp_path / "versions" / "batch-000000.json"
+    written.write_text(content)
+    if "named after" not in problem:  # a fresh file that does not parse is one being written
+        assert FolderTransport(str(tmp_path)).announcements() == {}
+    settled = time.time() - 60  # not one being written in place: an error
+    os.utime(written, (settled, settled))
     with pytest.raises(ArenaError, match=problem) as caught:
         FolderTransport(str(tmp_path)).announcements()
     assert "batch-000000.json" in str(caught.value)
@@ -309,11 +317,10 @@ def test_the_reference_trainer_trains_each_batch_once_and_announces_a_lora_versi
     entries = journal(folder)
     assert [e["batch_id"] for e in entries] == ["batch-000000", "batch-000001", "batch-000002"]
     said = folder.announcements()
-    assert [said[b].version for b in sorted(said)] == [
-        "reference-v1",
-        "reference-v2",
-        "reference-v3",
-    ]
+    versions = [said[b].version for b in sorted(said)]
+    # named after the run, so that two runs against one server never share a name
+    assert re.fullmatch(r"reference-[0-9a-f]{6}-v1", versions[0])
+    assert versions == [versions[0][:-1] + str(n) for n in (1, 2, 3)]
     assert all(Path(a.lora_path or "").is_dir() for a in said.values())
     assert "the run is finished: 3 batches trained" in lines[-1]
     # started again: nothing left to train
@@ -378,6 +385,8 @@ def _reference_trainer(
             str(run_dir),
             "--poll",
             "0.05",
+            "--prefix",
+            "reference",
             *extra,
         ],
         stdout=subprocess.PIPE,
@@ -403,6 +412,9 @@ def _assert_each_batch_trained_once_and_equal_to_the_log(run_dir: Path, generati
         assert handed.equals(training_batch(log, gen))  # what went out is what the log holds
         entry = journal(folder)[gen]
         assert entry["rows"] == handed.num_rows
+        # what the trainer read, not only the file now there, is what the log holds
+        logged = training_batch(log, gen).column("episode_id").to_pylist()
+        assert entry["digest"] == hashlib.sha256(json.dumps(logged).encode()).hexdigest()
 
 
 @pytest.mark.slow
@@ -415,10 +427,13 @@ def test_three_generations_through_the_hand_off_advance_the_policy(monkeypatch, 
     run_dir = tmp_path / "run"
     with FakeOpenAI(ExplorerPolicy(2), models=["base-model"], api_key=KEY) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.url)
-        trainer = _reference_trainer(run_dir)  # before the run exists
+        trainer = _reference_trainer(run_dir)  # before the run exists: it waits
         try:
+            assert trainer.stdout is not None
+            waiting = trainer.stdout.readline()
             code = main(["run", "openai-trainer", "--out", str(run_dir), *TRAINER_RUN])
             output, _ = trainer.communicate(timeout=60)
+            output = waiting + output
         finally:
             trainer.kill()
         loaded = [body["lora_name"] for action, body in server.adapter_requests]
@@ -452,47 +467,57 @@ def test_three_generations_through_the_hand_off_advance_the_policy(monkeypatch, 
 
 @pytest.mark.slow
 @pytest.mark.usefixtures("ray_cluster")
-def test_staleness_never_exceeds_k_with_a_slow_trainer(monkeypatch, tmp_path) -> None:
-    """k = 1 and a trainer slower than a generation: each generation's trajectories come from a policy trained through batch n − 2 or later."""
+def test_staleness_never_exceeds_k_with_a_trainer_a_batch_behind(monkeypatch, tmp_path) -> None:
+    """k = 1 and a trainer that announces batch n only once batch n + 1 is out: from generation 2 on, every generation plays the policy trained through n − 2, never older; every rollout is played."""
     from coevo.arena.run.cli import main
 
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     run_dir = tmp_path / "run"
-    with FakeOpenAI(ExplorerPolicy(2), models=["base-model"], api_key=KEY, latency=0.01) as server:
+    with FakeOpenAI(ExplorerPolicy(2), models=["base-model"], api_key=KEY) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.url)
-        trainer = _reference_trainer(run_dir, "--delay", "3", "--announce", "model")
+        trainer = _reference_trainer(run_dir, "--lag", "1")
         try:
-            code = main(
-                [
-                    "run",
-                    "openai-trainer",
-                    "--out",
-                    str(run_dir),
-                    *TRAINER_RUN,
-                    "--set",
-                    "run.generations=5",
-                    "--set",
-                    "run.max_staleness=1",
-                    "--set",
-                    "trainer.load_adapters=false",
-                ]
-            )
+            sets = ["--set", "run.generations=5", "--set", "run.max_staleness=1"]
+            code = main(["run", "openai-trainer", "--out", str(run_dir), *TRAINER_RUN, *sets])
             output, _ = trainer.communicate(timeout=60)
         finally:
             trainer.kill()
-        del server
+        loaded = [body["lora_name"] for _, body in server.adapter_requests]
     assert code == 0, output
+    assert loaded == ["reference-v1", "reference-v2", "reference-v3"]
     through = {"base-model": -1, **_version_trained_through(run_dir)}
     log = GameLog(str(run_dir))
-    played = log.read("trajectories", columns=["gen", "policy_version"]).to_pylist()
-    staleness = [t["gen"] - 1 - through[t["policy_version"]] for t in played]
-    assert max(staleness) <= 1
-    assert max(staleness) == 1  # the slow trainer made some generation use it
+    played = log.read("trajectories", columns=["gen", "policy_version", "failure"]).to_pylist()
+    assert played and all(t["failure"] is None for t in played)
+    staleness: dict[int, set[int]] = {}
+    for t in played:
+        staleness.setdefault(t["gen"], set()).add(t["gen"] - 1 - through[t["policy_version"]])
+    assert staleness == {0: {0}, 1: {1}, 2: {1}, 3: {1}, 4: {1}}  # never above k, and k is used
     policies = log.read("policies").to_pylist()
-    assert [p["staleness"] for p in policies] == [
-        p["gen"] - 1 - p["trained_through"] for p in policies
+    assert [(p["gen"], p["staleness"]) for p in policies] == [
+        (gen, *values) for gen, values in sorted(staleness.items())
     ]
+    assert all(p["batch_rows"] > 0 for p in policies)
     _assert_each_batch_trained_once_and_equal_to_the_log(run_dir, 5)
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("ray_cluster")
+def test_strict_order_with_a_trainer_a_batch_behind_times_out(monkeypatch, tmp_path) -> None:
+    """k = 0 needs the policy of the batch just handed out; a trainer that holds it back is waited for, then the run stops (exit 4)."""
+    from coevo.arena.run.cli import main
+
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    run_dir = tmp_path / "run"
+    with FakeOpenAI(ExplorerPolicy(2), models=["base-model"], api_key=KEY) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        trainer = _reference_trainer(run_dir, "--lag", "1")
+        try:
+            sets = ["--set", "trainer.timeout=2"]
+            code = main(["run", "openai-trainer", "--out", str(run_dir), *TRAINER_RUN, *sets])
+        finally:
+            trainer.kill()
+    assert code == 4 and GameLog(str(run_dir)).last_generation() == 0
 
 
 def _wait_for(path: Path, process: subprocess.Popen, seconds: float = 240) -> None:
@@ -570,7 +595,8 @@ def test_a_driver_killed_mid_run_resumes_and_every_batch_is_handed_out_once(tmp_
             driver.wait()
             assert GameLog(str(run_dir)).last_generation() < 3
             resumed = subprocess.run(
-                [sys.executable, "-m", "coevo.arena.run.cli", "resume", str(run_dir)],
+                # spelt otherwise than `coevo run` was given it: the same run
+                [sys.executable, "-m", "coevo.arena.run.cli", "resume", f"{run_dir}/"],
                 env=env,
                 capture_output=True,
                 text=True,
@@ -623,11 +649,19 @@ def test_the_ray_queue_delivers_at_least_once_and_a_trainer_keeps_batch_ids_idem
     trained = ray.get(trainer.remote("coevo-test-queue", []))
     assert trained == ["batch-000000", "batch-000001"]
     assert handoff.policy_for(2, 3).version == "q-v2"
-    # the driver dies (its queue with it); resume offers every batch to a new queue
+    # the driver dies (its queue with it); resume offers a new queue every batch after the
+    # policy its checkpoint played
     ray.kill(handoff.transport.actor)
     again = Handoff(config, log, 0)
-    assert again.start(2, None) == ["batch-000000", "batch-000001"]
+    played = Announcement(batch_id="batch-000000", version="q-v1")
+    assert again.start(2, played) == ["batch-000001"]
+    queue = QueueTransport("coevo-test-queue", create=False)
+    first = queue.take()
+    assert first is not None and first[0] == "batch-000001"
+    again_taken = queue.take()  # a trainer killed after taking it gets it again
+    assert again_taken is not None and again_taken[0] == "batch-000001"
     assert ray.get(trainer.remote("coevo-test-queue", trained)) == trained  # no step taken twice
+    assert queue.take() is None and "batch-000001" in queue.announcements()
     with pytest.raises(ArenaError, match="serves another run"):
         Handoff(config, GameLog(str(tmp_path / "other")), 0).start(0, None)
     ray.kill(again.transport.actor)
@@ -641,3 +675,140 @@ def test_batches_of_generations_the_log_no_longer_holds_stop_the_run(tmp_path) -
     folder.offer(batch_id(1), training_batch(GameLog(str(tmp_path)), 0))  # a truncated one
     with pytest.raises(ArenaError, match=r"batch-000001 \(1 batches in all\).*1 committed"):
         handoff.start(1, None)
+
+
+def test_the_folder_transport_works_on_an_object_store_uri() -> None:
+    """A pyarrow filesystem URI (here mock://, as s3:// or gs:// would be): batches out whole, announcements back."""
+    folder = FolderTransport("mock:///bucket/runs/a/trainer")
+    folder.claim("mock:///bucket/runs/a")
+    empty = BATCH_SCHEMA.empty_table()
+    assert folder.offer("batch-000000", empty) and not folder.offer("batch-000000", empty)
+    assert folder.offered() == ["batch-000000"] and folder.read("batch-000000").num_rows == 0
+    folder.announce(Announcement(batch_id="batch-000000", version="v1", lora_path="s3://a/v1"))
+    assert folder.announcements()["batch-000000"].lora_path == "s3://a/v1"
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("ray_cluster")
+def test_a_trainer_that_never_announces_ends_the_run_resumably_with_exit_status_4(
+    monkeypatch, tmp_path, capsys
+) -> None:
+    """trainer.timeout runs out: exit 4, generation 0 committed, the message says how to resume; the reference trainer then lets `coevo resume` finish."""
+    from coevo.arena.run.cli import main
+
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    run_dir = tmp_path / "run"
+    with FakeOpenAI(ExplorerPolicy(2), models=["base-model"], api_key=KEY) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        sets = [*TRAINER_RUN, "--set", "trainer.timeout=1.5"]
+        code = main(["run", "openai-trainer", "--out", str(run_dir), *sets])
+        err = capsys.readouterr().err
+        assert code == 4
+        assert GameLog(str(run_dir)).last_generation() == 0
+        assert "announced no policy trained through batch-000000" in err
+        assert f"coevo resume {run_dir}" in err
+        events = [json.loads(line)["event"] for line in (run_dir / "events.jsonl").open()]
+        assert "trainer_waiting" in events and "trainer_timeout" in events
+        trainer = _reference_trainer(run_dir)
+        try:
+            assert main(["resume", str(run_dir)]) == 0
+            output, _ = trainer.communicate(timeout=60)
+        finally:
+            trainer.kill()
+    _assert_each_batch_trained_once_and_equal_to_the_log(run_dir, 3)
+    del output
+
+
+def _queue_consumer(name: str, stop: Any) -> None:
+    """A trainer in the driver's cluster, on a thread: trains on each queued batch once, announces a model name."""
+    from coevo.arena.run.trainer import QueueTransport
+
+    queue: QueueTransport | None = None
+    trained: list[str] = []
+    while not stop.is_set():
+        if queue is None:
+            try:
+                queue = QueueTransport(name, create=False)
+            except ValueError:  # the run has not made its queue yet
+                time.sleep(0.05)
+                continue
+        item = queue.take()
+        if item is None:
+            time.sleep(0.05)
+            continue
+        batch, _ = item
+        if batch not in trained:
+            trained.append(batch)
+        queue.announce(Announcement(batch_id=batch, version="base-model", model="base-model"))
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("ray_cluster")
+def test_a_run_hands_its_batches_to_a_trainer_in_the_cluster_over_the_ray_queue(
+    monkeypatch, tmp_path
+) -> None:
+    """transport = "ray-queue": every generation waits for the queue's announcement and logs the policy it names."""
+    import threading
+
+    from coevo.arena.run.experiment import load_experiment
+    from coevo.arena.run.loop import run_experiment
+
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    name = f"coevo-queue-{os.getpid()}"
+    stop = threading.Event()
+    consumer = threading.Thread(target=_queue_consumer, args=(name, stop), daemon=True)
+    with FakeOpenAI(ExplorerPolicy(2), models=["base-model"], api_key=KEY) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        experiment = load_experiment(
+            "openai-trainer",
+            [*TRAINER_RUN[1::2], "trainer.transport=ray-queue", f"trainer.queue={name}"],
+        )
+        consumer.start()
+        try:
+            summary = run_experiment(experiment, str(tmp_path / "run"))
+        finally:
+            stop.set()
+            consumer.join(timeout=10)
+    assert summary.generations == 3
+    policies = GameLog(str(tmp_path / "run")).read("policies").to_pylist()
+    assert [p["announced_for"] for p in policies] == [None, "batch-000000", "batch-000001"]
+    assert not (tmp_path / "run" / "trainer").exists()  # nothing went to a folder
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("ray_cluster")
+@pytest.mark.parametrize("stopped_after", [1, 2])
+def test_a_driver_stopped_between_a_commit_and_its_hand_out_hands_it_out_on_resume(
+    monkeypatch, tmp_path, stopped_after
+) -> None:
+    """The window no kill can aim at: generation n committed, its batch not handed out. `coevo resume` hands it out (also when n was the last generation), and the trainer trains each batch once."""
+    from coevo.arena.run.cli import main
+    from coevo.arena.run.trainer import Handoff
+
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    run_dir = tmp_path / "run"
+    real = Handoff.hand_out
+
+    def stop_before_handing_out(self: Handoff, gen: int) -> bool:
+        if gen == stopped_after:
+            raise KeyboardInterrupt  # as the driver dying right after the commit
+        return real(self, gen)
+
+    with FakeOpenAI(ExplorerPolicy(2), models=["base-model"], api_key=KEY) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        trainer = _reference_trainer(run_dir)
+        try:
+            with monkeypatch.context() as patched:
+                patched.setattr(Handoff, "hand_out", stop_before_handing_out)
+                code = main(["run", "openai-trainer", "--out", str(run_dir), *TRAINER_RUN])
+            assert code == 130
+            assert GameLog(str(run_dir)).last_generation() == stopped_after
+            assert not (
+                run_dir / "trainer" / "batches" / f"batch-00000{stopped_after}.parquet"
+            ).exists()
+            assert main(["resume", str(run_dir)]) == 0
+            output, _ = trainer.communicate(timeout=60)
+        finally:
+            trainer.kill()
+    assert trainer.returncode == 0, output
+    _assert_each_batch_trained_once_and_equal_to_the_log(run_dir, 3)

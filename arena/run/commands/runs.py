@@ -60,9 +60,24 @@ def _planned(run_dir: str) -> int | None:
         return None
 
 
-def _finished(args: argparse.Namespace, run_dir: str, done: int) -> int:
-    """``coevo resume`` of a run with every generation committed: its summary, from the log alone."""
+def _finished(args: argparse.Namespace, experiment: Any, run_dir: str, done: int) -> int:
+    """``coevo resume`` of a run with every generation committed: its summary, from the log alone.
+
+    With a folder ``[trainer]``, a batch committed but not handed out (the driver
+    stopped in between) is handed out now.
+    """
+    from coevo.arena.gamelog import GameLog
     from coevo.arena.run.summary import summarize
+    from coevo.arena.run.trainer import Handoff
+
+    trainer = experiment.trainer
+    if trainer is not None and trainer.transport == "folder":
+        log = GameLog(run_dir)
+        for batch in Handoff(trainer, log, experiment.run.max_staleness).start(done, None):
+            print(
+                f"handed {batch} out to the trainer (committed, not yet handed out)",
+                file=sys.stderr,
+            )
 
     summary = summarize(run_dir)
     print(
@@ -91,7 +106,7 @@ def _run(args: argparse.Namespace, *, resume: bool) -> int:
         run_dir = args.run_dir
         done = GameLog(run_dir).last_generation() + 1
         if done >= experiment.run.generations:
-            return _finished(args, run_dir, done)  # nothing to do: answered without Ray
+            return _finished(args, experiment, run_dir, done)  # answered without Ray
     else:
         overrides = list(args.set or [])
         if args.seed is not None:

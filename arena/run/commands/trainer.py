@@ -23,6 +23,7 @@ def cmd_reference_trainer(args: argparse.Namespace) -> int:
             delay=args.delay,
             batches=args.batches,
             wait=args.wait,
+            lag=args.lag,
         )
     )
 
@@ -62,7 +63,9 @@ def add_commands(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
         "--adapter", default=None, help="the LoRA adapter folder each version names (for vLLM)"
     )
     parser.add_argument(
-        "--prefix", default="reference", help="versions are named PREFIX-v1, PREFIX-v2, ..."
+        "--prefix",
+        default=None,
+        help="versions are named PREFIX-v1, PREFIX-v2, ... (default: reference- and a tag of the run)",
     )
     parser.add_argument("--poll", type=float, default=0.5, help="seconds between looks")
     parser.add_argument("--delay", type=float, default=0.0, help="seconds each training step takes")
@@ -74,5 +77,11 @@ def add_commands(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
         type=float,
         default=None,
         help="give up after this many seconds with nothing to do (default: wait forever)",
+    )
+    parser.add_argument(
+        "--lag",
+        type=int,
+        default=0,
+        help="announce a batch's version only once this many later batches are out (a slow trainer)",
     )
     parser.set_defaults(func=cmd_reference_trainer)
