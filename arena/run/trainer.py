@@ -62,6 +62,7 @@ __all__ = [
     "announced_policy",
     "batch_gen",
     "batch_id",
+    "batch_markdown",
     "batch_of",
     "policy_row",
     "read_announcement",
@@ -189,33 +190,108 @@ def read_announcement(data: bytes | str | dict[str, Any], where: str) -> Announc
 
 # ---- the batch ------------------------------------------------------------------------------
 
+_COLUMNS: Final = (
+    ("batch_id", pa.string(), False, "`batch-{gen:06d}`"),
+    ("gen", pa.int32(), False, "the generation that played it"),
+    (
+        "episode_id",
+        pa.string(),
+        False,
+        "the episode (a row of the log's `episodes` and `trajectories`)",
+    ),
+    ("task_id", pa.string(), False, "the task played"),
+    ("level", pa.int64(), True, "the task's difficulty level"),
+    ("group_size", pa.int64(), False, "rollouts of this task in this generation (its group)"),
+    ("reward", pa.float64(), False, "coevo's verifier: 0 or 1"),
+    (
+        "advantage",
+        pa.float64(),
+        False,
+        "`reward` minus the mean reward of its group (GRPO's numerator; divide by the group's "
+        "std if you want it)",
+    ),
+    (
+        "policy_version",
+        pa.string(),
+        False,
+        "the policy that played it (the off-policy correction's input: compare with the version "
+        "you are training)",
+    ),
+    ("model", pa.string(), False, "the model name the server answered with"),
+    (
+        "prompt_messages",
+        pa.string(),
+        False,
+        "JSON: the conversation before the first assistant turn (system, user)",
+    ),
+    (
+        "completion_messages",
+        pa.string(),
+        False,
+        "JSON: the rest, assistant turns with their `tool_calls` and the `tool` results, Chat "
+        "Completions format",
+    ),
+    ("tools", pa.string(), False, "JSON: the tools offered, as OpenAI function tools"),
+    ("sampling", pa.string(), False, "JSON: the sampling parameters sent"),
+    (
+        "layout",
+        pa.string(),
+        True,
+        "`interleaved` (use `token_ids`), `per-turn` (use the `turn_*` columns), null (the "
+        "server returned no token ids)",
+    ),
+    (
+        "token_ids",
+        pa.list_(pa.int64()),
+        True,
+        "the episode as one sequence: the first prompt, each completion and the tokens between",
+    ),
+    (
+        "logprobs",
+        pa.list_(pa.float64()),
+        True,
+        "the sampling log-probability of each token of `token_ids` the model produced (null "
+        "elsewhere)",
+    ),
+    (
+        "loss_mask",
+        pa.list_(pa.int64()),
+        True,
+        "1 for each token of `token_ids` the model produced, 0 for prompt and tool tokens",
+    ),
+    ("turn_prompt_ids", pa.list_(pa.list_(pa.int64())), True, "each turn's prompt token ids"),
+    (
+        "turn_completion_ids",
+        pa.list_(pa.list_(pa.int64())),
+        True,
+        "each turn's completion token ids",
+    ),
+    (
+        "turn_logprobs",
+        pa.list_(pa.list_(pa.float64())),
+        True,
+        "each turn's completion log-probabilities",
+    ),
+)
+
 BATCH_SCHEMA: Final = pa.schema(
     [
-        pa.field("batch_id", pa.string()),
-        pa.field("gen", pa.int32()),
-        pa.field("episode_id", pa.string()),
-        pa.field("task_id", pa.string()),
-        pa.field("level", pa.int64()),
-        pa.field("group_size", pa.int64()),
-        pa.field("reward", pa.float64()),
-        pa.field("advantage", pa.float64()),
-        pa.field("policy_version", pa.string()),
-        pa.field("model", pa.string()),
-        pa.field("prompt_messages", pa.string()),
-        pa.field("completion_messages", pa.string()),
-        pa.field("tools", pa.string()),
-        pa.field("sampling", pa.string()),
-        pa.field("layout", pa.string()),
-        pa.field("token_ids", pa.list_(pa.int64())),
-        pa.field("logprobs", pa.list_(pa.float64())),
-        pa.field("loss_mask", pa.list_(pa.int64())),
-        pa.field("turn_prompt_ids", pa.list_(pa.list_(pa.int64()))),
-        pa.field("turn_completion_ids", pa.list_(pa.list_(pa.int64()))),
-        pa.field("turn_logprobs", pa.list_(pa.list_(pa.float64()))),
+        pa.field(name, kind, metadata={"description": about})
+        for name, kind, _nullable, about in _COLUMNS
     ],
     metadata={"coevo.format": BATCH_FORMAT},
 )
-"""A training batch: one row per training rollout of a generation (``docs/trainer.md`` describes each column)."""
+"""A training batch: one row per training rollout of a generation; each column says what it is (its ``description``), as :func:`batch_markdown` and ``docs/trainer.md`` do."""
+
+
+def batch_markdown() -> str:
+    """The batch's columns as a Markdown table (``docs/trainer.md`` holds it, checked by a test)."""
+    lines = ["| column | type | meaning |", "|---|---|---|"]
+    for name, kind, nullable, about in _COLUMNS:
+        shown = str(kind).replace("<item: ", "<").replace("list<", "list<")
+        lines.append(f"| `{name}` | {shown}{' or null' if nullable else ''} | {about} |")
+    return "\n".join(lines)
+
 
 _FROM_TRAJECTORIES: Final = (
     "episode_id",

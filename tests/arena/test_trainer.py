@@ -812,3 +812,14 @@ def test_a_driver_stopped_between_a_commit_and_its_hand_out_hands_it_out_on_resu
             trainer.kill()
     assert trainer.returncode == 0, output
     _assert_each_batch_trained_once_and_equal_to_the_log(run_dir, 3)
+
+
+def test_the_protocol_page_holds_the_batch_columns_of_the_schema() -> None:
+    """docs/trainer.md contains batch_markdown() verbatim, and every column carries its description in the file."""
+    from coevo.arena.run.trainer import batch_markdown
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "trainer.md").read_text()
+    assert batch_markdown() in page, (
+        "paste coevo.arena.run.trainer.batch_markdown() into docs/trainer.md"
+    )
+    assert all(f.metadata and f.metadata.get(b"description") for f in BATCH_SCHEMA)
