@@ -19,13 +19,13 @@ protocol as a trainer author reads it; in short:
 Two transports. The **folder** (a local path or any pyarrow filesystem URI;
 default ``RUN_DIR/trainer``) hands each batch out *exactly once*: its file
 appears whole under its final name (written to a temporary name, then moved;
-one put on object stores) and is never written again, and a batch is built
-only from committed generations, so a ``kill -9`` of coevo before it was
-written is made good by ``coevo resume``. The **Ray queue** (a named actor in
-the run's cluster) delivers *at least once*: it lives with the driver, so after
-a ``kill -9`` of the driver ``coevo resume`` offers again every batch whose
-policy it has not seen announced, and a trainer drops a batch id it has
-trained on already.
+on an object store the moved object appears whole) and is never written
+again, and a batch is built only from committed generations, so a ``kill -9``
+of coevo before it was written is made good by ``coevo resume``. The **Ray
+queue** (a named actor in the run's cluster) delivers *at least once*: it
+lives with the driver, so after a ``kill -9`` of the driver ``coevo resume``
+offers a new queue every batch after the policy its checkpoint played, and a
+trainer announces again, without training, a batch it has trained on.
 """
 
 from __future__ import annotations
