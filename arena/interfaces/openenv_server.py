@@ -6,7 +6,9 @@ served file. The wire contract is OpenEnv's tool-calling one (its
 
 * ``reset(task_id=..., index=..., seed=...)`` picks a task (by id, by position
   in the file, by ``Random(seed)``, else the next one in file order, counted
-  across sessions). The observation holds its ``task_id``, the ``instruction``
+  across sessions); an argument of the wrong type or of another name fails
+  the reset with a :class:`~coevo.arena.errors.RecordError` that names it.
+  The observation holds its ``task_id``, the ``instruction``
   (coevo's system text and the task's instruction, as :func:`~coevo.arena.rendering.prompt`
   makes it) and the world's ``tools``, ``submit`` last; reward 0.
 * ``step(CallToolAction(tool_name, arguments))`` calls one tool. ``result`` is
@@ -18,13 +20,16 @@ served file. The wire contract is OpenEnv's tool-calling one (its
   lists the tools.
 * ``state`` is the episode id, the step count, the task and world ids and ``done``.
 
-Tasks are data: the server serves the accepted tasks of a run directory
-(its live pool), an export or a file of ``coevo.task/1`` records
-(:mod:`~coevo.arena.interfaces.sources`), all validated before it listens;
-no code of a task is run. Each session plays clones of the worlds (:meth:`World.clone`),
-so sessions never share a database. HTTP ``/reset`` and ``/step`` build a
-fresh environment per request (OpenEnv's design) and so cannot play an
-episode: use the WebSocket. ``docs/openenv.md`` has the whole story.
+Tasks are data: the server serves the accepted tasks of a run directory (a
+snapshot of its live pool, read when the server starts), an export or a file
+of ``coevo.task/1`` records (:mod:`~coevo.arena.interfaces.sources`), all
+validated before it listens; no code of a task is run. Each session plays
+clones of the worlds (:meth:`World.clone`), so sessions never share a
+database; it keeps the clones of the few worlds it played last
+(``worlds_per_session``), so a long session over many worlds holds a
+bounded number of databases. HTTP ``/reset`` and ``/step`` build a fresh
+environment per request (OpenEnv's design) and so cannot play an episode:
+use the WebSocket. ``docs/openenv.md`` has the whole story.
 """
 
 from __future__ import annotations
@@ -33,9 +38,11 @@ import argparse
 import itertools
 import random
 import uuid
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
+from difflib import get_close_matches
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import uvicorn
 from coevo.arena.errors import RecordError, RegistryError
@@ -55,6 +62,8 @@ from openenv.core.env_server.mcp_types import (
 from openenv.core.env_server.types import Observation, State
 
 __all__ = [
+    "RESET_ARGUMENTS",
+    "WORLDS_PER_SESSION",
     "CoevoEnvironment",
     "EpisodeStart",
     "TaskPool",
@@ -62,6 +71,12 @@ __all__ = [
     "create_openenv_app",
     "main",
 ]
+
+RESET_ARGUMENTS: Final = ("task_id", "index", "seed", "episode_id")
+"""The arguments ``reset`` takes; any other name fails the reset (a typo never plays another task)."""
+
+WORLDS_PER_SESSION: Final = 4
+"""World clones a session keeps by default: those of the worlds it played last."""
 
 
 class EpisodeStart(Observation):
@@ -81,6 +96,21 @@ class ToolResult(CallToolObservation):
         """The fields that are set: OpenEnv's ``MCPToolClient`` reads an observation by the keys present."""
         kwargs.setdefault("exclude_none", True)
         return super().model_dump(**kwargs)
+
+
+def _checked(name: str, value: Any, kind: type, what: str) -> None:
+    """Nothing if ``value`` is None or of ``kind`` (a bool is no integer); else a RecordError naming the argument."""
+    if value is None or (isinstance(value, kind) and not isinstance(value, bool)):
+        return
+    raise RecordError(f"reset: {name} must be {what}, not {type(value).__name__} {value!r}")
+
+
+def _worlds_per_session(keep: int) -> int:
+    if keep < 1:
+        raise ValueError(
+            f"worlds_per_session must be at least 1 (the world being played), got {keep}"
+        )
+    return keep
 
 
 def _tools(world: World) -> list[Tool]:
@@ -127,14 +157,23 @@ class TaskPool:
 
     @classmethod
     def from_source(cls, source: str | Path) -> TaskPool:
-        """The accepted tasks of a run directory (its live pool), an export or a file of records.
+        """The accepted tasks of a run directory (its live pool, as committed now), an export or a file of records.
 
         Only tasks the Judge accepted are served (:func:`~coevo.arena.interfaces.sources.accepted_tasks`).
         """
         return cls(accepted_tasks(str(source)))
 
     def pick(self, task_id: str | None, index: int | None, seed: int | None) -> TaskSpec:
-        """The task ``reset`` asked for: by id, by index, by ``Random(seed)``, else the next in file order."""
+        """The task ``reset`` asked for: by id, by index, by ``Random(seed)``, else the next in file order.
+
+        Raises:
+            RecordError: an argument of the wrong type (naming it).
+            RegistryError: no served task has ``task_id``, or ``index`` is out of range.
+        """
+        last = len(self.tasks) - 1
+        _checked("task_id", task_id, str, "the task_id of a served task (a string)")
+        _checked("index", index, int, f"an integer from 0 to {last}")
+        _checked("seed", seed, int, "an integer")
         if task_id is not None:
             if task_id not in self.by_id:
                 raise RegistryError(
@@ -152,16 +191,32 @@ class TaskPool:
 
 
 class CoevoEnvironment(Environment):
-    """One OpenEnv session: episodes of the pool's tasks, on this session's own world clones."""
+    """One OpenEnv session: episodes of the pool's tasks, on this session's own world clones.
+
+    Args:
+        pool: the served tasks.
+        worlds_per_session: clones kept at most, those of the worlds played
+            last; the least recently played is closed first (playing it
+            again clones it anew).
+
+    Raises:
+        ValueError: ``worlds_per_session`` is below 1.
+    """
 
     SUPPORTS_CONCURRENT_SESSIONS = True
 
-    def __init__(self, pool: TaskPool):
+    def __init__(self, pool: TaskPool, worlds_per_session: int = WORLDS_PER_SESSION):
         super().__init__()
         self._pool = pool
-        self._clones: dict[str, World] = {}
+        self._keep = _worlds_per_session(worlds_per_session)
+        self._clones: OrderedDict[str, World] = OrderedDict()  # least recently played first
         self._world: World | None = None
         self._episode_id: str | None = None
+
+    @property
+    def held(self) -> tuple[str, ...]:
+        """The ids of the worlds this session holds a clone of, least recently played first."""
+        return tuple(self._clones)
 
     def reset(
         self,
@@ -171,11 +226,37 @@ class CoevoEnvironment(Environment):
         index: int | None = None,
         **kwargs: Any,
     ) -> EpisodeStart:
-        """Start an episode of the task asked for (see :meth:`TaskPool.pick`)."""
+        """Start an episode of the task asked for (see :meth:`TaskPool.pick`).
+
+        ``**kwargs`` is there only to be refused: OpenEnv passes a reset
+        every argument a client sent when the signature takes ``**kwargs``
+        (and silently drops the others when it does not).
+
+        Raises:
+            RecordError: an argument of another name than :data:`RESET_ARGUMENTS`,
+                or of the wrong type (naming it).
+            RegistryError: no served task has ``task_id``, or ``index`` is out of range.
+        """
+        if kwargs:
+            unknown = sorted(kwargs)
+            hints = [
+                f"{name} (did you mean {close[0]}?)" if close else name
+                for name in unknown
+                for close in [get_close_matches(name, RESET_ARGUMENTS, n=1)]
+            ]
+            raise RecordError(
+                f"reset got {', '.join(hints)}, which it does not take: "
+                f"it takes {', '.join(RESET_ARGUMENTS)}"
+            )
+        _checked("episode_id", episode_id, str, "a string")
         task = self._pool.pick(task_id, index, seed)
-        world = self._clones.get(task.world_id)
+        world = self._clones.pop(task.world_id, None)
         if world is None:
-            world = self._clones[task.world_id] = self._pool.templates[task.world_id].clone()
+            world = self._pool.templates[task.world_id].clone()
+        self._clones[task.world_id] = world  # the most recently played last
+        while len(self._clones) > self._keep:
+            _, oldest = self._clones.popitem(last=False)
+            oldest.close()
         world.reset(task)
         self._world = world
         self._episode_id = episode_id or uuid.uuid4().hex
@@ -229,15 +310,22 @@ class CoevoEnvironment(Environment):
         self._world = None
 
 
-def create_openenv_app(pool: TaskPool, *, max_sessions: int = 16) -> Any:
+def create_openenv_app(
+    pool: TaskPool, *, max_sessions: int = 16, worlds_per_session: int = WORLDS_PER_SESSION
+) -> Any:
     """The FastAPI app OpenEnv's ``create_app`` makes for ``pool`` (``/ws``, ``/reset``, ``/step``, ``/state``, ``/schema``, ``/health``).
 
     Args:
         pool: the tasks to serve.
-        max_sessions: WebSocket sessions at once; each holds a clone of every world it played.
+        max_sessions: WebSocket sessions at once.
+        worlds_per_session: world clones each session keeps at most (those it played last).
+
+    Raises:
+        ValueError: ``worlds_per_session`` is below 1.
     """
+    _worlds_per_session(worlds_per_session)  # refused before the server listens, not per session
     return create_app(
-        lambda: CoevoEnvironment(pool),
+        lambda: CoevoEnvironment(pool, worlds_per_session),
         CallToolAction,
         ToolResult,
         env_name="coevo",
@@ -252,8 +340,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="0.0.0.0 to serve other machines")
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--max-sessions", type=int, default=16)
+    parser.add_argument(
+        "--worlds-per-session",
+        type=int,
+        default=WORLDS_PER_SESSION,
+        help="world clones a session keeps (those it played last)",
+    )
     args = parser.parse_args(argv)
-    app = create_openenv_app(TaskPool.from_source(args.source), max_sessions=args.max_sessions)
+    app = create_openenv_app(
+        TaskPool.from_source(args.source),
+        max_sessions=args.max_sessions,
+        worlds_per_session=args.worlds_per_session,
+    )
     uvicorn.run(app, host=args.host, port=args.port)
 
 

@@ -5,9 +5,10 @@ harness and an env class, which it imports by a plugin id; coevo's are
 exported by the package ``coevo_verifiers``, whose id is ``coevo-verifiers``
 (``vf-eval coevo-verifiers ...``):
 
-* :class:`CoevoTaskset`: the tasks of a *source* (a run directory, its live
-  pool; an export; a file of records; see :mod:`~coevo.arena.interfaces.sources`),
-  each a :class:`CoevoTask` whose data is the whole ``coevo.task/1`` record
+* :class:`CoevoTaskset`: the tasks of a *source* (a run directory, a
+  snapshot of its live pool taken when the tasks are listed; an export; a
+  file of records; see :mod:`~coevo.arena.interfaces.sources`), each a
+  :class:`CoevoTask` whose data is the whole ``coevo.task/1`` record
   with its world inline, so a rollout needs nothing but its task (verifiers'
   env servers never read the source);
 * :class:`CoevoHarness`: the agent's program, run in-process. It plays an
@@ -16,8 +17,11 @@ exported by the package ``coevo_verifiers``, whose id is ``coevo-verifiers``
   function tools; every call the model makes is made in a coevo
   :class:`~coevo.arena.world.World` and answered with a ``tool`` message;
   arguments that are not a JSON object are a refused step; a turn with no
-  call gets a reminder (at most ``nudges``); the episode ends at ``submit``,
-  at ``max_steps`` calls (reminders count), or when the model stops. Every
+  call gets a reminder (at most ``nudges``); the model is asked for another
+  turn only while the calls made and the reminders sent are fewer than
+  ``max_steps``, and the calls of a turn are made until ``max_steps`` calls
+  in all; the episode ends at ``submit``, at that budget, or when the model
+  stops (a turn with no call after ``nudges`` reminders). Every
   model call goes through verifiers' interception endpoint, so the trace
   (and in training, its tokens) is verifiers' own;
 * :class:`CoevoEnv`: one agent per episode; the reward is coevo's verifier
@@ -51,6 +55,7 @@ from coevo.arena.errors import CoevoError, LogError
 from coevo.arena.gamelog import RunDir
 from coevo.arena.gamelog.inbox import InboxRollout, batch_part_id, write_part
 from coevo.arena.interfaces.sources import accepted_tasks
+from coevo.arena.limits import DEFAULT_LIMITS
 from coevo.arena.outcomes import Episode, Observation
 from coevo.arena.rendering import SYSTEM, openai_tools, tool_definitions
 from coevo.arena.spec import TaskSpec, ToolCall, WorldSpec
@@ -260,7 +265,7 @@ class CoevoTasksetConfig(vf.TasksetConfig):
 
     source: str = Field(
         default="",
-        description="a run directory (its live pool), an export, or a file of task records",
+        description="a run directory (a snapshot of its live pool), an export, or a file of task records",
     )
     levels: list[int] | None = Field(default=None, description="only these levels")
     domains: list[str] | None = Field(default=None, description="only worlds of these domains")
@@ -291,10 +296,15 @@ def _task_data(task: TaskSpec, config: CoevoTasksetConfig) -> CoevoTaskData:
 
 
 class CoevoTaskset(vf.Taskset[CoevoTask, CoevoTasksetConfig]):
-    """The accepted tasks of ``source``, read when verifiers loads the taskset (a run directory: as committed then)."""
+    """The accepted tasks of ``source``, read when the tasks are listed (a run directory: a snapshot of its live pool)."""
 
     def load(self) -> list[CoevoTask]:
         """The tasks, filtered, ordered by ``seed`` and cut at ``limit``.
+
+        A run directory's pool is read here, as committed now: ``vf-eval``
+        lists the tasks once, at its start, and a trainer when it loads the
+        environment, so what they play is a snapshot (tasks the curriculum no
+        longer picks included, tasks accepted later not).
 
         Raises:
             CoevoError: the source cannot be read or holds no task that passes the filters.
@@ -472,20 +482,25 @@ def inbox_row(trace: vf.Trace, rollout: int = 0) -> InboxRollout:
 class _InboxBatch:
     """Scored rollouts waiting for the inbox, written as one part per batch.
 
-    A batch is written when it holds ``size`` rollouts, when its first is
-    ``seconds`` old as another comes in, and when the environment stops. Its
-    part id comes from the batch (:func:`~coevo.arena.gamelog.inbox.batch_part_id`),
-    so a retried write replaces the same part. A write that fails keeps the
-    batch for the next one (a warning); at the end it is an error.
+    A batch is sealed, and written, when it holds ``size`` rollouts, when its
+    first is ``seconds`` old as another comes in, and when the environment
+    stops. Sealing fixes its rows and its part id
+    (:func:`~coevo.arena.gamelog.inbox.batch_part_id`); rollouts that come in
+    later go to the next batch. A write that fails keeps the sealed batch,
+    rows and id unchanged, and tries it again before the next batch is
+    written (a warning): if the failed write did land (a put whose answer was
+    lost), the retry replaces that same part, so no rollout is ingested twice.
+    What cannot be written when the environment stops is an error.
     """
 
     def __init__(self, run: str, size: int, seconds: float):
         self.run = RunDir(run)
         self.size = size
         self.seconds = seconds
-        self._rows: list[InboxRollout] = []
+        self._rows: list[InboxRollout] = []  # the open batch
         self._started: datetime | None = None
         self._clock = 0.0
+        self._sealed: list[tuple[str, list[InboxRollout]]] = []  # (part id, rows), not yet written
         self._lock = asyncio.Lock()
         self.parts: list[str] = []
 
@@ -496,32 +511,60 @@ class _InboxBatch:
         if self._started is None:
             self._started, self._clock = datetime.now(UTC), time.monotonic()
         self._rows.extend(rows)
-        if len(self._rows) >= self.size or time.monotonic() - self._clock >= self.seconds:
+        if self._due():
             await self.flush(final=False)
 
+    def _due(self) -> bool:
+        return bool(self._rows) and (
+            len(self._rows) >= self.size or time.monotonic() - self._clock >= self.seconds
+        )
+
+    def _seal(self) -> None:
+        """The open batch becomes a part to write: its rows numbered, its id fixed."""
+        assert self._started is not None
+        rows = [row.model_copy(update={"rollout": n}) for n, row in enumerate(self._rows)]
+        part_id = batch_part_id(SOURCE, [str(r.rollout_id) for r in rows], self._started)
+        self._sealed.append((part_id, rows))
+        self._rows, self._started = [], None
+
     async def flush(self, *, final: bool) -> None:
-        """Write what is queued as one part.
+        """Write the sealed batches, in order, after sealing the open one if it is due (``final``: in any case).
 
         Raises:
-            LogError: with ``final``, the part could not be written (the rollouts would be lost).
+            LogError: with ``final``, a batch could not be written (its rollouts would be lost).
         """
         async with self._lock:
-            rows, started = self._rows, self._started
-            if not rows or started is None:
-                return
-            self._rows, self._started = [], None
-            numbered = [row.model_copy(update={"rollout": n}) for n, row in enumerate(rows)]
-            part_id = batch_part_id(SOURCE, [str(r.rollout_id) for r in numbered], started)
-            try:
-                self.parts.append(await asyncio.to_thread(write_part, self.run, part_id, numbered))
-            except Exception as exc:
-                self._rows, self._started = rows + self._rows, started
-                why = f"{len(rows)} rollout(s) could not be written to {self.run.uri}/inbox ({type(exc).__name__}: {exc})"
-                if final:
-                    raise LogError(
-                        f"{why}; they are lost: check that the run directory is writable"
-                    ) from exc
-                _log.warning("%s; kept for the next write", why)
+            # due is checked again: a flush that held the lock before may have sealed the batch
+            if self._rows and (final or self._due()):
+                self._seal()
+            failed: list[tuple[str, list[InboxRollout]]] = []
+            error: Exception | None = None
+            for part_id, rows in self._sealed:
+                if failed and not final:  # the store is failing: the rest wait for the next write
+                    failed.append((part_id, rows))
+                    continue
+                try:
+                    self.parts.append(await asyncio.to_thread(write_part, self.run, part_id, rows))
+                except Exception as exc:
+                    failed.append((part_id, rows))
+                    error = exc
+                    _log.warning(
+                        "inbox part %s: %d rollout(s) could not be written to %s/inbox "
+                        "(%s: %s); kept, with its id, for the next write",
+                        part_id,
+                        len(rows),
+                        self.run.uri,
+                        type(exc).__name__,
+                        exc,
+                    )
+            self._sealed = failed
+            if final and failed:
+                lost = sum(len(rows) for _, rows in failed)
+                raise LogError(
+                    f"{lost} rollout(s) could not be written to {self.run.uri}/inbox (parts "
+                    f"{', '.join(part_id for part_id, _ in failed)}); they are lost: check that "
+                    "the run directory is writable"
+                ) from error
 
 
 class CoevoEnvConfig(vf.EnvConfig):
@@ -543,7 +586,8 @@ class CoevoEnv(vf.Env[CoevoEnvConfig]):
     """One agent plays each task; with ``inbox``, the scored rollouts go back to the run.
 
     Raises:
-        CoevoError: ``inbox`` is not a run directory.
+        CoevoError: ``inbox`` is not a run directory, or ``max_steps`` is above
+            what the run ingests (a world's default step budget).
     """
 
     def __init__(self, config: CoevoEnvConfig) -> None:
@@ -555,6 +599,14 @@ class CoevoEnv(vf.Env[CoevoEnvConfig]):
                 raise CoevoError(
                     f"inbox: {run.no_run(config.inbox)}; the inbox is the run directory of the "
                     "coevo run that should learn from these rollouts"
+                )
+            steps = self.taskset.config.max_steps if isinstance(self.taskset, CoevoTaskset) else 0
+            if steps > DEFAULT_LIMITS.max_steps:
+                raise CoevoError(
+                    f"max_steps is {steps}, but the run ingests rollouts of at most "
+                    f"{DEFAULT_LIMITS.max_steps} calls (a world's step budget) and would reject "
+                    f"longer ones: set max_steps to {DEFAULT_LIMITS.max_steps} or less, or play "
+                    "without an inbox"
                 )
             self.inbox = _InboxBatch(config.inbox, config.inbox_batch, config.inbox_seconds)
 
@@ -628,10 +680,14 @@ def load_environment(
     """Coevo's tasks as a verifiers multi-turn tool environment.
 
     Args:
-        source: a run directory (its live pool: the accepted tasks of the committed
-            generations), an export, or a file of task records.
+        source: a run directory (a snapshot of its live pool: the accepted, non-eval tasks
+            of the generations committed when the tasks are listed), an export, or a file
+            of task records.
         inbox: a run directory: its inbox receives every scored rollout (None: none is written).
-        max_steps: tool calls per episode, ``submit`` included (a reminder counts as one).
+        max_steps: tool calls per episode, ``submit`` included; the model gets another
+            turn only while the calls made plus the reminders sent are fewer. With
+            ``inbox``, at most a world's default step budget (40): the run ingests no
+            longer rollout.
         nudges: reminders to call a tool after a turn with none, per episode.
         levels: only tasks of these levels.
         domains: only tasks whose world is of these domains.
@@ -641,7 +697,8 @@ def load_environment(
         inbox_seconds: a batch older than this is written with the next rollout.
 
     Raises:
-        CoevoError: ``inbox`` is not a run directory.
+        CoevoError: ``inbox`` is not a run directory, or ``max_steps`` is above the
+            run's ingestion budget with ``inbox``.
         ModuleNotFoundError: the plugin package ``coevo_verifiers`` is not installed
             (install coevo with ``pip install 'coevo[verifiers]'``).
     """

@@ -649,8 +649,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if answer.payload is None:
             self.close_connection = True  # no response at all: the client sees the connection end
             return
-        plain = isinstance(answer.payload, str)  # vLLM answers an adapter's loading in plain text
-        data = (answer.payload if plain else json.dumps(answer.payload)).encode("utf-8")
+        payload = answer.payload
+        plain = isinstance(payload, str)  # vLLM answers an adapter's loading in plain text
+        data = (payload if isinstance(payload, str) else json.dumps(payload)).encode("utf-8")
         self.send_response(answer.status)
         self.send_header("content-type", "text/plain" if plain else "application/json")
         self.send_header("content-length", str(len(data)))

@@ -153,3 +153,71 @@ def test_a_task_whose_world_is_missing_is_refused(examples: Examples) -> None:
 
     with pytest.raises(RecordError, match="does not define"):
         TaskPool(examples[0][:1], {})
+
+
+def test_a_session_keeps_clones_of_the_worlds_it_played_last_only(
+    examples: Examples, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A session holds at most worlds_per_session clones: the least recently played is closed, and cloned anew if played again."""
+    from coevo.arena.interfaces.openenv_server import CoevoEnvironment, TaskPool, ToolResult
+    from coevo.arena.world import World
+    from openenv.core.env_server.mcp_types import CallToolAction
+
+    tasks, _ = examples
+    pool = TaskPool.from_source(EXAMPLES)
+    closed: list[str] = []
+    real_close = World.close
+
+    def close(world: World) -> None:
+        closed.append(world.id)
+        real_close(world)
+
+    monkeypatch.setattr(World, "close", close)
+    env = CoevoEnvironment(pool, worlds_per_session=2)
+    played = [tasks[i].world_id for i in (0, 2, 3)]
+    assert len(set(played)) == 3, "the examples span three worlds"
+    for index in (0, 2, 3):
+        env.reset(index=index)
+    assert env.held == tuple(played[1:]) and closed == played[:1]
+    env.reset(index=1)  # the first world again, on a fresh clone
+    assert env.held == (played[2], played[0]) and closed == played[:2]
+    for call in tasks[1].solution:
+        result = env.step(CallToolAction(tool_name=call.tool, arguments=call.arguments))
+    assert isinstance(result, ToolResult) and result.done and result.reward == 1.0
+    env.close()
+    assert env.held == () and sorted(closed[2:]) == sorted([played[2], played[0]])
+    with pytest.raises(ValueError, match="worlds_per_session must be at least 1"):
+        CoevoEnvironment(pool, worlds_per_session=0)
+
+
+def test_reset_arguments_of_a_wrong_type_or_name_are_refused_by_name() -> None:
+    """reset names the argument of a wrong type, and refuses a name it does not take (suggesting the close one)."""
+    from coevo.arena.interfaces.openenv_server import CoevoEnvironment, TaskPool
+
+    env = CoevoEnvironment(TaskPool.from_source(EXAMPLES))
+    refused: dict[str, dict[str, object]] = {
+        "index must be an integer from 0 to 3, not str '1'": {"index": "1"},
+        "index must be an integer from 0 to 3, not bool True": {"index": True},
+        "task_id must be the task_id of a served task .* not list": {"task_id": ["sha256:x"]},
+        "seed must be an integer, not float 1.5": {"seed": 1.5},
+        "episode_id must be a string, not int 3": {"episode_id": 3},
+        r"taskid \(did you mean task_id\?\).* it takes task_id, index, seed, episode_id": {
+            "taskid": "sha256:x"
+        },
+    }
+    for message, arguments in refused.items():
+        with pytest.raises(RecordError, match=message):
+            env.reset(**arguments)
+    assert env.state.task_id is None, "no refused reset started an episode"
+
+
+def test_a_refused_reset_reaches_the_client_with_its_reason(url: str) -> None:
+    """Over the WebSocket, a reset with a misspelt argument fails with the message naming it; the session goes on."""
+    from openenv.core.generic_client import GenericEnvClient
+
+    with GenericEnvClient(base_url=url).sync() as env:
+        with pytest.raises(RuntimeError, match=r"taskid .*did you mean task_id"):
+            env.reset(taskid="sha256:nope")
+        with pytest.raises(RuntimeError, match="index must be an integer"):
+            env.reset(index="1")
+        assert env.reset(index=0).observation["task_id"]

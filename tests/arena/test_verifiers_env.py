@@ -33,6 +33,7 @@ from coevo.arena.interfaces.verifiers_env import (
     replay,
     trace_calls,
 )
+from coevo.arena.limits import DEFAULT_LIMITS
 from coevo.arena.run.loop import resume_run
 from coevo.curricula.analysis import load_run
 from coevo.curricula.analysis.export import export_run
@@ -135,6 +136,8 @@ def test_vf_eval_plays_the_live_pool_scores_with_coevo_and_fills_the_inbox(
             str(live_run),
             "--env.inbox-batch",
             "3",
+            "--env.inbox-seconds",
+            "3600",  # batches sealed by size only, however slow the machine
             "--model",
             "fake-model",
             "--client.base-url",
@@ -393,34 +396,57 @@ def test_an_inbox_row_keeps_each_turns_tokens() -> None:
         inbox_row(_trained_trace(task).model_copy(update={"rewards": {}}))
 
 
-def test_a_batch_that_cannot_be_written_is_kept_and_written_later(
+def test_a_batch_whose_write_failed_is_retried_under_its_own_id_with_its_own_rows(
     tmp_path: Path, monkeypatch
 ) -> None:
-    """A failed write keeps its rollouts for the next; what cannot be written at the end is an error."""
+    """A failed write is retried with the same part id and rows, so a put that did land is replaced, not doubled."""
     run = tmp_path / "run"
     shutil.copytree(STORED_RUN, run)
     env = load_environment(str(EXAMPLES), inbox=str(run), inbox_batch=2)
     assert env.inbox is not None
     (task,) = load_environment(str(EXAMPLES), limit=1).taskset
-    rows = [inbox_row(_trained_trace(task)) for _ in range(3)]
+    rows = [inbox_row(_trained_trace(task)) for _ in range(5)]
+    assert len({r.rollout_id for r in rows}) == 5
     real = verifiers_env.write_part
-    failures = iter([True])
+    attempts: list[tuple[str, list[str]]] = []
+    lost_answer = iter([True])
 
-    def flaky(*args: Any) -> str:
-        if next(failures, False):
-            raise OSError("the store is down")
-        return real(*args)
+    def landed_but_failed(run_dir: Any, part_id: str, batch: list) -> str:
+        attempts.append((part_id, [r.rollout_id for r in batch]))
+        written = real(run_dir, part_id, batch)
+        if next(lost_answer, False):
+            raise OSError("the put timed out after the store took it")
+        return written
 
-    monkeypatch.setattr(verifiers_env, "write_part", flaky)
+    monkeypatch.setattr(verifiers_env, "write_part", landed_but_failed)
     asyncio.run(env.inbox.add(rows[:2]))
-    assert list_parts(run) == [], "the failed batch is kept"
-    asyncio.run(env.inbox.add(rows[2:]))
-    (part,) = list_parts(run)
-    assert [r.rollout_id for r in read_part(run, part)] == [r.rollout_id for r in rows]
-    assert [r.rollout for r in read_part(run, part)] == [0, 1, 2]
+    (first,) = list_parts(run)
+    asyncio.run(env.inbox.add(rows[2:3]))
+    assert len(attempts) == 1, "a rollout that comes in after the failure waits in the next batch"
+    asyncio.run(env.inbox.add(rows[3:4]))
+    assert attempts[1] == attempts[0], "the retry writes the same part id with the same rows"
+    parts = list_parts(run)
+    assert len(parts) == 2 and parts[0] == first and attempts[2][0] == parts[1]
+    written = [[r.rollout_id for r in read_part(run, part)] for part in parts]
+    assert written == [[r.rollout_id for r in rows[:2]], [r.rollout_id for r in rows[2:4]]], (
+        "every rollout is in the inbox exactly once"
+    )
+    assert [r.rollout for r in read_part(run, parts[1])] == [0, 1]
+
     monkeypatch.setattr(
         verifiers_env, "write_part", lambda *_: (_ for _ in ()).throw(OSError("gone"))
     )
-    asyncio.run(env.inbox.add(rows[:1]))
+    asyncio.run(env.inbox.add(rows[4:]))
     with pytest.raises(LogError, match=r"1 rollout.* could not be written .*they are lost"):
         asyncio.run(env.inbox.flush(final=True))
+
+
+def test_an_inbox_refuses_a_step_budget_the_run_would_not_ingest(tmp_path: Path) -> None:
+    """With an inbox, max_steps above a world's default budget (what ingestion accepts) is refused up front."""
+    run = tmp_path / "run"
+    shutil.copytree(STORED_RUN, run)
+    budget = DEFAULT_LIMITS.max_steps
+    assert load_environment(str(EXAMPLES), inbox=str(run), max_steps=budget).inbox is not None
+    assert load_environment(str(EXAMPLES), max_steps=budget + 1).inbox is None
+    with pytest.raises(CoevoError, match=rf"max_steps is {budget + 1}.* set max_steps to {budget}"):
+        load_environment(str(EXAMPLES), inbox=str(run), max_steps=budget + 1)
