@@ -19,6 +19,7 @@ A world is not thread-safe: use it from one thread at a time.
 from __future__ import annotations
 
 import sqlite3
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from difflib import get_close_matches
@@ -39,7 +40,7 @@ from coevo.arena.validation import (
 )
 from coevo.arena.verifier import evaluate
 
-__all__ = ["World", "verify"]
+__all__ = ["World", "WorldPool", "verify"]
 
 _SIZED = (str, bytes)
 
@@ -607,3 +608,59 @@ def verify(
         raise ValueError(f"the task refers to world {task.world}; pass world=<its WorldSpec>")
     with World(spec, limits=limits) as built:
         return built.verify_state(task, final_state, answer)
+
+
+class WorldPool:
+    """Built worlds for concurrent episodes: each world validated once, then cloned; idle ones kept.
+
+    Building a world from its record (validating every statement with
+    SQLite) costs tens of milliseconds, more than all of coevo's own work
+    for a model call, and a batch plays many episodes of few worlds at once.
+    Concurrent episodes each need a world of their own: the first build of a
+    world is kept as its template, each episode takes an idle clone or a new
+    one (:meth:`World.clone`, a small fraction of a build), and gives it back
+    after. At most ``keep`` templates and ``keep`` idle clones stay built
+    (the least recently used go first); ``keep = 0`` builds a world per
+    episode and keeps nothing.
+
+    Args:
+        keep: worlds kept built at most, of each sort.
+    """
+
+    def __init__(self, keep: int = 256):
+        self.keep = keep
+        self._templates: OrderedDict[str, World] = OrderedDict()
+        self._idle: OrderedDict[int, World] = OrderedDict()
+        self._ticket = 0
+
+    def take(self, spec: WorldSpec) -> World:
+        """A world of ``spec`` for one episode (reset it before playing).
+
+        Raises:
+            SpecError: the world does not build.
+        """
+        if self.keep == 0:
+            return World(spec)
+        wanted = spec.world_id
+        for ticket, world in self._idle.items():
+            if world.id == wanted:
+                del self._idle[ticket]
+                return world
+        template = self._templates.get(wanted)
+        if template is None:
+            template = self._templates[wanted] = World(spec)
+            self._trim(self._templates)
+        else:
+            self._templates.move_to_end(wanted)
+        return template.clone()
+
+    def give_back(self, world: World) -> None:
+        """Keep ``world`` for a later episode of its world (or close it, with ``keep = 0``)."""
+        self._ticket += 1
+        self._idle[self._ticket] = world
+        self._trim(self._idle)
+
+    def _trim(self, kept: OrderedDict[Any, World]) -> None:
+        while len(kept) > self.keep:
+            _, oldest = kept.popitem(last=False)
+            oldest.close()

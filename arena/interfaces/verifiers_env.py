@@ -48,7 +48,6 @@ from functools import lru_cache
 from typing import Any, Final, cast
 
 import openai
-from coevo.agents.llm.solver import WorldPool
 from coevo.agents.llm.turns import ERROR_PREFIX, parse_arguments
 from coevo.arena.difficulty import task_level
 from coevo.arena.errors import CoevoError, LogError
@@ -59,7 +58,7 @@ from coevo.arena.limits import DEFAULT_LIMITS
 from coevo.arena.outcomes import Episode, Observation
 from coevo.arena.rendering import SYSTEM, openai_tools, tool_definitions
 from coevo.arena.spec import TaskSpec, ToolCall, WorldSpec
-from coevo.arena.world import World
+from coevo.arena.world import World, WorldPool
 from pydantic import Field
 
 try:

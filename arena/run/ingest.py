@@ -27,7 +27,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from coevo.agents.llm.solver import WorldPool
 from coevo.arena.errors import LogError
 from coevo.arena.gamelog import GameLog, IngestedRow
 from coevo.arena.gamelog.inbox import InboxRollout, list_parts, read_part
@@ -35,6 +34,7 @@ from coevo.arena.limits import Limits
 from coevo.arena.outcomes import Episode, Observation
 from coevo.arena.spec import TaskSpec, ToolCall, WorldSpec
 from coevo.arena.trajectory import Trajectory, TurnTokens
+from coevo.arena.world import WorldPool
 
 __all__ = ["MAX_CALLS", "Inbox", "Ingested", "known_tasks"]
 
