@@ -425,22 +425,39 @@ class LLMClient:
                 )
 
     def _on(self, server: _Server, doing: str, call: Callable[[str], T]) -> T:
-        """``call(server.url)``, asked again with backoff while the server does not answer."""
-        for attempt in range(self.max_retries + 1):
+        """``call(server.url)``, asked again while the server does not answer.
+
+        An error status is retried ``max_retries`` times with backoff; a server that
+        refuses connections (restarting, as vLLM does to load new weights) is waited
+        for up to ``reconnect`` seconds.
+        """
+        started = time.monotonic()
+        attempt = 0
+        while True:
             try:
                 return call(server.url)
-            except (Transient, Unreachable) as exc:
-                if attempt == self.max_retries:
-                    problem: Exception = exc
+            except Unreachable as exc:
+                problem: Exception = exc
+                if time.monotonic() - started >= self.reconnect and attempt >= self.max_retries:
                     break
-                time.sleep(backoff(attempt))
+            except Transient as exc:
+                problem = exc
+                if attempt >= self.max_retries:
+                    break
             except LLMCallError as exc:
                 problem = exc
                 break
+            time.sleep(backoff(attempt))
+            attempt += 1
+        # a 404 of the route itself ("Not Found"), not of an adapter's folder the server cannot find
+        route_missing = isinstance(problem, LLMCallError) and (
+            problem.status == 405
+            or (problem.status == 404 and "adapter" not in str(problem).lower())
+        )
         hint = (
             " (does it serve adapters? start vLLM with --enable-lora and "
             "VLLM_ALLOW_RUNTIME_LORA_UPDATING=True)"
-            if isinstance(problem, LLMCallError) and problem.status in (404, 405)
+            if route_missing
             else ""
         )
         raise LLMConfigError(

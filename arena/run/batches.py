@@ -127,6 +127,7 @@ def read_announcement(data: bytes | str | dict[str, Any], where: str) -> Announc
         raise ArenaError(
             f"{where} is not a policy announcement ({detail}); docs/trainer.md gives the format: "
             '{"format": "coevo.policy/1", "batch_id": ..., "version": ..., "model"?, "lora_path"?}'
+            "; fix the file (or the trainer that wrote it), then `coevo resume RUN_DIR`"
         ) from None
 
 

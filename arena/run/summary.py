@@ -102,9 +102,9 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
     if summary.get("external_episodes") or summary.get("external_rejected"):
         lines.append(
             f"inbox: {_plural(summary['external_episodes'], 'external episode')} ingested, "
-            f"{summary['external_rejected']} rollouts or parts rejected, "
+            f"{_plural(summary['external_rejected'], 'rollout or part')} rejected, "
             f"{summary.get('external_disagreed', 0)} scored otherwise by its producer "
             "(the ingested table)"
         )
-    lines.append(f"game log: {summary['run_dir']}/log")
+    lines.append(f"game log: {str(summary['run_dir']).rstrip('/')}/log")
     return lines

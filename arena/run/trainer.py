@@ -551,9 +551,16 @@ class Handoff:
         said = self.transport.announcements(after=self.trained_through)
         for batch in said:
             if batch_gen(batch) >= gen:
+                where = (
+                    f"{self.transport.uri}/versions/{batch}.json"
+                    if isinstance(self.transport, FolderTransport)
+                    else f"the announcement for {batch}"
+                )
                 raise ArenaError(
                     f"the trainer announced a policy for {batch}, a batch not handed out yet "
-                    f"(generation {gen} is about to play); announce only for batches it has read"
+                    f"(generation {gen} is about to play): a trainer announces only for batches "
+                    f"it has read. Remove {where} (or fix the trainer), then "
+                    f"`coevo resume {self.log.run.uri}`"
                 )
         candidates = [a for a in said.values() if a.trained_through > self.trained_through]
         return max(candidates, key=lambda a: a.trained_through, default=None)
@@ -601,12 +608,15 @@ class Handoff:
             else f"the Ray queue {getattr(self.transport, 'name', '')!r}"
         )
         run = self.log.run.uri
+        committed = "generation 0 is" if gen == 1 else f"generations 0–{gen - 1} are"
         return (
             f"the trainer announced no policy trained through {batch_id(needed)} within "
             f"{self.config.timeout:g} s (trainer.timeout), so generation {gen} cannot play "
-            f"(run.max_staleness = {self.k}); generations 0–{gen - 1} are committed and their "
+            f"(run.max_staleness = {self.k}); {committed} committed and their "
             f"batches are in {where}. Start or fix the trainer (e.g. `coevo reference-trainer "
-            f"{run}`), then continue with `coevo resume {run}`"
+            f"{run}`); a trainer that is running but slower, or that announces only every few "
+            f"batches, needs a longer trainer.timeout or a larger run.max_staleness (edit them "
+            f"in {run}/experiment.json). Then continue with `coevo resume {run}`"
         )
 
 

@@ -8,7 +8,7 @@ import os
 import sys
 from typing import Any
 
-from coevo.arena.errors import CommandError
+from coevo.arena.errors import CoevoError, CommandError
 from coevo.arena.run.columns import column_help
 from coevo.arena.run.commands import EXIT_INTERRUPTED, EXIT_ROLE_FAILED, EXIT_TRAINER_TIMEOUT
 from coevo.arena.run.failures import ROLE_TABLE
@@ -227,6 +227,8 @@ def _run_locked(
         raise CommandError(str(exc), status=EXIT_TRAINER_TIMEOUT) from None
     except BaseException as exc:
         tracking.close(exc)  # as above; the error goes on
+        if isinstance(exc, CoevoError):  # what stopped the run, where its events are
+            events("run_stopped", run_dir=run_dir, error=str(exc))
         raise
     finally:
         table.close()
