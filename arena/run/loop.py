@@ -474,7 +474,7 @@ class Arena:
         if model_state is not None:
             self._restore(self.model, model_state, gen, files["world_model"])
         if self.handoff is not None:
-            for batch in self.handoff.start(gen + 1, None):
+            for batch in self.handoff.start(gen + 1, policy):
                 self.events("batch_handed_out", batch=batch, after="resume")
             if policy is not None:
                 self._adopt(policy, gen + 1)  # the server may have restarted since: loaded again
