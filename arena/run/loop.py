@@ -549,7 +549,7 @@ class Arena:
         """Play the curriculum's batch, take a learner step, update the World model and the curriculum."""
         gen = done.gen
         if self.handoff is not None:
-            announced = self.handoff.policy_for(gen, self.exp.run.generations)
+            announced = self.handoff.policy_for(gen)
             if announced is not None:
                 self._adopt(announced, gen)
             done.policy = self.handoff.policy

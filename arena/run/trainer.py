@@ -504,14 +504,13 @@ class Handoff:
                 )
             self.sleep(self.config.poll)
 
-    def policy_for(self, gen: int, runs_until: int) -> Announcement | None:
+    def policy_for(self, gen: int) -> Announcement | None:
         """The policy generation ``gen`` plays: the newest announced, trained through batch ``gen − 1 − k`` at least.
 
         Waits for the trainer when it is behind, up to ``trainer.timeout``.
 
         Args:
             gen: the generation about to play.
-            runs_until: the run's planned generations (for the message).
 
         Returns:
             The announcement to adopt, or None to keep the policy in use.

@@ -230,15 +230,15 @@ def _say(folder: FolderTransport, gen: int, **extra: Any) -> Announcement:
 def test_strict_order_waits_for_the_policy_trained_on_the_previous_batch(tmp_path) -> None:
     """k = 0: generation n plays only the policy trained through batch n − 1; the newest such."""
     handoff, folder, _ = _handoff(tmp_path, 0)
-    assert handoff.policy_for(0, 5) is None  # generation 0: the served model
+    assert handoff.policy_for(0) is None  # generation 0: the served model
     with pytest.raises(TrainerTimeout):
-        handoff.policy_for(1, 5)
+        handoff.policy_for(1)
     first = _say(folder, 0)
-    assert handoff.policy_for(1, 5) == first
+    assert handoff.policy_for(1) == first
     handoff.adopted(first, 1)
-    assert handoff.policy_for(1, 5) is None  # adopted already: nothing new
+    assert handoff.policy_for(1) is None  # adopted already: nothing new
     with pytest.raises(TrainerTimeout):
-        handoff.policy_for(2, 5)
+        handoff.policy_for(2)
 
 
 def test_staleness_k_lets_generation_n_play_while_batch_n_minus_1_trains_never_more(
@@ -246,23 +246,23 @@ def test_staleness_k_lets_generation_n_play_while_batch_n_minus_1_trains_never_m
 ) -> None:
     """k = 2: generations 1 and 2 play the base model; generation 3 needs batch 0's policy; the newest is taken."""
     handoff, folder, _ = _handoff(tmp_path, 2)
-    assert handoff.policy_for(1, 9) is None and handoff.policy_for(2, 9) is None
+    assert handoff.policy_for(1) is None and handoff.policy_for(2) is None
     with pytest.raises(TrainerTimeout):
-        handoff.policy_for(3, 9)
+        handoff.policy_for(3)
     _say(folder, 0)
     newest = _say(folder, 1)
-    assert handoff.policy_for(3, 9) == newest  # trained through batch 1: fresher than needed
+    assert handoff.policy_for(3) == newest  # trained through batch 1: fresher than needed
     handoff.adopted(newest, 3)
-    assert handoff.policy_for(4, 9) is None  # batch 1 ≥ 4 − 1 − 2: no wait, nothing newer
+    assert handoff.policy_for(4) is None  # batch 1 ≥ 4 − 1 − 2: no wait, nothing newer
     with pytest.raises(TrainerTimeout):
-        handoff.policy_for(5, 9)
+        handoff.policy_for(5)
 
 
 def test_the_timeout_message_says_what_is_committed_and_how_to_resume(tmp_path) -> None:
     """The run stops after trainer.timeout seconds of waiting, resumable."""
     handoff, _, clock = _handoff(tmp_path, 0, timeout=30.0)
     with pytest.raises(TrainerTimeout) as caught:
-        handoff.policy_for(4, 9)
+        handoff.policy_for(4)
     message = str(caught.value)
     assert clock.now == pytest.approx(30.0)
     for part in ("batch-000003", "30 s (trainer.timeout)", "0–3 are committed", "coevo resume"):
@@ -274,7 +274,7 @@ def test_an_announcement_for_a_batch_not_handed_out_is_an_error(tmp_path) -> Non
     handoff, folder, _ = _handoff(tmp_path, 0)
     _say(folder, 3)
     with pytest.raises(ArenaError, match="batch-000003, a batch not handed out yet"):
-        handoff.policy_for(2, 9)
+        handoff.policy_for(2)
 
 
 def test_a_batch_committed_but_not_handed_out_goes_out_when_the_run_resumes(tmp_path) -> None:
@@ -629,7 +629,7 @@ def test_the_ray_queue_delivers_at_least_once_and_a_trainer_keeps_batch_ids_idem
     trainer = ray.remote(_queue_trainer)
     trained = ray.get(trainer.remote("coevo-test-queue", []))
     assert trained == ["batch-000000", "batch-000001"]
-    assert handoff.policy_for(2, 3).version == "q-v2"
+    assert handoff.policy_for(2).version == "q-v2"
     # the driver dies (its queue with it); resume offers a new queue every batch after the
     # policy its checkpoint played
     ray.kill(handoff.transport.actor)
