@@ -19,8 +19,11 @@ It checks the role's protocol (by its methods, see
 * every capability the role has behaves (:mod:`coevo.agents.protocols`): a
   state is ``coevo.state/1`` data and round-trips, and bad bytes are refused
   with a :class:`~coevo.arena.errors.StateError`; a version is a stable string;
-  ``drain_usage``/``drain_attempts`` return rows and then forget them; and no
-  capability is half there (``get_state`` without ``set_state``).
+  ``drain_usage``/``drain_attempts`` return rows and then forget them; a
+  Synthesizer's ``learn(feedback)`` returns :class:`LearnStats`, takes feedback
+  on tasks it never proposed, and (when Stateful) learns the same from the
+  same state; and no capability is half there (``get_state`` without
+  ``set_state``).
 
 :func:`role_problems` returns the findings instead of raising.
 """
@@ -35,7 +38,9 @@ from typing import Any, cast
 from coevo.agents.protocols import (
     CAPABILITIES,
     ROLE_KINDS,
+    Learns,
     LearnStats,
+    ProposalFeedback,
     ProposalRequest,
     Remembers,
     ReportsAttempts,
@@ -289,6 +294,54 @@ def _drains(problems: list[str], what: str, drain: Callable[[], Any], row: type 
         problems.append(f"{what} must forget what it returned: a second call at once returns []")
 
 
+def _feedback(tasks: Sequence[TaskSpec]) -> list[ProposalFeedback]:
+    """Feedback as the arena gives it: one task at the frontier, one rejected, one too easy, one unknown."""
+    shapes = [(True, [1, 0], 1.0), (False, [], -0.5), (True, [1, 1], 0.0)]
+    out = [
+        ProposalFeedback(
+            task_id=task.task_id,
+            gen=0,
+            accepted=accepted,
+            failed=[] if accepted else ["oracle"],
+            outcomes=outcomes,
+            p_hat=sum(outcomes) / len(outcomes) if outcomes else None,
+            reward=reward,
+            objective="learnability",
+            features={k: float(v) for k, v in task.features.items()},
+            provenance=dict(task.provenance),
+        )
+        for task, (accepted, outcomes, reward) in zip(tasks, shapes, strict=False)
+    ]
+    unknown = ProposalFeedback(
+        task_id="task-unknown", gen=0, accepted=False, reward=-0.5, objective="learnability"
+    )
+    return [*out, unknown]
+
+
+def _learns(obj: Any, seed: int, problems: list[str]) -> None:
+    """A Synthesizer's ``learn(feedback)``: LearnStats back, unknown tasks taken, deterministic from a state."""
+    tasks = _call(problems, "propose(n=3)", lambda: obj.propose(ProposalRequest(n=3, seed=seed)))
+    feedback = _feedback(tasks or [])
+    before = obj.get_state() if isinstance(obj, Stateful) else None
+    stats = _call(problems, "learn(feedback)", lambda: obj.learn(feedback))
+    if stats is not None and not isinstance(stats, LearnStats):
+        problems.append(f"learn(feedback) must return LearnStats, not {type(stats).__name__}")
+    empty = _call(problems, "learn([])", lambda: obj.learn([]))
+    if empty is not None and not isinstance(empty, LearnStats):
+        problems.append(f"learn([]) must return LearnStats, not {type(empty).__name__}")
+    if before is None or stats is None:
+        return
+    after = obj.get_state()
+    obj.set_state(before)
+    _call(problems, "learn(feedback) again", lambda: obj.learn(feedback))
+    obj.learn([])
+    if obj.get_state() != after:
+        problems.append(
+            "learn(feedback) from the same state gave another state; draw everything from seeds"
+        )
+    obj.set_state(before)
+
+
 def _capabilities(obj: Any, tasks: list[TaskSpec], problems: list[str]) -> None:
     """Each capability the role has behaves as its protocol says."""
     if isinstance(obj, Stateful):
@@ -311,6 +364,8 @@ def _capabilities(obj: Any, tasks: list[TaskSpec], problems: list[str]) -> None:
         _drains(problems, "drain_usage", obj.drain_usage, UsageRow)
     if isinstance(obj, ReportsAttempts):
         _drains(problems, "drain_attempts", obj.drain_attempts, dict)
+    if kind_of(obj) == "synthesizer" and isinstance(obj, Learns):
+        _learns(obj, 0, problems)
 
 
 def role_problems(obj: Any, *, tasks: Sequence[TaskSpec] | None = None, seed: int = 0) -> list[str]:

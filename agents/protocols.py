@@ -32,6 +32,10 @@ capability          methods                                     what the arena d
                                                                 to the ``usage`` table
 :class:`ReportsAttempts` ``drain_attempts() -> list[dict]``     writes a synthesizer's attempts to
                                                                 ``events.jsonl``
+:class:`Learns`     ``learn(feedback) -> LearnStats``           gives a Synthesizer, after each
+                    (a Synthesizer's)                           generation, what every task it
+                                                                proposed earned
+                                                                (:class:`ProposalFeedback`)
 =================== =========================================== ===================================
 
 State is data: ``get_state`` returns bytes in a documented, versioned
@@ -58,6 +62,8 @@ __all__ = [
     "ROLE_KINDS",
     "Judge",
     "LearnStats",
+    "Learns",
+    "ProposalFeedback",
     "ProposalRequest",
     "Remembers",
     "ReportsAttempts",
@@ -214,21 +220,78 @@ class ReportsAttempts(Protocol):
         ...
 
 
+class ProposalFeedback(BaseModel):
+    """What one proposed task earned its Synthesizer in one generation (the input of :meth:`Learns.learn`).
+
+    The arena computes it after the generation's rollouts, for every task the
+    Synthesizer proposed (accepted or not), with the proposer objective of the
+    experiment's ``[proposer]`` table (``docs/self-play.md``); the same numbers
+    are the game log's ``proposals`` rows.
+
+    Attributes:
+        task_id: the proposed task.
+        gen: the generation it was proposed for.
+        accepted: whether the Judge accepted it.
+        failed: the Judge's checks it failed (empty when accepted).
+        outcomes: the Solver's training rewards on it this generation (empty: not played).
+        p_hat: the Solver's observed success on it (the mean of ``outcomes``; None: not played).
+        flaky: why its reward cannot be trusted, or None: the Judge found it nondeterministic or
+            ambiguous, or Solver attempts that made the same calls earned different rewards.
+        novelty: how unlike the tasks proposed before it is (0 a repeat … 1 nothing shared).
+        reward: the proposer reward under the objective (a penalty when rejected or flaky).
+        objective: the objective's name (``learnability``, ``r-zero``, ``absolute-zero``).
+        features: the task's measured features.
+        provenance: the task's provenance (what the Synthesizer recorded of how it made it).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    task_id: str
+    gen: int
+    accepted: bool
+    failed: list[str] = Field(default_factory=list)
+    outcomes: list[int] = Field(default_factory=list)
+    p_hat: float | None = None
+    flaky: str | None = None
+    novelty: float = 1.0
+    reward: float
+    objective: str
+    features: dict[str, float] = Field(default_factory=dict)
+    provenance: dict[str, Any] = Field(default_factory=dict)
+
+
+@runtime_checkable
+class Learns(Protocol):
+    """A Synthesizer that learns from what its proposals earned (self-play's proposer)."""
+
+    def learn(self, feedback: Sequence[ProposalFeedback]) -> LearnStats:
+        """One update from the feedback on every task proposed in a generation."""
+        ...
+
+
 CAPABILITIES: Final[dict[str, type]] = {
     "stateful": Stateful,
     "versioned": Versioned,
     "remembers": Remembers,
     "reports-usage": ReportsUsage,
     "reports-attempts": ReportsAttempts,
+    "learns": Learns,
 }
 """Every capability by the name ``coevo roles`` shows."""
 
 
 def capabilities_of(obj: object) -> list[str]:
-    """The names of the capabilities ``obj`` (an instance or a class) has."""
+    """The names of the capabilities ``obj`` (an instance or a class) has.
+
+    ``learns`` is a Synthesizer's: a Solver's ``learn`` is part of its protocol.
+    """
     if isinstance(obj, type):
-        return [name for name, p in CAPABILITIES.items() if issubclass(obj, p)]
-    return [name for name, p in CAPABILITIES.items() if isinstance(obj, p)]
+        found = [name for name, p in CAPABILITIES.items() if issubclass(obj, p)]
+        solver = issubclass(obj, Solver)
+    else:
+        found = [name for name, p in CAPABILITIES.items() if isinstance(obj, p)]
+        solver = isinstance(obj, Solver)
+    return [name for name in found if not (solver and name == "learns")]
 
 
 class RoleEnvironment(NamedTuple):

@@ -38,6 +38,7 @@ __all__ = [
     "IngestedRow",
     "PolicyRow",
     "PredictionRow",
+    "ProposalRow",
     "Row",
     "TaskRow",
     "TrajectoryRow",
@@ -267,6 +268,15 @@ class GenerationRow(Row):
     failures: int = Field(
         description="role failures: synthesizer requests that raised, tasks the Judge could not assess, World-model and learner calls that raised, and episodes (training or eval) the Solver could not play"
     )
+    proposer_reward: float | None = Field(
+        default=None,
+        description="the mean proposer reward of the generation's proposals (`proposals` table)",
+    )
+    pool_diversity: float | None = Field(
+        default=None,
+        description="the diversity of the generation's accepted tasks: their mean pairwise "
+        "signature distance (docs/novelty.md); null for fewer than two",
+    )
 
 
 class EvalRow(Row):
@@ -483,6 +493,45 @@ class IngestedRow(Row):
     error: str | None = Field(description="why the part could not be read (then nothing of it is)")
 
 
+class ProposalRow(Row):
+    """One proposed task and what it earned its Synthesizer (self-play's proposer reward)."""
+
+    table: ClassVar[str] = "proposals"
+    about: ClassVar[str] = (
+        "one row per task proposed in the generation (fresh and mutations): the Judge's verdict, "
+        "the Solver's observed success on it and the proposer reward the objective of "
+        "`[proposer]` paid for it (docs/self-play.md)"
+    )
+
+    task_id: str = Field(description="the proposed task (a row of `tasks`)")
+    proposer: str = Field(
+        description="who proposed it: the Synthesizer's policy version (`learned-synth@12`), "
+        "its name, or `mutation` for a curriculum's mutation"
+    )
+    accepted: bool = Field(description="whether the Judge accepted it")
+    p_hat: float | None = Field(
+        description="the Solver's observed success on it this generation (null: not played)"
+    )
+    plays: int = Field(description="training episodes of it this generation")
+    predicted: float | None = Field(
+        description="the World model's P(success) of it (null: rejected)"
+    )
+    proposer_reward: float = Field(description="the reward the objective paid for it")
+    novelty: float = Field(
+        description="its distance to the tasks proposed before it (0 a repeat, 1 nothing shared)"
+    )
+    flaky: str | None = Field(
+        description="why its reward is not trusted (the Judge's determinism or ambiguity check "
+        "failed; attempts with the same calls disagreed), else null"
+    )
+    objective: str = Field(description="the proposer objective (`learnability`, `r-zero`, ...)")
+    level: int | None = Field(description="its difficulty level")
+    family: str | None = Field(
+        description="its task family (question, action, conditional, bulk), when its plan says"
+    )
+    domain: str | None = Field(description="its world's domain")
+
+
 TABLES: Final[Mapping[str, type[Row]]] = {
     model.table: model
     for model in (
@@ -498,6 +547,7 @@ TABLES: Final[Mapping[str, type[Row]]] = {
         TrajectoryRow,
         PolicyRow,
         IngestedRow,
+        ProposalRow,
     )
 }
 """Every table's row model, by table name."""
@@ -562,6 +612,7 @@ class GenerationRecord:
     trajectories: list[TrajectoryRow] = field(default_factory=list)
     policies: list[PolicyRow] = field(default_factory=list)
     ingested: list[IngestedRow] = field(default_factory=list)
+    proposals: list[ProposalRow] = field(default_factory=list)
 
     def tables(self) -> Iterator[tuple[str, Sequence[Row]]]:
         """``(table, rows)`` for every table, in the order of :data:`TABLES`."""

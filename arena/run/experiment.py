@@ -30,14 +30,16 @@ from pathlib import Path
 from typing import Any, Final
 
 from coevo.agents.registry import REGISTRY
-from coevo.arena.errors import CoevoError, ExperimentError, RegistryError
+from coevo.arena.errors import ArenaError, CoevoError, ExperimentError, RegistryError
 from coevo.arena.examples import find_bundled
 from coevo.arena.gamelog import RunDir
 from coevo.arena.run.capacity import MAX_ACTORS
+from coevo.arena.run.selfplay import WatchConfig
 from coevo.arena.run.tracking import TrackingConfig
 from coevo.arena.run.trainer import TrainerConfig
 from coevo.arena.settings import Settings, StrictNumbers, explain
 from coevo.curricula.base import CurriculumConfig
+from coevo.curricula.objectives import ProposerConfig
 from coevo.curricula.registry import curriculum_config, recorded_curriculum
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, ValidationError, field_validator
 
@@ -48,6 +50,7 @@ __all__ = [
     "RayConfig",
     "RoleTable",
     "RunConfig",
+    "check_environment",
     "load_experiment",
     "parse_overrides",
     "ray_address",
@@ -135,6 +138,8 @@ class Experiment(_Table):
     solver: RoleTable = Field(default_factory=lambda: RoleTable(name="linear-pg"))
     world_model: RoleTable = Field(default_factory=lambda: RoleTable(name="irt"))
     curriculum: SerializeAsAny[CurriculumConfig] = Field(default_factory=CurriculumConfig)
+    proposer: ProposerConfig = Field(default_factory=ProposerConfig)
+    watch: WatchConfig = Field(default_factory=WatchConfig)
     eval: EvalConfig = Field(default_factory=EvalConfig)
     ray: RayConfig = Field(default_factory=RayConfig)
     tracking: TrackingConfig = Field(default_factory=TrackingConfig)
@@ -414,3 +419,32 @@ def recorded_experiment(run_dir: str) -> Experiment:
         raise ExperimentError(_explain(exc, f"{label} is not a valid experiment")) from exc
     except (ValueError, CoevoError) as exc:
         raise ExperimentError(f"{label} cannot be read: {exc}") from exc
+
+
+def check_environment(experiment: Experiment) -> None:
+    """Fail before anything starts when a role is unknown, is given a setting it does not take, needs an unset variable, or fails its start-up check (an LLM role's server down, or not serving its model).
+
+    Raises:
+        ArenaError: naming the role, and the setting or the variable to fix.
+    """
+    try:
+        settings = experiment.role_settings()
+    except CoevoError as exc:
+        raise ArenaError(str(exc)) from exc
+    for table, role_settings in settings.items():
+        role: RoleTable = getattr(experiment, table)
+        try:
+            needed = REGISTRY.get(role.name).env(role_settings).required
+        except CoevoError as exc:
+            raise ArenaError(f"the {table} {role.name!r}: {exc}") from None
+        for variable in needed:
+            if not os.environ.get(variable):
+                raise ArenaError(
+                    f"the {table} {role.name!r} needs {variable}: set it in the environment "
+                    "(on every node, for a cluster) and run again"
+                )
+    for table, role_settings in settings.items():
+        try:
+            REGISTRY.get(getattr(experiment, table).name).preflight(role_settings)
+        except CoevoError as exc:
+            raise ArenaError(str(exc)) from None

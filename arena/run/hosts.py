@@ -32,7 +32,9 @@ from typing import Any
 
 import ray
 from coevo.agents.protocols import (
+    Learns,
     LearnStats,
+    ProposalFeedback,
     ProposalRequest,
     Remembers,
     ReportsAttempts,
@@ -96,16 +98,36 @@ class _Host:
 
 
 class SynthesizerHost(_Host):
-    """Hosts a Synthesizer; also makes the curriculum's mutations (the operators need no role)."""
+    """Hosts a Synthesizer; also makes the curriculum's mutations (the operators need no role).
+
+    A Synthesizer that learns (:class:`~coevo.agents.protocols.Learns`) has
+    one more host, its learner; the learner's state comes with every
+    ``propose``, as a Solver's does with ``attempt``.
+    """
 
     def __init__(self, name: str, config: dict[str, Any], env: dict[str, str] | None = None):
         super().__init__(name, config, env)
         self._mutator: Mutator | None = None
+        self._version: int | None = None
+
+    def learns(self) -> bool:
+        """Whether the Synthesizer learns from feedback (and keeps its state as data)."""
+        return isinstance(self.role, Learns) and isinstance(self.role, Stateful)
 
     def propose(
-        self, requests: Sequence[ProposalRequest]
+        self,
+        requests: Sequence[ProposalRequest],
+        version: int | None = None,
+        state: Sequence[Any] = (),
     ) -> list[tuple[list[TaskSpec], str | None]]:
-        """For each request, its tasks (or none and the error)."""
+        """For each request, its tasks (or none and the error), proposed with the learner's ``state``.
+
+        ``state`` is a one-item list holding a Ray ref to the learner's state
+        (loaded once per ``version``), or empty.
+        """
+        if state and version != self._version and isinstance(self.role, Stateful):
+            self.role.set_state(ray.get(state[0]))
+            self._version = version
         out: list[tuple[list[TaskSpec], str | None]] = []
         for request in requests:
             try:
@@ -138,6 +160,21 @@ class SynthesizerHost(_Host):
     def drain_attempts(self) -> list[dict[str, Any]]:
         """The synthesizer's recorded attempts since the last call (none if it keeps no record)."""
         return self.role.drain_attempts() if isinstance(self.role, ReportsAttempts) else []
+
+    def learn(
+        self, feedback: Sequence[ProposalFeedback]
+    ) -> tuple[LearnStats, bytes | None, str | None]:
+        """One proposer update: the stats, the new state and an error (the state is unchanged then)."""
+        try:
+            stats = self.role.learn(list(feedback))
+            error = None
+        except Exception as exc:
+            stats, error = LearnStats(episodes=len(feedback), updates=0), _error(exc)
+        return stats, self.get_state(), error
+
+    def policy_version(self) -> str:
+        """How the Synthesizer signs its proposals now (its registered name if it is not Versioned)."""
+        return self.role.policy_version() if isinstance(self.role, Versioned) else self.name
 
 
 class JudgeHost(_Host):

@@ -26,19 +26,18 @@ import contextlib
 import hashlib
 import json
 import os
-import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from typing import Any
 
 import ray
 from coevo.agents.llm.solver import policy_state
-from coevo.agents.protocols import LearnStats, ProposalRequest
+from coevo.agents.protocols import ProposalRequest
 from coevo.agents.registry import REGISTRY
 from coevo.arena.calibration import brier
 from coevo.arena.difficulty import task_level
-from coevo.arena.errors import ArenaError, CoevoError, LogError, StateError
+from coevo.arena.errors import ArenaError, LogError, StateError
 from coevo.arena.gamelog import (
     EpisodeRow,
     EvalRow,
@@ -57,11 +56,19 @@ from coevo.arena.gamelog import (
 from coevo.arena.outcomes import JUDGE_FAILED_PREFIX, Episode, Verdict
 from coevo.arena.run.capacity import check_capacity
 from coevo.arena.run.connection import connect
-from coevo.arena.run.experiment import Experiment, RoleTable, ray_address, recorded_experiment
-from coevo.arena.run.failures import ROLE_TABLE, RoleCalls, RoleTally
+from coevo.arena.run.experiment import (
+    Experiment,
+    RoleTable,
+    check_environment,
+    ray_address,
+    recorded_experiment,
+)
+from coevo.arena.run.failures import ROLE_TABLE, RoleTally
+from coevo.arena.run.generation import Clock, Generation, GenerationReport, Proposals, RunSummary
 from coevo.arena.run.hosts import host_for
-from coevo.arena.run.ingest import Inbox, Ingested, known_tasks
+from coevo.arena.run.ingest import Inbox, known_tasks
 from coevo.arena.run.pool import ActorPool, Lost
+from coevo.arena.run.selfplay import ProposalScoring, Watch
 from coevo.arena.run.summary import summarize
 from coevo.arena.run.trainer import (
     Announcement,
@@ -85,36 +92,6 @@ __all__ = [
     "run_experiment",
     "summarize",
 ]
-
-
-@dataclass
-class GenerationReport:
-    """What one generation did (the ``generations`` row plus display-only figures)."""
-
-    gen: int
-    row: dict[str, Any]
-    seconds: float
-    episodes_per_second: float
-    top_rejections: list[tuple[str, int]] = field(default_factory=list)
-    phases: dict[str, float] = field(default_factory=dict)
-
-
-@dataclass
-class RunSummary:
-    """The end of a run: where its log is and what it did."""
-
-    run_dir: str
-    generations: int
-    reports: list[GenerationReport]
-    calls: dict[str, RoleCalls] = field(default_factory=dict)
-    """Calls per role in this invocation (see :mod:`coevo.arena.run.failures`)."""
-    failing: dict[str, list[int]] = field(default_factory=dict)
-    """The generations in which every call of a role failed, by role."""
-
-    @property
-    def never_succeeded(self) -> dict[str, RoleCalls]:
-        """The roles that were called and never once returned without failure."""
-        return {role: calls for role, calls in self.calls.items() if calls.all_failed}
 
 
 def _episode_id(seed: int, gen: int, purpose: str, index: int, task_id: str) -> str:
@@ -145,58 +122,6 @@ def _plan_of(data: dict[str, Any]) -> GenerationPlan:
         [ProposalRequest.model_validate(r) for r in data["requests"]],
         [Mutation(**m) for m in data["mutations"]],
     )
-
-
-@dataclass
-class _Proposals:
-    """A generation's judged proposals: tasks (distinct, in request order), their verdicts and sources."""
-
-    tasks: list[TaskSpec]
-    verdicts: list[Verdict]
-    sources: list[str]
-    failures: int
-    calls: RoleTally = field(default_factory=RoleTally)
-
-
-@dataclass
-class _Generation:
-    """What one generation did, filled phase by phase: everything its rows are made from."""
-
-    gen: int
-    proposals: _Proposals
-    accepted: list[TaskSpec] = field(default_factory=list)
-    predicted: list[float] = field(default_factory=list)
-    next_plan: GenerationPlan = field(default_factory=lambda: GenerationPlan([]))
-    batch: list[TaskSpec] = field(default_factory=list)
-    episodes: list[Episode] = field(default_factory=list)
-    evals: list[Episode] = field(default_factory=list)
-    stats: LearnStats = field(default_factory=lambda: LearnStats(episodes=0))
-    version: str = ""
-    policy: Announcement | None = None  # with a trainer: the policy the rollouts used
-    external: Ingested = field(default_factory=Ingested)  # rollouts from the inbox
-    solving: float = 0.0
-    failures: int = 0
-    calls: RoleTally = field(default_factory=RoleTally)
-
-
-class _Clock:
-    """Wall time per phase of a generation (for the report and events only: never in the log)."""
-
-    def __init__(self) -> None:
-        self.started = self.last = time.perf_counter()
-        self.phases: dict[str, float] = {}
-
-    def lap(self, name: str) -> float:
-        """End phase ``name`` now; returns its seconds."""
-        now = time.perf_counter()
-        seconds = now - self.last
-        self.phases[name] = round(self.phases.get(name, 0.0) + seconds, 4)
-        self.last = now
-        return seconds
-
-    def total(self) -> float:
-        """Seconds since the generation started."""
-        return time.perf_counter() - self.started
 
 
 class Arena:
@@ -238,6 +163,12 @@ class Arena:
         self.calls = RoleTally()  # every role call of this invocation
         self.failing: dict[str, list[int]] = {}  # generations in which every call of a role failed
         self.handoff: Handoff | None = None  # with a [trainer]: the hand-off (made in start)
+        self.scoring = ProposalScoring(experiment.proposer)  # what proposals earned, novelty
+        self.watch = Watch(experiment.watch)  # plateau and collapse
+        self.stalls: list[dict[str, Any]] = []  # the watch's events in this invocation
+        self.synth_learner: Any = None  # a Synthesizer that learns: its learner
+        self.synth_version: int | None = None  # the generation its state learnt through
+        self.synth_ref: Any = None  # its state (a Ray ref), given with every propose
 
     # ---- actors -------------------------------------------------------------------------
 
@@ -266,6 +197,8 @@ class Arena:
         self.solvers = ActorPool("solver", actors("solver", exp.solver.actors, True))
         self.learner = actors("solver", 1, False)[0]
         self.model = actors("world_model", 1, False)[0]
+        if ray.get(self.synth.actors[0].learns.remote()):
+            self.synth_learner = actors("synthesizer", 1, False)[0]
 
     @property
     def _every_actor(self) -> list[Any]:
@@ -275,6 +208,7 @@ class Arena:
             *self.solvers.actors,
             self.learner,
             self.model,
+            *([self.synth_learner] if self.synth_learner is not None else []),
         ]
 
     # ---- pieces of a generation ---------------------------------------------------------
@@ -292,17 +226,33 @@ class Arena:
         return task if kept is task.world else task.model_copy(update={"world": kept})
 
     def _submit(
-        self, gen: int, plan: GenerationPlan, logged: Mapping[str, TaskSpec] | None = None
+        self,
+        gen: int,
+        plan: GenerationPlan,
+        logged: Mapping[str, TaskSpec] | None = None,
+        proposing: tuple[int | None, Any, str] | None = None,
     ) -> dict[str, Any]:
         """Submit a generation's proposals (and mutations); judging follows in :meth:`_collect`.
 
         A mutation's parent is the curriculum's task; on resume, a parent the
         curriculum has since forgotten (it planned before its last ``observe``)
         comes from the log (``logged``), so a resumed run mutates what the
-        uninterrupted one did.
+        uninterrupted one did. A Synthesizer that learns proposes with its
+        learner's state (``proposing``: the state a resumed run's pending
+        proposals were made with, a generation behind the learner's).
         """
         refs: dict[str, Any] = {"plan": plan, "gen": gen, "missing": 0}
-        refs["proposals"] = self.synth.map("propose", [([r],) for r in plan.requests])
+        if proposing is None:
+            proposer = self.exp.synthesizer.name
+            if self.synth_learner is not None:
+                proposer = ray.get(self.synth_learner.policy_version.remote())
+            proposing = (self.synth_version, self.synth_ref, proposer)
+        version, ref, refs["proposer"] = proposing
+        refs["proposing"] = proposing
+        state = [ref] if ref is not None else []
+        refs["proposals"] = self.synth.map(
+            "propose", [([r], version, state) for r in plan.requests]
+        )
         if plan.mutations:
             logged = logged or {}
             parents = {
@@ -315,7 +265,7 @@ class Arena:
             refs["mutations"] = self.synth.map("mutate", [(list(parents.values()), mutations)])
         return refs
 
-    def _collect(self, pending: dict[str, Any]) -> _Proposals:
+    def _collect(self, pending: dict[str, Any]) -> Proposals:
         """Gather proposals, judge them (chunks over the judge pool), in request order."""
         made: list[tuple[TaskSpec, str]] = []
         failures = 0
@@ -351,7 +301,8 @@ class Arena:
             failed = (verdict.error or "").startswith(JUDGE_FAILED_PREFIX)
             failures += failed
             tally.record("judge", verdict.error if failed else None)
-        return _Proposals(tasks, verdicts, [s for _, s in unique], failures, tally)
+        sources = [s for _, s in unique]
+        return Proposals(tasks, verdicts, sources, failures, tally, pending.get("proposer", ""))
 
     def _play(self, gen: int, tasks: list[TaskSpec], purpose: str, repeats: int) -> list[Episode]:
         """Each task ``repeats`` times, in fixed chunks over the Solver pool; episodes get deterministic ids."""
@@ -473,13 +424,32 @@ class Arena:
         model_state = self._read_state(base, files.get("world_model"), "world_model")
         if model_state is not None:
             self._restore(self.model, model_state, gen, files["world_model"])
+        proposing = self._load_proposer(base, files, state, gen)
         if self.handoff is not None:
             for batch in self.handoff.start(gen + 1, policy):
                 self.events("batch_handed_out", batch=batch, after="resume")
             if policy is not None:
                 self._adopt(policy, gen + 1)  # the server may have restarted since: loaded again
         if gen + 1 < self.exp.run.generations:
-            self.pending = self._submit(gen + 1, plan, tasks)
+            self.pending = self._submit(gen + 1, plan, tasks, proposing)
+
+    def _load_proposer(
+        self, base: tuple[str, str], files: Mapping[str, Any], state: Mapping[str, Any], gen: int
+    ) -> tuple[int | None, Any, str] | None:
+        """Restore the novelty archive, the watch and a learning Synthesizer; the pending proposals' state."""
+        self.scoring.load(state.get("scoring") or {})
+        self.watch.load(state.get("watch") or {})
+        synth = state.get("synth") or {}
+        if self.synth_learner is None:
+            return None
+        learnt = self._read_state(base, files.get("synthesizer"), "synthesizer")
+        if learnt is not None:
+            self._restore(self.synth_learner, learnt, gen, files["synthesizer"])
+            self.synth_ref = ray.put(learnt)
+            self.synth_version = synth.get("version")
+        name = files.get("synthesizer_proposing")
+        ref = ray.put(self.run.read_bytes(*base, name)) if name else None
+        return (synth.get("proposing_version"), ref, synth.get("proposer", ""))
 
     def _read_state(self, base: tuple[str, str], name: str | None, table: str) -> bytes | None:
         if name is None:
@@ -501,9 +471,9 @@ class Arena:
         return tasks
 
     def generation(self, gen: int) -> GenerationReport:
-        """Run and commit generation ``gen``: its phases fill a :class:`_Generation`, whose rows are logged."""
-        clock = _Clock()
-        done = _Generation(gen, proposals=self._collect(self.pending))
+        """Run and commit generation ``gen``: its phases fill a :class:`Generation`, whose rows are logged."""
+        clock = Clock()
+        done = Generation(gen, proposals=self._collect(self.pending))
         done.failures = done.proposals.failures + (self.suite_failures if gen == 0 else 0)
         done.external = self.inbox.take(gen, known_tasks(self.curriculum.tasks, log=self.log))
         done.failures += done.external.failures
@@ -513,11 +483,17 @@ class Arena:
         self._predict_and_plan(done)
         clock.lap("predict")
         self._train(done, clock)
+        self._score_proposals(done)
+        clock.lap("proposer")
         evaluated = gen % self.exp.eval.every == 0 or gen == self.exp.run.generations - 1
         done.evals = self._play(gen, self.eval_tasks, "eval", 1) if evaluated else []
         clock.lap("eval")
         self._tally_calls(done)
         record = self._record(done)
+        summary = record.generations[0]
+        for name, fields in self.watch.observe(gen, summary.eval_success, summary.pool_diversity):
+            self.stalls.append({"event": name, **fields})
+            self.events(name, **fields)
         self._commit(record, done.next_plan)
         clock.lap("commit")
         if self.handoff is not None and self.handoff.hand_out(gen):
@@ -525,7 +501,7 @@ class Arena:
             clock.lap("hand_out")
         return self._report(done, record.generations[0], clock)
 
-    def _predict_and_plan(self, done: _Generation) -> None:
+    def _predict_and_plan(self, done: Generation) -> None:
         """Predict the accepted tasks, admit them, and submit the next generation's proposals."""
         gen, proposals = done.gen, done.proposals
         eval_ids = {t.task_id for t in self.eval_tasks}
@@ -545,7 +521,7 @@ class Arena:
             # nothing is left in flight after the last generation (closing would kill it mid-call)
             self.pending = self._submit(gen + 1, done.next_plan)
 
-    def _train(self, done: _Generation, clock: _Clock) -> None:
+    def _train(self, done: Generation, clock: Clock) -> None:
         """Play the curriculum's batch, take a learner step, update the World model and the curriculum."""
         gen = done.gen
         if self.handoff is not None:
@@ -582,6 +558,29 @@ class Arena:
         )
         clock.lap("world_model")
 
+    def _score_proposals(self, done: Generation) -> None:
+        """What each proposal earned (the ``proposals`` rows); a Synthesizer that learns, learns from it."""
+        proposals = done.proposals
+        done.scored = self.scoring.score(
+            done.gen,
+            proposals.tasks,
+            proposals.verdicts,
+            proposals.sources,
+            proposers={"fresh": proposals.proposer},
+            predicted=dict(zip([t.task_id for t in done.accepted], done.predicted, strict=True)),
+            episodes=[e for e in done.episodes if not e.failure],
+        )
+        if self.synth_learner is None:
+            return
+        _stats, state, error = ray.get(self.synth_learner.learn.remote(done.scored.feedback))
+        done.calls.record("synthesizer", error or None)
+        if error:
+            done.failures += 1
+            self.events("synthesizer_learn_failed", gen=done.gen, error=error)
+        elif state is not None:
+            self.synth_ref = ray.put(state)
+            self.synth_version = done.gen
+
     def _adopt(self, policy: Announcement, gen: int) -> None:
         """Play ``policy`` from generation ``gen`` on: its adapter loaded, every Solver given it."""
         assert self.handoff is not None
@@ -592,7 +591,7 @@ class Arena:
         self.version = policy.trained_through
         self.handoff.adopted(policy, gen)
 
-    def _tally_calls(self, done: _Generation) -> None:
+    def _tally_calls(self, done: Generation) -> None:
         """Add the generation's role calls to the run's; a role every call of which failed is an error event."""
         calls = done.calls
         calls.add(done.proposals.calls)
@@ -612,7 +611,7 @@ class Arena:
             )
         self.calls.add(calls)
 
-    def _record(self, done: _Generation) -> GenerationRecord:
+    def _record(self, done: Generation) -> GenerationRecord:
         """The generation's rows of every table."""
         record = GenerationRecord(done.gen)
         self._log_proposals(record, done.proposals)
@@ -650,12 +649,13 @@ class Arena:
             )
         ]
         record.generations = [self._summary(done, predictions)]
+        record.proposals = done.scored.rows
         if self.handoff is not None:
             record.policies = [policy_row(done.gen, done.version, done.policy, done.episodes)]
         record.usage = self._drained(self._every_actor, "drain_usage", done.gen)
         return record
 
-    def _summary(self, done: _Generation, predictions: dict[str, float]) -> GenerationRow:
+    def _summary(self, done: Generation, predictions: dict[str, float]) -> GenerationRow:
         """The ``generations`` row: what the generation proposed, accepted, trained and learnt."""
         proposals, episodes, evals = done.proposals, done.episodes, done.evals
         played = [e for e in episodes if not e.failure]
@@ -673,6 +673,8 @@ class Arena:
             train_success=_mean([e.reward.value for e in played]),
             eval_success=_mean([e.reward.value for e in scored]),
             frontier=self.curriculum.frontier(),
+            proposer_reward=done.scored.reward,
+            pool_diversity=done.scored.diversity,
             accepted_level=_mean([lv for t in done.accepted if (lv := task_level(t)) is not None]),
             trained_level=_mean([lv for t in done.batch if (lv := task_level(t)) is not None]),
             brier=brier([p for p, _ in fresh], [o for _, o in fresh]) if fresh else None,
@@ -683,7 +685,7 @@ class Arena:
             failures=done.failures + sum(bool(e.failure) for e in [*episodes, *evals]),
         )
 
-    def _report(self, done: _Generation, summary: GenerationRow, clock: _Clock) -> GenerationReport:
+    def _report(self, done: Generation, summary: GenerationRow, clock: Clock) -> GenerationReport:
         """Show the committed generation (the table) and record it (``events.jsonl``)."""
         seconds = clock.total()
         row = summary.cells()
@@ -706,7 +708,7 @@ class Arena:
             self.on_generation(report)
         return report
 
-    def _log_proposals(self, record: GenerationRecord, proposals: _Proposals) -> None:
+    def _log_proposals(self, record: GenerationRecord, proposals: Proposals) -> None:
         """The generation's worlds, tasks and verdicts (generation 0 logs the eval suite first)."""
         tasks, sources = proposals.tasks, proposals.sources
         if record.gen == 0:
@@ -742,6 +744,7 @@ class Arena:
                     name=role,
                     why=f"{role!r} is not Stateful: a resumed run starts it afresh",
                 )
+        synth = self._save_proposer(record.gen, base, files)
         state = {
             "curriculum": self.curriculum.state(),
             "next_plan": _plan_json(next_plan),
@@ -750,6 +753,9 @@ class Arena:
             "policy": None
             if self.handoff is None or self.handoff.policy is None
             else self.handoff.policy.model_dump(exclude_none=True),
+            "scoring": self.scoring.state(),
+            "watch": self.watch.state(),
+            "synth": synth,
         }
         self.run.write_bytes(json.dumps(state, sort_keys=True).encode(), *base, "state.json")
         rows = {name: len(items) for name, items in record.tables()}
@@ -761,39 +767,26 @@ class Arena:
             owner=self.lock,
         )
 
+    def _save_proposer(
+        self, gen: int, base: tuple[str, str], files: dict[str, str | None]
+    ) -> dict[str, Any]:
+        """A learning Synthesizer's checkpoint: its learner's state, and the state the pending proposals used."""
+        if self.synth_learner is None:
+            return {}
+        state = ray.get(self.synth_learner.get_state.remote())
+        files["synthesizer"] = "synthesizer.state"
+        self.run.write_bytes(state, *base, "synthesizer.state")
+        pending = self.pending if self.pending.get("gen") == gen + 1 else {}
+        version, ref, proposer = pending.get("proposing") or (self.synth_version, None, "")
+        if ref is not None:
+            files["synthesizer_proposing"] = "synthesizer-proposing.state"
+            self.run.write_bytes(ray.get(ref), *base, "synthesizer-proposing.state")
+        return {"version": self.synth_version, "proposing_version": version, "proposer": proposer}
+
     def close(self) -> None:
         """Stop the actors."""
         for actor in self._every_actor:
             ray.kill(actor)
-
-
-def check_environment(experiment: Experiment) -> None:
-    """Fail before anything starts when a role is unknown, is given a setting it does not take, needs an unset variable, or fails its start-up check (an LLM role's server down, or not serving its model).
-
-    Raises:
-        ArenaError: naming the role, and the setting or the variable to fix.
-    """
-    try:
-        settings = experiment.role_settings()
-    except CoevoError as exc:
-        raise ArenaError(str(exc)) from exc
-    for table, role_settings in settings.items():
-        role: RoleTable = getattr(experiment, table)
-        try:
-            needed = REGISTRY.get(role.name).env(role_settings).required
-        except CoevoError as exc:
-            raise ArenaError(f"the {table} {role.name!r}: {exc}") from None
-        for variable in needed:
-            if not os.environ.get(variable):
-                raise ArenaError(
-                    f"the {table} {role.name!r} needs {variable}: set it in the environment "
-                    "(on every node, for a cluster) and run again"
-                )
-    for table, role_settings in settings.items():
-        try:
-            REGISTRY.get(getattr(experiment, table).name).preflight(role_settings)
-        except CoevoError as exc:
-            raise ArenaError(str(exc)) from None
 
 
 def run_experiment(

@@ -12,7 +12,8 @@ import json
 from collections import Counter
 from typing import Any
 
-from coevo.arena.gamelog import GameLog
+from coevo.arena.gamelog import GameLog, RunDir
+from coevo.arena.run.selfplay import Watch, WatchConfig
 
 __all__ = ["summarize", "summary_lines"]
 
@@ -51,7 +52,37 @@ def summarize(run_dir: str) -> dict[str, Any]:
         "external_episodes": sum(r["episodes"] for r in ingested),
         "external_rejected": sum(r["rejected"] + (r["error"] is not None) for r in ingested),
         "external_disagreed": sum(r["disagreed"] for r in ingested),
+        **_proposer(log.read("proposals").to_pylist()),
+        "stalls": _stalls(run_dir, rows),
     }
+
+
+def _proposer(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """What the proposals earned: the objective, the mean reward, and how many were flaky."""
+    middle = [r for r in rows if r["p_hat"] is not None and 0 < r["p_hat"] < 1]
+    return {
+        "objective": rows[-1]["objective"] if rows else None,
+        "proposer_reward": sum(r["proposer_reward"] for r in rows) / len(rows) if rows else None,
+        "proposals_flaky": sum(r["flaky"] is not None for r in rows),
+        "proposals_middle": len(middle),
+        "proposals_middle_flaky": sum(r["flaky"] is not None for r in middle),
+    }
+
+
+def _stalls(run_dir: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The watch's plateau and collapse events, found again from the ``generations`` rows."""
+    try:
+        recorded = json.loads(RunDir(run_dir).read_bytes("experiment.json")).get("watch") or {}
+        watch = Watch(WatchConfig.model_validate(recorded))
+    except (OSError, ValueError):
+        watch = Watch(WatchConfig())
+    found = []
+    for row in rows:
+        for name, fields in watch.observe(
+            row["gen"], row["eval_success"], row.get("pool_diversity")
+        ):
+            found.append({"event": name, **fields})
+    return found
 
 
 def _plural(count: int, noun: str) -> str:
@@ -106,5 +137,23 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
             f"{summary.get('external_disagreed', 0)} scored otherwise by its producer "
             "(the ingested table)"
         )
+    if summary.get("objective"):
+        lines.append(
+            f"proposer ({summary['objective']}): mean reward "
+            f"{_figure(summary['proposer_reward'])}; {summary['proposals_flaky']} of "
+            f"{summary['proposed']} proposals flaky ({summary['proposals_middle_flaky']} of the "
+            f"{summary['proposals_middle']} at 0 < p̂ < 1)"
+        )
+    for stall in summary.get("stalls", []):
+        if stall["event"] == "plateau":
+            lines.append(
+                f"plateau: eval success flat at {stall['eval_success']:.2f} from generation "
+                f"{stall['since']} to {stall['gen']}"
+            )
+        else:
+            lines.append(
+                f"collapse: pool diversity {stall['diversity']:.2f} at generation {stall['gen']}, "
+                f"{stall['share']:.0%} of its best"
+            )
     lines.append(f"game log: {str(summary['run_dir']).rstrip('/')}/log")
     return lines

@@ -1,0 +1,107 @@
+"""What a generation is made of while it runs: its report, its phases' results, its clock.
+
+The loop (:mod:`coevo.arena.run.loop`) fills a :class:`Generation` phase by
+phase and makes the game log's rows from it; :class:`GenerationReport` and
+:class:`RunSummary` are what a run shows and returns.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from coevo.agents.protocols import LearnStats
+from coevo.arena.outcomes import Episode, Verdict
+from coevo.arena.run.failures import RoleCalls, RoleTally
+from coevo.arena.run.ingest import Ingested
+from coevo.arena.run.selfplay import Scored
+from coevo.arena.run.trainer import Announcement
+from coevo.arena.spec import TaskSpec
+from coevo.curricula.base import GenerationPlan
+
+__all__ = ["Clock", "Generation", "GenerationReport", "Proposals", "RunSummary"]
+
+
+@dataclass
+class GenerationReport:
+    """What one generation did (the ``generations`` row plus display-only figures)."""
+
+    gen: int
+    row: dict[str, Any]
+    seconds: float
+    episodes_per_second: float
+    top_rejections: list[tuple[str, int]] = field(default_factory=list)
+    phases: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class RunSummary:
+    """The end of a run: where its log is and what it did."""
+
+    run_dir: str
+    generations: int
+    reports: list[GenerationReport]
+    calls: dict[str, RoleCalls] = field(default_factory=dict)
+    """Calls per role in this invocation (see :mod:`coevo.arena.run.failures`)."""
+    failing: dict[str, list[int]] = field(default_factory=dict)
+    """The generations in which every call of a role failed, by role."""
+
+    @property
+    def never_succeeded(self) -> dict[str, RoleCalls]:
+        """The roles that were called and never once returned without failure."""
+        return {role: calls for role, calls in self.calls.items() if calls.all_failed}
+
+
+@dataclass
+class Proposals:
+    """A generation's judged proposals: tasks (distinct, in request order), their verdicts and sources."""
+
+    tasks: list[TaskSpec]
+    verdicts: list[Verdict]
+    sources: list[str]
+    failures: int
+    calls: RoleTally = field(default_factory=RoleTally)
+    proposer: str = ""  # who proposed the fresh ones (the Synthesizer's version)
+
+
+@dataclass
+class Generation:
+    """What one generation did, filled phase by phase: everything its rows are made from."""
+
+    gen: int
+    proposals: Proposals
+    accepted: list[TaskSpec] = field(default_factory=list)
+    predicted: list[float] = field(default_factory=list)
+    next_plan: GenerationPlan = field(default_factory=lambda: GenerationPlan([]))
+    batch: list[TaskSpec] = field(default_factory=list)
+    episodes: list[Episode] = field(default_factory=list)
+    evals: list[Episode] = field(default_factory=list)
+    stats: LearnStats = field(default_factory=lambda: LearnStats(episodes=0))
+    version: str = ""
+    policy: Announcement | None = None  # with a trainer: the policy the rollouts used
+    external: Ingested = field(default_factory=Ingested)  # rollouts from the inbox
+    scored: Scored = field(default_factory=Scored)  # what the proposals earned (self-play)
+    solving: float = 0.0
+    failures: int = 0
+    calls: RoleTally = field(default_factory=RoleTally)
+
+
+class Clock:
+    """Wall time per phase of a generation (for the report and events only: never in the log)."""
+
+    def __init__(self) -> None:
+        self.started = self.last = time.perf_counter()
+        self.phases: dict[str, float] = {}
+
+    def lap(self, name: str) -> float:
+        """End phase ``name`` now; returns its seconds."""
+        now = time.perf_counter()
+        seconds = now - self.last
+        self.phases[name] = round(self.phases.get(name, 0.0) + seconds, 4)
+        self.last = now
+        return seconds
+
+    def total(self) -> float:
+        """Seconds since the generation started."""
+        return time.perf_counter() - self.started
