@@ -94,6 +94,8 @@ class ProposalRequest(BaseModel):
             "at least three look-ups".
         domains: the domains to draw from (``None``: all the synthesizer has).
         families: the task families to draw from (``None``: the level's).
+        binding: the level and features must be met (the eval suite's requests); otherwise a
+            Synthesizer that proposes from a policy of its own may take the level as a hint.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -104,6 +106,7 @@ class ProposalRequest(BaseModel):
     features: dict[str, tuple[float | None, float | None]] = Field(default_factory=dict)
     domains: list[str] | None = None
     families: list[str] | None = None
+    binding: bool = False
 
 
 @runtime_checkable

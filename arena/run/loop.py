@@ -334,6 +334,7 @@ class Arena:
                     seed=derive_seed(config.seed, "eval", level),
                     level=level,
                     domains=self.exp.curriculum.domains,
+                    binding=True,
                 )
                 for level in config.levels
             ]
