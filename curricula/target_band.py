@@ -1,8 +1,19 @@
 """``target-band``: tasks the World model predicts in a band, around a frontier level that follows the Solver.
 
 It asks for tasks at the frontier level and one above, keeps those the World
-model predicts in ``band`` (default 0.3–0.7), and moves the frontier up when
-the Solver's predicted success on it passes the band (down when far below).
+model predicts in ``band`` (default 0.3–0.7), and trains a share
+(``explore``) of each batch on tasks above the frontier. The frontier cannot
+stall: it moves on what the Solver did (its observed success per level over
+the last ``window_outcomes`` training episodes), not only on predictions:
+
+* **up** when the Solver's predicted or observed success at the frontier
+  passes the band (mastered), or when it has stayed ``patience`` generations,
+  is solved at least ``band[0]`` of the time, and the level above is solved
+  at least half that often (learnable: the exploration share measures it);
+* **down** when, ``patience`` generations after the frontier got there, the
+  predicted or observed success at it is below half the band's low end (the
+  Solver cannot learn it yet; a level just reached is predicted low until
+  the Solver has played it, and is not left at once).
 """
 
 from __future__ import annotations
@@ -26,10 +37,16 @@ class TargetBandConfig(CurriculumConfig):
     Attributes:
         band: the predicted success range wanted, two numbers 0 ≤ low < high ≤ 1.
         start_level: the frontier's first level.
+        explore: the share of each batch given to fresh tasks above the frontier.
+        patience: generations at a level before its observed success alone may move the frontier.
+        window_outcomes: training outcomes kept per level for its observed success.
     """
 
     band: tuple[float, float] = (0.3, 0.7)
     start_level: int = Field(default=1, ge=1, le=5)
+    explore: float = Field(default=0.25, ge=0.0, le=1.0)
+    patience: int = Field(default=5, ge=1, le=1000)
+    window_outcomes: int = Field(default=96, ge=8, le=100_000)
 
     @model_validator(mode="after")
     def _band_is_a_range(self) -> TargetBandConfig:
@@ -50,6 +67,8 @@ class TargetBand(Curriculum):
         super().__init__(config, seed)
         levels = sorted(self.config.levels)
         self.level = min(max(self.config.start_level, levels[0]), levels[-1])
+        self.moved_at = 0  # the generation the frontier reached its level
+        self.outcomes: dict[int, list[int]] = {}  # level → its latest training outcomes
 
     def plan(self, gen: int) -> GenerationPlan:
         """Proposals at the frontier and one level above (twice as many: the band keeps a part)."""
@@ -69,7 +88,12 @@ class TargetBand(Curriculum):
             p = stats.success if stats.success is not None else stats.predicted
             return (abs((p if p is not None else middle) - middle), task_id)
 
-        new: list[str] = sorted(self.fresh, key=distance)[: self.config.tasks_per_gen]
+        size = self.config.tasks_per_gen
+        above = [t for t in self.fresh if (self.stats[t].level or 0) > self.level]
+        explore = sorted(above, key=distance)[: math.ceil(self.config.explore * size)]
+        chosen = set(explore)
+        rest = sorted((t for t in self.fresh if t not in chosen), key=distance)
+        new: list[str] = [*explore, *rest][:size]
         self.fresh: list[str] = []
         room = self.config.tasks_per_gen - len(new)
         played = [
@@ -87,9 +111,9 @@ class TargetBand(Curriculum):
         """Admit, then move the frontier by the World model's predictions for this generation's tasks.
 
         Up when the frontier's tasks are predicted above the band on average
-        (too easy now); down when they are predicted below half its low end
-        (clearly too hard: a level just reached is predicted low until the
-        Solver has played it, and should not be left at once).
+        (too easy now); down when, ``patience`` generations after the frontier
+        got there, they are predicted below half its low end (clearly too hard:
+        a level just reached is predicted low until the Solver has played it).
         """
         super().admit(gen, tasks, predicted)
         here = [
@@ -101,10 +125,39 @@ class TargetBand(Curriculum):
             return
         low, high = self.config.band
         mean = float(np.mean(here))
-        if mean > high and self.level + 1 in self.config.levels:
-            self.level += 1
-        elif mean < low / 2 and self.level - 1 in self.config.levels:
-            self.level -= 1
+        if mean > high:
+            self._move(gen, +1)
+        elif mean < low / 2 and gen - self.moved_at >= self.config.patience:
+            self._move(gen, -1)
+
+    def observe(self, gen: int, task_ids: Sequence[str], rewards: Sequence[int]) -> None:
+        """Rescore, keep each level's observed success, and move the frontier on it (see the module)."""
+        levels = [self.stats[t].level if t in self.stats else None for t in task_ids]
+        super().observe(gen, task_ids, rewards)
+        for level, reward in zip(levels, rewards, strict=True):
+            if level is not None:
+                kept = self.outcomes.setdefault(level, [])
+                kept.append(int(reward))
+                del kept[: -self.config.window_outcomes]
+        low, high = self.config.band
+        here, above = self.observed(self.level), self.observed(self.level + 1)
+        if here is None:
+            return
+        settled = gen - self.moved_at >= self.config.patience
+        if here > high or (settled and here >= low and above is not None and above >= low / 2):
+            self._move(gen, +1)
+        elif settled and here < low / 2:
+            self._move(gen, -1)
+
+    def observed(self, level: int) -> float | None:
+        """The Solver's observed success at ``level`` (None: too few outcomes there yet)."""
+        kept = self.outcomes.get(level, [])
+        return sum(kept) / len(kept) if len(kept) >= min(32, self.config.window_outcomes) else None
+
+    def _move(self, gen: int, step: int) -> None:
+        if self.level + step in self.config.levels:
+            self.level += step
+            self.moved_at = gen
 
     def forget(self) -> None:
         """Keep the fresh tasks and those whose success is in the band (for replay); drop the rest."""
@@ -124,9 +177,15 @@ class TargetBand(Curriculum):
         return float(self.level)
 
     def extra_state(self) -> dict[str, Any]:
-        """The frontier level."""
-        return {"level": self.level}
+        """The frontier level, when it got there, and each level's latest outcomes."""
+        return {
+            "level": self.level,
+            "moved_at": self.moved_at,
+            "outcomes": {str(k): v for k, v in sorted(self.outcomes.items())},
+        }
 
     def load_extra_state(self, extra: dict[str, Any]) -> None:
-        """Restore the frontier level."""
+        """Restore :meth:`extra_state`."""
         self.level = int(extra.get("level", self.level))
+        self.moved_at = int(extra.get("moved_at", 0))
+        self.outcomes = {int(k): list(v) for k, v in (extra.get("outcomes") or {}).items()}

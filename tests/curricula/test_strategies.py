@@ -118,6 +118,8 @@ def test_target_band_moves_the_frontier_with_the_predictions(pool) -> None:
     assert band.level == 2
     level2 = [t for t in pool if task_level(t) == 2]
     band.admit(1, level2, [0.05] * len(level2))
+    assert band.level == 2, "a level just reached is predicted low: it is not left at once"
+    band.admit(1 + band.config.patience, level2, [0.05] * len(level2))
     assert band.level == 1
     with pytest.raises(ValueError, match="band"):
         TargetBand(CurriculumConfig(name="target-band", band=(0.8, 0.2)), 0)
@@ -157,3 +159,53 @@ def test_a_key_the_named_curriculum_does_not_take_is_an_error_naming_both() -> N
     with pytest.raises(ValueError, match=r"did you mean 'curriculum\.replay_prob'"):
         CurriculumConfig(name="plr", replay_prop=0.3)
     assert type(CurriculumConfig(name="accel", mutations=0.2)).__name__ == "ACCELConfig"
+
+
+def _play_levels(band, gen: int, pool: list[TaskSpec], success: dict[int, float]) -> list[TaskSpec]:
+    """One generation of target-band against a Solver whose success depends only on the level."""
+    fresh = [t for t in pool if task_level(t) in (band.level, band.level + 1)]
+    band.admit(gen, fresh, [0.5] * len(fresh))
+    batch = band.batch(gen)
+    ids, rewards = [], []
+    for i, task in enumerate(batch):
+        p = success.get(task_level(task) or 0, 0.0)
+        for k in range(4):
+            ids.append(task.task_id)
+            rewards.append(int((i * 4 + k) % 20 < round(p * 20)))
+    band.observe(gen, ids, rewards)
+    return batch
+
+
+def test_target_band_moves_up_on_observed_mastery_and_back_when_the_level_cannot_be_learnt(
+    pool,
+) -> None:
+    """With predictions stuck mid-band, observed success moves the frontier: up once the level above is learnable, back down when the new level stays out of reach."""
+    config = CurriculumConfig(name="target-band", tasks_per_gen=8, levels=[1, 2, 3], patience=3)
+    band = TargetBand(config, 0)
+    levels = []
+    for gen in range(12):
+        _play_levels(band, gen, pool, {1: 0.6, 2: 0.2, 3: 0.0})
+        levels.append(band.level)
+    assert 2 in levels, f"level 1 solved 60% and level 2 20% of the time: the frontier must move up ({levels})"
+    first = levels.index(2)
+    assert levels[first : first + config.patience - 1] == [2] * (config.patience - 1), levels
+    band = TargetBand(config, 0)
+    levels = []
+    for gen in range(12):
+        _play_levels(band, gen, pool, {1: 0.6, 2: 0.2, 3: 0.0} if gen < 4 else {1: 0.6, 2: 0.0})
+        levels.append(band.level)
+    assert levels[-1] == 1 and 2 in levels, (
+        f"a level the Solver never solves is left after patience generations ({levels})"
+    )
+
+
+def test_target_band_trains_an_exploration_share_above_the_frontier(pool) -> None:
+    """`explore` of each batch is fresh tasks above the frontier, even when all are predicted in band."""
+    config = CurriculumConfig(name="target-band", tasks_per_gen=8, levels=[1, 2, 3], explore=0.25)
+    band = TargetBand(config, 0)
+    level1 = [t for t in pool if task_level(t) == 1][:20]
+    level2 = [t for t in pool if task_level(t) == 2][:20]
+    band.admit(0, [*level1, *level2], [0.5] * len(level1) + [0.1] * len(level2))
+    batch = band.batch(0)
+    above = [t for t in batch if task_level(t) == 2]
+    assert len(batch) == 8 and len(above) == 2, [task_level(t) for t in batch]
