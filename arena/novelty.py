@@ -97,7 +97,8 @@ class TaskSignature:
             return tuple(sorted({*numbered, *pairs}))
         if part == "domain":
             return None if self.domain is None else (self.domain,)
-        return getattr(self, part)
+        value = getattr(self, part)
+        return None if value is None else tuple(sorted(set(value)))
 
     def to_json(self) -> dict[str, Any]:
         """The signature as JSON-ready data."""
@@ -137,9 +138,10 @@ def signature(task: TaskSpec, worlds: Mapping[str, WorldSpec] | None = None) -> 
         task: any task; a plan in ``provenance["plan"]`` (the procedural
             planner's) adds the plan's shape, without it the signature holds
             features, tools, schema and domain.
-        worlds: world id → world, to look up a task whose ``world`` is an id;
-            without it (or without the id in it) the schema is unknown and the
-            domain is ``provenance["domain"]`` when that is a string.
+        worlds: world id → world, to look up a task whose ``world`` is an id.
+            Without it (or without the id in it) the schema is unknown, the
+            domain is ``provenance["domain"]`` when that is a string, and plan
+            tokens scoped by an unknown domain match no other domain's.
     """
     world = task.world if isinstance(task.world, WorldSpec) else (worlds or {}).get(task.world)
     domain = world.domain if world is not None else task.provenance.get("domain")
@@ -479,7 +481,8 @@ def repetition_penalties(
     sigs = [_as_signature(x) for x in items]
     if not sigs:
         return []
-    linked = distances(sigs) < threshold  # the diagonal is 0, so each task links itself
+    linked = distances(sigs) < threshold
+    np.fill_diagonal(linked, True)  # every task is in its own cluster, whatever the threshold
     labels = np.arange(len(sigs))
     while True:  # each task takes the smallest label it is linked to, until none changes
         spread = np.where(linked, labels[None, :], len(sigs)).min(axis=1)
