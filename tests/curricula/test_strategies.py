@@ -186,7 +186,9 @@ def test_target_band_moves_up_on_observed_mastery_and_back_when_the_level_cannot
     for gen in range(12):
         _play_levels(band, gen, pool, {1: 0.6, 2: 0.2, 3: 0.0})
         levels.append(band.level)
-    assert 2 in levels, f"level 1 solved 60% and level 2 20% of the time: the frontier must move up ({levels})"
+    assert 2 in levels, (
+        f"level 1 solved 60% and level 2 20% of the time: the frontier must move up ({levels})"
+    )
     first = levels.index(2)
     assert levels[first : first + config.patience - 1] == [2] * (config.patience - 1), levels
     band = TargetBand(config, 0)
