@@ -241,7 +241,8 @@ class ProposalFeedback(BaseModel):
         flaky: why its reward cannot be trusted, or None: the Judge found it nondeterministic or
             ambiguous, or Solver attempts that made the same calls earned different rewards.
         novelty: how unlike the tasks proposed before it is (0 a repeat … 1 nothing shared).
-        reward: the proposer reward under the objective (a penalty when rejected or flaky).
+        reward: the proposer reward under the objective (a penalty when rejected or flaky);
+            None for an accepted task the Solver did not play (a learner is not given these).
         objective: the objective's name (``learnability``, ``r-zero``, ``absolute-zero``).
         features: the task's measured features.
         provenance: the task's provenance (what the Synthesizer recorded of how it made it).
@@ -257,7 +258,7 @@ class ProposalFeedback(BaseModel):
     p_hat: float | None = None
     flaky: str | None = None
     novelty: float = 1.0
-    reward: float
+    reward: float | None
     objective: str
     features: dict[str, float] = Field(default_factory=dict)
     provenance: dict[str, Any] = Field(default_factory=dict)

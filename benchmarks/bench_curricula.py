@@ -101,7 +101,9 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="seeds 0,1 and 12 generations")
     parser.add_argument("--seeds", default=None, help="comma-separated (default 0,1,2,3,4)")
     parser.add_argument("--generations", type=int, default=None, help="default 30")
-    parser.add_argument("--setups", default=",".join(SETUPS))
+    parser.add_argument(
+        "--setups", default="uniform,plr,accel,target-band,learned-synth,learned-synth+plr"
+    )
     args = parser.parse_args()
     seeds = [int(s) for s in (args.seeds or ("0,1" if args.quick else "0,1,2,3,4")).split(",")]
     generations = args.generations or (12 if args.quick else 30)

@@ -22,7 +22,8 @@ owner). Around the objective:
 * a **rejected** task earns ``−reject_penalty``: a proposer is not paid for
   tasks the Judge throws out;
 * a task accepted but not played this generation (the curriculum did not
-  pick it) is scored at the World model's prediction instead of ``p̂``;
+  pick it) earns nothing either way: nothing was observed, so its reward is
+  None (null in the ``proposals`` table) and a learner is not given it;
 * ``novelty × novelty_weight`` is added to an accepted task's reward (the
   novelty archive's distance to the tasks proposed before it,
   :mod:`coevo.arena.novelty`): R-Zero's repetition penalty and OMNI-EPIC's
@@ -40,7 +41,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Final, Literal
 
 from coevo.agents.protocols import ProposalFeedback
@@ -97,7 +98,7 @@ def proposer_reward(
     Args:
         config: the ``[proposer]`` table.
         accepted: whether the Judge accepted it.
-        p: the Solver's success on it (observed, else predicted; None: neither, scored 0).
+        p: the Solver's observed success on it (None: not played, scored 0).
         novelty: its novelty in [0, 1].
         flaky: whether it was found flaky or ambiguous.
     """
@@ -138,7 +139,6 @@ def proposal_feedback(
     verdicts: Sequence[Verdict],
     episodes: Sequence[Episode],
     *,
-    predicted: Mapping[str, float],
     novelties: Sequence[float],
 ) -> list[ProposalFeedback]:
     """The feedback of every proposal of generation ``gen``, in order.
@@ -149,7 +149,6 @@ def proposal_feedback(
         tasks: the proposed tasks (as judged).
         verdicts: their verdicts, in order.
         episodes: the generation's training episodes the Solver played (failures left out).
-        predicted: the World model's P(success) of the accepted tasks, by id.
         novelties: each task's novelty, in order.
     """
     played: dict[str, list[Episode]] = defaultdict(list)
@@ -167,7 +166,7 @@ def proposal_feedback(
             if judged_flaky
             else disagreement(mine)
         )
-        p = p_hat if p_hat is not None else predicted.get(task.task_id)
+        paid = not verdict.accepted or p_hat is not None
         out.append(
             ProposalFeedback(
                 task_id=task.task_id,
@@ -181,10 +180,12 @@ def proposal_feedback(
                 reward=proposer_reward(
                     config,
                     accepted=verdict.accepted,
-                    p=p,
+                    p=p_hat,
                     novelty=float(novelty),
                     flaky=flaky is not None,
-                ),
+                )
+                if paid
+                else None,
                 objective=config.objective,
                 features={k: float(v) for k, v in (task.features or {}).items()},
                 provenance=dict(task.provenance or {}),

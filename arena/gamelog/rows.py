@@ -516,7 +516,10 @@ class ProposalRow(Row):
     predicted: float | None = Field(
         description="the World model's P(success) of it (null: rejected)"
     )
-    proposer_reward: float = Field(description="the reward the objective paid for it")
+    proposer_reward: float | None = Field(
+        description="the reward the objective paid for it (null: accepted but not played, "
+        "so nothing was observed or paid)"
+    )
     novelty: float = Field(
         description="its distance to the tasks proposed before it (0 a repeat, 1 nothing shared)"
     )

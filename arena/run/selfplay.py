@@ -42,8 +42,9 @@ class Scored:
 
     Attributes:
         rows: the ``proposals`` rows, one per proposed task.
-        feedback: what the Synthesizer's own (fresh) proposals earned, for ``learn``.
-        reward: the mean proposer reward (None: nothing proposed).
+        feedback: what the Synthesizer's own (fresh) proposals earned, for ``learn`` (those
+            accepted but not played earned nothing and are left out).
+        reward: the mean proposer reward of the proposals paid (None: none was).
         diversity: the accepted tasks' diversity (None: fewer than two).
         flaky: proposals whose reward was not trusted.
     """
@@ -96,7 +97,7 @@ class ProposalScoring:
         """
         novelties = self.archive.novelties(list(tasks)) if tasks else []
         feedback = proposal_feedback(
-            self.config, gen, tasks, verdicts, episodes, predicted=predicted, novelties=novelties
+            self.config, gen, tasks, verdicts, episodes, novelties=novelties
         )
         self.archive.add([t for t, v in zip(tasks, verdicts, strict=True) if v.accepted])
         rows = [
@@ -118,10 +119,15 @@ class ProposalScoring:
             for f, task, source in zip(feedback, tasks, sources, strict=True)
         ]
         accepted = [t for t, v in zip(tasks, verdicts, strict=True) if v.accepted]
+        paid = [f.reward for f in feedback if f.reward is not None]
         return Scored(
             rows=rows,
-            feedback=[f for f, s in zip(feedback, sources, strict=True) if s == "fresh"],
-            reward=sum(f.reward for f in feedback) / len(feedback) if feedback else None,
+            feedback=[
+                f
+                for f, s in zip(feedback, sources, strict=True)
+                if s == "fresh" and f.reward is not None
+            ],
+            reward=sum(paid) / len(paid) if paid else None,
             diversity=diversity(accepted) if len(accepted) > 1 else None,
             flaky=sum(f.flaky is not None for f in feedback),
         )

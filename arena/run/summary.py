@@ -60,9 +60,10 @@ def summarize(run_dir: str) -> dict[str, Any]:
 def _proposer(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """What the proposals earned: the objective, the mean reward, and how many were flaky."""
     middle = [r for r in rows if r["p_hat"] is not None and 0 < r["p_hat"] < 1]
+    paid = [r["proposer_reward"] for r in rows if r["proposer_reward"] is not None]
     return {
         "objective": rows[-1]["objective"] if rows else None,
-        "proposer_reward": sum(r["proposer_reward"] for r in rows) / len(rows) if rows else None,
+        "proposer_reward": sum(paid) / len(paid) if paid else None,
         "proposals_flaky": sum(r["flaky"] is not None for r in rows),
         "proposals_middle": len(middle),
         "proposals_middle_flaky": sum(r["flaky"] is not None for r in middle),

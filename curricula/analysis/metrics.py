@@ -14,6 +14,14 @@ episode rows take a fraction of a second), from the tables alone:
   (the live table's ``frontier`` column; each curriculum has its own measure);
 * ``pool``: per generation, the accepted tasks' domains, families,
   distinct worlds and distinct schemas;
+* ``proposals``: per generation, what was proposed (the ``proposals``
+  table): the share of each level, family and proposer, the accepted share,
+  the mean proposer reward and observed success, the flaky count, and the
+  share of each value a learning Synthesizer drew at each choice point of its
+  designs (``provenance["design"]``);
+* ``diversity``: per generation, the accepted pool's diversity as the loop
+  logged it and its share of distinct signatures
+  (:mod:`coevo.arena.novelty`);
 * ``rejections``: per generation and per check, how many proposals failed it
   and at what rate;
 * ``calibration``: per generation, the World model's Brier score and expected
@@ -29,6 +37,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +48,8 @@ import pyarrow.compute as pc
 from coevo.arena.calibration import brier, expected_calibration_error, reliability
 from coevo.arena.errors import CoevoError
 from coevo.arena.gamelog import SCHEMAS, GameLog, RunDir
+from coevo.arena.novelty import TaskSignature, distinct_share, signature
+from coevo.arena.spec import TaskSpec, WorldSpec
 from coevo.curricula.analysis.irt import fit_rasch
 
 __all__ = ["Run", "analyze", "load_run", "mastered_level"]
@@ -238,6 +250,221 @@ def _pool(run: Run, tasks: pa.Table) -> list[dict[str, Any]]:
     return out
 
 
+def _proposer(version: str) -> str:
+    """Who proposed, without the policy version: ``learned-synth@12`` → ``learned-synth``."""
+    return version.split("@", 1)[0]
+
+
+def _shares(proposals: pa.Table, key: str) -> list[dict[str, Any]]:
+    """Per generation and value of ``key``: its proposals and their share of the generation's."""
+    if proposals.num_rows == 0:
+        return []
+    totals = Counter(proposals.column("gen").to_pylist())
+    counts = proposals.group_by(["gen", key]).aggregate([([], "count_all")]).to_pylist()
+    out = [
+        {
+            "gen": r["gen"],
+            key: r[key],
+            "proposals": r["count_all"],
+            "share": r["count_all"] / totals[r["gen"]],
+        }
+        for r in counts
+    ]
+    return sorted(out, key=lambda r: (r["gen"], r[key] is None, r[key] or 0))
+
+
+def _per_generation(run: Run, proposals: pa.Table) -> list[dict[str, Any]]:
+    """One row per generation that proposed: counts, accepted share, rewards, observed success."""
+    grouped = proposals.group_by("gen").aggregate(
+        [
+            ([], "count_all"),
+            ("accepted", "sum"),
+            ("proposer_reward", "mean"),
+            ("p_hat", "mean"),  # nulls (not played) are left out
+            ("p_hat", "count"),
+            ("flaky", "count"),
+            ("novelty", "mean"),
+            ("level", "mean"),
+        ]
+    )
+    played = proposals.filter(pc.invert(pc.is_null(proposals.column("p_hat"))))
+    played_reward = {
+        r["gen"]: r["proposer_reward_mean"]
+        for r in played.group_by("gen").aggregate([("proposer_reward", "mean")]).to_pylist()
+    }
+    trained = {r["gen"]: r["trained_level"] for r in _rows(run["generations"])}
+    proposers: dict[int, Counter[str]] = {}
+    objectives: dict[int, str] = {}
+    for gen, version, objective in zip(
+        proposals.column("gen").to_pylist(),
+        proposals.column("proposer").to_pylist(),
+        proposals.column("objective").to_pylist(),
+        strict=True,
+    ):
+        proposers.setdefault(gen, Counter())[_proposer(version)] += 1
+        objectives.setdefault(gen, objective)
+    out = [
+        {
+            "gen": r["gen"],
+            "proposed": r["count_all"],
+            "accepted": r["accepted_sum"],
+            "accepted_share": r["accepted_sum"] / r["count_all"],
+            "proposer_reward": r["proposer_reward_mean"],
+            "played": r["p_hat_count"],
+            "proposer_reward_played": played_reward.get(r["gen"]),
+            "p_hat": r["p_hat_mean"],
+            "flaky": r["flaky_count"],
+            "novelty": r["novelty_mean"],
+            "level": r["level_mean"],
+            "trained_level": trained.get(r["gen"]),
+            "objective": objectives[r["gen"]],
+            "proposers": dict(sorted(proposers[r["gen"]].items())),
+        }
+        for r in grouped.to_pylist()
+    ]
+    return sorted(out, key=lambda r: r["gen"])
+
+
+def _by_proposer(proposals: pa.Table) -> list[dict[str, Any]]:
+    """Per generation and proposer (version dropped): proposals, accepted share, mean reward and level."""
+    named = proposals.append_column(
+        "who", pa.array([_proposer(v) for v in proposals.column("proposer").to_pylist()])
+    )
+    grouped = named.group_by(["gen", "who"]).aggregate(
+        [([], "count_all"), ("accepted", "sum"), ("proposer_reward", "mean"), ("level", "mean")]
+    )
+    out = [
+        {
+            "gen": r["gen"],
+            "proposer": r["who"],
+            "proposals": r["count_all"],
+            "accepted_share": r["accepted_sum"] / r["count_all"],
+            "proposer_reward": r["proposer_reward_mean"],
+            "level": r["level_mean"],
+        }
+        for r in grouped.to_pylist()
+    ]
+    return sorted(out, key=lambda r: (r["gen"], r["proposer"]))
+
+
+def _designs(run: Run) -> dict[str, Mapping[str, Any]]:
+    """Task id → the design a learning Synthesizer drew for it (``provenance["design"]["drawn"]``), where one did."""
+    tasks = run["tasks"]
+    if tasks.num_rows == 0:
+        return {}
+    # only a record that mentions a design is parsed: most logs have none
+    tasks = tasks.filter(pc.match_substring(tasks.column("spec"), '"design"'))
+    out: dict[str, Mapping[str, Any]] = {}
+    for task_id, spec in zip(
+        tasks.column("task_id").to_pylist(), tasks.column("spec").to_pylist(), strict=True
+    ):
+        if task_id in out:
+            continue
+        design = (json.loads(spec).get("provenance") or {}).get("design")
+        drawn = design.get("drawn") if isinstance(design, Mapping) else None
+        if isinstance(drawn, Mapping):
+            out[task_id] = drawn
+    return out
+
+
+def _design_shares(run: Run, proposals: pa.Table) -> list[dict[str, Any]]:
+    """Per generation, choice point and value: the Synthesizer's own proposals that drew it, and their share.
+
+    The share is of the generation's proposals whose design has that point; a
+    mutation keeps its parent's design, so mutations are left out.
+    """
+    designs = _designs(run)
+    if not designs:
+        return []
+    counts: Counter[tuple[int, str, Any]] = Counter()
+    totals: Counter[tuple[int, str]] = Counter()
+    for gen, task_id, version in zip(
+        proposals.column("gen").to_pylist(),
+        proposals.column("task_id").to_pylist(),
+        proposals.column("proposer").to_pylist(),
+        strict=True,
+    ):
+        drawn = designs.get(task_id)
+        if drawn is None or version == "mutation":
+            continue
+        for point, value in drawn.items():
+            value = value if isinstance(value, str | int | float | bool) else json.dumps(value)
+            counts[(gen, point, value)] += 1
+            totals[(gen, point)] += 1
+    out = [
+        {"gen": g, "point": p, "value": v, "proposals": n, "share": n / totals[(g, p)]}
+        for (g, p, v), n in counts.items()
+    ]
+    return sorted(out, key=lambda r: (r["gen"], r["point"], str(r["value"])))
+
+
+def _proposals(run: Run) -> dict[str, Any]:
+    """What each generation proposed (the ``proposals`` table; empty for a log without it)."""
+    proposals = run["proposals"]
+    if proposals.num_rows == 0:
+        return {
+            "per_generation": [],
+            "by_level": [],
+            "by_family": [],
+            "by_proposer": [],
+            "design": [],
+        }
+    return {
+        "per_generation": _per_generation(run, proposals),
+        "by_level": _shares(proposals, "level"),
+        "by_family": _shares(proposals, "family"),
+        "by_proposer": _by_proposer(proposals),
+        "design": _design_shares(run, proposals),
+    }
+
+
+def _signatures(run: Run, task_ids: set[str]) -> dict[str, TaskSignature]:
+    """Task id → its novelty signature, for ``task_ids`` (each record and world parsed once)."""
+    wanted = pa.array(sorted(task_ids), type=pa.string())
+    tasks = run["tasks"].filter(pc.is_in(run["tasks"].column("task_id"), value_set=wanted))
+    worlds = run["worlds"]
+    world_specs = dict(
+        zip(worlds.column("world_id").to_pylist(), worlds.column("spec").to_pylist(), strict=True)
+    )
+    parsed: dict[str, WorldSpec] = {}
+    out: dict[str, TaskSignature] = {}
+    for task_id, spec in zip(
+        tasks.column("task_id").to_pylist(), tasks.column("spec").to_pylist(), strict=True
+    ):
+        if task_id in out:
+            continue
+        task = TaskSpec.model_validate_json(spec)
+        world_id = str(task.world)
+        if world_id not in parsed and world_id in world_specs:
+            parsed[world_id] = WorldSpec.model_validate_json(world_specs[world_id])
+        out[task_id] = signature(task, parsed)
+    return out
+
+
+def _diversity(run: Run) -> list[dict[str, Any]]:
+    """Per generation: the accepted pool's diversity as logged, and its share of distinct signatures."""
+    verdicts = run["verdicts"]
+    accepted = verdicts.filter(verdicts.column("accepted")).select(["task_id", "gen"])
+    by_gen: dict[int, list[str]] = {}
+    for task_id, gen in zip(
+        accepted.column("task_id").to_pylist(), accepted.column("gen").to_pylist(), strict=True
+    ):
+        by_gen.setdefault(gen, []).append(task_id)
+    signatures = _signatures(run, {t for ids in by_gen.values() for t in ids})
+    out = []
+    for r in sorted(_rows(run["generations"]), key=lambda r: r["gen"]):
+        sigs = [signatures[t] for t in by_gen.get(r["gen"], []) if t in signatures]
+        out.append(
+            {
+                "gen": r["gen"],
+                "accepted": len(sigs),
+                "pool_diversity": r.get("pool_diversity"),
+                "distinct_share": distinct_share(sigs) if sigs else None,
+            }
+        )
+    return out
+
+
 def _rejections(run: Run) -> list[dict[str, Any]]:
     verdicts = run["verdicts"]
     if verdicts.num_rows == 0:
@@ -340,6 +567,8 @@ def analyze(run: Run, *, irt: bool = True) -> dict[str, Any]:
         "mastered": _mastered(success["eval_by_level"]),
         "frontier": _frontier(run),
         "pool": _pool(run, tasks),
+        "proposals": _proposals(run),
+        "diversity": _diversity(run),
         "rejections": _rejections(run),
         "calibration": _calibration(run),
         "throughput": _throughput(run),

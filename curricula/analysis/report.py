@@ -9,6 +9,10 @@ Figures, each with every run side by side:
 3. eval success per level and generation (a heat map per run);
 4. rejection reasons (proposals failing each check);
 5. calibration: the World model's predictions against the outcomes;
+6. the proposal distribution: each level's share of a generation's proposals
+   (stacked bars, a panel per run), with the curriculum's frontier, the mean
+   level trained on and the mean level proposed overlaid;
+7. the accepted pool's diversity and the mean proposer reward, by generation;
 
 and a table per run: generations, episodes, final eval success, accepted
 tasks, mutations and the lineage summary.
@@ -36,6 +40,8 @@ FIGURES = (
     ("heatmap", "Eval success per level and generation"),
     ("rejections", "Rejection reasons"),
     ("calibration", "World-model calibration"),
+    ("proposals", "Proposal distribution by generation"),
+    ("diversity", "Pool diversity and proposer reward by generation"),
 )
 """The report's figures: (id, title), in order."""
 
@@ -170,7 +176,154 @@ def _figures(runs: list[dict[str, Any]]) -> dict[str, str]:
     ax.set_ylim(0, 1)
     ax.legend(fontsize=8)
     out["calibration"] = _png(fig)
+    out["proposals"] = _png(_proposal_figure(plt, runs))
+    out["diversity"] = _png(_diversity_figure(plt, runs))
     return out
+
+
+NO_PROPOSALS = "no proposals recorded\n(a log from before the proposals table)"
+"""What a panel says for a run whose log has no ``proposals`` table."""
+
+
+def _proposal_figure(plt: Any, runs: list[dict[str, Any]]) -> Any:
+    """Each level's share of the proposals, stacked per generation, with the levels the run played at."""
+    from matplotlib import patheffects  # after the backend is chosen (see _figures)
+
+    halo = [patheffects.withStroke(linewidth=3, foreground="white")]  # lines stay legible on bars
+    fig, axes = plt.subplots(1, len(runs), figsize=(5.6 * len(runs), 4.6), squeeze=False)
+    fig.subplots_adjust(wspace=0.45)  # room for each panel's level axis
+    for ax, m in zip(axes[0], runs, strict=True):
+        ax.set_title(m["legend"], fontsize=9)
+        by_level = m["proposals"]["by_level"]
+        if not by_level:
+            ax.set_axis_off()
+            ax.text(0.5, 0.5, NO_PROPOSALS, ha="center", va="center", transform=ax.transAxes)
+            continue
+        gens = sorted({r["gen"] for r in by_level})
+        levels = sorted({r["level"] for r in by_level}, key=lambda lv: (lv is None, lv or 0))
+        share = {(r["gen"], r["level"]): r["share"] for r in by_level}
+        known = [lv for lv in levels if lv is not None]
+        colours = plt.get_cmap("viridis")
+        bottom = [0.0] * len(gens)
+        for level in levels:
+            heights = [share.get((g, level), 0.0) for g in gens]
+            colour = (
+                "#bbbbbb"
+                if level is None
+                else colours(0.15 + 0.7 * known.index(level) / max(1, len(known) - 1))
+            )
+            ax.bar(
+                gens,
+                heights,
+                bottom=bottom,
+                width=0.85,
+                color=colour,
+                alpha=0.8,
+                label="no level" if level is None else f"level {level}",
+            )
+            bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
+        ax.set_xlabel("generation")
+        ax.set_ylabel("share of proposals")
+        ax.set_ylim(0, 1)
+        levels_ax = ax.twinx()
+        frontier = [(r["gen"], r["frontier"]) for r in m["frontier"] if r["frontier"] is not None]
+        per_gen = m["proposals"]["per_generation"]
+        lines = (
+            (frontier, "--", "curriculum's frontier"),
+            (
+                [(r["gen"], r["trained_level"]) for r in per_gen if r["trained_level"] is not None],
+                "-",
+                "mean level trained on",
+            ),
+            (
+                [(r["gen"], r["level"]) for r in per_gen if r["level"] is not None],
+                ":",
+                "mean level proposed",
+            ),
+        )
+        for points, style, label in lines:
+            levels_ax.plot(
+                [g for g, _ in points],
+                [v for _, v in points],
+                linestyle=style,
+                color="black" if style != ":" else "crimson",
+                marker="." if style != "--" else None,
+                label=label,
+                path_effects=halo,
+            )
+        top = max([*known, *(v for points, _, _ in lines for _, v in points)], default=1)
+        levels_ax.set_ylim(0.5, top + 0.5)
+        levels_ax.set_ylabel("level")
+        levels_ax.yaxis.get_major_locator().set_params(integer=True)
+        ax.xaxis.get_major_locator().set_params(integer=True)
+        handles, labels = ax.get_legend_handles_labels()
+        more, more_labels = levels_ax.get_legend_handles_labels()
+        ax.legend(  # below the panel, so panels side by side do not cover each other
+            handles[::-1] + more,
+            labels[::-1] + more_labels,
+            fontsize=7,
+            ncol=2,
+            loc="upper center",
+            bbox_to_anchor=(0.5, -0.16),
+        )
+    return fig
+
+
+def _diversity_figure(plt: Any, runs: list[dict[str, Any]]) -> Any:
+    """The accepted pool's diversity (and distinct share) and the mean proposer reward, a line per run."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig.subplots_adjust(wspace=0.25)
+    for i, m in enumerate(runs):
+        colour = f"C{i}"  # one colour per run in both panels
+        series = (
+            (left, "pool_diversity", m["diversity"], "-", "diversity"),
+            (left, "distinct_share", m["diversity"], "--", "distinct signatures"),
+            (right, "proposer_reward", m["proposals"]["per_generation"], "-", "every proposal"),
+            (
+                right,
+                "proposer_reward_played",
+                m["proposals"]["per_generation"],
+                "--",
+                "proposals played",
+            ),
+        )
+        for ax, key, rows, style, what in series:
+            points = [(r["gen"], r[key]) for r in rows if r[key] is not None]
+            if points:
+                ax.plot(
+                    [g for g, _ in points],
+                    [v for _, v in points],
+                    linestyle=style,
+                    marker="o" if style == "-" else None,
+                    color=colour,
+                    label=f"{m['legend']}: {what}",
+                )
+    for ax, ylabel, empty in (
+        (left, "pool diversity, distinct share", "no accepted pool to measure"),
+        (right, "mean proposer reward", NO_PROPOSALS),
+    ):
+        ax.set_xlabel("generation")
+        ax.set_ylabel(ylabel)
+        if ax.lines:
+            ax.legend(fontsize=8)
+        else:
+            ax.set_axis_off()
+            ax.text(0.5, 0.5, empty, ha="center", va="center", transform=ax.transAxes)
+    objectives = sorted(
+        {r["objective"] for m in runs for r in m["proposals"]["per_generation"][-1:]}
+    )
+    objective = f" ({', '.join(objectives)})" if objectives else ""
+    left.set_title(
+        "the accepted pool:\ndiversity (solid), distinct signatures (dashed)", fontsize=9
+    )
+    right.set_title(
+        f"mean proposer reward{objective}:\n"
+        "every proposal (solid), those the Solver played (dashed)",
+        fontsize=9,
+    )
+    for ax in (left, right):
+        ax.xaxis.get_major_locator().set_params(integer=True)  # generations are whole
+    return fig
 
 
 def _summary_rows(runs: list[dict[str, Any]]) -> str:

@@ -63,8 +63,14 @@ def test_every_proposal_is_scored_by_the_objective_into_the_proposals_table(tmp_
         )
         assert row["proposer_reward"] == pytest.approx(learnability(row["p_hat"]))
         assert row["objective"] == "learnability" and row["proposer"] == "procedural"
+    unplayed = [r for r in rows if r["accepted"] and not r["plays"]]
+    assert all(r["proposer_reward"] is None for r in unplayed), "nothing observed, nothing paid"
     for gen_row in log["generations"]:
-        mine = [r["proposer_reward"] for r in rows if r["gen"] == gen_row["gen"]]
+        mine = [
+            r["proposer_reward"]
+            for r in rows
+            if r["gen"] == gen_row["gen"] and r["proposer_reward"] is not None
+        ]
         assert gen_row["proposer_reward"] == pytest.approx(sum(mine) / len(mine))
         assert 0 < gen_row["pool_diversity"] < 1
     assert all(0 <= r["novelty"] <= 1 for r in rows)
@@ -131,7 +137,6 @@ def test_flaky_and_ambiguous_proposals_are_paid_less_than_honest_ones_at_the_sam
         [honest, flaky, ambiguous],
         verdicts,
         episodes,
-        predicted={},
         novelties=[0.5, 0.5, 0.5],
     )
     assert [f.p_hat for f in feedback] == [0.5, 0.5, None]

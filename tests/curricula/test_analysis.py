@@ -4,16 +4,22 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from pathlib import Path
 
 import networkx as nx
 import pytest
 from coevo.arena import World
 from coevo.arena.errors import CoevoError
+from coevo.arena.gamelog import GameLog, GenerationRecord, ProposalRow, TaskRow, WorldRow
+from coevo.arena.novelty import distinct_share, diversity
 from coevo.arena.run.experiment import load_experiment
 from coevo.arena.run.loop import run_experiment
 from coevo.curricula.analysis import analyze, load_run, mastered_level
 from coevo.curricula.analysis.export import compile_where, export_run, read_tasks, task_row
 from coevo.curricula.analysis.lineage import lineage_graph, lineage_summary, write_graphml
+
+OLD_LOG = str(Path(__file__).resolve().parents[1] / "data" / "logs" / "v1-383f438")
+"""A run directory of game-log schema 1 (before the proposals table), kept by the repository."""
 
 
 @pytest.fixture(scope="module")
@@ -169,3 +175,134 @@ def test_a_row_inlines_a_world_only_when_it_has_one() -> None:
         task_row(by_id, inline_world=True)
     with pytest.raises(CoevoError, match="unknown fields"):
         task_row(task, lvl=2)
+
+
+def _by_gen(rows, key):
+    out = defaultdict(list)
+    for r in rows:
+        out[r["gen"]].append(r[key])
+    return out
+
+
+def test_proposal_shares_and_rewards_match_the_proposals_table(run) -> None:
+    """Per generation, level and family shares sum to 1 and every count and mean is the table's, by hand."""
+    proposals = analyze(run, irt=False)["proposals"]
+    rows = run["proposals"].to_pylist()
+    assert rows, "the loop logs a row per proposed task"
+    per_gen = {r["gen"]: r for r in proposals["per_generation"]}
+    assert set(per_gen) == {r["gen"] for r in rows}
+    for key in ("level", "family"):
+        shares = _by_gen(proposals[f"by_{key}"], "share")
+        assert set(shares) == set(per_gen)
+        for gen, values in shares.items():
+            assert sum(values) == pytest.approx(1.0), f"{key} shares of generation {gen} sum to 1"
+    counted = defaultdict(int)
+    for r in rows:
+        counted[(r["gen"], r["level"])] += 1
+    assert {(r["gen"], r["level"]): r["proposals"] for r in proposals["by_level"]} == counted
+    trained = {r["gen"]: r["trained_level"] for r in run["generations"].to_pylist()}
+    for gen, mine in per_gen.items():
+        these = [r for r in rows if r["gen"] == gen]
+        played = [r["p_hat"] for r in these if r["p_hat"] is not None]
+        assert mine["proposed"] == len(these)
+        assert mine["accepted_share"] == pytest.approx(_mean([r["accepted"] for r in these]))
+        assert mine["proposer_reward"] == pytest.approx(
+            _mean([r["proposer_reward"] for r in these])
+        )
+        assert mine["played"] == len(played)
+        assert mine["p_hat"] == (pytest.approx(_mean(played)) if played else None)
+        rewards = [r["proposer_reward"] for r in these if r["p_hat"] is not None]
+        assert mine["proposer_reward_played"] == (
+            pytest.approx(_mean(rewards)) if rewards else None
+        )
+        assert mine["flaky"] == sum(r["flaky"] is not None for r in these)
+        assert mine["trained_level"] == trained[gen]
+        assert sum(mine["proposers"].values()) == len(these)
+    proposers = {r["proposer"] for r in proposals["by_proposer"]}
+    assert proposers == {"procedural", "mutation"}, (
+        "versions are dropped; accel's mutations count apart"
+    )
+    assert proposals["design"] == [], "the procedural synthesizer draws no designs"
+
+
+def test_diversity_is_the_logged_pool_diversity_of_the_accepted_tasks(run) -> None:
+    """Each generation's pool diversity is the one logged, which is novelty.diversity of its accepted tasks."""
+    rows = analyze(run, irt=False)["diversity"]
+    assert [r["gen"] for r in rows] == list(range(run.generations))
+    tasks, _ = GameLog(run.run_dir).task_specs()
+    accepted = _by_gen([v for v in run["verdicts"].to_pylist() if v["accepted"]], "task_id")
+    logged = {r["gen"]: r["pool_diversity"] for r in run["generations"].to_pylist()}
+    for row in rows:
+        pool = [tasks[t] for t in accepted[row["gen"]]]
+        assert row["accepted"] == len(pool)
+        assert row["pool_diversity"] == logged[row["gen"]]
+        if len(pool) > 1:
+            assert row["pool_diversity"] == pytest.approx(diversity(pool))
+        assert row["distinct_share"] == (pytest.approx(distinct_share(pool)) if pool else None)
+
+
+def test_a_learning_synthesizer_s_design_choices_are_shared_out_per_generation(tmp_path) -> None:
+    """Each choice point's drawn values get their share of the proposals that drew a design; mutations and undesigned tasks are left out."""
+    from coevo.arena.testing import sample_tasks
+
+    def designed(task, family, hops):
+        design = {"drawn": {"family": family, "hops": hops}, "offered": {}}
+        return task.model_copy(update={"provenance": {**task.provenance, "design": design}})
+
+    plain = sample_tasks()
+    tasks = [
+        designed(plain[0], "action", 2),
+        designed(plain[1], "action", 3),
+        designed(plain[2], "question", 2),
+        plain[3],
+    ]
+    proposers = ["learned-synth@0", "learned-synth@0", "mutation", "learned-synth@0"]
+    log = GameLog(str(tmp_path / "run"))
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "experiment.json").write_text("{}")
+    record = GenerationRecord(
+        0,
+        worlds=[WorldRow.of(w) for w in {t.world.world_id: t.world for t in tasks}.values()],
+        tasks=[TaskRow.of(t, "fresh") for t in tasks],
+        proposals=[
+            ProposalRow(
+                task_id=t.task_id,
+                proposer=who,
+                accepted=True,
+                p_hat=None,
+                plays=0,
+                predicted=None,
+                proposer_reward=0.0,
+                novelty=1.0,
+                flaky=None,
+                objective="learnability",
+                level=None,
+                family=None,
+                domain=None,
+            )
+            for t, who in zip(tasks, proposers, strict=True)
+        ],
+    )
+    parts = log.write(record)
+    log.commit(0, parts, {name: len(rows) for name, rows in record.tables()}, {})
+    proposals = analyze(load_run(str(tmp_path / "run")), irt=False)["proposals"]
+    shares = {(r["point"], r["value"]): (r["proposals"], r["share"]) for r in proposals["design"]}
+    assert shares == {
+        ("family", "action"): (2, 1.0),
+        ("hops", 2): (1, 0.5),
+        ("hops", 3): (1, 0.5),
+    }
+    assert proposals["per_generation"][0]["proposers"] == {"learned-synth": 3, "mutation": 1}
+    assert proposals["by_level"] == [{"gen": 0, "level": None, "proposals": 4, "share": 1.0}]
+    json.dumps(proposals)  # JSON-ready
+
+
+def test_an_older_log_without_proposals_still_analyses() -> None:
+    """A schema-1 log has no proposals and no logged diversity: empty sections and nulls, not an error."""
+    metrics = analyze(load_run(OLD_LOG), irt=False)
+    assert all(rows == [] for rows in metrics["proposals"].values())
+    assert [r["gen"] for r in metrics["diversity"]] == [0, 1]
+    for row in metrics["diversity"]:
+        assert row["pool_diversity"] is None
+        assert 0 < row["distinct_share"] <= 1, "distinct signatures are measured from the tasks"
+    json.dumps(metrics)

@@ -10,7 +10,10 @@ from html.parser import HTMLParser
 import pytest
 from coevo.curricula.analysis.report import FIGURES, render_report
 
-from tests.curricula.test_analysis import run  # noqa: F401  (the module's real run, reused)
+from tests.curricula.test_analysis import (
+    OLD_LOG,
+    run,  # noqa: F401  (the module's real run, reused)
+)
 
 
 class _Page(HTMLParser):
@@ -59,6 +62,38 @@ def test_the_report_is_valid_self_contained_html_with_every_figure(run, tmp_path
         assert src.startswith("data:image/png;base64,")
         png = base64.b64decode(src.split(",", 1)[1])
         assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 2000
+
+
+def _figures_in(text: str) -> dict[str, bytes]:
+    page = _Page()
+    page.feed(text)
+    page.close()
+    return {
+        key[len("figure-") :]: base64.b64decode(src.split(",", 1)[1])
+        for key, src in page.images.items()
+    }
+
+
+def test_the_report_shows_the_proposal_distribution_and_the_pool_diversity(run, tmp_path) -> None:  # noqa: F811
+    """Both figures are in the report, titled, as PNGs, beside an older log that recorded no proposals."""
+    out = tmp_path / "report.html"
+    render_report([run.run_dir, OLD_LOG], str(out))
+    text = out.read_text()
+    titles = dict(FIGURES)
+    for key in ("proposals", "diversity"):
+        assert f'<h2 id="{key}">{titles[key]}</h2>' in text
+    assert "Proposal distribution by generation" in text
+    assert "Pool diversity and proposer reward by generation" in text
+    images = _figures_in(text)
+    for key in ("proposals", "diversity"):
+        assert images[key][:8] == b"\x89PNG\r\n\x1a\n" and len(images[key]) > 2000
+
+
+def test_an_older_log_alone_still_renders(tmp_path) -> None:
+    """A log from before the proposals table renders every figure (its panels say no proposals were recorded)."""
+    figures = render_report([OLD_LOG], str(tmp_path / "report.html"))
+    assert list(figures) == [key for key, _ in FIGURES]
+    assert all(png[:8] == b"\x89PNG\r\n\x1a\n" for png in figures.values())
 
 
 CHROMIUM = next(
