@@ -20,11 +20,14 @@ def _print_metrics(metrics: dict[str, Any]) -> None:
     frontier = {r["gen"]: r["frontier"] for r in metrics["frontier"]}
     brier = {r["gen"]: r["brier"] for r in metrics["calibration"]["per_generation"]}
     accepted = {r["gen"]: r["accepted"] for r in metrics["throughput"]}
+    proposals = {r["gen"]: r for r in (metrics.get("proposals") or {}).get("per_generation", [])}
+    diversity = {r["gen"]: r["pool_diversity"] for r in metrics.get("diversity") or []}
     print(
         f"{metrics['run_dir']}: {metrics['generations']} generations, curriculum {metrics['curriculum']}"
     )
     print(
-        f"{'gen':>4} {'accepted':>8} {'train':>6} {'eval':>6} {'mastered':>8} {'frontier':>8} {'brier':>6}"
+        f"{'gen':>4} {'accepted':>8} {'train':>6} {'eval':>6} {'mastered':>8} {'frontier':>8} "
+        f"{'brier':>6} {'proposed':>8} {'paid':>6} {'div':>5}"
     )
 
     def f(value: Any) -> str:
@@ -33,11 +36,14 @@ def _print_metrics(metrics: dict[str, Any]) -> None:
     for gen in range(metrics["generations"]):
         print(
             f"{gen:>4} {accepted.get(gen, 0):>8} {f(success.get(gen)):>6} {f(evals.get(gen)):>6} "
-            f"{f(mastered.get(gen)):>8} {f(frontier.get(gen)):>8} {f(brier.get(gen)):>6}"
+            f"{f(mastered.get(gen)):>8} {f(frontier.get(gen)):>8} {f(brier.get(gen)):>6} "
+            f"{f(proposals.get(gen, {}).get('level')):>8} "
+            f"{f(proposals.get(gen, {}).get('proposer_reward')):>6} {f(diversity.get(gen)):>5}"
         )
     print(
         "mastered: the level up to which eval success stays at or above 0.5; "
-        "frontier: the curriculum's level"
+        "frontier: the curriculum's level; proposed: the mean level proposed; paid: the mean "
+        "proposer reward; div: the accepted tasks' diversity"
     )
     lineage = metrics.get("lineage") or {}
     if lineage:
