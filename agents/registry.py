@@ -177,6 +177,12 @@ _BUILTINS: Final = (
         description="tasks in five seeded professional domains, at a difficulty level (offline)",
     ),
     RoleInfo(
+        "learned-synth",
+        "synthesizer",
+        "coevo.agents.synthesizers.learned:LearnedSynthesizer",
+        description="procedural (and mined) tasks from a policy over the planner's choice points, learnt by policy gradient on the proposer reward (offline)",
+    ),
+    RoleInfo(
         "miner",
         "synthesizer",
         "coevo.agents.synthesizers.mining:Miner",

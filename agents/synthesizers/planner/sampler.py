@@ -55,29 +55,35 @@ def _draw_pick(
     *,
     every: bool,
     unfiltered: bool,
+    filter_share: float = 0.6,
+    order_share: float | None = None,
 ) -> Pick:
     """A pick for a down hop, drawn so that it usually singles out one row.
 
     ``unfiltered``: state no condition on the rows (the last hop of a
     conditional task, where a stated status would give the branch away).
+    ``filter_share``: how often a hop with filters states one. ``order_share``:
+    how often a hop with orders picks by an extreme value; ``None`` (the
+    default) ranks whenever more than one row is listed, and 30% of the time
+    when only one is.
     """
     if every:
         return _draw_every(rng, hop, listed, db)
     intended = rng.choice(listed)
     filter_index: int | None = None
     value: Any = None
-    if hop.filters and not unfiltered and rng.random() < 0.6:
+    if hop.filters and not unfiltered and rng.random() < filter_share:
         filter_index = rng.randrange(len(hop.filters))
         filt = hop.filters[filter_index]
         seen = _filter_value(db, hop, filt, intended)
         value = None if filt.value is not None else seen
         if seen is None or (filt.value is not None and seen != filt.value):
             filter_index, value = None, None  # a condition the intended row does not meet
-    order_index = (
-        rng.randrange(len(hop.orders))
-        if hop.orders and (len(listed) > 1 or rng.random() < 0.3)
-        else None
-    )
+    if order_share is None:
+        ranked = bool(hop.orders) and (len(listed) > 1 or rng.random() < 0.3)
+    else:
+        ranked = bool(hop.orders) and rng.random() < order_share
+    order_index = rng.randrange(len(hop.orders)) if ranked else None
     return Pick(filter=filter_index, value=value, order=order_index, highest=rng.random() < 0.6)
 
 
@@ -297,8 +303,20 @@ class TaskSampler:
         *,
         attempts: int = 400,
         provenance: Mapping[str, Any] | None = None,
+        filter_share: float = 0.6,
+        order_share: float | None = None,
     ) -> TaskSpec:
         """A task drawn for ``target``.
+
+        Args:
+            rng: the draws' randomness.
+            target: the families and feature ranges to meet.
+            attempts: draws before giving up.
+            provenance: kept in the task's provenance (with its plan).
+            filter_share: how often a down hop with filters states one (0: never, 1: always).
+            order_share: how often a down hop with orders picks by an extreme value
+                ("the most recent"); ``None``: whenever more than one row is listed.
+                Both knobs' defaults draw exactly as before they existed.
 
         Raises:
             Unfit: no task meeting the target was found in ``attempts`` draws;
@@ -372,6 +390,8 @@ class TaskSampler:
                         db,
                         every=family == "bulk" and last,
                         unfiltered=family == "conditional" and last,
+                        filter_share=filter_share,
+                        order_share=order_share,
                     )
                 hops.append(index)
                 picks.append(pick)
