@@ -46,7 +46,9 @@ def overrides(setup: str) -> list[str]:
     """The ``--set`` overrides of ``experiments/curricula.toml`` that make a setup."""
     if setup.startswith("learned-synth"):
         curriculum = setup.partition("+")[2] or "uniform"
-        return ['synthesizer.name="learned-synth"', f'curriculum.name="{curriculum}"']
+        # every proposal is played when passed straight through (no spares to leave unplayed)
+        spares = ["curriculum.oversample=1.0"] if curriculum == "uniform" else []
+        return ['synthesizer.name="learned-synth"', f'curriculum.name="{curriculum}"', *spares]
     return [f'curriculum.name="{setup}"']
 
 
