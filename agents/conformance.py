@@ -19,7 +19,8 @@ It checks the role's protocol (by its methods, see
 * every capability the role has behaves (:mod:`coevo.agents.protocols`): a
   state is ``coevo.state/1`` data and round-trips, and bad bytes are refused
   with a :class:`~coevo.arena.errors.StateError`; a version is a stable string;
-  ``drain_usage``/``drain_attempts`` return rows and then forget them; a
+  ``drain_usage``/``drain_attempts``/``drain_trajectories`` return rows (a
+  trajectory with the id of a task the role proposed) and then forget them; a
   Synthesizer's ``learn(feedback)`` returns :class:`LearnStats`, takes feedback
   on tasks it never proposed, and (when Stateful) learns the same from the
   same state; and no capability is half there (``get_state`` without
@@ -44,6 +45,7 @@ from coevo.agents.protocols import (
     ProposalRequest,
     Remembers,
     ReportsAttempts,
+    ReportsTrajectories,
     ReportsUsage,
     Stateful,
     Versioned,
@@ -57,6 +59,7 @@ from coevo.arena.outcomes import Episode, Verdict
 from coevo.arena.records import dump_record
 from coevo.arena.spec import TaskSpec, WorldSpec
 from coevo.arena.state import STATE_FORMAT, peek_state
+from coevo.arena.trajectory import Trajectory
 from coevo.arena.world import World
 
 __all__ = ["broken_task", "check_role", "role_problems", "sample_tasks"]
@@ -342,6 +345,32 @@ def _learns(obj: Any, seed: int, problems: list[str]) -> None:
     obj.set_state(before)
 
 
+def _trajectories(obj: Any, seed: int, problems: list[str]) -> None:
+    """A Synthesizer's ``drain_trajectories``: (task id, Trajectory) pairs of tasks it proposed, then forgotten."""
+    _call(problems, "drain_trajectories()", obj.drain_trajectories)  # what earlier calls left
+    proposed = _call(problems, "propose(n=3)", lambda: obj.propose(ProposalRequest(n=3, seed=seed)))
+    drained = _call(problems, "drain_trajectories() after propose", obj.drain_trajectories)
+    if drained is None:
+        return
+    if not isinstance(drained, list) or any(
+        not (isinstance(pair, tuple) and len(pair) == 2 and isinstance(pair[0], str))
+        or not isinstance(pair[1], Trajectory)
+        for pair in drained
+    ):
+        problems.append("drain_trajectories must return a list of (task id, Trajectory) pairs")
+        return
+    strangers = sorted({task for task, _ in drained} - {t.task_id for t in proposed or []})
+    if strangers:
+        problems.append(
+            f"drain_trajectories returned a rollout of {strangers[0][:19]}, a task it did not "
+            "propose (each rollout goes with the task it made)"
+        )
+    if _call(problems, "drain_trajectories() again", obj.drain_trajectories) not in (None, []):
+        problems.append(
+            "drain_trajectories must forget what it returned: a second call at once returns []"
+        )
+
+
 def _capabilities(obj: Any, tasks: list[TaskSpec], problems: list[str]) -> None:
     """Each capability the role has behaves as its protocol says."""
     if isinstance(obj, Stateful):
@@ -364,6 +393,8 @@ def _capabilities(obj: Any, tasks: list[TaskSpec], problems: list[str]) -> None:
         _drains(problems, "drain_usage", obj.drain_usage, UsageRow)
     if isinstance(obj, ReportsAttempts):
         _drains(problems, "drain_attempts", obj.drain_attempts, dict)
+    if kind_of(obj) == "synthesizer" and isinstance(obj, ReportsTrajectories):
+        _trajectories(obj, 0, problems)
     if kind_of(obj) == "synthesizer" and isinstance(obj, Learns):
         _learns(obj, 0, problems)
 

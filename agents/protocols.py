@@ -36,6 +36,13 @@ capability          methods                                     what the arena d
                     (a Synthesizer's)                           generation, what every task it
                                                                 proposed earned
                                                                 (:class:`ProposalFeedback`)
+:class:`ReportsTrajectories`                                    writes a Synthesizer's rollout of
+                    ``drain_trajectories()``                    each task it proposed to the
+                    ``-> list[(task id, Trajectory)]``          ``trajectories`` table (purpose
+                                                                ``propose``): the batch's proposer
+                                                                rows (self-play); when also
+                                                                Stateful, gives it each policy a
+                                                                trainer announces
 =================== =========================================== ===================================
 
 State is data: ``get_state`` returns bytes in a documented, versioned
@@ -55,6 +62,7 @@ from typing import Any, Final, NamedTuple, Protocol, runtime_checkable
 from coevo.arena.gamelog.rows import UsageRow
 from coevo.arena.outcomes import Episode, Verdict
 from coevo.arena.spec import TaskSpec
+from coevo.arena.trajectory import Trajectory
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
@@ -67,6 +75,7 @@ __all__ = [
     "ProposalRequest",
     "Remembers",
     "ReportsAttempts",
+    "ReportsTrajectories",
     "ReportsUsage",
     "RoleEnvironment",
     "Solver",
@@ -273,6 +282,25 @@ class Learns(Protocol):
         ...
 
 
+@runtime_checkable
+class ReportsTrajectories(Protocol):
+    """A Synthesizer that plays the trained policy as the proposer (self-play) and keeps its rollouts.
+
+    Each task it proposes comes with the rollout that made it: every call to
+    the model, as the turns of one :class:`~coevo.arena.trajectory.Trajectory`.
+    The arena writes the rollouts of the tasks proposed for a generation to the
+    ``trajectories`` table (purpose ``propose``), and the trainer hand-off puts
+    them in the generation's batch as ``proposer`` rows, paid the proposal's
+    proposer reward. Such a Synthesizer plays the policy the trainer trains:
+    when it is also :class:`Stateful`, the arena gives it every policy a trainer
+    announces, as it gives the Solver (``set_state``).
+    """
+
+    def drain_trajectories(self) -> list[tuple[str, Trajectory]]:
+        """``(task id, rollout)`` of each task proposed since the last call, in proposal order; then forgotten."""
+        ...
+
+
 CAPABILITIES: Final[dict[str, type]] = {
     "stateful": Stateful,
     "versioned": Versioned,
@@ -280,6 +308,7 @@ CAPABILITIES: Final[dict[str, type]] = {
     "reports-usage": ReportsUsage,
     "reports-attempts": ReportsAttempts,
     "learns": Learns,
+    "reports-trajectories": ReportsTrajectories,
 }
 """Every capability by the name ``coevo roles`` shows."""
 

@@ -723,8 +723,14 @@ class LLMClient:
         messages: Sequence[dict[str, Any]],
         name: str | None = None,
         repairs: int = 1,
+        record: Callable[[list[dict[str, Any]], list[dict[str, Any]], Turn], None] | None = None,
     ) -> Model:
         """A call whose answer must be ``model``: a forced tool with the model's JSON Schema.
+
+        ``record(new_messages, tools, turn)``, when given, is called after every
+        turn (each repair too) with the messages the conversation gained before
+        it (the system message and ``messages`` for the first, the feedback for
+        a repair), the tool offered and the turn: a caller keeps its rollout so.
 
         Raises:
             LLMCallError: the call failed, or after ``repairs`` answers sent back with
@@ -744,6 +750,7 @@ class LLMClient:
             }
         ]
         conversation = list(messages)
+        gained = [{"role": "system", "content": system}, *conversation]
         for attempt in range(repairs + 1):
             turn = await self.create(
                 role=role,
@@ -753,12 +760,15 @@ class LLMClient:
                 tools=tools,
                 tool_choice={"type": "function", "function": {"name": tool}},
             )
+            if record is not None:
+                record(gained, tools, turn)
             try:
                 return self._answer(model, tool, turn)
             except LLMCallError as exc:
                 if attempt == repairs:
                     raise
-                conversation += [turn.message, *_feedback(turn, f"{exc}; call {tool} again")]
+                gained = _feedback(turn, f"{exc}; call {tool} again")
+                conversation += [turn.message, *gained]
         raise AssertionError("unreachable")  # the loop returns or raises
 
     def _answer(self, model: type[Model], tool: str, turn: Turn) -> Model:

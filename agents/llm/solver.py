@@ -45,7 +45,7 @@ from coevo.arena.rendering import SYSTEM, openai_tools, tool_definitions
 from coevo.arena.seeding import derive_seed
 from coevo.arena.spec import TaskSpec, ToolCall, WorldSpec
 from coevo.arena.state import pack_state, unpack_state
-from coevo.arena.trajectory import Trajectory, TurnTokens
+from coevo.arena.trajectory import Trajectory
 from coevo.arena.world import World, WorldPool
 
 __all__ = ["POLICY_STATE", "LLMSolver", "WorldPool", "play", "policy_state", "read_policy_state"]
@@ -74,17 +74,6 @@ def read_policy_state(state: bytes) -> tuple[str, str]:
     if not isinstance(meta.get("model"), str) or not isinstance(meta.get("policy_version"), str):
         raise StateError(f"the {POLICY_STATE!r} state names no model or no policy version")
     return meta["model"], meta["policy_version"]
-
-
-def _tokens(turn: Turn) -> TurnTokens:
-    return TurnTokens(
-        finish=turn.finish,
-        input_tokens=turn.input_tokens,
-        output_tokens=turn.output_tokens,
-        prompt_ids=turn.prompt_ids,
-        completion_ids=turn.completion_ids,
-        logprobs=turn.logprobs,
-    )
 
 
 def _nudge(turn: Turn, max_tokens: int) -> str:
@@ -174,7 +163,7 @@ async def _play(
             policy_version=version,
             provider=client.provider,
             model=answered[-1] if answered else client.model or "",
-            turns=[_tokens(t) for t in turns],
+            turns=[t.tokens() for t in turns],
             bad_steps=bad,
         )
 

@@ -20,6 +20,21 @@ for a solution that does not run or is not ``grounded``), up to ``retries``
 times. Every attempt
 and why it failed is kept in :attr:`LLMSynthesizer.attempts` (the arena
 logs it as events).
+
+With ``self_play = true`` the Synthesizer is the trained policy in the
+proposer's role (one served model proposes and solves; ``docs/self-play.md``):
+
+* every call a proposal made (each stage, each retry, each repair) is a turn
+  of one :class:`~coevo.arena.trajectory.Trajectory`, its messages the
+  calls' conversations one after the other (each fresh context begins with
+  its system message), with token ids when the server returns them; the
+  trajectory of each task proposed is handed over by
+  :meth:`LLMSynthesizer.drain_trajectories` (the arena puts it in the
+  training batch as a ``proposer`` row);
+* a proposal whose checks still fail after the retries is not dropped: its
+  last draft goes to the Judge, whose rejection is the proposer's penalty
+  (a draft that is not even a task record is dropped);
+* it plays each policy a trainer announces (``set_state``), as the Solver does.
 """
 
 from __future__ import annotations
@@ -29,12 +44,15 @@ import json
 import re
 from typing import Any, ClassVar
 
+from coevo.agents.llm.client import LLMClient
 from coevo.agents.llm.role import LLMRole
-from coevo.agents.llm.turns import LLMCallError
+from coevo.agents.llm.solver import policy_state, read_policy_state
+from coevo.agents.llm.turns import LLMCallError, Turn
 from coevo.agents.protocols import ProposalRequest
 from coevo.arena.errors import SpecError
 from coevo.arena.judge import WorldCache, assess_task
 from coevo.arena.spec import TaskSpec, WorldSpec
+from coevo.arena.trajectory import Trajectory
 from pydantic import BaseModel, Field, ValidationError
 
 __all__ = ["LLMSynthesizer", "Scenario", "TaskDraft", "VerifierDraft", "WorldDraft"]
@@ -154,6 +172,38 @@ def _state_summary(world: WorldSpec) -> str:
     return "\n".join(lines)
 
 
+class _Rollout:
+    """The calls one proposal made, as one rollout: what each call's conversation gained, then its answer."""
+
+    def __init__(self) -> None:
+        self.messages: list[dict[str, Any]] = []
+        self.tools: dict[str, dict[str, Any]] = {}
+        self.turns: list[Turn] = []
+        self.repairs = 0
+
+    def add(self, gained: list[dict[str, Any]], tools: list[dict[str, Any]], turn: Turn) -> None:
+        """One call's turn (the client's ``record`` hook): a fresh context starts with its system message."""
+        self.repairs += bool(gained) and gained[0].get("role") != "system"
+        self.messages += [*gained, turn.message]
+        for tool in tools:
+            self.tools.setdefault(tool["function"]["name"], tool)
+        self.turns.append(turn)
+
+    def trajectory(self, client: LLMClient, version: str) -> Trajectory:
+        """The rollout as a trainer reads it (turns of separate conversations: per-turn token ids)."""
+        answered = [t.model for t in self.turns if t.model]
+        return Trajectory(
+            messages=self.messages,
+            tools=list(self.tools.values()),
+            sampling=client.sampling.recorded(client.max_tokens),
+            policy_version=version,
+            provider=client.provider,
+            model=answered[-1] if answered else client.model or "",
+            turns=[t.tokens() for t in self.turns],
+            bad_steps=self.repairs,
+        )
+
+
 class LLMSynthesizer(LLMRole):
     """A model as the Synthesizer (see the module docstring).
 
@@ -162,6 +212,9 @@ class LLMSynthesizer(LLMRole):
             for the settings every LLM role takes).
         retries: attempts per stage after the first, with the errors fed back.
         now: the worlds' fixed clock.
+        self_play: the Synthesizer is the trained policy as the proposer: it keeps the rollout
+            of each task it proposes (:meth:`drain_trajectories`), hands the Judge its drafts
+            whose checks still fail, and plays each policy a trainer announces (the module docstring).
         **client: the settings every LLM role takes (``max_tokens`` defaults to 8192: worlds are long).
     """
 
@@ -175,18 +228,50 @@ class LLMSynthesizer(LLMRole):
         *,
         retries: int = 2,
         now: str = "2026-11-29T12:00:00",
+        self_play: bool = False,
         **client: Any,
     ):
         super().__init__(model, **client)
         self.retries = retries
         self.now = now
+        self.self_play = self_play
         self.attempts: list[dict[str, Any]] = []
+        self.trajectories: list[tuple[str, Trajectory]] = []
 
     def drain_attempts(self) -> list[dict[str, Any]]:
         """Every stage attempt since the last call (proposal, stage, attempt, error); then forgotten."""
         out = list(self.attempts)
         self.attempts.clear()
         return out
+
+    def drain_trajectories(self) -> list[tuple[str, Trajectory]]:
+        """``(task id, rollout)`` of each task proposed since the last call, in proposal order; then forgotten.
+
+        Only with ``self_play``: otherwise the Synthesizer keeps no rollouts (it is not the trained policy).
+        """
+        out = list(self.trajectories)
+        self.trajectories.clear()
+        return out
+
+    def get_state(self) -> bytes:
+        """The policy it plays: the model's name and how its rollouts are signed (an LLM policy state)."""
+        return policy_state(self.client.model or "", self.version)
+
+    def set_state(self, state: bytes) -> None:
+        """Play the policy ``state`` names from the next proposal on, with ``self_play`` (a trainer's new version).
+
+        Without ``self_play`` the Synthesizer is not the trained policy: the state is
+        checked, and its own model stays.
+
+        Raises:
+            StateError: not an LLM policy state.
+        """
+        model, version = read_policy_state(state)
+        if not self.self_play:
+            return
+        if model:
+            self.client.model = model
+        self.version = version
 
     def propose(self, request: ProposalRequest) -> list[TaskSpec]:
         """Up to ``request.n`` tasks that passed the mechanical checks (every attempt is added to :attr:`attempts`).
@@ -197,19 +282,33 @@ class LLMSynthesizer(LLMRole):
                 it did not merely come back empty. The last call error is the message.
         """
         made = self.client.run(self._all(request))
-        tasks = [t for t in made if isinstance(t, TaskSpec)]
-        failed = [e for e in made if isinstance(e, LLMCallError)]
+        tasks = [t for t, _ in made if isinstance(t, TaskSpec)]
+        if self.self_play:
+            self.trajectories += [
+                (t.task_id, rollout.trajectory(self.client, self.version))
+                for t, rollout in made
+                if isinstance(t, TaskSpec)
+            ]
+        failed = [e for e, _ in made if isinstance(e, LLMCallError)]
         if failed and not tasks:
             raise LLMCallError(
                 f"the calls of {len(failed)} of {request.n} proposals failed, the last: {failed[-1]}"
             )
         return tasks
 
-    async def _all(self, request: ProposalRequest) -> list[TaskSpec | LLMCallError | None]:
+    async def _all(
+        self, request: ProposalRequest
+    ) -> list[tuple[TaskSpec | LLMCallError | None, _Rollout]]:
         return list(await asyncio.gather(*(self._one(request, i) for i in range(request.n))))
 
     async def _stage(
-        self, model: type[BaseModel], stage: str, label: str, prompt: str, feedback: list[str]
+        self,
+        model: type[BaseModel],
+        stage: str,
+        label: str,
+        prompt: str,
+        feedback: list[str],
+        rollout: _Rollout,
     ) -> Any:
         messages = [{"role": "user", "content": prompt}]
         if feedback:
@@ -217,7 +316,13 @@ class LLMSynthesizer(LLMRole):
                 feedback
             )
         return await self.client.structured(
-            model, role="synthesizer", task=label, system=SYSTEM, messages=messages, name=stage
+            model,
+            role="synthesizer",
+            task=label,
+            system=SYSTEM,
+            messages=messages,
+            name=stage,
+            record=rollout.add if self.self_play else None,
         )
 
     def _record(self, label: str, stage: str, attempt: int, error: str | None) -> None:
@@ -225,10 +330,17 @@ class LLMSynthesizer(LLMRole):
             {"proposal": label, "stage": stage, "attempt": attempt, "error": error}
         )
 
-    async def _one(self, request: ProposalRequest, index: int) -> TaskSpec | LLMCallError | None:
-        """The proposal's task; None when the Judge's checks still failed; the error when a call failed."""
+    async def _one(
+        self, request: ProposalRequest, index: int
+    ) -> tuple[TaskSpec | LLMCallError | None, _Rollout]:
+        """The proposal's task (None when the Judge's checks still failed; the error when a call failed) and its rollout.
+
+        With ``self_play`` a task whose checks still fail is returned all the same:
+        the Judge rejects it, and the rejection is the proposer's penalty.
+        """
         label = f"{request.seed}:{index}"
         level = f" at difficulty level {request.level} of 5" if request.level else ""
+        rollout = _Rollout()
         try:
             scenario = await self._stage(
                 Scenario,
@@ -242,15 +354,18 @@ class LLMSynthesizer(LLMRole):
                 )
                 + f". Variation seed: {label}.",
                 [],
+                rollout,
             )
             self._record(label, "scenario", 0, None)
-            world = await self._world(scenario, label)
+            world, built = await self._world(scenario, label, rollout)
             if world is None:
-                return None
+                return None, rollout
             feedback: list[str] = []
             verifier_feedback: list[str] = []
             draft: TaskDraft | None = None
-            for attempt in range(self.retries + 1):
+            task: TaskSpec | None = None
+            # a world that does not build fails every check: feedback on the task would not help
+            for attempt in range(self.retries + 1 if built else 1):
                 if draft is None or feedback:
                     draft = await self._stage(
                         TaskDraft,
@@ -262,6 +377,7 @@ class LLMSynthesizer(LLMRole):
                         "Write an instruction that states what a user knows (names, emails, codes; never "
                         "internal ids) and its reference solution: tool calls ending with submit.",
                         feedback,
+                        rollout,
                     )
                 # the verifier's context: instruction, schema, state summary — never the solution
                 verifier = await self._stage(
@@ -275,11 +391,12 @@ class LLMSynthesizer(LLMRole):
                     "`initial` and :answer) that hold exactly when the instruction was carried out, "
                     "and the frame (what may change).",
                     verifier_feedback,
+                    rollout,
                 )
                 task, problems = self._assemble(world, draft, verifier)
                 if not problems:
                     self._record(label, "judge", attempt, None)
-                    return task
+                    return task, rollout
                 self._record(
                     label, "judge", attempt, "; ".join(f"{k}: {v}" for k, v in problems.items())
                 )
@@ -287,13 +404,18 @@ class LLMSynthesizer(LLMRole):
                 verifier_feedback = [
                     _blind(k, v) for k, v in problems.items() if _owner(k, v) == "verifier"
                 ]
-            return None
+            # self-play: the last draft goes to the Judge, whose rejection is the proposer's penalty
+            return (task if self.self_play else None), rollout
         except LLMCallError as exc:
             self._record(label, "call", 0, str(exc))
-            return exc
+            return exc, rollout
 
-    async def _world(self, scenario: Scenario, label: str) -> WorldSpec | None:
+    async def _world(
+        self, scenario: Scenario, label: str, rollout: _Rollout
+    ) -> tuple[WorldSpec | None, bool]:
+        """The world and whether it built; with ``self_play``, the last one that is a world record even if it does not build."""
         feedback: list[str] = []
+        last: WorldSpec | None = None
         for attempt in range(self.retries + 1):
             draft = await self._stage(
                 WorldDraft,
@@ -303,6 +425,7 @@ class LLMSynthesizer(LLMRole):
                 "foreign keys, 20-200 seed rows, and 6-15 tools (look-ups by what a user knows, lists, "
                 "updates with their preconditions in SQL).",
                 feedback,
+                rollout,
             )
             try:
                 spec = WorldSpec.model_validate(
@@ -315,6 +438,7 @@ class LLMSynthesizer(LLMRole):
                         "tools": [t.model_dump() for t in draft.tools],
                     }
                 )
+                last = spec
                 WorldCache().world(spec)  # builds and validates every statement
             except (ValidationError, SpecError) as exc:
                 why = exc.summary() if isinstance(exc, SpecError) else str(exc)
@@ -322,12 +446,13 @@ class LLMSynthesizer(LLMRole):
                 feedback = [why]
                 continue
             self._record(label, "world", attempt, None)
-            return spec
-        return None
+            return spec, True
+        return (last if self.self_play else None), False
 
     def _assemble(
         self, world: WorldSpec, draft: TaskDraft, verifier: VerifierDraft
     ) -> tuple[TaskSpec | None, dict[str, str]]:
+        """The task (None when it is not a task record) and the mechanical checks it failed."""
         try:
             task = TaskSpec.model_validate(
                 {
@@ -345,4 +470,6 @@ class LLMSynthesizer(LLMRole):
         problems = {
             name: check.reason for name, check in verdict.checks.items() if check.passed is False
         }
-        return (task if verdict.accepted else None), problems
+        if not verdict.accepted and not problems:
+            problems["judge"] = "the mechanical checks did not accept it"
+        return task, problems

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from coevo.arena.errors import CoevoError
+from coevo.arena.trajectory import TurnTokens
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
@@ -257,3 +258,14 @@ class Turn:
     prompt_ids: list[int] | None = None
     completion_ids: list[int] | None = None
     logprobs: list[float] | None = None
+
+    def tokens(self) -> TurnTokens:
+        """The turn as a trajectory keeps it: its finish, usage, token ids and log-probs."""
+        return TurnTokens(
+            finish=self.finish,
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            prompt_ids=self.prompt_ids,
+            completion_ids=self.completion_ids,
+            logprobs=self.logprobs,
+        )

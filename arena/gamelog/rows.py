@@ -26,6 +26,7 @@ import pyarrow as pa
 from coevo.arena.difficulty import task_level
 from coevo.arena.outcomes import Episode, Verdict
 from coevo.arena.spec import TaskSpec, WorldSpec
+from coevo.arena.trajectory import Trajectory
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
@@ -337,13 +338,19 @@ class TrajectoryRow(Row):
 
     table: ClassVar[str] = "trajectories"
     about: ClassVar[str] = (
-        "one row per episode an LLM Solver played (a row of `episodes` by `episode_id`): "
-        "what a trainer learns from"
+        "one row per episode an LLM Solver played (a row of `episodes` by `episode_id`), and in "
+        "self-play one per task the proposer proposed (purpose `propose`): what a trainer learns from"
     )
 
-    episode_id: str = Field(description="the episode (a row of `episodes`)")
-    task_id: str = Field(description="the task played")
-    purpose: str = Field(description="`train`, `eval` or `external` (as in `episodes`)")
+    episode_id: str = Field(
+        description="the episode (a row of `episodes`); for `propose`, the proposal's rollout "
+        "(`prop-...`, no row of `episodes`)"
+    )
+    task_id: str = Field(description="the task played (for `propose`: the task proposed)")
+    purpose: str = Field(
+        description="`train`, `eval` or `external` (as in `episodes`), or `propose`: the "
+        "Synthesizer's rollout that proposed the task (self-play)"
+    )
     policy_version: str = Field(
         description="the policy that played: the model's name, or the adapter's it was given"
     )
@@ -351,7 +358,10 @@ class TrajectoryRow(Row):
         description="`anthropic` or `openai` (any Chat Completions server); for an ingested rollout, its source (`verifiers`)"
     )
     model: str = Field(description="the model as the server named it in its answers")
-    reward: int = Field(description="the episode's reward, 0 or 1")
+    reward: int = Field(
+        description="the episode's reward, 0 or 1; for `propose`, 1 when the Judge accepted the "
+        "task (what the proposal earned is its `proposer_reward` in `proposals`)"
+    )
     failure: str | None = Field(
         description="when the Solver could not play the episode (its server down, ...): why; not a rollout to learn from"
     )
@@ -399,6 +409,40 @@ class TrajectoryRow(Row):
         """The row of ``episode`` (which has a trajectory), played for ``purpose``."""
         trajectory = episode.trajectory
         assert trajectory is not None and episode.episode_id is not None
+        return cls._of(
+            trajectory,
+            episode.episode_id,
+            episode.task_id,
+            purpose,
+            episode.reward.value,
+            episode.failure,
+        )
+
+    @classmethod
+    def proposed(
+        cls, rollout_id: str, task_id: str, trajectory: Trajectory, accepted: bool
+    ) -> TrajectoryRow:
+        """The row of a Synthesizer's rollout that proposed ``task_id`` (purpose ``propose``; self-play).
+
+        Its turns are separate calls (each stage a fresh conversation), so it is
+        laid out per turn; ``reward`` says whether the Judge accepted the task.
+        """
+        row = cls._of(trajectory, rollout_id, task_id, "propose", int(accepted), None)
+        if row.layout != "per-turn":
+            return row
+        why = "each call of the proposal is a conversation of its own: use the per-turn token ids"
+        return row.model_copy(update={"note": why})
+
+    @classmethod
+    def _of(
+        cls,
+        trajectory: Trajectory,
+        episode_id: str,
+        task_id: str,
+        purpose: str,
+        reward: int,
+        failure: str | None,
+    ) -> TrajectoryRow:
         turns = trajectory.turns
         interleaved, why = trajectory.interleaved()
         tokens = trajectory.has_tokens
@@ -415,14 +459,14 @@ class TrajectoryRow(Row):
             return None
 
         return cls(
-            episode_id=episode.episode_id,
-            task_id=episode.task_id,
+            episode_id=episode_id,
+            task_id=task_id,
             purpose=purpose,
             policy_version=trajectory.policy_version,
             provider=trajectory.provider,
             model=trajectory.model,
-            reward=episode.reward.value,
-            failure=episode.failure,
+            reward=reward,
+            failure=failure,
             messages=json.dumps(trajectory.messages, ensure_ascii=False, default=str),
             tools=json.dumps(trajectory.tools, ensure_ascii=False),
             sampling=_json(trajectory.sampling),

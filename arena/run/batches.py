@@ -5,6 +5,8 @@
 row per training rollout of a generation, made from its ``trajectories``
 rows (:func:`batch_of`), by the run as it commits the generation or, after a
 crash, from the committed log (:func:`training_batch`): the same table either way.
+In self-play the proposer's rollouts are rows too (``role = proposer``), paid
+their proposal's reward from the ``proposals`` rows, with a baseline of their own.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ __all__ = [
     "BATCH_SCHEMA",
     "NEEDED",
     "POLICY_FORMAT",
+    "PROPOSAL_COLUMNS",
+    "ROLES",
     "Announcement",
     "batch_gen",
     "batch_id",
@@ -137,21 +141,41 @@ _COLUMNS: Final = (
     ("batch_id", pa.string(), False, "`batch-{gen:06d}`"),
     ("gen", pa.int32(), False, "the generation that played it"),
     (
+        "role",
+        pa.string(),
+        False,
+        "`solver`: the Solver played the task; `proposer`: the Synthesizer's rollout that "
+        "proposed it (self-play: the same policy in its other role)",
+    ),
+    (
         "episode_id",
         pa.string(),
         False,
-        "the episode (a row of the log's `episodes` and `trajectories`)",
+        "the episode (a row of the log's `episodes` and `trajectories`); a proposer row's is "
+        "its rollout's (`prop-…`, a row of `trajectories`)",
     ),
-    ("task_id", pa.string(), False, "the task played"),
+    ("task_id", pa.string(), False, "the task played, or proposed"),
     ("level", pa.int64(), True, "the task's difficulty level"),
-    ("group_size", pa.int64(), False, "rollouts of this task in this generation (its group)"),
-    ("reward", pa.float64(), False, "coevo's verifier: 0 or 1"),
+    (
+        "group_size",
+        pa.int64(),
+        False,
+        "its group: a solver row's, the rollouts of its task in this generation; a proposer "
+        "row's, every proposer row of the batch",
+    ),
+    (
+        "reward",
+        pa.float64(),
+        False,
+        "a solver row: coevo's verifier, 0 or 1; a proposer row: its task's `proposer_reward` "
+        "(the log's `proposals`; a rejected task's is a penalty)",
+    ),
     (
         "advantage",
         pa.float64(),
         False,
-        "`reward` minus the mean reward of its group (GRPO's numerator; divide by the group's "
-        "std if you want it)",
+        "`reward` minus the mean reward of its group (GRPO's numerator, per role; divide by the "
+        "group's std if you want it)",
     ),
     (
         "policy_version",
@@ -256,6 +280,12 @@ _FROM_TRAJECTORIES: Final = (
 NEEDED: Final = ["purpose", "failure", "reward", "messages", *_FROM_TRAJECTORIES]
 """The columns of ``trajectories`` a batch is made of."""
 
+PROPOSAL_COLUMNS: Final = ["task_id", "proposer_reward"]
+"""The columns of ``proposals`` a batch is made of (the proposer rows' rewards)."""
+
+ROLES: Final = {"train": "solver", "propose": "proposer"}
+"""The ``trajectories`` purpose of each role's rows in a batch (other purposes are no training data)."""
+
 
 def _split(messages: str) -> tuple[str, str]:
     """A conversation as its prompt (up to the first assistant turn) and its completion (the rest), JSON."""
@@ -278,7 +308,8 @@ def training_batch(log: GameLog, gen: int) -> pa.Table:
     if gen > log.last_generation():
         raise LogError(f"generation {gen} of {log.run.uri} is not committed: it has no batch yet")
     trajectories = log.read("trajectories", gens=[gen], columns=NEEDED)
-    return batch_of(trajectories, task_levels(log, range(gen + 1)), gen)
+    proposals = log.read("proposals", gens=[gen], columns=PROPOSAL_COLUMNS)
+    return batch_of(trajectories, task_levels(log, range(gen + 1)), gen, proposals)
 
 
 def task_levels(log: GameLog, gens: Iterable[int]) -> dict[str, int | None]:
@@ -293,34 +324,64 @@ def levels_of(tasks: pa.Table) -> dict[str, int | None]:
     )
 
 
-def batch_of(trajectories: pa.Table, levels: Mapping[str, int | None], gen: int) -> pa.Table:
-    """Generation ``gen``'s batch from its ``trajectories`` rows: the training rollouts that were played.
+def batch_of(
+    trajectories: pa.Table,
+    levels: Mapping[str, int | None],
+    gen: int,
+    proposals: pa.Table | None = None,
+) -> pa.Table:
+    """Generation ``gen``'s batch from its ``trajectories`` rows: the training rollouts of both roles.
 
-    A rollout the Solver could not play (its server down) is left out; each
-    rollout's ``advantage`` is its reward minus the mean reward of its group
-    (the rollouts of its task in this generation, ``group_size`` of them).
+    Solver rows are the ``train`` rollouts that were played (one the Solver could
+    not play, its server down, is left out); each one's ``advantage`` is its
+    reward minus the mean reward of its group (the rollouts of its task in this
+    generation, ``group_size`` of them). Proposer rows (self-play) are the
+    ``propose`` rollouts of tasks in ``proposals`` (rows of the ``proposals``
+    table: ``task_id``, ``proposer_reward``), rejected tasks' included: each is
+    paid its task's proposer reward, and its advantage is that minus the mean over
+    every proposer row (the role's own baseline, as SPIRAL's role-conditioned
+    advantage). Nothing is divided by a standard deviation.
     """
-    played = pc.and_(
-        pc.equal(trajectories.column("purpose"), "train"),
-        pc.is_null(trajectories.column("failure")),
+    paid: dict[str, float] = {}
+    if proposals is not None:
+        paid = dict(
+            zip(
+                proposals.column("task_id").to_pylist(),
+                proposals.column("proposer_reward").to_pylist(),
+                strict=True,
+            )
+        )
+    purpose = trajectories.column("purpose")
+    solver = pc.and_(pc.equal(purpose, "train"), pc.is_null(trajectories.column("failure")))
+    proposer = pc.and_(
+        pc.equal(purpose, "propose"),
+        pc.is_in(trajectories.column("task_id"), value_set=pa.array(list(paid), pa.string())),
     )
-    # every rollout played (the usual case): no copy of the token columns
-    rows = trajectories if pc.all(played).as_py() is not False else trajectories.filter(played)
+    kept = pc.or_(solver, proposer)
+    # every row a rollout to train on (the usual case): no copy of the token columns
+    rows = trajectories if pc.all(kept).as_py() is not False else trajectories.filter(kept)
     task_ids = rows.column("task_id").to_pylist()
-    rewards = [float(r) for r in rows.column("reward").to_pylist()]
-    groups: dict[str, list[float]] = {}
-    for task, reward in zip(task_ids, rewards, strict=True):
-        groups.setdefault(task, []).append(reward)
-    means = {task: sum(r) / len(r) for task, r in groups.items()}
+    roles = [ROLES[p] for p in rows.column("purpose").to_pylist()]
+    rewards = [
+        paid[t] if role == "proposer" else float(r)
+        for t, r, role in zip(task_ids, rows.column("reward").to_pylist(), roles, strict=True)
+    ]
+    # a solver row's group is its task's rollouts; a proposer row's, every proposer row
+    group_of = [t if role == "solver" else None for t, role in zip(task_ids, roles, strict=True)]
+    groups: dict[str | None, list[float]] = {}
+    for group, reward in zip(group_of, rewards, strict=True):
+        groups.setdefault(group, []).append(reward)
+    means = {group: sum(r) / len(r) for group, r in groups.items()}
     split = [_split(messages) for messages in rows.column("messages").to_pylist()]
     count = rows.num_rows
     columns: dict[str, Any] = {
         "batch_id": [batch_id(gen)] * count,
         "gen": [gen] * count,
+        "role": roles,
         "level": [levels.get(t) for t in task_ids],
-        "group_size": [len(groups[t]) for t in task_ids],
+        "group_size": [len(groups[g]) for g in group_of],
         "reward": rewards,
-        "advantage": [r - means[t] for r, t in zip(rewards, task_ids, strict=True)],
+        "advantage": [r - means[g] for r, g in zip(rewards, group_of, strict=True)],
         "prompt_messages": [prompt for prompt, _ in split],
         "completion_messages": [completion for _, completion in split],
     }

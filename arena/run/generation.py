@@ -2,25 +2,37 @@
 
 The loop (:mod:`coevo.arena.run.loop`) fills a :class:`Generation` phase by
 phase and makes the game log's rows from it; :class:`GenerationReport` and
-:class:`RunSummary` are what a run shows and returns.
+:class:`RunSummary` are what a run shows and returns. In self-play the
+proposer's rollouts go with the proposals (:meth:`Generation.keep_proposed`,
+:meth:`Generation.proposer_rows`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from coevo.agents.protocols import LearnStats
+from coevo.arena.gamelog import TrajectoryRow
 from coevo.arena.outcomes import Episode, Verdict
 from coevo.arena.run.failures import RoleCalls, RoleTally
 from coevo.arena.run.ingest import Ingested
 from coevo.arena.run.selfplay import Scored
 from coevo.arena.run.trainer import Announcement
 from coevo.arena.spec import TaskSpec
+from coevo.arena.trajectory import Trajectory
 from coevo.curricula.base import GenerationPlan
 
-__all__ = ["Clock", "Generation", "GenerationReport", "Proposals", "RunSummary"]
+__all__ = [
+    "Clock",
+    "Generation",
+    "GenerationReport",
+    "Proposals",
+    "RunSummary",
+]
 
 
 @dataclass
@@ -82,9 +94,44 @@ class Generation:
     policy: Announcement | None = None  # with a trainer: the policy the rollouts used
     external: Ingested = field(default_factory=Ingested)  # rollouts from the inbox
     scored: Scored = field(default_factory=Scored)  # what the proposals earned (self-play)
+    proposed: list[tuple[str, Trajectory]] = field(default_factory=list)  # the proposer's rollouts
     solving: float = 0.0
     failures: int = 0
     calls: RoleTally = field(default_factory=RoleTally)
+
+    def keep_proposed(self, drained: Sequence[tuple[str, Trajectory]]) -> None:
+        """Keep the proposer's rollout of each task proposed for the generation (self-play), in the proposals' order.
+
+        The Synthesizer actors' rollouts of other tasks (the eval suite's, proposed
+        before generation 0) are left out. A task proposed more than once keeps one
+        rollout, the same whichever actor made which: the least by its digest.
+        """
+        order = {t.task_id: i for i, t in enumerate(self.proposals.tasks)}
+        kept: dict[str, tuple[str, Trajectory]] = {}
+        for task_id, trajectory in drained:
+            if task_id not in order:
+                continue
+            digest = hashlib.sha256(trajectory.model_dump_json().encode()).hexdigest()
+            if task_id not in kept or digest < kept[task_id][0]:
+                kept[task_id] = (digest, trajectory)
+        self.proposed = [(t, kept[t][1]) for t in sorted(kept, key=order.__getitem__)]
+
+    def proposer_rows(self, seed: int) -> list[TrajectoryRow]:
+        """The ``trajectories`` rows (purpose ``propose``) of the proposer's rollouts; ids from ``seed``, the generation and the task."""
+        proposals = self.proposals
+        accepted = {
+            t.task_id: v.accepted for t, v in zip(proposals.tasks, proposals.verdicts, strict=True)
+        }
+        return [
+            TrajectoryRow.proposed(
+                "prop-"
+                + hashlib.sha256(f"{seed}:{self.gen}:propose:{task}".encode()).hexdigest()[:24],
+                task,
+                trajectory,
+                accepted[task],
+            )
+            for task, trajectory in self.proposed
+        ]
 
 
 class Clock:

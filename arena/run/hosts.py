@@ -38,6 +38,7 @@ from coevo.agents.protocols import (
     ProposalRequest,
     Remembers,
     ReportsAttempts,
+    ReportsTrajectories,
     ReportsUsage,
     Stateful,
     Versioned,
@@ -47,6 +48,7 @@ from coevo.agents.synthesizers.mutation import Mutator
 from coevo.arena.gamelog.rows import UsageRow
 from coevo.arena.outcomes import Episode, Verdict, failed_episode, failed_verdict
 from coevo.arena.spec import TaskSpec
+from coevo.arena.trajectory import Trajectory
 from coevo.curricula.base import Mutation
 
 __all__ = ["JudgeHost", "SolverHost", "SynthesizerHost", "WorldModelHost", "host_for"]
@@ -160,6 +162,19 @@ class SynthesizerHost(_Host):
     def drain_attempts(self) -> list[dict[str, Any]]:
         """The synthesizer's recorded attempts since the last call (none if it keeps no record)."""
         return self.role.drain_attempts() if isinstance(self.role, ReportsAttempts) else []
+
+    def drain_trajectories(self) -> list[tuple[str, Trajectory]]:
+        """The proposer's rollout of each task proposed since the last call (none if it keeps none)."""
+        return self.role.drain_trajectories() if isinstance(self.role, ReportsTrajectories) else []
+
+    def follows_policy(self) -> bool:
+        """Whether the Synthesizer plays the trained policy (self-play): it is given each policy a trainer announces."""
+        role = self.role
+        return (
+            isinstance(role, ReportsTrajectories)
+            and isinstance(role, Stateful)
+            and not self.learns()
+        )
 
     def learn(
         self, feedback: Sequence[ProposalFeedback]

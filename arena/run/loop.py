@@ -169,6 +169,7 @@ class Arena:
         self.synth_learner: Any = None  # a Synthesizer that learns: its learner
         self.synth_version: int | None = None  # the generation its state learnt through
         self.synth_ref: Any = None  # its state (a Ray ref), given with every propose
+        self.synth_follows = False  # a Synthesizer that plays the trainer's policies (self-play)
 
     # ---- actors -------------------------------------------------------------------------
 
@@ -199,6 +200,7 @@ class Arena:
         self.model = actors("world_model", 1, False)[0]
         if ray.get(self.synth.actors[0].learns.remote()):
             self.synth_learner = actors("synthesizer", 1, False)[0]
+        self.synth_follows = ray.get(self.synth.actors[0].follows_policy.remote())
 
     @property
     def _every_actor(self) -> list[Any]:
@@ -480,6 +482,7 @@ class Arena:
         done.failures += done.external.failures
         for attempt in self._drained(self.synth.actors, "drain_attempts", gen):
             self.events("synthesis_attempt", gen=gen, **attempt)
+        done.keep_proposed(self._drained(self.synth.actors, "drain_trajectories", gen))
         clock.lap("proposals")
         self._predict_and_plan(done)
         clock.lap("predict")
@@ -590,6 +593,8 @@ class Arena:
         ray.get(self.learner.set_state.remote(state))
         self.state_ref = ray.put(state)
         self.version = policy.trained_through
+        if self.synth_follows:  # self-play: the Synthesizer proposes with the policy too
+            self.synth_ref, self.synth_version = self.state_ref, policy.trained_through
         self.handoff.adopted(policy, gen)
 
     def _tally_calls(self, done: Generation) -> None:
@@ -634,7 +639,7 @@ class Arena:
             )
             for e in played
             if e.trajectory is not None
-        ]
+        ] + done.proposer_rows(self.seed)
         record.ingested = done.external.rows
         by_id = {t.task_id: t for t in self.eval_tasks}
         record.evals = [EvalRow.of(e, by_id.get(e.task_id)) for e in done.evals]
@@ -652,7 +657,9 @@ class Arena:
         record.generations = [self._summary(done, predictions)]
         record.proposals = done.scored.rows
         if self.handoff is not None:
-            record.policies = [policy_row(done.gen, done.version, done.policy, done.episodes)]
+            record.policies = [
+                policy_row(done.gen, done.version, done.policy, done.episodes, len(done.proposed))
+            ]
         record.usage = self._drained(self._every_actor, "drain_usage", done.gen)
         return record
 

@@ -47,6 +47,7 @@ from coevo.arena.run.batches import (
     BATCH_SCHEMA,
     NEEDED,
     POLICY_FORMAT,
+    PROPOSAL_COLUMNS,
     Announcement,
     batch_gen,
     batch_id,
@@ -472,7 +473,9 @@ class Handoff:
         if self.levels is None:
             self.levels = task_levels(self.log, range(gen))
         self.levels.update(levels_of(tables["tasks"]))
-        self.staged = (gen, batch_of(tables["trajectories"].select(NEEDED), self.levels, gen))
+        trajectories = tables["trajectories"].select(NEEDED)
+        proposals = tables["proposals"].select(PROPOSAL_COLUMNS)
+        self.staged = (gen, batch_of(trajectories, self.levels, gen, proposals))
 
     def hand_out(self, gen: int) -> bool:
         """Hand out committed generation ``gen``'s batch (once); True when it went now."""
@@ -620,9 +623,16 @@ class Handoff:
 
 
 def policy_row(
-    gen: int, version: str, policy: Announcement | None, episodes: Sequence[Episode]
+    gen: int,
+    version: str,
+    policy: Announcement | None,
+    episodes: Sequence[Episode],
+    proposed: int = 0,
 ) -> PolicyRow:
-    """Generation ``gen``'s ``policies`` row: the policy that played (``version``), how stale, and its batch."""
+    """Generation ``gen``'s ``policies`` row: the policy that played (``version``), how stale, and its batch.
+
+    ``proposed``: the proposer rollouts of the generation (self-play), rows of its batch too.
+    """
     trained = -1 if policy is None else policy.trained_through
     answered = next((e.trajectory.model for e in episodes if e.trajectory is not None), version)
     return PolicyRow(
@@ -633,7 +643,7 @@ def policy_row(
         trained_through=trained,
         staleness=gen - 1 - trained,
         batch_id=batch_id(gen),
-        batch_rows=sum(e.trajectory is not None and not e.failure for e in episodes),
+        batch_rows=sum(e.trajectory is not None and not e.failure for e in episodes) + proposed,
     )
 
 

@@ -32,8 +32,9 @@ were). Every chat body and its headers are recorded in ``requests`` and
 Policies: :class:`SolutionPolicy` (plays tasks' reference solutions),
 :class:`ExplorerPolicy` (generic: a tool, then ``submit``),
 :class:`MalformedPolicy` (every way a model's turn can be unusable),
-:class:`StructuredPolicy` (answers named-function requests) and
-:class:`ScriptedPolicy` (given replies in order).
+:class:`StructuredPolicy` (answers named-function requests),
+:class:`ScriptedPolicy` (given replies in order) and :class:`ProposerPolicy`
+(one model in both roles of self-play: llm-synth's stages, then the tasks).
 
 As a script it serves until killed and prints one line once it listens::
 
@@ -74,6 +75,7 @@ __all__ = [
     "FakeOpenAI",
     "Fault",
     "MalformedPolicy",
+    "ProposerPolicy",
     "Reply",
     "ScriptedPolicy",
     "SolutionPolicy",
@@ -503,6 +505,115 @@ class ScriptedPolicy:
         """The next scripted reply."""
         with self._lock:
             return next(self._replies, text("done"))
+
+
+class ProposerPolicy:
+    """One model in both roles of self-play: it answers llm-synth's stage calls with drafts, and plays the drafts' tasks.
+
+    A stage call (``tool_choice`` names ``scenario``, ``world``, ``task`` or
+    ``verifier``) is answered from one draft. The scenario call takes draft
+    ``i % len(drafts)``, ``i`` the proposal's index in its request (its
+    ``Variation seed: SEED:i``), and marks its need ``(draft i, request SEED)``;
+    the world and task calls find the draft by that mark, the verifier call by
+    the instruction the task call wrote. Other forced functions are answered
+    from ``answers``, as :class:`StructuredPolicy` does (a Judge's ``review``, a
+    World model's ``predict``). Any other request is a Solver's (or a Judge's
+    attempt): the reference solution of the task whose instruction is the first
+    user message is played, one call a turn (as :class:`SolutionPolicy` does);
+    an instruction it never wrote is answered in text.
+
+    Args:
+        drafts: per proposal, each stage's arguments: ``{"scenario": {...}, "world":
+            {...}, "task": {...}, "verifier": {...}}`` (:meth:`draft_of` makes one of a task).
+        answers: answers of other forced functions.
+        per_request: each request's tasks are tasks of their own: the instruction
+            ends with `` (request SEED)`` (else a draft is the same task in every request).
+
+    Attributes:
+        played: the instructions it was asked to play, in arrival order.
+    """
+
+    STAGES = ("scenario", "world", "task", "verifier")
+    """llm-synth's stages, in order."""
+
+    def __init__(
+        self,
+        drafts: Sequence[Mapping[str, Mapping[str, Any]]],
+        answers: Mapping[str, Mapping[str, Any] | Callable[[dict[str, Any]], Mapping[str, Any]]]
+        | None = None,
+        *,
+        per_request: bool = False,
+    ):
+        if not drafts:
+            raise ValueError("drafts must hold at least one draft")
+        self.drafts = [dict(d) for d in drafts]
+        self.others = StructuredPolicy(answers or {})
+        self.per_request = per_request
+        self.played: list[str] = []
+        self._written = {d["task"]["instruction"]: i for i, d in enumerate(self.drafts)}
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def draft_of(task: TaskSpec) -> dict[str, dict[str, Any]]:
+        """The stage answers that rebuild ``task`` (a task with its world inline)."""
+        world = task.world.model_dump(mode="json", by_alias=True)  # type: ignore[union-attr]
+        return {
+            "scenario": {"domain": world["domain"], "setting": "an office", "need": "a request"},
+            "world": {
+                "schema_sql": world["schema"],
+                "data": world["data"],
+                "tools": world["tools"],
+            },
+            "task": {
+                "instruction": task.instruction,
+                "solution": [{"tool": c.tool, "arguments": c.arguments} for c in task.solution],
+            },
+            "verifier": task.verifier.model_dump(mode="json"),
+        }
+
+    def _stage(self, name: str, prompt: str) -> dict[str, Any]:
+        """The arguments of stage ``name`` for the proposal ``prompt`` is about."""
+        if name == "scenario":
+            label = prompt.split("Variation seed: ", 1)[1].split(".", 1)[0]
+            seed, index = label.rsplit(":", 1)
+            i = int(index) % len(self.drafts)
+            arguments = dict(self.drafts[i]["scenario"])
+            arguments["need"] = f"{arguments.get('need', 'a request')} (draft {i}, request {seed})"
+            return arguments
+        if name == "verifier":
+            written = prompt.split("Instruction: ", 1)[1].split("\n\nSchema:", 1)[0]
+            with self._lock:
+                return dict(self.drafts[self._written[written]]["verifier"])
+        i = next(i for i in range(len(self.drafts)) if f"(draft {i}, request " in prompt)
+        arguments = dict(self.drafts[i][name])
+        if name == "task" and self.per_request:
+            seed = prompt.split(f"(draft {i}, request ", 1)[1].split(")", 1)[0]
+            arguments["instruction"] = f"{arguments['instruction']} (request {seed})"
+        if name == "task":
+            with self._lock:
+                self._written[arguments["instruction"]] = i
+        return arguments
+
+    def __call__(self, body: dict[str, Any]) -> Reply:
+        """A stage's answer, another forced function's, or the next call of a task's solution."""
+        choice = body.get("tool_choice")
+        name = (choice.get("function") or {}).get("name") if isinstance(choice, dict) else None
+        users = [m for m in body.get("messages") or [] if m.get("role") == "user"]
+        first = _text_of(users[0].get("content")) if users else ""
+        if name in self.STAGES:
+            return call(name, **self._stage(name, first))
+        if name is not None:
+            return self.others(body)
+        with self._lock:
+            self.played.append(first)
+            i = self._written.get(first)
+        if i is None:
+            return text("I cannot help with that.")
+        made = sum(len(m.get("tool_calls") or []) for m in _assistant_turns(body))
+        upcoming = self.drafts[i]["task"]["solution"][made : made + 1]
+        if not upcoming:
+            return text("The request is done.")
+        return calls(*((c["tool"], c.get("arguments") or {}) for c in upcoming))
 
 
 # --------------------------------------------------------------------------- responses
