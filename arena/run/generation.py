@@ -12,10 +12,10 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from coevo.agents.protocols import LearnStats
+from coevo.agents.protocols import LearnStats, ProposalRequest
 from coevo.arena.gamelog import TrajectoryRow
 from coevo.arena.outcomes import Episode, Verdict
 from coevo.arena.run.failures import RoleCalls, RoleTally
@@ -24,7 +24,7 @@ from coevo.arena.run.selfplay import Scored
 from coevo.arena.run.trainer import Announcement
 from coevo.arena.spec import TaskSpec
 from coevo.arena.trajectory import Trajectory
-from coevo.curricula.base import GenerationPlan
+from coevo.curricula.base import GenerationPlan, Mutation
 
 __all__ = [
     "Clock",
@@ -152,3 +152,19 @@ class Clock:
     def total(self) -> float:
         """Seconds since the generation started."""
         return time.perf_counter() - self.started
+
+
+def plan_json(plan: GenerationPlan) -> dict[str, Any]:
+    """A plan as JSON (the checkpoint keeps the next generation's)."""
+    return {
+        "requests": [r.model_dump(mode="json") for r in plan.requests],
+        "mutations": [asdict(m) for m in plan.mutations],
+    }
+
+
+def plan_of(data: dict[str, Any]) -> GenerationPlan:
+    """The plan :func:`plan_json` made."""
+    return GenerationPlan(
+        [ProposalRequest.model_validate(r) for r in data["requests"]],
+        [Mutation(**m) for m in data["mutations"]],
+    )

@@ -28,7 +28,6 @@ import json
 import os
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict
 from typing import Any
 
 import ray
@@ -64,7 +63,15 @@ from coevo.arena.run.experiment import (
     recorded_experiment,
 )
 from coevo.arena.run.failures import ROLE_TABLE, RoleTally
-from coevo.arena.run.generation import Clock, Generation, GenerationReport, Proposals, RunSummary
+from coevo.arena.run.generation import (
+    Clock,
+    Generation,
+    GenerationReport,
+    Proposals,
+    RunSummary,
+    plan_json,
+    plan_of,
+)
 from coevo.arena.run.hosts import host_for
 from coevo.arena.run.ingest import Inbox, known_tasks
 from coevo.arena.run.pool import ActorPool, Lost
@@ -79,7 +86,7 @@ from coevo.arena.run.trainer import (
 )
 from coevo.arena.seeding import derive_seed
 from coevo.arena.spec import TaskSpec, WorldSpec
-from coevo.curricula.base import Curriculum, GenerationPlan, Mutation
+from coevo.curricula.base import Curriculum, GenerationPlan
 from coevo.curricula.registry import make_curriculum
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
@@ -108,20 +115,6 @@ def _rejections(verdicts: Sequence[Verdict]) -> Counter[str]:
 
 def _mean(values: Sequence[float]) -> float | None:
     return sum(values) / len(values) if values else None
-
-
-def _plan_json(plan: GenerationPlan) -> dict[str, Any]:
-    return {
-        "requests": [r.model_dump(mode="json") for r in plan.requests],
-        "mutations": [asdict(m) for m in plan.mutations],
-    }
-
-
-def _plan_of(data: dict[str, Any]) -> GenerationPlan:
-    return GenerationPlan(
-        [ProposalRequest.model_validate(r) for r in data["requests"]],
-        [Mutation(**m) for m in data["mutations"]],
-    )
 
 
 class Arena:
@@ -198,7 +191,15 @@ class Arena:
         self.solvers = ActorPool("solver", actors("solver", exp.solver.actors, True))
         self.learner = actors("solver", 1, False)[0]
         self.model = actors("world_model", 1, False)[0]
-        if ray.get(self.synth.actors[0].learns.remote()):
+        try:
+            learns = ray.get(self.synth.actors[0].learns.remote())
+        except ray.exceptions.RayError as exc:  # its constructor raised: say what, not Ray's trace
+            last = str(exc).strip().splitlines()[-1]
+            raise ArenaError(
+                f"the synthesizer {exp.synthesizer.name!r} could not start: {last}; fix its "
+                "settings ([synthesizer] config) and run again"
+            ) from None
+        if learns:
             self.synth_learner = actors("synthesizer", 1, False)[0]
         self.synth_follows = ray.get(self.synth.actors[0].follows_policy.remote())
 
@@ -409,7 +410,7 @@ class Arena:
             state = json.loads(self.run.read_bytes(*base, "state.json"))
             self.curriculum.load(state["curriculum"], tasks)
             self.eval_tasks = [tasks[t] for t in state["eval_tasks"]]
-            version, plan = state["version"], _plan_of(state["next_plan"])
+            version, plan = state["version"], plan_of(state["next_plan"])
             policy = announced_policy(state.get("policy"))
         except (OSError, ValueError, KeyError, TypeError) as exc:
             # a damaged or hand-edited checkpoint: say which, and that the log itself is fine
@@ -755,7 +756,7 @@ class Arena:
         synth = self._save_proposer(record.gen, base, files)
         state = {
             "curriculum": self.curriculum.state(),
-            "next_plan": _plan_json(next_plan),
+            "next_plan": plan_json(next_plan),
             "version": self.version,
             "eval_tasks": [t.task_id for t in self.eval_tasks],
             "policy": None

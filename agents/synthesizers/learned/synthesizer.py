@@ -27,6 +27,7 @@ import math
 import random
 import sqlite3
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, Final
 
 import numpy as np
@@ -41,8 +42,8 @@ from coevo.agents.synthesizers.learned.design import (
 from coevo.agents.synthesizers.learned.policy import CHOICE_POINTS, SWITCH, DesignPolicy
 from coevo.agents.synthesizers.mining import Miner
 from coevo.agents.synthesizers.planner import FAMILIES, FAMILY_LEVELS, Target, TaskSampler, Unfit
-from coevo.agents.synthesizers.procedural import ProceduralSynthesizer
-from coevo.arena.errors import CoevoError, StateError
+from coevo.agents.synthesizers.procedural import ProceduralSynthesizer, domain_named
+from coevo.arena.errors import CoevoError, ConfigError, StateError
 from coevo.arena.seeding import derive_seed
 from coevo.arena.spec import TaskSpec
 from coevo.arena.state import pack_state, unpack_state
@@ -140,6 +141,36 @@ class LearnedSynthesizer:
         self.baseline: float | None = None
         self.misses: list[str] = []
         self._hops: dict[tuple[str, int, str], list[int]] = {}
+
+    @classmethod
+    def preflight(cls, settings: Any) -> None:
+        """Check the settings before a run starts (else every synthesizer actor fails to start).
+
+        Raises:
+            ConfigError: a value out of range, an unknown domain or a database that is not there.
+        """
+        given = settings.arguments()
+        problems = []
+        if not 0 < given.get("lr", 0.3) <= 10:
+            problems.append(f"lr must be in (0, 10], not {given['lr']}")
+        if given.get("attempts", 400) < 1:
+            problems.append(f"attempts must be at least 1, not {given['attempts']}")
+        if not 0 <= given.get("epsilon", 0.05) < 1:
+            problems.append(f"epsilon must be in [0, 1), not {given['epsilon']}")
+        if given.get("temperature", 1.0) <= 0:
+            problems.append(f"temperature must be positive, not {given['temperature']}")
+        for domain in given.get("domains") or []:
+            try:
+                domain_named(domain)
+            except CoevoError as exc:
+                problems.append(str(exc))
+        problems += [
+            f"databases: {path} is not a file; give the path of an SQLite database"
+            for path in given.get("databases") or []
+            if not Path(path).is_file()
+        ]
+        if problems:
+            raise ConfigError(f"the synthesizer {_ROLE!r}: " + "; ".join(problems))
 
     # ---- proposing ----------------------------------------------------------------------
 

@@ -11,7 +11,7 @@ from coevo.agents.protocols import ProposalRequest
 from coevo.agents.synthesizers.initial import initial_state
 from coevo.agents.synthesizers.planner import Target, TaskSampler, Unfit
 from coevo.agents.synthesizers.procedural.domains import DOMAINS, domain_named
-from coevo.arena.errors import CoevoError
+from coevo.arena.errors import CoevoError, ConfigError
 from coevo.arena.seeding import derive_seed
 from coevo.arena.spec import TaskSpec, WorldSpec
 
@@ -49,6 +49,26 @@ class ProceduralSynthesizer:
         self.attempts = attempts
         self._samplers: OrderedDict[tuple[str, int], TaskSampler] = OrderedDict()
         self.misses: list[str] = []
+
+    @classmethod
+    def preflight(cls, settings: Any) -> None:
+        """Check the settings before a run starts (else every synthesizer actor fails to start).
+
+        Raises:
+            ConfigError: an unknown domain, or a ``world_pool`` or ``attempts`` below 1.
+        """
+        given = settings.arguments()
+        problems = []
+        for domain in given.get("domains") or []:
+            try:
+                domain_named(domain)
+            except CoevoError as exc:
+                problems.append(str(exc))
+        for key in ("world_pool", "attempts"):
+            if given.get(key) is not None and given[key] < 1:
+                problems.append(f"{key} must be at least 1, not {given[key]}")
+        if problems:
+            raise ConfigError(f"the synthesizer {cls.name!r}: " + "; ".join(problems))
 
     def world_seed(self, seed: int) -> int:
         """The seed of the world a request seed draws its tasks in."""

@@ -27,7 +27,7 @@ def _print_metrics(metrics: dict[str, Any]) -> None:
     )
     print(
         f"{'gen':>4} {'accepted':>8} {'train':>6} {'eval':>6} {'mastered':>8} {'frontier':>8} "
-        f"{'brier':>6} {'proposed':>8} {'paid':>6} {'div':>5}"
+        f"{'brier':>6} {'proposed level':>14} {'paid':>6} {'div':>5}"
     )
 
     def f(value: Any) -> str:
@@ -37,13 +37,13 @@ def _print_metrics(metrics: dict[str, Any]) -> None:
         print(
             f"{gen:>4} {accepted.get(gen, 0):>8} {f(success.get(gen)):>6} {f(evals.get(gen)):>6} "
             f"{f(mastered.get(gen)):>8} {f(frontier.get(gen)):>8} {f(brier.get(gen)):>6} "
-            f"{f(proposals.get(gen, {}).get('level')):>8} "
+            f"{f(proposals.get(gen, {}).get('level')):>14} "
             f"{f(proposals.get(gen, {}).get('proposer_reward')):>6} {f(diversity.get(gen)):>5}"
         )
     print(
         "mastered: the level up to which eval success stays at or above 0.5; "
-        "frontier: the curriculum's level; proposed: the mean level proposed; paid: the mean "
-        "proposer reward; div: the accepted tasks' diversity"
+        "frontier: the curriculum's level; proposed level: the mean level proposed; paid: "
+        "the mean proposer reward of the proposals paid; div: the accepted tasks' diversity"
     )
     lineage = metrics.get("lineage") or {}
     if lineage:
