@@ -323,6 +323,11 @@ def _feedback(tasks: Sequence[TaskSpec]) -> list[ProposalFeedback]:
 
 def _learns(obj: Any, seed: int, problems: list[str]) -> None:
     """A Synthesizer's ``learn(feedback)``: LearnStats back, unknown tasks taken, deterministic from a state."""
+    if not isinstance(obj, Stateful):
+        problems.append(
+            "a Synthesizer that learns must be Stateful (get_state/set_state): the arena teaches "
+            "one learner and gives its state to every proposing actor, else it is never taught"
+        )
     tasks = _call(problems, "propose(n=3)", lambda: obj.propose(ProposalRequest(n=3, seed=seed)))
     feedback = _feedback(tasks or [])
     before = obj.get_state() if isinstance(obj, Stateful) else None

@@ -13,7 +13,8 @@ the last ``window_outcomes`` training episodes), not only on predictions:
 * **down** when, ``patience`` generations after the frontier got there, the
   predicted or observed success at it is below half the band's low end (the
   Solver cannot learn it yet; a level just reached is predicted low until
-  the Solver has played it, and is not left at once).
+  the Solver has played it, and is not left at once); after moving down it
+  stays ``patience`` generations before it tries the level above again.
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ class TargetBand(Curriculum):
         levels = sorted(self.config.levels)
         self.level = min(max(self.config.start_level, levels[0]), levels[-1])
         self.moved_at = 0  # the generation the frontier reached its level
+        self.backed_off = False  # it got there by moving down
         self.outcomes: dict[int, list[int]] = {}  # level → its latest training outcomes
 
     def plan(self, gen: int) -> GenerationPlan:
@@ -155,7 +157,10 @@ class TargetBand(Curriculum):
         return sum(kept) / len(kept) if len(kept) >= min(32, self.config.window_outcomes) else None
 
     def _move(self, gen: int, step: int) -> None:
+        if self.backed_off and gen - self.moved_at < self.config.patience:
+            return  # just moved back: stay `patience` generations before trying above again
         if self.level + step in self.config.levels:
+            self.backed_off = step < 0
             self.level += step
             self.moved_at = gen
 
@@ -181,6 +186,7 @@ class TargetBand(Curriculum):
         return {
             "level": self.level,
             "moved_at": self.moved_at,
+            "backed_off": self.backed_off,
             "outcomes": {str(k): v for k, v in sorted(self.outcomes.items())},
         }
 
@@ -188,4 +194,5 @@ class TargetBand(Curriculum):
         """Restore :meth:`extra_state`."""
         self.level = int(extra.get("level", self.level))
         self.moved_at = int(extra.get("moved_at", 0))
+        self.backed_off = bool(extra.get("backed_off", False))
         self.outcomes = {int(k): list(v) for k, v in (extra.get("outcomes") or {}).items()}

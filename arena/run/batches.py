@@ -337,20 +337,24 @@ def batch_of(
     reward minus the mean reward of its group (the rollouts of its task in this
     generation, ``group_size`` of them). Proposer rows (self-play) are the
     ``propose`` rollouts of tasks in ``proposals`` (rows of the ``proposals``
-    table: ``task_id``, ``proposer_reward``), rejected tasks' included: each is
+    table: ``task_id``, ``proposer_reward``) that were paid, rejected tasks'
+    included (an accepted task the Solver did not play was not paid): each is
     paid its task's proposer reward, and its advantage is that minus the mean over
     every proposer row (the role's own baseline, as SPIRAL's role-conditioned
     advantage). Nothing is divided by a standard deviation.
     """
     paid: dict[str, float] = {}
     if proposals is not None:
-        paid = dict(
-            zip(
+        # a proposal accepted but not played was not paid (its reward is null): nothing to learn
+        paid = {
+            task: reward
+            for task, reward in zip(
                 proposals.column("task_id").to_pylist(),
                 proposals.column("proposer_reward").to_pylist(),
                 strict=True,
             )
-        )
+            if reward is not None
+        }
     purpose = trajectories.column("purpose")
     solver = pc.and_(pc.equal(purpose, "train"), pc.is_null(trajectories.column("failure")))
     proposer = pc.and_(

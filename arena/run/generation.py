@@ -99,6 +99,11 @@ class Generation:
     failures: int = 0
     calls: RoleTally = field(default_factory=RoleTally)
 
+    def paid_rollouts(self) -> int:
+        """The proposer's rollouts of proposals that were paid: the batch's proposer rows."""
+        paid = {r.task_id for r in self.scored.rows if r.proposer_reward is not None}
+        return sum(task in paid for task, _ in self.proposed)
+
     def keep_proposed(self, drained: Sequence[tuple[str, Trajectory]]) -> None:
         """Keep the proposer's rollout of each task proposed for the generation (self-play), in the proposals' order.
 

@@ -158,10 +158,10 @@ class Arena:
         self.handoff: Handoff | None = None  # with a [trainer]: the hand-off (made in start)
         self.scoring = ProposalScoring(experiment.proposer)  # what proposals earned, novelty
         self.watch = Watch(experiment.watch)  # plateau and collapse
-        self.stalls: list[dict[str, Any]] = []  # the watch's events in this invocation
         self.synth_learner: Any = None  # a Synthesizer that learns: its learner
         self.synth_version: int | None = None  # the generation its state learnt through
         self.synth_ref: Any = None  # its state (a Ray ref), given with every propose
+        self.next_proposing: tuple[int | None, Any, str] = (None, None, "")  # gen + 1's proposer
         self.synth_follows = False  # a Synthesizer that plays the trainer's policies (self-play)
 
     # ---- actors -------------------------------------------------------------------------
@@ -240,16 +240,10 @@ class Arena:
         A mutation's parent is the curriculum's task; on resume, a parent the
         curriculum has since forgotten (it planned before its last ``observe``)
         comes from the log (``logged``), so a resumed run mutates what the
-        uninterrupted one did. A Synthesizer that learns proposes with its
-        learner's state (``proposing``: the state a resumed run's pending
-        proposals were made with, a generation behind the learner's).
+        uninterrupted one did. ``proposing``: the learning Synthesizer's state to propose with.
         """
         refs: dict[str, Any] = {"plan": plan, "gen": gen, "missing": 0}
-        if proposing is None:
-            proposer = self.exp.synthesizer.name
-            if self.synth_learner is not None:
-                proposer = ray.get(self.synth_learner.policy_version.remote())
-            proposing = (self.synth_version, self.synth_ref, proposer)
+        proposing = proposing or self._proposing()
         version, ref, refs["proposer"] = proposing
         refs["proposing"] = proposing
         state = [ref] if ref is not None else []
@@ -406,6 +400,9 @@ class Arena:
         base = ("checkpoints", f"gen={gen}")
         tasks = self._tasks_from_log()
         self.logged_worlds = set(self.worlds)
+        rows = self.log.read("proposals", columns=["task_id", "accepted", "gen"]).to_pylist()
+        rows = [r for r in sorted(rows, key=lambda r: r["gen"]) if r["accepted"]]  # in order
+        self.scoring.rebuild([self._canonical(tasks[r["task_id"]]) for r in rows])
         try:
             state = json.loads(self.run.read_bytes(*base, "state.json"))
             self.curriculum.load(state["curriculum"], tasks)
@@ -437,11 +434,16 @@ class Arena:
         if gen + 1 < self.exp.run.generations:
             self.pending = self._submit(gen + 1, plan, tasks, proposing)
 
+    def _proposing(self) -> tuple[int | None, Any, str]:
+        """What proposes now: the learner's version, its state (a Ray ref) and its name."""
+        learner = self.synth_learner
+        name = ray.get(learner.policy_version.remote()) if learner else self.exp.synthesizer.name
+        return (self.synth_version, self.synth_ref, name)
+
     def _load_proposer(
         self, base: tuple[str, str], files: Mapping[str, Any], state: Mapping[str, Any], gen: int
     ) -> tuple[int | None, Any, str] | None:
-        """Restore the novelty archive, the watch and a learning Synthesizer; the pending proposals' state."""
-        self.scoring.load(state.get("scoring") or {})
+        """Restore the watch and a learning Synthesizer; the pending proposals' state."""
         self.watch.load(state.get("watch") or {})
         synth = state.get("synth") or {}
         if self.synth_learner is None:
@@ -453,7 +455,8 @@ class Arena:
             self.synth_version = synth.get("version")
         name = files.get("synthesizer_proposing")
         ref = ray.put(self.run.read_bytes(*base, name)) if name else None
-        return (synth.get("proposing_version"), ref, synth.get("proposer", ""))
+        self.next_proposing = (synth.get("proposing_version"), ref, synth.get("proposer", ""))
+        return self.next_proposing
 
     def _read_state(self, base: tuple[str, str], name: str | None, table: str) -> bytes | None:
         if name is None:
@@ -497,7 +500,6 @@ class Arena:
         record = self._record(done)
         summary = record.generations[0]
         for name, fields in self.watch.observe(gen, summary.eval_success, summary.pool_diversity):
-            self.stalls.append({"event": name, **fields})
             self.events(name, **fields)
         self._commit(record, done.next_plan)
         clock.lap("commit")
@@ -522,9 +524,11 @@ class Arena:
             self.events("world_model_failed", gen=gen, error=error)
         self.curriculum.admit(gen, done.accepted, done.predicted)
         done.next_plan = self.curriculum.plan(gen + 1)
+        # what proposes for gen + 1, kept even after the last generation (a run made longer)
+        self.next_proposing = self._proposing()
         if gen + 1 < self.exp.run.generations:
             # nothing is left in flight after the last generation (closing would kill it mid-call)
-            self.pending = self._submit(gen + 1, done.next_plan)
+            self.pending = self._submit(gen + 1, done.next_plan, proposing=self.next_proposing)
 
     def _train(self, done: Generation, clock: Clock) -> None:
         """Play the curriculum's batch, take a learner step, update the World model and the curriculum."""
@@ -659,7 +663,7 @@ class Arena:
         record.proposals = done.scored.rows
         if self.handoff is not None:
             record.policies = [
-                policy_row(done.gen, done.version, done.policy, done.episodes, len(done.proposed))
+                policy_row(done.gen, done.version, done.policy, done.episodes, done.paid_rollouts())
             ]
         record.usage = self._drained(self._every_actor, "drain_usage", done.gen)
         return record
@@ -762,7 +766,6 @@ class Arena:
             "policy": None
             if self.handoff is None or self.handoff.policy is None
             else self.handoff.policy.model_dump(exclude_none=True),
-            "scoring": self.scoring.state(),
             "watch": self.watch.state(),
             "synth": synth,
         }
@@ -785,8 +788,7 @@ class Arena:
         state = ray.get(self.synth_learner.get_state.remote())
         files["synthesizer"] = "synthesizer.state"
         self.run.write_bytes(state, *base, "synthesizer.state")
-        pending = self.pending if self.pending.get("gen") == gen + 1 else {}
-        version, ref, proposer = pending.get("proposing") or (self.synth_version, None, "")
+        version, ref, proposer = self.next_proposing
         if ref is not None:
             files["synthesizer_proposing"] = "synthesizer-proposing.state"
             self.run.write_bytes(ray.get(ref), *base, "synthesizer-proposing.state")

@@ -13,8 +13,9 @@ plateau`` evaluations) or its pool is collapsing (``collapse``: diversity
 fallen below ``[watch] collapse`` of its best); the loop writes these as
 events and counts them in the summary.
 
-Both keep their state as JSON in the checkpoint, so a resumed run scores
-and watches exactly as an uninterrupted one.
+The archive is rebuilt from the log on resume and the watch keeps its state
+in the checkpoint, so a resumed run scores and watches exactly as an
+uninterrupted one.
 """
 
 from __future__ import annotations
@@ -132,14 +133,15 @@ class ProposalScoring:
             flaky=sum(f.flaky is not None for f in feedback),
         )
 
-    def state(self) -> dict[str, Any]:
-        """The archive, as JSON (for the checkpoint)."""
-        return {"archive": self.archive.state()}
+    def rebuild(self, accepted: Sequence[TaskSpec]) -> None:
+        """The archive again, from every accepted proposal in the order the log holds them.
 
-    def load(self, state: Mapping[str, Any]) -> None:
-        """Restore :meth:`state`."""
-        if state.get("archive") is not None:
-            self.archive = NoveltyArchive.from_state(state["archive"])
+        The archive is what :meth:`score` added, the oldest evicted first, so
+        it is rebuilt from the log rather than kept in every checkpoint (a few
+        megabytes each).
+        """
+        self.archive = NoveltyArchive()
+        self.archive.add(accepted)
 
 
 class WatchConfig(StrictNumbers):

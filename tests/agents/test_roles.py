@@ -5,12 +5,14 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
-from coevo.agents.protocols import LearnStats, kind_of
+from coevo.agents.protocols import LearnStats, ProposalRequest, kind_of
 from coevo.agents.registry import REGISTRY, Registry, RoleInfo
 from coevo.arena import Episode, Observation, Reward, TaskSpec, Verdict
 from coevo.arena.errors import RegistryError, RoleCheckError
+from coevo.arena.examples import example_tasks
 from coevo.arena.testing import check_role, role_problems
 
 from tests.arena.test_cli import coevo
@@ -151,10 +153,21 @@ class _StatefulSolver(_IdleSolver):
         return b"weights"
 
 
+class _ForgetfulProposer:
+    """A Synthesizer with ``learn`` but no state: the arena could never teach it."""
+
+    def propose(self, request: ProposalRequest) -> list[TaskSpec]:
+        return example_tasks()[: request.n]
+
+    def learn(self, feedback: Sequence[Any]) -> LearnStats:
+        return LearnStats(episodes=len(feedback))
+
+
 @pytest.mark.parametrize(
     ("role", "message"),
     [
         (_Model(), None),
+        (_ForgetfulProposer(), "a Synthesizer that learns must be Stateful"),
         (_IdleSolver(), None),
         (_NoisyModel(), "predict gave other numbers"),
         (_ShortJudge(), "5 item(s) in, 4 out; return one result per item"),

@@ -95,6 +95,10 @@ def test_a_learning_synthesizer_learns_after_each_generation_and_a_resumed_run_w
     assert stopped.generations == 2
     resume_run(str(tmp_path / "resumed"))
     assert tables(tmp_path / "resumed") == whole
+    shorter = experiment(synthesizer__name=COUNTING, synthesizer__actors=2, run__generations=3)
+    run_experiment(shorter, str(tmp_path / "longer"))
+    run_experiment(exp, str(tmp_path / "longer"), resume=True)  # a finished run made longer
+    assert tables(tmp_path / "longer") == whole
 
 
 def _episode(task_id: str, calls: list[ToolCall], reward: int) -> Episode:

@@ -185,7 +185,7 @@ def _trajectory(episode: str, task: str, reward: int, purpose: str = "train") ->
     return TrajectoryRow(**cells)
 
 
-def _proposal(task: str, accepted: bool, reward: float) -> ProposalRow:
+def _proposal(task: str, accepted: bool, reward: float | None) -> ProposalRow:
     return ProposalRow(
         task_id=task,
         proposer="llm-synth",
@@ -220,7 +220,7 @@ def _task(task: str) -> TaskRow:
 def test_the_batch_pays_each_proposer_row_its_proposal_s_reward_against_the_role_s_own_mean(
     tmp_path,
 ) -> None:
-    """Proposer rows (a rejected task's too, with its penalty) get proposals' reward and a per-role baseline; solver rows keep theirs; staged and logged batches are equal."""
+    """Proposer rows (a rejected task's too, with its penalty) get proposals' reward and a per-role baseline; an accepted task the Solver did not play was not paid and has none; solver rows keep theirs; staged and logged batches are equal."""
     trajectories = [
         _trajectory("e1", "t-a", 1),
         _trajectory("e2", "t-a", 0),
@@ -228,11 +228,16 @@ def test_the_batch_pays_each_proposer_row_its_proposal_s_reward_against_the_role
         _trajectory("prop-a", "t-a", 1, purpose="propose"),
         _trajectory("prop-r", "t-r", 0, purpose="propose"),
         _trajectory("prop-x", "t-x", 1, purpose="propose"),  # no proposal of this generation
+        _trajectory("prop-u", "t-u", 1, purpose="propose"),  # accepted, not played: not paid
     ]
-    proposals = [_proposal("t-a", True, 1.0), _proposal("t-r", False, -0.5)]
+    proposals = [
+        _proposal("t-a", True, 1.0),
+        _proposal("t-r", False, -0.5),
+        _proposal("t-u", True, None),
+    ]
     record = GenerationRecord(
         0,
-        tasks=[_task(t) for t in ("t-a", "t-r", "t-x")],
+        tasks=[_task(t) for t in ("t-a", "t-r", "t-x", "t-u")],
         trajectories=trajectories,
         proposals=proposals,
     )

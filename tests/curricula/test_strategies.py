@@ -199,6 +199,16 @@ def test_target_band_moves_up_on_observed_mastery_and_back_when_the_level_cannot
     assert levels[-1] == 1 and 2 in levels, (
         f"a level the Solver never solves is left after patience generations ({levels})"
     )
+    band = TargetBand(config, 0)
+    levels = []
+    for gen in range(16):
+        # level 1 is mastered (above the band), level 2 learnable at first, then out of reach
+        _play_levels(band, gen, pool, {1: 0.9, 2: 0.2} if gen < 2 else {1: 0.9, 2: 0.0})
+        levels.append(band.level)
+    down = next(i for i in range(1, len(levels)) if levels[i] < levels[i - 1])
+    assert levels[down : down + config.patience] == [1] * config.patience, (
+        f"after moving back it stays patience generations, though the level is mastered ({levels})"
+    )
 
 
 def test_target_band_trains_an_exploration_share_above_the_frontier(pool) -> None:
