@@ -191,17 +191,11 @@ class Arena:
         self.solvers = ActorPool("solver", actors("solver", exp.solver.actors, True))
         self.learner = actors("solver", 1, False)[0]
         self.model = actors("world_model", 1, False)[0]
-        try:
-            learns = ray.get(self.synth.actors[0].learns.remote())
-        except ray.exceptions.RayError as exc:  # its constructor raised: say what, not Ray's trace
-            last = str(exc).strip().splitlines()[-1]
-            raise ArenaError(
-                f"the synthesizer {exp.synthesizer.name!r} could not start: {last}; fix its "
-                "settings ([synthesizer] config) and run again"
-            ) from None
-        if learns:
+        # what the Synthesizer can do, from its class (no call: a constructor error is the pool's)
+        able = set(REGISTRY.get(exp.synthesizer.name).capabilities)
+        if {"learns", "stateful"} <= able:
             self.synth_learner = actors("synthesizer", 1, False)[0]
-        self.synth_follows = ray.get(self.synth.actors[0].follows_policy.remote())
+        self.synth_follows = {"reports-trajectories", "stateful"} <= able and "learns" not in able
 
     @property
     def _every_actor(self) -> list[Any]:

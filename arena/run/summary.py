@@ -64,6 +64,7 @@ def _proposer(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "objective": rows[-1]["objective"] if rows else None,
         "proposer_reward": sum(paid) / len(paid) if paid else None,
+        "proposals_scored": len(rows),
         "proposals_flaky": sum(r["flaky"] is not None for r in rows),
         "proposals_middle": len(middle),
         "proposals_middle_flaky": sum(r["flaky"] is not None for r in middle),
@@ -142,7 +143,7 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
         lines.append(
             f"proposer ({summary['objective']}): mean reward "
             f"{_figure(summary['proposer_reward'])}; {summary['proposals_flaky']} of "
-            f"{summary['proposed']} proposals flaky ({summary['proposals_middle_flaky']} of the "
+            f"{summary['proposals_scored']} proposals flaky ({summary['proposals_middle_flaky']} of the "
             f"{summary['proposals_middle']} at 0 < p̂ < 1)"
         )
     for stall in summary.get("stalls", []):
