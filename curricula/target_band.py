@@ -25,6 +25,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 from coevo.arena.difficulty import task_level
+from coevo.arena.novelty import signature
 from coevo.arena.spec import TaskSpec
 from coevo.curricula.base import Curriculum, CurriculumConfig, GenerationPlan
 from pydantic import Field, model_validator
@@ -41,6 +42,8 @@ class TargetBandConfig(CurriculumConfig):
         explore: the share of each batch given to fresh tasks above the frontier.
         patience: generations at a level before its observed success alone may move the frontier.
         window_outcomes: training outcomes kept per level for its observed success.
+        distinct: train on tasks of distinct signatures first (:mod:`coevo.arena.novelty`):
+            a fresh task shaped like one already chosen comes after every other.
     """
 
     band: tuple[float, float] = (0.3, 0.7)
@@ -48,6 +51,7 @@ class TargetBandConfig(CurriculumConfig):
     explore: float = Field(default=0.25, ge=0.0, le=1.0)
     patience: int = Field(default=5, ge=1, le=1000)
     window_outcomes: int = Field(default=96, ge=8, le=100_000)
+    distinct: bool = True
 
     @model_validator(mode="after")
     def _band_is_a_range(self) -> TargetBandConfig:
@@ -92,9 +96,11 @@ class TargetBand(Curriculum):
 
         size = self.config.tasks_per_gen
         above = [t for t in self.fresh if (self.stats[t].level or 0) > self.level]
-        explore = sorted(above, key=distance)[: math.ceil(self.config.explore * size)]
+        explore = self._distinct(sorted(above, key=distance))[
+            : math.ceil(self.config.explore * size)
+        ]
         chosen = set(explore)
-        rest = sorted((t for t in self.fresh if t not in chosen), key=distance)
+        rest = self._distinct(sorted((t for t in self.fresh if t not in chosen), key=distance))
         new: list[str] = [*explore, *rest][:size]
         self.fresh: list[str] = []
         room = self.config.tasks_per_gen - len(new)
@@ -108,6 +114,18 @@ class TargetBand(Curriculum):
         ]
         replay = sorted(played, key=distance)[:room]
         return [self.tasks[t] for t in [*new, *replay]]
+
+    def _distinct(self, order: list[str]) -> list[str]:
+        """``order`` with each repeat of an earlier task's signature moved to the end (R-Zero's repetition penalty)."""
+        if not self.config.distinct:
+            return order
+        seen: set[str] = set()
+        first, repeats = [], []
+        for task_id in order:
+            key = signature(self.tasks[task_id]).key()
+            (repeats if key in seen else first).append(task_id)
+            seen.add(key)
+        return first + repeats
 
     def admit(self, gen: int, tasks: Sequence[TaskSpec], predicted: Sequence[float]) -> None:
         """Admit, then move the frontier by the World model's predictions for this generation's tasks.

@@ -213,7 +213,9 @@ def test_target_band_moves_up_on_observed_mastery_and_back_when_the_level_cannot
 
 def test_target_band_trains_an_exploration_share_above_the_frontier(pool) -> None:
     """`explore` of each batch is fresh tasks above the frontier, even when all are predicted in band."""
-    config = CurriculumConfig(name="target-band", tasks_per_gen=8, levels=[1, 2, 3], explore=0.25)
+    config = CurriculumConfig(
+        name="target-band", tasks_per_gen=8, levels=[1, 2, 3], explore=0.25, distinct=False
+    )
     band = TargetBand(config, 0)
     level1 = [t for t in pool if task_level(t) == 1][:20]
     level2 = [t for t in pool if task_level(t) == 2][:20]
@@ -221,3 +223,24 @@ def test_target_band_trains_an_exploration_share_above_the_frontier(pool) -> Non
     batch = band.batch(0)
     above = [t for t in batch if task_level(t) == 2]
     assert len(batch) == 8 and len(above) == 2, [task_level(t) for t in batch]
+
+
+def test_target_band_trains_on_distinct_task_shapes_first(pool) -> None:
+    """With `distinct` (the default), no fresh task repeats the signature of one chosen while a task of a new shape is left out."""
+    from coevo.arena.novelty import signature
+
+    level1 = [t for t in pool if task_level(t) == 1]
+    keys = {t.task_id: signature(t).key() for t in level1}
+    assert len(set(keys.values())) < len(level1), "the pool repeats shapes (the case that matters)"
+    size = len(set(keys.values())) - 1
+    for distinct in (True, False):
+        config = CurriculumConfig(
+            name="target-band", tasks_per_gen=size, levels=[1], explore=0.0, distinct=distinct
+        )
+        band = TargetBand(config, 0)
+        band.admit(0, level1, [0.5] * len(level1))
+        chosen = [keys[t.task_id] for t in band.batch(0)]
+        if distinct:
+            assert len(set(chosen)) == len(chosen) == size, chosen
+        else:
+            assert len(set(chosen)) < size, "without it, repeats crowd out new shapes"
