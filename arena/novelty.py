@@ -17,7 +17,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, TypeAlias
 
 import numpy as np
 from coevo.arena.difficulty import TASK_FEATURES
@@ -127,7 +127,7 @@ class TaskSignature:
         return json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"))
 
 
-Signed = TaskSpec | TaskSignature
+Signed: TypeAlias = TaskSpec | TaskSignature
 """A task, or its signature: what the functions below accept."""
 
 
@@ -209,8 +209,12 @@ class _Codes:
         return len(self.features)
 
     def rows(self, keep: slice) -> _Codes:
-        parts = (self.sets, self.sizes, self.known)
-        return _Codes(*({p: m[keep] for p, m in d.items()} for d in parts), self.features[keep])
+        return _Codes(
+            {p: m[keep] for p, m in self.sets.items()},
+            {p: m[keep] for p, m in self.sizes.items()},
+            {p: m[keep] for p, m in self.known.items()},
+            self.features[keep],
+        )
 
     def then(self, later: _Codes) -> _Codes:
         """These rows, then ``later``'s (encoded after them, so their vocabulary may be wider)."""

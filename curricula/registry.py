@@ -184,11 +184,18 @@ def recorded_curriculum(table: Mapping[str, Any]) -> CurriculumConfig:
 
     ``experiment.json`` of a run made before curricula had settings of their
     own holds every curriculum's keys; those the named curriculum does not take
-    were ignored then, and are dropped here, so an old run reads as it ran.
+    were ignored then, and are dropped here, so an old run reads as it ran. A
+    ``target-band`` recorded before it moved on observed success (no
+    ``observed`` key) reads with ``observed = false``, ``explore = 0`` and
+    ``distinct = false``: as it ran.
     """
     name = str(table.get("name", CurriculumConfig.model_fields["name"].default))
     fields = CURRICULA.get(name).config.model_fields
-    return curriculum_config({k: v for k, v in table.items() if k in fields})
+    kept = {k: v for k, v in table.items() if k in fields}
+    if name == "target-band" and not {"observed", "explore"} & set(table):
+        # recorded before target-band moved on observed success: it ran on predictions alone
+        kept.update(observed=False, explore=0.0, distinct=False)
+    return curriculum_config(kept)
 
 
 def make_curriculum(config: Mapping[str, Any] | CurriculumConfig, seed: int) -> Curriculum:

@@ -44,6 +44,10 @@ class TargetBandConfig(CurriculumConfig):
         window_outcomes: training outcomes kept per level for its observed success.
         distinct: train on tasks of distinct signatures first (:mod:`coevo.arena.novelty`):
             a fresh task shaped like one already chosen comes after every other.
+        observed: move the frontier on observed success too, with ``patience`` (false: on
+            the World model's predictions alone, at once: how coevo before self-play moved
+            it, and how a run recorded then is read, with ``explore = 0`` and
+            ``distinct = false``).
     """
 
     band: tuple[float, float] = (0.3, 0.7)
@@ -52,6 +56,7 @@ class TargetBandConfig(CurriculumConfig):
     patience: int = Field(default=5, ge=1, le=1000)
     window_outcomes: int = Field(default=96, ge=8, le=100_000)
     distinct: bool = True
+    observed: bool = True
 
     @model_validator(mode="after")
     def _band_is_a_range(self) -> TargetBandConfig:
@@ -120,7 +125,8 @@ class TargetBand(Curriculum):
         if not self.config.distinct:
             return order
         seen: set[str] = set()
-        first, repeats = [], []
+        first: list[str] = []
+        repeats: list[str] = []
         for task_id in order:
             key = signature(self.tasks[task_id]).key()
             (repeats if key in seen else first).append(task_id)
@@ -147,7 +153,9 @@ class TargetBand(Curriculum):
         mean = float(np.mean(here))
         if mean > high:
             self._move(gen, +1)
-        elif mean < low / 2 and gen - self.moved_at >= self.config.patience:
+        elif mean < low / 2 and (
+            not self.config.observed or gen - self.moved_at >= self.config.patience
+        ):
             self._move(gen, -1)
 
     def observe(self, gen: int, task_ids: Sequence[str], rewards: Sequence[int]) -> None:
@@ -161,7 +169,7 @@ class TargetBand(Curriculum):
                 del kept[: -self.config.window_outcomes]
         low, high = self.config.band
         here, above = self.observed(self.level), self.observed(self.level + 1)
-        if here is None:
+        if here is None or not self.config.observed:
             return
         settled = gen - self.moved_at >= self.config.patience
         if here > high or (settled and here >= low and above is not None and above >= low / 2):
@@ -175,7 +183,7 @@ class TargetBand(Curriculum):
         return sum(kept) / len(kept) if len(kept) >= min(32, self.config.window_outcomes) else None
 
     def _move(self, gen: int, step: int) -> None:
-        if self.backed_off and gen - self.moved_at < self.config.patience:
+        if self.config.observed and self.backed_off and gen - self.moved_at < self.config.patience:
             return  # just moved back: stay `patience` generations before trying above again
         if self.level + step in self.config.levels:
             self.backed_off = step < 0

@@ -240,6 +240,8 @@ class EventLog:
             "run_finished",
             "run_interrupted",
             "synthesis_attempt",  # one per stage of every proposal: the log keeps them
+            "plateau",  # the watch's: the summary lists them
+            "collapse",
         ),
     ):
         self.run = run

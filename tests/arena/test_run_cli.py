@@ -95,15 +95,26 @@ def test_a_local_run_prints_no_ray_token_warning(tmp_path) -> None:
 def test_a_role_whose_constructor_raises_ends_the_run_at_once_with_its_message(
     tmp_path, capsys
 ) -> None:
-    """A value only the role can judge (an unknown domain) ends the run without retries: exit 2, the role's own message, one line."""
-    toml = tmp_path / "typo.toml"
-    toml.write_text(SMALL.replace('domains = ["retail"]', 'domains = ["retial"]'))
-    assert main(["run", str(toml), "--out", str(tmp_path / "run")]) == 2
-    err = capsys.readouterr().err
-    ours = [line for line in err.splitlines() if line.startswith("coevo run: ")]
-    assert len(ours) == 1, err
-    assert (
-        "the synthesizer could not be made, its constructor raised: unknown domain 'retial'; did you mean 'retail'?"
-        in ours[0]
-    )
-    assert "\x1b[" not in ours[0] and "Traceback" not in ours[0]
+    """A value only the role can judge ends the run without retries: exit 2, the role's own message, one line (an unknown domain before Ray starts, by the role's preflight; a missing database when its constructor raises in the actor)."""
+    cases = [
+        (
+            SMALL.replace('domains = ["retail"]', 'domains = ["retial"]'),
+            "the synthesizer 'procedural': unknown domain 'retial'; did you mean 'retail'?",
+        ),
+        (
+            SMALL.replace(
+                'name = "procedural"\nconfig = { domains = ["retail"], world_pool = 2 }',
+                f'name = "miner"\nconfig = {{ path = "{tmp_path / "nope.sqlite"}" }}',
+            ),
+            "the synthesizer could not be made, its constructor raised: ",
+        ),
+    ]
+    for i, (text, message) in enumerate(cases):
+        toml = tmp_path / f"typo{i}.toml"
+        toml.write_text(text)
+        assert main(["run", str(toml), "--out", str(tmp_path / f"run{i}")]) == 2
+        err = capsys.readouterr().err
+        ours = [line for line in err.splitlines() if line.startswith("coevo run: ")]
+        assert len(ours) == 1, err
+        assert message in ours[0], ours[0]
+        assert "\x1b[" not in ours[0] and "Traceback" not in ours[0]

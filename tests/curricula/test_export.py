@@ -208,7 +208,18 @@ def test_analyze_names_the_graphml_file_and_shows_both_levels(tmp_path, capsys) 
     assert path.exists()
     assert f"lineage graph: 30 tasks, 0 mutations → {path}" in captured.err
     header = captured.out.splitlines()[1].split()
-    assert header == ["gen", "accepted", "train", "eval", "mastered", "frontier", "brier"]
+    assert header == [
+        "gen",
+        "accepted",
+        "train",
+        "eval",
+        "mastered",
+        "frontier",
+        "brier",
+        "level_proposed",
+        "paid",
+        "div",
+    ]
 
 
 def test_frames_without_pandas_name_the_extra(run, monkeypatch) -> None:

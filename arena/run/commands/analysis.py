@@ -27,7 +27,7 @@ def _print_metrics(metrics: dict[str, Any]) -> None:
     )
     print(
         f"{'gen':>4} {'accepted':>8} {'train':>6} {'eval':>6} {'mastered':>8} {'frontier':>8} "
-        f"{'brier':>6} {'proposed level':>14} {'paid':>6} {'div':>5}"
+        f"{'brier':>6} {'level_proposed':>14} {'paid':>6} {'div':>5}"
     )
 
     def f(value: Any) -> str:
@@ -42,7 +42,7 @@ def _print_metrics(metrics: dict[str, Any]) -> None:
         )
     print(
         "mastered: the level up to which eval success stays at or above 0.5; "
-        "frontier: the curriculum's level; proposed level: the mean level proposed; paid: "
+        "frontier: the curriculum's level; level_proposed: the mean level proposed; paid: "
         "the mean proposer reward of the proposals paid; div: the accepted tasks' diversity"
     )
     lineage = metrics.get("lineage") or {}
