@@ -13,6 +13,7 @@ import os
 import pty
 import re
 import select
+import signal
 import struct
 import sys
 import termios
@@ -88,6 +89,10 @@ def _drive(args: list[str], cwd: Path, interrupt_after: str) -> tuple[int, str]:
     """Run `coevo ARGS` on an 80x24 pseudo-terminal; type Ctrl-C once ``interrupt_after`` is on screen."""
     pid, fd = pty.fork()
     if pid == 0:  # the child: a session of its own with the terminal as its controlling tty
+        # as a shell starts a foreground job: Ctrl-C neither ignored nor blocked, whatever the
+        # test process inherited or set (an ignored or blocked SIGINT survives exec)
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
         os.chdir(cwd)
         env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
         env["TERM"] = "xterm-256color"
