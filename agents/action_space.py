@@ -132,11 +132,13 @@ class _Seen:
         instruction: str,
         observations: Sequence[Observation],
         stated: Sequence[tuple[Any, str]] | None = None,
+        cells: dict[int, tuple[Observation, dict[Any, list[tuple[str, int, Any]]]]] | None = None,
     ):
         self.stated = instruction_values(instruction) if stated is None else stated
         self.said = instruction.lower()
         self.observations = observations
         self._pools: dict[Any, list[tuple[int, int, int, Any, Source]]] = {}
+        self._cells = {} if cells is None else cells
 
     def pool(
         self, schema: Mapping[str, Any], key: Any = None
@@ -164,14 +166,30 @@ class _Seen:
         for age, obs in enumerate(reversed(self.observations)):
             if not obs.ok or not obs.columns:
                 continue
-            for column_index, column in enumerate(obs.columns):
-                for row_index, row in enumerate(obs.rows or ()):
-                    value = row[column_index]
-                    if _fits(value, schema):
-                        source = Source("observation", column, age, tool=obs.tool, row=row_index)
-                        pool.append((3, -age, -row_index, value, source))
+            for column, row_index, value in self._fitting(obs, schema, key):
+                source = Source("observation", column, age, tool=obs.tool, row=row_index)
+                pool.append((3, -age, -row_index, value, source))
         self._pools[key] = pool
         return pool
+
+    def _fitting(
+        self, obs: Observation, schema: Mapping[str, Any], key: Any
+    ) -> list[tuple[str, int, Any]]:
+        """The cells of ``obs`` that fit ``schema``, ``(column, row, value)``: checked once per episode, not per step."""
+        held = self._cells.get(id(obs))
+        if held is None or held[0] is not obs:
+            if len(self._cells) >= 4096:  # a search's many states: keep the memory bounded
+                self._cells.clear()
+            held = self._cells[id(obs)] = (obs, {})
+        found = held[1].get(key)
+        if found is None:
+            found = held[1][key] = [
+                (column, row_index, row[column_index])
+                for column_index, column in enumerate(obs.columns or ())
+                for row_index, row in enumerate(obs.rows or ())
+                if _fits(row[column_index], schema)
+            ]
+        return found
 
     def ranked(
         self, params: tuple[str, ...], schemas: tuple[Mapping[str, Any], ...], limit: int
@@ -328,6 +346,7 @@ class ActionSpace:
                 keys = tuple(_signature(schema) for schema in schemas)
                 self._shapes.append((tool.name, tool.effect, tuple(names), schemas, keys))
         self._stated: tuple[str, list[tuple[Any, str]]] | None = None
+        self._cells: dict[int, tuple[Observation, dict[Any, list[tuple[str, int, Any]]]]] = {}
 
     def choices(self, instruction: str, observations: Sequence[Observation]) -> list[Choice]:
         """The tools that can be called now (not ``submit``); each choice's values are ranked on first use.
@@ -338,7 +357,8 @@ class ActionSpace:
         """
         if self._stated is None or self._stated[0] != instruction:
             self._stated = (instruction, instruction_values(instruction))
-        seen = _Seen(instruction, observations, self._stated[1])
+            self._cells.clear()
+        seen = _Seen(instruction, observations, self._stated[1], self._cells)
         out: list[Choice] = []
         for tool, effect, names, schemas, keys in self._shapes:
             if all(seen.pool(schema, key) for schema, key in zip(schemas, keys, strict=True)):

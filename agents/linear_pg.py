@@ -1,7 +1,9 @@
 """``linear-pg``: a Solver that learns, by policy gradient, a log-linear policy over the :class:`ActionSpace`.
 
 At each step the policy makes a few small decisions, each a softmax over
-options scored by ``w · φ`` with :mod:`~coevo.agents.role_features`:
+options scored by ``w · φ + prior · π₀`` with :mod:`~coevo.agents.role_features`
+(``φ``: hashed features of roles; ``π₀``: a careful reader's first guess, the
+same for every solver, which the weights learn to correct):
 
 1. which tool to call, or ``submit``;
 2. for each parameter of that tool, which value to copy (from the
@@ -13,7 +15,19 @@ one task in a batch (the curriculum sends a task k times) share a baseline,
 and ``advantage = reward − mean reward of the group``; a task attempted once
 uses a running mean instead. An entropy bonus keeps the policy exploring,
 and Adam scales the steps. The same episodes are what the curriculum counts
-as the task's success estimate.
+as the task's success estimate. Each task's best success so far is kept
+(the most recent ``replay_size`` tasks), and every update also imitates
+``replay_batch`` of them: a curriculum that has moved on to harder tasks
+does not make the policy forget the easier ones.
+
+Why the prior and the Adam floor (``adam_eps``): with the weights alone the
+policy starts uniform over ~18 calls a step, so a task of 4–6 calls is
+almost never solved by chance, its groups all fail and teach nothing, and
+what level 1 teaches does not carry over. With Adam's usual 1e-8 floor, a
+weight that only the entropy bonus moves steps as far as one a reward
+moves. ``docs/benchmarks.md`` (the learning Solver) has the measurements:
+the prior is what lets levels 2–3 be learnt; replay keeps level 1 when a
+curriculum moves on; the floor is neutral.
 
 The solver never reads a task's reference solution or its verifier: only
 the instruction, the tools and what the tools return.
@@ -23,7 +37,7 @@ from __future__ import annotations
 
 import json
 from collections import OrderedDict, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,8 +48,11 @@ from coevo.agents.role_features import (
     Context,
     FeatureHasher,
     answer_features,
+    answer_prior,
     tool_features,
+    tool_prior,
     value_features,
+    value_prior,
 )
 from coevo.arena.errors import CoevoError, SpecError, StateError
 from coevo.arena.limits import DEFAULT_LIMITS, Limits
@@ -57,6 +74,7 @@ class _Decision:
     n: int
     chosen: int
     kind: str
+    prior: np.ndarray | None = None
 
 
 def _call_key(task_id: str, calls: Iterable[ToolCall]) -> tuple[Any, ...]:
@@ -80,6 +98,14 @@ class LinearPGSolver:
         answers: answers on offer at ``submit``.
         limits: budgets for every world built.
         keep_worlds: built worlds kept between batches.
+        step_cost: a success's reward less this per call (of two ways to earn 1, the shorter).
+        prior: the weight of the first guesses (:func:`~coevo.agents.role_features.tool_prior`,
+            ``value_prior``, ``answer_prior``) in every score; 0 starts uniform, as before.
+        adam_eps: Adam's floor on the step's denominator; a weight whose
+            gradients stay below it (the entropy bonus's alone) moves slower.
+        replay: the weight of imitating kept successes in each update (0: none).
+        replay_size: tasks whose best success is kept (the most recently successful).
+        replay_batch: kept successes imitated per update.
     """
 
     kind = "solver"
@@ -98,6 +124,11 @@ class LinearPGSolver:
         limits: Limits = DEFAULT_LIMITS,
         keep_worlds: int = 64,
         step_cost: float = 0.0,
+        prior: float = 3.0,
+        adam_eps: float = 1e-3,
+        replay: float = 0.5,
+        replay_size: int = 512,
+        replay_batch: int = 64,
     ):
         if not 0 < lr <= 10:
             raise ValueError(f"lr must be in (0, 10], not {lr}")
@@ -107,8 +138,22 @@ class LinearPGSolver:
             raise ValueError(f"max_steps must be at least 1, not {max_steps}")
         if dim < 1024:
             raise ValueError(f"dim must be at least 1024, not {dim}")
+        if prior < 0:
+            raise ValueError(f"prior must be at least 0, not {prior}")
+        if adam_eps <= 0:
+            raise ValueError(f"adam_eps must be positive, not {adam_eps}")
+        if replay < 0 or replay_size < 0 or replay_batch < 0:
+            raise ValueError(
+                f"replay, replay_size and replay_batch must be at least 0, not "
+                f"{replay}, {replay_size}, {replay_batch}"
+            )
         self.lr = lr
         self.step_cost = step_cost
+        self.prior = prior
+        self.adam_eps = adam_eps
+        self.replay = replay
+        self.replay_size = replay_size
+        self.replay_batch = replay_batch
         self.entropy = entropy
         self.temperature = temperature
         self.greedy = greedy
@@ -126,6 +171,7 @@ class LinearPGSolver:
         self._worlds: OrderedDict[str, World] = OrderedDict()
         self._tasks: OrderedDict[str, TaskSpec] = OrderedDict()
         self._traces: dict[tuple[Any, ...], list[_Decision]] = {}
+        self._kept: OrderedDict[str, tuple[float, list[_Decision]]] = OrderedDict()
 
     # ---- acting -------------------------------------------------------------------------
 
@@ -233,7 +279,8 @@ class LinearPGSolver:
             )
             if target is None:
                 return None
-        k = self._decide(tool_features(choices, ctx), rng, target, sink, "tool")
+        prior = [tool_prior(c, ctx) for c in choices] if self.prior else None
+        k = self._decide(tool_features(choices, ctx), rng, target, sink, "tool", prior)
         choice = choices[k]
         if choice is None:
             answer = None
@@ -246,7 +293,8 @@ class LinearPGSolver:
                     if target is None:
                         return None
                 feats = [answer_features(a, s, ctx) for a, s in offered]
-                j = self._decide(feats, rng, target, sink, "answer")
+                prior = [answer_prior(a, s, ctx) for a, s in offered] if self.prior else None
+                j = self._decide(feats, rng, target, sink, "answer", prior)
                 answer = offered[j][0]
             return space.submit(answer)
         arguments: dict[str, Any] = {}
@@ -264,7 +312,12 @@ class LinearPGSolver:
                 value_features(choice.tool, param, v, s, ctx, rank)
                 for rank, (v, s) in enumerate(values)
             ]
-            j = self._decide(feats, rng, target, sink, f"{choice.tool}.{param}")
+            prior = (
+                [value_prior(choice.tool, param, v, s, ctx) for v, s in values]
+                if self.prior
+                else None
+            )
+            j = self._decide(feats, rng, target, sink, f"{choice.tool}.{param}", prior)
             arguments[param] = values[j][0]
         return ToolCall(choice.tool, arguments)
 
@@ -275,8 +328,10 @@ class LinearPGSolver:
         target: int | None,
         sink: list[_Decision],
         kind: str,
+        prior: list[float] | None = None,
     ) -> int:
         n = len(feats)
+        bias = None if prior is None or n == 1 else self.prior * np.asarray(prior)
         sizes = np.fromiter((len(f) for f in feats), dtype=np.int64, count=n)
         idx = self.hasher.indices([key for f in feats for key in f])
         owner = np.repeat(np.arange(n), sizes)
@@ -286,14 +341,14 @@ class LinearPGSolver:
             chosen = 0
         else:
             assert rng is not None
-            scores = np.bincount(owner, weights=self.weights[idx], minlength=n)
+            scores = _scores(self.weights, idx, owner, n, bias)
             if self.greedy:
                 chosen = int(np.argmax(scores))
             else:
                 p = _softmax(scores / self.temperature)
                 chosen = min(int(np.searchsorted(np.cumsum(p), rng.random() * p.sum())), n - 1)
         if n > 1:
-            sink.append(_Decision(idx, owner, n, chosen, kind))
+            sink.append(_Decision(idx, owner, n, chosen, kind, bias))
         return chosen
 
     # ---- learning -----------------------------------------------------------------------
@@ -319,7 +374,7 @@ class LinearPGSolver:
         return sink
 
     def learn(self, episodes: Sequence[Episode]) -> LearnStats:
-        """One policy-gradient step on ``episodes`` (group-mean baseline per task, entropy bonus, Adam).
+        """One policy-gradient step on ``episodes`` (group-mean baseline per task, entropy bonus, replay, Adam).
 
         Episodes whose decisions cannot be found (an unknown task, calls
         outside the action space) are skipped and counted in ``extra["skipped"]``.
@@ -340,10 +395,12 @@ class LinearPGSolver:
                 continue
             used += 1
             reward = self._return(episode)
+            if reward > 0 and self.replay and self.replay_size:
+                self._keep(episode.task_id, reward, decisions)
             group = groups[episode.task_id]
             advantage = reward - (means[episode.task_id] if len(group) > 1 else self.baseline)
             for d in decisions:
-                scores = np.bincount(d.owner, weights=self.weights[d.idx], minlength=d.n)
+                scores = _scores(self.weights, d.idx, d.owner, d.n, d.prior)
                 p = _softmax(scores / self.temperature)
                 logp = np.log(np.maximum(p, 1e-12))
                 h = float(-(p * logp).sum())
@@ -352,6 +409,13 @@ class LinearPGSolver:
                 coef[d.chosen] += advantage
                 coef += self.entropy * (-p * (logp + h))
                 objective += advantage * float(logp[d.chosen])
+                all_idx.append(d.idx)
+                all_val.append(coef[d.owner] / self.temperature)
+        if used:
+            for d in self._replayed():
+                p = _softmax(_scores(self.weights, d.idx, d.owner, d.n, d.prior) / self.temperature)
+                coef = -self.replay * p
+                coef[d.chosen] += self.replay
                 all_idx.append(d.idx)
                 all_val.append(coef[d.owner] / self.temperature)
         self._traces.clear()
@@ -380,6 +444,23 @@ class LinearPGSolver:
             },
         )
 
+    def _keep(self, task_id: str, reward: float, decisions: list[_Decision]) -> None:
+        """Keep a task's best success (the first of equals), most recently successful last."""
+        kept = self._kept.get(task_id)
+        if kept is None or kept[0] < reward:
+            self._kept[task_id] = (reward, decisions)
+        self._kept.move_to_end(task_id)
+        while len(self._kept) > self.replay_size:
+            self._kept.popitem(last=False)
+
+    def _replayed(self) -> list[_Decision]:
+        """The decisions of ``replay_batch`` kept successes, drawn by the update's own seed."""
+        if not self.replay or not self._kept:
+            return []
+        kept = list(self._kept.values())
+        rng = np.random.default_rng(derive_seed(self.updates, "replay"))
+        return [d for i in rng.permutation(len(kept))[: self.replay_batch] for d in kept[i][1]]
+
     def _return(self, episode: Episode) -> float:
         """The reward, less ``step_cost`` per call when it is 1: of two ways to earn 1, the shorter is preferred.
 
@@ -398,7 +479,7 @@ class LinearPGSolver:
         self._v[touched] = beta2 * self._v[touched] + (1 - beta2) * g * g
         m_hat = self._m[touched] / (1 - beta1**self.updates)
         v_hat = self._v[touched] / (1 - beta2**self.updates)
-        self.weights[touched] += self.lr * m_hat / (np.sqrt(v_hat) + 1e-8)
+        self.weights[touched] += self.lr * m_hat / (np.sqrt(v_hat) + self.adam_eps)
 
     # ---- weights ------------------------------------------------------------------------
 
@@ -417,9 +498,14 @@ class LinearPGSolver:
         return self.name
 
     def get_state(self) -> bytes:
-        """Weights, optimiser moments and counters as ``coevo.state/1`` (for broadcast and checkpoints)."""
-        meta = {"dim": int(self.weights.size), "updates": self.updates, "baseline": self.baseline}
-        arrays = {"weights": self.weights, "m": self._m, "v": self._v}
+        """Weights, optimiser moments, counters and kept successes as ``coevo.state/1`` (for broadcast and checkpoints)."""
+        meta = {
+            "dim": int(self.weights.size),
+            "updates": self.updates,
+            "baseline": self.baseline,
+            "kept": [[task, reward, len(ds)] for task, (reward, ds) in self._kept.items()],
+        }
+        arrays = {"weights": self.weights, "m": self._m, "v": self._v, **_pack(self._kept)}
         return pack_state("linear-pg", 1, meta, arrays)
 
     def set_state(self, state: bytes) -> None:
@@ -441,12 +527,65 @@ class LinearPGSolver:
         self._v = loaded.arrays["v"].astype(np.float64)
         self.updates = int(loaded.meta["updates"])
         self.baseline = float(loaded.meta["baseline"])
+        self._kept = _unpack(loaded.meta.get("kept", []), loaded.arrays)
 
     def close(self) -> None:
         """Close the worlds kept between batches."""
         for world in self._worlds.values():
             world.close()
         self._worlds.clear()
+
+
+def _pack(kept: Mapping[str, tuple[float, list[_Decision]]]) -> dict[str, np.ndarray]:
+    """Kept decisions as flat arrays: feature buckets, owners, priors (NaN: none) and per decision (features, n, chosen)."""
+    decisions = [d for _, ds in kept.values() for d in ds]
+    if not decisions:
+        return {}
+    return {
+        "kept_idx": np.concatenate([d.idx for d in decisions]),
+        "kept_owner": np.concatenate([d.owner for d in decisions]),
+        "kept_prior": np.concatenate(
+            [d.prior if d.prior is not None else np.full(d.n, np.nan) for d in decisions]
+        ),
+        "kept_shape": np.array([(d.idx.size, d.n, d.chosen) for d in decisions], dtype=np.int64),
+    }
+
+
+def _unpack(
+    index: list[Any], arrays: Mapping[str, np.ndarray]
+) -> OrderedDict[str, tuple[float, list[_Decision]]]:
+    """The inverse of :func:`_pack`, with the meta's ``[task, reward, decisions]`` rows."""
+    kept: OrderedDict[str, tuple[float, list[_Decision]]] = OrderedDict()
+    shape = arrays.get("kept_shape", np.zeros((0, 3), dtype=np.int64))
+    if sum(int(count) for _, _, count in index) != len(shape):
+        raise StateError("the linear-pg state is damaged: its kept successes do not add up")
+    row = at = options = 0
+    for task, reward, count in index:
+        decisions = []
+        for size, n, chosen in shape[row : row + int(count)]:
+            prior = arrays["kept_prior"][options : options + n]
+            decisions.append(
+                _Decision(
+                    arrays["kept_idx"][at : at + size],
+                    arrays["kept_owner"][at : at + size],
+                    int(n),
+                    int(chosen),
+                    "replay",
+                    None if np.isnan(prior).all() else prior,
+                )
+            )
+            at, options = at + int(size), options + int(n)
+        kept[str(task)] = (float(reward), decisions)
+        row += int(count)
+    return kept
+
+
+def _scores(
+    weights: np.ndarray, idx: np.ndarray, owner: np.ndarray, n: int, prior: np.ndarray | None
+) -> np.ndarray:
+    """Each option's score: its features' weights, plus the (weighted) prior."""
+    scores = np.bincount(owner, weights=weights[idx], minlength=n)
+    return scores if prior is None else scores + prior
 
 
 def _softmax(scores: np.ndarray) -> np.ndarray:

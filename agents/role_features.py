@@ -10,6 +10,13 @@ would have nothing to go on.
 
 Tuples are hashed with CRC-32 (stable across processes and Python versions,
 unlike :func:`hash`) into a fixed number of buckets.
+
+The *priors* (:func:`tool_prior`, :func:`value_prior`, :func:`answer_prior`)
+are a careful reader's first guesses, as scores a policy adds to its own: a
+key just looked up for the parameter it names, an instruction value of the
+kind a parameter wants, a tool the instruction names, the row the
+instruction describes. They make multi-step tasks reachable by sampling; the
+learnt weights correct them.
 """
 
 from __future__ import annotations
@@ -26,7 +33,16 @@ from coevo.agents.action_space import Choice, Source, instruction_values
 from coevo.arena.outcomes import Observation
 from coevo.arena.spec import ToolCall
 
-__all__ = ["Context", "FeatureHasher", "answer_features", "tool_features", "value_features"]
+__all__ = [
+    "Context",
+    "FeatureHasher",
+    "answer_features",
+    "answer_prior",
+    "tool_features",
+    "tool_prior",
+    "value_features",
+    "value_prior",
+]
 
 _WORD: Final = re.compile(r"[A-Za-z]+")
 _STOPWORDS: Final = frozenset(
@@ -118,7 +134,10 @@ class FeatureHasher:
 
     def indices(self, keys: Sequence[tuple[Any, ...]]) -> np.ndarray:
         """The bucket of every key, as an int array."""
-        return np.fromiter((self(k) for k in keys), dtype=np.int64, count=len(keys))
+        found = list(map(self._cache.get, keys))
+        if None in found:
+            found = [self(k) if i is None else i for k, i in zip(keys, found, strict=True)]
+        return np.array(found, dtype=np.int64)
 
 
 @dataclass
@@ -133,6 +152,8 @@ class Context:
         superlatives: the words that order rows (*lowest*, *most recent*, *earliest*).
         asks: whether the instruction is a question.
         mentioned: the instruction in lower case, to test whether a cell is stated in it.
+        kind_order: each stated value's place among the stated values of its kind
+            (the first name, the second name), whatever other kinds come between.
         calls: the tool calls made so far (``submit`` excluded).
         observations: what each returned, aligned with :attr:`calls`.
         effects: each tool's effect (``read`` or ``write``).
@@ -145,9 +166,12 @@ class Context:
     asks: bool = False
     mentioned: str = ""
     stated: frozenset[Any] = frozenset()
+    kind_order: dict[Any, int] = field(default_factory=dict)
     kinds: tuple[tuple[str, str], ...] = ()
     calls: list[ToolCall] = field(default_factory=list)
     observations: list[Observation] = field(default_factory=list)
+    _hits: dict[int, tuple[Observation, list[int]]] = field(default_factory=dict, repr=False)
+    _more: tuple[int, tuple[str | None, int]] | None = field(default=None, repr=False)
 
     @classmethod
     def of(cls, instruction: str, effects: dict[str, str]) -> Context:
@@ -175,6 +199,7 @@ class Context:
             asks="?" in instruction,
             mentioned=instruction.lower(),
             stated=frozenset(v for v, _ in values),
+            kind_order=_kind_order(values),
             # a sorted tuple, not a set: feature order must not depend on the hash seed
             kinds=tuple(
                 sorted(
@@ -188,6 +213,13 @@ class Context:
         """Tool calls made so far."""
         return len(self.calls)
 
+    def hits(self, obs: Observation) -> list[int]:
+        """Per row of ``obs``, how many of its cells the instruction states (cached per observation)."""
+        found = self._hits.get(id(obs))
+        if found is None or found[0] is not obs:
+            found = self._hits[id(obs)] = (obs, [_mentions(row, self) for row in obs.rows or ()])
+        return found[1]
+
     def writes_done(self) -> int:
         """Write calls that succeeded so far."""
         return sum(
@@ -195,6 +227,15 @@ class Context:
             for c, o in zip(self.calls, self.observations, strict=True)
             if o.ok and self.effects.get(c.tool) == "write"
         )
+
+
+def _kind_order(values: Sequence[tuple[Any, str]]) -> dict[Any, int]:
+    seen: dict[str, int] = {}
+    out: dict[Any, int] = {}
+    for value, kind in values:
+        out[value] = seen.get(kind, 0)
+        seen[kind] = out[value] + 1
+    return out
 
 
 def _bucket(n: int) -> str:
@@ -221,6 +262,7 @@ def tool_features(choices: Sequence[Choice | None], ctx: Context) -> list[list[t
     shape = _rows(last)
     words = set(ctx.words)
     shows = _shows(last, words)
+    more_tool, more = _more(ctx)
     times: dict[str, int] = {}
     for call in ctx.calls:
         times[call.tool] = times.get(call.tool, 0) + 1
@@ -235,6 +277,9 @@ def tool_features(choices: Sequence[Choice | None], ctx: Context) -> list[list[t
                 ("s.step", ctx.asks, step),
             ]
             feats += [("s.word", w, writes) for w in ctx.words]
+            if more_tool is not None:
+                feats.append(("s.more", more > 0))
+                feats += [("s.mword", w, more > 0) for w in ctx.words]
             out.append(feats)
             continue
         name, effect = choice.tool, choice.effect
@@ -253,6 +298,8 @@ def tool_features(choices: Sequence[Choice | None], ctx: Context) -> list[list[t
         ]
         feats += [("t.word", name, w, called) for w in ctx.words]
         feats.append(("t.feed", effect, max(links), shape))
+        if more_tool is not None:
+            feats.append(("t.more", name == more_tool, more > 0))
         for param, schema, link in zip(choice.params, choice.schemas, links, strict=True):
             feats.append(("t.link", param, link))
             wanted = "integer" if schema.get("type") in ("integer", "number") else "string"
@@ -261,6 +308,57 @@ def tool_features(choices: Sequence[Choice | None], ctx: Context) -> list[list[t
                 feats.append(("t.enum", param))
         out.append(feats)
     return out
+
+
+def _more(ctx: Context) -> tuple[str | None, int]:
+    """:func:`_find_more`, once per step."""
+    if ctx._more is None or ctx._more[0] != len(ctx.calls):
+        ctx._more = (len(ctx.calls), _find_more(ctx))
+    return ctx._more[1]
+
+
+def _find_more(ctx: Context) -> tuple[str | None, int]:
+    """The last write that went through, and how many rows of the listing that fed it are left for it.
+
+    A row is left when the instruction describes it as well as the written
+    row and it has not had the write yet ("open a return for *every*
+    delivered order"); whether to go on is for the policy to learn.
+    """
+    for i in range(len(ctx.calls) - 1, -1, -1):
+        call, obs = ctx.calls[i], ctx.observations[i]
+        if ctx.effects.get(call.tool) != "write":
+            continue
+        if not obs.ok or not (obs.rows or obs.rowcount):
+            return None, 0
+        for param, value in call.arguments.items():
+            if not isinstance(value, int) or isinstance(value, bool):
+                continue
+            for listing in reversed(ctx.observations[:i]):
+                rows = listing.rows or []
+                if len(rows) < 2 or not listing.columns:
+                    continue
+                for index, column in enumerate(listing.columns):
+                    if not _keyed(param, column, listing.tool or ""):
+                        continue
+                    at = next((r for r, row in enumerate(rows) if row[index] == value), None)
+                    if at is None:
+                        continue
+                    done = {c.arguments.get(param) for c in ctx.calls if c.tool == call.tool}
+                    hits = ctx.hits(listing)
+                    left = sum(
+                        1
+                        for r, row in enumerate(rows)
+                        if hits[r] == hits[at] and row[index] not in done
+                    )
+                    return call.tool, left
+        return call.tool, 0
+    return None, 0
+
+
+def _keyed(param: str, column: str, tool: str) -> bool:
+    """Whether ``column`` of ``tool``'s result is the key ``param`` names (``order_id``: an orders tool's ``id``)."""
+    p, c = param.lower(), column.lower()
+    return c == p or (c == "id" and p.endswith("_id") and p.removesuffix("_id")[:5] in tool.lower())
 
 
 def _shows(obs: Observation | None, words: set[str]) -> str:
@@ -296,8 +394,15 @@ def _link(param: str, last: Observation | None, last_tool: str) -> int:
     return best
 
 
-def _row_facts(source: Source, ctx: Context) -> list[tuple[Any, ...]]:
-    """Facts about the row an observation value came from: is it the one the instruction points at?"""
+def _row_facts(source: Source, ctx: Context, keyed: bool | None = None) -> list[tuple[Any, ...]]:
+    """Facts about the row an observation value came from: is it the one the instruction points at?
+
+    Only facts relative to the other rows (the best match, an extreme), so
+    that they mean the same in a listing of one row or of ten. For a value
+    given to a parameter, ``keyed`` (whether the source column is the
+    parameter's key) is part of each fact: the customer's row being the best
+    match says nothing about an ``order_id``.
+    """
     obs = ctx.observations[len(ctx.observations) - 1 - source.age]
     rows = obs.rows or []
     row = rows[source.row]
@@ -307,28 +412,23 @@ def _row_facts(source: Source, ctx: Context) -> list[tuple[Any, ...]]:
         if count == 1
         else ("first" if source.row == 0 else ("last" if source.row == count - 1 else "mid"))
     )
-    hits = [_mentions(row, ctx) for row in rows]
+    hits = ctx.hits(obs)
     mine = hits[source.row]
     best = max(hits)
     feats: list[tuple[Any, ...]] = [
         ("r.pos", position),
-        ("r.count", _bucket(count)),
-        ("r.mention", _bucket(mine)),
         ("r.best", mine == best and mine > 0, hits.count(best) == 1),
     ]
     if count > 1:
-        columns = obs.columns or ()
-        for index, column in enumerate(columns):
-            cells = [r[index] for r in rows]
-            if not all(isinstance(c, (int, float, str)) and not isinstance(c, bool) for c in cells):
+        # an extreme among the rows the instruction describes best ("the cheapest *delivered* order")
+        among = [r for r in range(count) if hits[r] == best] if mine == best else range(count)
+        for index, column in enumerate(obs.columns or ()):
+            cells = [rows[r][index] for r in among]
+            ordered = _ordered(cells, row[index])
+            if ordered is None:
                 continue
-            if all(isinstance(c, str) for c in cells) and not all(c[:2].isdigit() for c in cells):
-                continue  # only numbers and dates are ordered
-            mine_cell = row[index]
-            try:
-                top, bottom = max(cells), min(cells)
-            except TypeError:
-                continue
+            cells, mine_cell = ordered
+            top, bottom = max(cells), min(cells)
             if top == bottom:
                 continue
             named = bool(_tokens(column) & set(ctx.words))
@@ -337,7 +437,25 @@ def _row_facts(source: Source, ctx: Context) -> list[tuple[Any, ...]]:
                     kind = "date" if isinstance(extreme, str) else "number"
                     for word in ctx.superlatives or ("none",):
                         feats.append(("r.ext", direction, word, kind, named))
-    return feats
+    if keyed is None:
+        return feats
+    return [(f[0], keyed, *f[1:]) for f in feats]
+
+
+def _ordered(cells: list[Any], mine: Any) -> tuple[list[Any], Any] | None:
+    """Cells as comparable values (numbers, amounts written as text, ISO dates), with the row's own; None if unordered."""
+    if len(cells) < 2 or not all(
+        isinstance(c, (int, float, str)) and not isinstance(c, bool) for c in cells
+    ):
+        return None
+    if not all(isinstance(c, str) for c in cells):
+        return (cells, mine) if not any(isinstance(c, str) for c in cells) else None
+    if not all(c[:2].isdigit() for c in cells):
+        return None  # only numbers and dates are ordered
+    try:
+        return [float(c) for c in cells], float(mine)  # "92.96" is less than "2334.93"
+    except ValueError:
+        return cells, mine  # dates: ISO text sorts as it reads
 
 
 def _mentions(row: Sequence[Any], ctx: Context) -> int:
@@ -377,7 +495,7 @@ def value_features(
             ("i.kind", source.kind),
             ("i.param", param, source.kind),
             ("i.tool", tool, param, source.kind),
-            ("i.order", _bucket(source.row), source.kind),
+            ("i.order", _bucket(ctx.kind_order.get(value, source.row)), source.kind),
         ]
         feats += [("i.ptok", source.kind, t) for t in sorted(_tokens(param))]
     elif source.origin == "enum":
@@ -406,7 +524,7 @@ def value_features(
                 column.lower() == param_low,
             ),
         ]
-        feats += _row_facts(source, ctx)
+        feats += _row_facts(source, ctx, keyed)
     return feats
 
 
@@ -430,3 +548,78 @@ def answer_features(
     feats += [("a.word", column, w) for w in ctx.words]
     feats += _row_facts(source, ctx)
     return feats
+
+
+# ---- priors: a careful reader's first guesses, added to the policy's scores ----
+
+_KIND_HINTS: Final = {
+    "email": ("email",),
+    "name": ("name", "title"),
+    "code": ("number", "code", "sku", "locator", "ticket", "mrn"),
+}
+"""Words of a parameter's name that say which kind of stated value it takes."""
+
+
+def _gap(source: Source, ctx: Context) -> int:
+    """How many fewer stated values the source row holds than the best row of its observation."""
+    hits = ctx.hits(ctx.observations[len(ctx.observations) - 1 - source.age])
+    return max(hits) - hits[source.row] if len(hits) > 1 else 0
+
+
+def value_prior(tool: str, param: str, value: Any, source: Source, ctx: Context) -> float:
+    """A first guess at giving ``value`` to ``param`` of ``tool`` (higher is likelier).
+
+    A key just looked up for the parameter that names it (``order_id`` from
+    an orders listing's ``id``: 3, another entity's key: 1), less for older
+    observations and for rows the instruction describes less well than
+    another; a stated value of the kind the parameter wants (an email for
+    ``email``, a quoted text for a free-text ``reason``: 3); an enum value
+    the instruction says (3); −2 for the value this parameter of this tool
+    already had.
+    """
+    again = any(
+        c.tool == tool and o.ok and c.arguments.get(param) == value
+        for c, o in zip(ctx.calls, ctx.observations, strict=True)
+    )
+    score = -2.0 if again else 0.0
+    name = param.lower()
+    if source.origin == "observation":
+        if isinstance(value, int) and not isinstance(value, bool) and name.endswith("_id"):
+            score += 3.0 if _keyed(param, source.column or "", source.tool or "") else 1.0
+        return score - 0.5 * source.age - 2.0 * _gap(source, ctx)
+    if source.origin == "instruction":
+        wanted = [kind for kind, hints in _KIND_HINTS.items() if any(h in name for h in hints)]
+        if source.kind in wanted or (not wanted and source.kind == "quoted"):
+            return score + 3.0
+        return score + (0.0 if wanted else 1.0)
+    return score + (3.0 if source.kind == "said" else 0.0)
+
+
+def tool_prior(choice: Choice | None, ctx: Context) -> float:
+    """A first guess at calling ``choice`` now (``None``: submitting, 0).
+
+    Twice the share of the tool's name the instruction says; 1 when a
+    parameter can be fed the key the last call just showed; 1 for the write
+    just made when rows it has not had, described as well, are left.
+    """
+    if choice is None:
+        return 0.0
+    tokens = _tokens(choice.tool)
+    score = 2.0 * len(tokens & set(ctx.words)) / len(tokens) if tokens else 0.0
+    last = ctx.observations[-1] if ctx.observations else None
+    last_tool = ctx.calls[-1].tool if ctx.calls else "start"
+    if max((_link(p, last, last_tool) for p in choice.params), default=0) >= 2:
+        score += 1.0
+    more_tool, more = _more(ctx)
+    if more_tool == choice.tool and more > 0:
+        score += 1.0
+    return score
+
+
+def answer_prior(answer: str | None, source: Source | None, ctx: Context) -> float:
+    """A first guess at answering ``answer``: 3 × the share of its column's name the question says, less for worse rows."""
+    if answer is None or source is None:
+        return 0.0
+    tokens = _tokens(source.column or "")
+    share = len(tokens & set(ctx.words)) / len(tokens) if tokens else 0.0
+    return 3.0 * share - 2.0 * _gap(source, ctx)
