@@ -14,6 +14,10 @@ Jobs and results cross the pipe as JSON (length-prefixed frames), never
 pickles, and the function a worker runs is named by the program as
 ``"module:function"`` from an installed package, never by data. Each worker
 has an address-space limit (``RLIMIT_AS``) and dies with its parent.
+Given a :class:`~coevo.arena.sandbox.Sandbox`, a worker also runs without
+network, under its own unprivileged uid, with CPU, process and file limits
+and Landlock rules on what it may read and write; ``pool.isolation`` lists
+the layers that are active.
 
 A process per job would cost about 0.2 s of start-up each (importing coevo);
 a persistent worker costs a pipe round trip, about 0.1 ms, per job.
@@ -32,9 +36,20 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any, Final
+
+from coevo.arena.sandbox import (
+    SETUP_VARIABLE,
+    CpuTimeExceeded,
+    Jail,
+    Sandbox,
+    check_or_refuse,
+    cpu_allowance,
+    enter,
+    fresh_id,
+)
 
 __all__ = ["Crashed", "Done", "Overrun", "WorkerPool", "serve"]
 
@@ -42,6 +57,8 @@ _HEADER: Final = 4
 _MAX_FRAME: Final = 1 << 30
 DEFAULT_MEMORY_BYTES: Final = 4 << 30
 """Address space a worker may map (``RLIMIT_AS``), unless the pool is given another."""
+START_SECONDS: Final = 60.0
+"""How long a sandboxed worker may take to import its handler and enter its sandbox."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +128,10 @@ class _Worker:
     process: subprocess.Popen[bytes]
     #: what this worker has been sent and keeps (e.g. world ids), for the caller's bookkeeping
     holds: set[str] = field(default_factory=set)
+    #: the worker's sandbox (None: not sandboxed), released when the worker stops
+    jail: Jail | None = None
+    #: the isolation layers the worker reported active once it was set up
+    layers: list[str] = field(default_factory=list)
 
 
 class WorkerPool:
@@ -124,6 +145,13 @@ class WorkerPool:
         workers: processes in the pool.
         seconds: the wall-clock allowance of one job.
         memory_bytes: each worker's address-space limit (0: none).
+        sandbox: the limits and isolation of each worker (None: a plain
+            process with the parent's rights and environment). A strict
+            sandbox that this machine cannot give raises
+            :class:`~coevo.arena.sandbox.SandboxUnavailable` here.
+        paths: folders put in front of the workers' import path
+            (``PYTHONPATH``), e.g. where the handler's module is; a sandbox
+            lets its workers read them.
     """
 
     def __init__(
@@ -133,6 +161,8 @@ class WorkerPool:
         workers: int = 1,
         seconds: float = 60.0,
         memory_bytes: int = DEFAULT_MEMORY_BYTES,
+        sandbox: Sandbox | None = None,
+        paths: Sequence[str] = (),
     ):
         if workers < 1:
             raise ValueError(f"a worker pool needs at least one worker, got {workers}")
@@ -141,6 +171,11 @@ class WorkerPool:
         self.handler = handler
         self.seconds = seconds
         self.memory_bytes = memory_bytes
+        self.sandbox = sandbox
+        self.paths = tuple(os.path.abspath(path) for path in paths)
+        #: the isolation layers this machine cannot give the sandbox, each with how to get it
+        self.isolation_missing: dict[str, str] = {} if sandbox is None else check_or_refuse(sandbox)
+        self._group = None if sandbox is None else fresh_id(sandbox)  # the gid the workers share
         self._workers: list[_Worker | None] = [None] * workers
         #: workers killed for overrunning or found dead, since the pool started
         self.restarts = 0
@@ -150,8 +185,26 @@ class WorkerPool:
         """The number of workers."""
         return len(self._workers)
 
+    @property
+    def isolation(self) -> list[str]:
+        """The isolation layers active in the workers, as a worker reported them (e.g. ``"landlock ABI 7"``).
+
+        A sandboxed pool starts its first worker to ask, if none runs yet
+        (OSError if it cannot start, saying why); the layers this machine
+        cannot give are in :attr:`isolation_missing`.
+        """
+        if self.sandbox is None:
+            return ["address-space limit"] if self.memory_bytes > 0 else []
+        return list(self._worker(0).layers)
+
     def _start(self) -> _Worker:
-        limit = self.memory_bytes
+        jail = None
+        if self.sandbox is not None:
+            assert self._group is not None
+            jail = Jail(
+                self.sandbox, group=self._group, paths=self.paths, memory_bytes=self.memory_bytes
+            )
+        limit = self.memory_bytes if jail is None else jail.memory_bytes
 
         def prepare() -> None:  # runs in the child, before it executes Python
             _die_with_parent()
@@ -160,15 +213,52 @@ class WorkerPool:
                 # never above a limit this process already has (it cannot be raised)
                 capped = min(v for v in (limit, soft, hard) if v != resource.RLIM_INFINITY)
                 resource.setrlimit(resource.RLIMIT_AS, (capped, capped))
+            if jail is not None:
+                jail.before_exec()
 
-        process = subprocess.Popen(
-            [sys.executable, "-m", "coevo.arena.workers", self.handler],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            preexec_fn=prepare,  # only setrlimit and prctl before exec: no locks taken
-            env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
-        )
-        return _Worker(process)
+        if jail is None:
+            command = [sys.executable, "-m", "coevo.arena.workers", self.handler]
+            env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+            if self.paths:
+                env["PYTHONPATH"] = os.pathsep.join([*self.paths, env.get("PYTHONPATH", "")])
+        else:  # -P: the working directory (the box) is not an import path; -s: nor the user's site
+            command = [sys.executable, "-P", "-s", "-m", "coevo.arena.workers", self.handler]
+            env = {**jail.environment(), "PYTHONDONTWRITEBYTECODE": "1"}
+        try:
+            process = subprocess.Popen(
+                command,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                preexec_fn=prepare,  # only syscalls before exec: no locks taken
+                env=env,
+                cwd=None if jail is None else jail.box,
+                # a sandboxed worker leads its own process group, so what it forks dies with it
+                process_group=None if jail is None else 0,
+            )
+        except BaseException:
+            if jail is not None:
+                jail.release(None)
+            raise
+        worker = _Worker(process, jail=jail)
+        if jail is not None:
+            self._await_ready(worker)
+        return worker
+
+    def _await_ready(self, worker: _Worker) -> None:
+        """Read a sandboxed worker's first frame: the layers it entered, or why it could not."""
+        assert worker.process.stdout is not None
+        fd = worker.process.stdout.fileno()
+        ready, _, _ = select.select([fd], [], [], START_SECONDS)
+        try:
+            if not ready:
+                raise OSError(f"no answer in {START_SECONDS:g} s")
+            hello = _read_frame(fd)
+            if not isinstance(hello, dict) or "__ready__" not in hello:
+                raise OSError(hello.get("__error__") if isinstance(hello, dict) else repr(hello))
+        except (EOFError, ValueError, OSError) as exc:
+            self._stop(worker, kill=True)
+            raise OSError(f"the sandboxed worker could not start: {exc or 'it exited'}") from None
+        worker.layers = list(hello["__ready__"])
 
     def _worker(self, slot: int) -> _Worker:
         worker = self._workers[slot]
@@ -181,14 +271,30 @@ class WorkerPool:
     def _kill(self, slot: int) -> None:
         worker = self._workers[slot]
         if worker is not None:
+            self._stop(worker, kill=True)
+            self._workers[slot] = None
+            self.restarts += 1
+
+    @staticmethod
+    def _stop(worker: _Worker, *, kill: bool) -> None:
+        """Stop a worker (kill it, or close its input and give it 2 s) and release its sandbox."""
+        if not kill and worker.process.stdin is not None:
+            with contextlib.suppress(OSError):
+                worker.process.stdin.close()
+            try:
+                worker.process.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                kill = True
+        if kill:
             with contextlib.suppress(ProcessLookupError):
                 worker.process.kill()
             worker.process.wait()
-            for stream in (worker.process.stdin, worker.process.stdout):
-                if stream is not None:
+        for stream in (worker.process.stdin, worker.process.stdout):
+            if stream is not None:
+                with contextlib.suppress(OSError):
                     stream.close()
-            self._workers[slot] = None
-            self.restarts += 1
+        if worker.jail is not None:
+            worker.jail.release(worker.process.pid)
 
     def run(
         self,
@@ -305,19 +411,9 @@ class WorkerPool:
         """Stop every worker (they also stop when this process dies)."""
         for slot in range(self.size):
             worker = self._workers[slot]
-            if worker is None:
-                continue
-            if worker.process.stdin is not None:
-                with contextlib.suppress(OSError):
-                    worker.process.stdin.close()
-            try:
-                worker.process.wait(timeout=2)
-            except subprocess.TimeoutExpired:
-                worker.process.kill()
-                worker.process.wait()
-            if worker.process.stdout is not None:
-                worker.process.stdout.close()
-            self._workers[slot] = None
+            if worker is not None:
+                self._stop(worker, kill=False)
+                self._workers[slot] = None
 
     def __enter__(self) -> WorkerPool:
         return self
@@ -338,13 +434,37 @@ def _resolve(handler: str) -> Callable[[Any], Any]:
     return function
 
 
-def serve(handler: str) -> int:
-    """A worker's main loop: read a job, run ``handler`` on it, write the result; until EOF."""
+def _describe(exc: BaseException) -> str:
+    """``"Type: message"``, or the type alone for an exception without a message (a MemoryError)."""
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+def serve(handler: str, sandbox_setup: str | None = None) -> int:
+    """A worker's main loop: read a job, run ``handler`` on it, write the result; until EOF.
+
+    Args:
+        handler: the function, as ``"module:function"``.
+        sandbox_setup: the sandbox the parent prepared (JSON, from the
+            parent's environment, never from a job), entered once the
+            handler is imported; the worker first answers with the layers
+            it entered (``{"__ready__": [...]}``), and each job then gets
+            its own CPU-time allowance.
+    """
     function = _resolve(handler)
     # Ctrl-C reaches the whole process group: the parent decides, the worker goes on or is stopped
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # stray prints must not corrupt the frames
+    cpu_seconds = None
+    if sandbox_setup is not None:
+        setup = json.loads(sandbox_setup)
+        try:
+            layers = enter(setup)
+        except Exception as exc:  # the parent must hear why, and no job may run unconfined
+            _write_frame(out, {"__error__": _describe(exc)})
+            return 3
+        cpu_seconds = setup["cpu_seconds"]
+        _write_frame(out, {"__ready__": layers})
     fd = sys.stdin.fileno()
     while True:
         try:
@@ -352,11 +472,16 @@ def serve(handler: str) -> int:
         except EOFError:
             return 0
         try:
-            answer = function(job)
-        except Exception as exc:  # the job's failure is its result; the worker lives on
-            answer = {"__error__": f"{type(exc).__name__}: {exc}"}
+            if cpu_seconds is None:
+                answer = function(job)
+            else:
+                with cpu_allowance(cpu_seconds):
+                    answer = function(job)
+        # the job's failure is its result; the worker lives on
+        except (Exception, CpuTimeExceeded) as exc:
+            answer = {"__error__": _describe(exc)}
         _write_frame(out, answer)
 
 
 if __name__ == "__main__":
-    sys.exit(serve(sys.argv[1]))
+    sys.exit(serve(sys.argv[1], os.environ.pop(SETUP_VARIABLE, None)))
