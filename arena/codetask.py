@@ -1,0 +1,287 @@
+"""Tasks over code worlds (``coevo.codetask/1``) and the Judge's checks on them, by comparing states.
+
+A code task's reward compares the state an agent leaves with the state the
+reference solution leaves from the same initial state, key by key
+(:func:`~coevo.arena.codeworld.state_diff`), not by a hash: two solutions
+that make the same changes in another order, or with reads in between,
+earn the same. Paths listed in the verifier's ``ignore`` are left out of
+the comparison; every string in ``communicate`` must appear in what the
+agent said (case-insensitive, commas in the agent's text ignored, as
+τ²-bench does).
+
+Imported benchmark tasks are the documented exception to coevo's
+reference-blind verifier rule: their verifier *is* the benchmark's (the
+state its gold actions reach), recorded in ``provenance``.
+
+The checks (:func:`assess_code_task`) are the SQL Judge's, on states:
+
+| check | holds when |
+|---|---|
+| valid | the record parses; every call of the solution names a tool of the world with arguments its schema accepts |
+| oracle | every call of the solution succeeds, and replaying it earns 1 |
+| noop | a trajectory with no calls (and nothing said) earns 0 |
+| unsolved | the initial state differs from the solution's final state (tasks that change nothing fail here and in noop) |
+| partial | every prefix of the solution that stops before its last write earns 0 |
+| determinism | two replays of the solution reach the same state, each call returning the same result |
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Final, Literal
+
+import jsonschema
+from coevo.arena.codeworld import CodeWorlds, CodeWorldSpec, replay, state_diff
+from coevo.arena.errors import SpecError
+from coevo.arena.ids import canonical_json
+from coevo.arena.outcomes import CheckResult, Verdict
+from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
+
+__all__ = [
+    "CODETASK_FORMAT",
+    "CodeCall",
+    "CodeTaskSpec",
+    "StateVerifier",
+    "assess_code_task",
+    "code_reward",
+]
+
+CODETASK_FORMAT: Final = "coevo.codetask/1"
+CHECKS: Final = ("valid", "oracle", "noop", "unsolved", "partial", "determinism")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class CodeCall(_Model):
+    """One tool call of a reference solution."""
+
+    tool: StrictStr
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class StateVerifier(_Model):
+    """The reward: the final state equals the reference's (less ``ignore``), and ``communicate`` was said."""
+
+    kind: Literal["state"] = "state"
+    ignore: list[StrictStr] = Field(
+        default_factory=list,
+        description="Diff paths left out ($.orders[0].updated_at): a prefix drops all below it.",
+    )
+    communicate: list[StrictStr] = Field(default_factory=list)
+
+
+class CodeTaskSpec(_Model):
+    """A ``coevo.codetask/1`` record: an instruction over a code world, its verifier and reference solution."""
+
+    format: Literal["coevo.codetask/1"] = CODETASK_FORMAT
+    id: StrictStr | None = None
+    world: CodeWorldSpec
+    instruction: StrictStr = Field(description="What the agent is asked (or the user's opening).")
+    verifier: StateVerifier = Field(default_factory=StateVerifier)
+    solution: list[CodeCall]
+    user_scenario: dict[str, Any] | None = Field(
+        default=None, description="For a user simulator: who the user is and what they want."
+    )
+    provenance: dict[StrictStr, Any] = Field(default_factory=dict)
+
+    @classmethod
+    def read(cls, data: Any) -> CodeTaskSpec:
+        """A record from JSON data, or a :class:`SpecError` saying what is wrong and where."""
+        try:
+            task = cls.model_validate(data)
+        except ValidationError as exc:
+            lines = [
+                f"{'.'.join(str(p) for p in e['loc']) or 'record'}: "
+                f"{str(e['msg']).removeprefix('Value error, record: ')}"
+                for e in exc.errors()
+            ]
+            raise SpecError(
+                "not a coevo.codetask/1 record:\n" + "\n".join(f"  - {line}" for line in lines)
+            ) from None
+        if task.id is not None and task.id != task.task_id:
+            raise SpecError(
+                f"code task: its id {task.id} is not the hash of its content ({task.task_id}); "
+                "drop the id to have it computed"
+            )
+        return task
+
+    @property
+    def task_id(self) -> str:
+        """``sha256:`` + the digest of the format, the world's id, the instruction and the verifier."""
+        body = {
+            "format": self.format,
+            "world": self.world.world_id,
+            "instruction": self.instruction,
+            "verifier": self.verifier.model_dump(mode="json"),
+        }
+        return "sha256:" + hashlib.sha256(canonical_json(body).encode()).hexdigest()
+
+
+def _ignored(line: str, ignore: Sequence[str]) -> bool:
+    path = line.split(": ", 1)[0]
+    return any(path == p or path.startswith((p + ".", p + "[")) for p in ignore)
+
+
+def code_reward(
+    task: CodeTaskSpec,
+    expected: Mapping[str, Any],
+    final: Mapping[str, Any] | None,
+    said: Iterable[str] = (),
+    failed: str | None = None,
+) -> tuple[int, str]:
+    """``(reward, reason)`` of a final state against the reference's, and what the agent said."""
+    if failed is not None or final is None:
+        return 0, f"the episode failed: {failed}"
+    diff = [
+        line
+        for line in state_diff(expected, final, limit=10_000)
+        if not _ignored(line, task.verifier.ignore)
+    ]
+    if diff:
+        more = f" (and {len(diff) - 3} more)" if len(diff) > 3 else ""
+        return 0, "the state differs from the reference's: " + "; ".join(diff[:3]) + more
+    text = " ".join(said).lower().replace(",", "")
+    unsaid = [s for s in task.verifier.communicate if s.lower() not in text]
+    if unsaid:
+        return 0, f"the agent did not say {unsaid}"
+    return 1, "the state equals the reference's" + (
+        " and everything to communicate was said" if task.verifier.communicate else ""
+    )
+
+
+RESPOND: Final = "respond"
+"""A solution step that is not a tool call: what the agent says (``{"answer": text}``)."""
+
+
+def _calls(calls: Iterable[CodeCall]) -> list[tuple[str, dict[str, Any]]]:
+    return [(c.tool, c.arguments) for c in calls if c.tool != RESPOND]
+
+
+def assess_code_task(task: CodeTaskSpec, worlds: CodeWorlds) -> Verdict:
+    """Every check of the module's table on ``task``, each with its reason; only a failed ``valid`` stops the rest."""
+    checks: dict[str, CheckResult] = {}
+    problems = _static_problems(task)
+    checks["valid"] = CheckResult(
+        passed=not problems,
+        reason="; ".join(problems) or "the record and its solution are well formed",
+    )
+    if problems:
+        for name in CHECKS[1:]:
+            checks[name] = CheckResult(passed=None, reason="not run: the task is not valid")
+        return Verdict(
+            task_id=task.task_id, world_id=task.world.world_id, accepted=False, checks=checks
+        )
+    world = task.world
+    gold, observations, failed = replay(worlds, world, _calls(task.solution))
+    said = [str(c.arguments.get("answer", "")) for c in task.solution if c.tool == RESPOND]
+    broken = [o for o in observations if not o.ok]
+    if failed is not None or gold is None:
+        checks["oracle"] = CheckResult(
+            passed=False, reason=f"the reference solution's episode failed: {failed}"
+        )
+        for name in CHECKS[2:]:
+            checks[name] = CheckResult(
+                passed=None, reason="not run: the reference solution could not be played"
+            )
+        return Verdict(task_id=task.task_id, world_id=world.world_id, accepted=False, checks=checks)
+    if broken:
+        first = broken[0]
+        checks["oracle"] = CheckResult(
+            passed=False,
+            reason=f"call {first.step} of the reference solution ({first.tool}) fails: {first.error}",
+        )
+    else:
+        reward, reason = code_reward(task, gold, gold, said)
+        checks["oracle"] = CheckResult(passed=reward == 1, reason=reason)
+    nothing = world.state
+    reward, reason = code_reward(task, gold, nothing, ())
+    checks["noop"] = CheckResult(
+        passed=reward == 0,
+        reason="doing nothing earns 0: " + reason
+        if reward == 0
+        else "doing nothing earns 1: " + reason,
+    )
+    diff = [
+        line
+        for line in state_diff(gold, nothing, limit=10_000)
+        if not _ignored(line, task.verifier.ignore)
+    ]
+    checks["unsolved"] = CheckResult(
+        passed=bool(diff),
+        reason=f"the initial state differs from the reference's final state in {len(diff)} place(s)"
+        if diff
+        else "the initial state already equals the reference's final state: the task asks for no change",
+    )
+    checks["partial"] = _check_partial(task, worlds, gold)
+    again, observations_again, failed_again = replay(worlds, world, _calls(task.solution))
+    results = [(o.ok, o.result, o.error) for o in observations]
+    results_again = [(o.ok, o.result, o.error) for o in observations_again]
+    if failed_again is not None or again is None:
+        checks["determinism"] = CheckResult(
+            passed=False, reason=f"the second replay failed: {failed_again}"
+        )
+    elif moved := [
+        line for line in state_diff(gold, again) if not _ignored(line, task.verifier.ignore)
+    ]:
+        checks["determinism"] = CheckResult(
+            passed=False, reason="two replays reach different states: " + "; ".join(moved[:3])
+        )
+    elif results != results_again:
+        step = next(
+            i for i, (a, b) in enumerate(zip(results, results_again, strict=True)) if a != b
+        )
+        checks["determinism"] = CheckResult(
+            passed=False, reason=f"call {step + 1} returned something else the second time"
+        )
+    else:
+        checks["determinism"] = CheckResult(
+            passed=True, reason="two replays reach the same state, call by call"
+        )
+    accepted = all(c.passed is not False for c in checks.values())
+    return Verdict(task_id=task.task_id, world_id=world.world_id, accepted=accepted, checks=checks)
+
+
+def _check_partial(task: CodeTaskSpec, worlds: CodeWorlds, gold: Mapping[str, Any]) -> CheckResult:
+    effects = {t.name: t.effect for t in task.world.tools}
+    writes = [i for i, c in enumerate(task.solution) if effects.get(c.tool) == "write"]
+    if not writes:
+        return CheckResult(
+            passed=True, reason="the solution writes nothing: no partial solution to try"
+        )
+    said = [str(c.arguments.get("answer", "")) for c in task.solution if c.tool == RESPOND]
+    for k in range(writes[-1] + 1):
+        if k and effects.get(task.solution[k - 1].tool) != "write":
+            continue  # a prefix ending in a read reaches the same state as the shorter one
+        state, _, failed = replay(worlds, task.world, _calls(task.solution[:k]))
+        reward, _ = code_reward(task, gold, state, said, failed)
+        if reward == 1:
+            return CheckResult(
+                passed=False,
+                reason=f"the first {k} of {len(task.solution)} calls already earn 1: the verifier "
+                "cannot tell this partial solution from the full one",
+            )
+    return CheckResult(
+        passed=True,
+        reason=f"every prefix before the last write earns 0 ({writes[-1] + 1} tried at most)",
+    )
+
+
+def _static_problems(task: CodeTaskSpec) -> list[str]:
+    problems = []
+    for i, call in enumerate(task.solution, 1):
+        tool = task.world.tool(call.tool)
+        if tool is None:
+            if call.tool != RESPOND:
+                problems.append(
+                    f"call {i} of the solution names no tool of the world: {call.tool!r}"
+                )
+            continue
+        errors = list(jsonschema.Draft202012Validator(tool.parameters).iter_errors(call.arguments))
+        if errors:
+            problems.append(
+                f"call {i} of the solution ({call.tool}) has bad arguments: {errors[0].message}"
+            )
+    return problems

@@ -1,0 +1,370 @@
+"""Code worlds: tools from an installed package's domain, run in sandboxed workers; states compared, not hashed.
+
+Real worker processes and the real sandbox (no mocks). The runtimes are in
+``codeworld_domains.py`` next to this file, named by the test (as a program
+names them), never by a record.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from coevo.arena.codetask import CodeTaskSpec, assess_code_task, code_reward
+from coevo.arena.codeworld import CodeWorlds, CodeWorldSpec, replay, state_diff
+from coevo.arena.errors import SpecError
+from coevo.arena.sandbox import Sandbox
+
+HERE = str(Path(__file__).parent)
+MISSING = Sandbox().missing()
+RUNTIMES = {"shop": "codeworld_domains:SHOP", "hostile": "codeworld_domains:HOSTILE"}
+
+_ORDER = {
+    "type": "object",
+    "properties": {"order_id": {"type": "string"}},
+    "required": ["order_id"],
+}
+
+
+def shop_world() -> CodeWorldSpec:
+    return CodeWorldSpec.read(
+        {
+            "runtime": "shop",
+            "domain": "shop",
+            "system": "Cancel only pending orders.",
+            "state": {
+                "orders": [
+                    {"id": "A1", "status": "pending", "tags": []},
+                    {"id": "B2", "status": "delivered", "tags": ["gift"]},
+                ]
+            },
+            "tools": [
+                {
+                    "name": "find_order",
+                    "description": "An order.",
+                    "parameters": _ORDER,
+                    "effect": "read",
+                },
+                {
+                    "name": "cancel_order",
+                    "description": "Cancel a pending order.",
+                    "parameters": {
+                        "type": "object",
+                        "properties": {
+                            "order_id": {"type": "string"},
+                            "reason": {"type": "string"},
+                        },
+                        "required": ["order_id", "reason"],
+                        "additionalProperties": False,
+                    },
+                    "effect": "write",
+                },
+                {
+                    "name": "set_tags",
+                    "description": "Replace an order's tags.",
+                    "parameters": {
+                        "type": "object",
+                        "properties": {
+                            "order_id": {"type": "string"},
+                            "tags": {"type": "array", "items": {"type": "string"}},
+                        },
+                        "required": ["order_id", "tags"],
+                    },
+                    "effect": "write",
+                },
+                {
+                    "name": "note_visit",
+                    "description": "Record a visit.",
+                    "parameters": {"type": "object", "properties": {}},
+                    "effect": "write",
+                },
+            ],
+        }
+    )
+
+
+def hostile_world() -> CodeWorldSpec:
+    def tool(name: str, props: dict[str, Any] | None = None) -> dict[str, Any]:
+        params = {"type": "object", "properties": props or {}}
+        return {"name": name, "description": name, "parameters": params, "effect": "write"}
+
+    return CodeWorldSpec.read(
+        {
+            "runtime": "hostile",
+            "domain": "hostile",
+            "state": {},
+            "tools": [
+                tool("read_file", {"path": {"type": "string"}}),
+                tool("connect", {"port": {"type": "integer"}}),
+                tool("fork_bomb"),
+                tool("allocate", {"gib": {"type": "integer"}}),
+                tool("spin"),
+                tool("hang"),
+                tool("die"),
+                tool("count"),
+            ],
+        }
+    )
+
+
+@pytest.fixture(scope="module")
+def worlds():
+    with CodeWorlds(
+        runtimes=RUNTIMES,
+        seconds=5,
+        sandbox=Sandbox(cpu_seconds=1, memory_bytes=1 << 30, processes=32),
+        paths=[HERE],
+    ) as pool:
+        yield pool
+
+
+def test_a_call_changes_the_state_and_a_reset_starts_from_the_record(worlds) -> None:
+    """Each episode starts from the serialized initial state; a write in one is not seen by the next."""
+    world = shop_world()
+    first = worlds.episode(world)
+    obs = first.step("cancel_order", {"order_id": "A1", "reason": "changed my mind"})
+    assert obs.ok and obs.result["status"] == "cancelled"
+    second = worlds.episode(world)
+    assert second.step("find_order", {"order_id": "A1"}).result["status"] == "pending"
+    assert first.state()["orders"][0]["status"] == "cancelled"
+    assert second.state() == world.state
+    first.close()
+    second.close()
+
+
+def test_a_tool_that_raises_and_bad_arguments_are_errors_the_agent_sees(worlds) -> None:
+    episode = worlds.episode(shop_world())
+    refused = episode.step("cancel_order", {"order_id": "B2", "reason": "x"})
+    assert not refused.ok and refused.error == "ValueError: order B2 is delivered, not pending"
+    bad = episode.step("cancel_order", {"order_id": "A1"})
+    assert not bad.ok and "'reason' is a required property" in bad.error
+    extra = episode.step("cancel_order", {"order_id": "A1", "reason": "x", "force": True})
+    assert not extra.ok and "force" in extra.error
+    unknown = episode.step("drop_table", {})
+    assert (
+        not unknown.ok and "no tool 'drop_table'" in unknown.error and "find_order" in unknown.error
+    )
+    assert episode.step("cancel_order", {"order_id": "A1", "reason": "x"}).ok  # and it goes on
+    assert episode.failed is None
+
+
+def test_equivalent_states_are_equal_and_a_difference_is_named() -> None:
+    """Key order does not matter; the diff says where two states differ."""
+    assert state_diff({"a": 1, "b": [1, {"c": 2}]}, {"b": [1.0, {"c": 2}], "a": 1}) == []
+    assert state_diff({"a": {"s": "pending"}}, {"a": {"s": "cancelled"}}) == [
+        '$.a.s: "pending" expected, "cancelled" found'
+    ]
+    assert state_diff({"a": [1, 2]}, {"a": [1]}) == ["$.a: 2 items expected, 1 found"]
+    assert state_diff({"a": 1}, {"b": 1}) == ["$.a: missing", "$.b: not expected"]
+    assert state_diff({"a": True}, {"a": 1}) == ["$.a: true expected, 1 found"]
+
+
+def test_two_orders_of_independent_writes_reach_the_same_state(worlds) -> None:
+    """A solution that does the same writes in another order is equivalent: its final state is the same."""
+    world = shop_world()
+    gold, _, failed = replay(
+        worlds,
+        world,
+        [
+            ("cancel_order", {"order_id": "A1", "reason": "late"}),
+            ("set_tags", {"order_id": "B2", "tags": ["gift", "vip"]}),
+        ],
+    )
+    other, _, _ = replay(
+        worlds,
+        world,
+        [
+            ("find_order", {"order_id": "B2"}),
+            ("set_tags", {"order_id": "B2", "tags": ["vip", "gift", "vip"]}),
+            ("cancel_order", {"order_id": "A1", "reason": "late"}),
+        ],
+    )
+    assert failed is None and gold is not None and state_diff(gold, other) == []
+    nothing, _, _ = replay(worlds, world, [])
+    assert state_diff(gold, nothing) != []
+
+
+def test_records_are_checked_and_runtimes_are_named_never_loaded_from_data(worlds) -> None:
+    with pytest.raises(SpecError, match="parameters must be an object schema"):
+        CodeWorldSpec.read(
+            {
+                "runtime": "shop",
+                "domain": "d",
+                "state": {},
+                "tools": [
+                    {
+                        "name": "t",
+                        "description": "",
+                        "parameters": {"type": "string"},
+                        "effect": "read",
+                    }
+                ],
+            }
+        )
+    with pytest.raises(SpecError, match="tool names must be distinct and not 'submit'"):
+        CodeWorldSpec.read(
+            {
+                "runtime": "shop",
+                "domain": "d",
+                "state": {},
+                "tools": [
+                    {"name": "submit", "description": "", "parameters": _ORDER, "effect": "read"}
+                ],
+            }
+        )
+    world = shop_world()
+    with pytest.raises(SpecError, match=r"its id sha256:0+ is not the hash"):
+        CodeWorldSpec.read({**world.model_dump(), "id": "sha256:" + "0" * 64})
+    assert (
+        CodeWorldSpec.read({**world.model_dump(), "id": world.world_id}).world_id == world.world_id
+    )
+    stranger = CodeWorldSpec.read({**world.model_dump(), "runtime": "codeworld_domains:SHOP"})
+    with pytest.raises(
+        SpecError, match="names the runtime 'codeworld_domains:SHOP', which is not installed"
+    ):
+        worlds.episode(stranger)
+
+
+@pytest.mark.skipif(
+    bool(MISSING), reason="sandbox layers not available here: " + "; ".join(MISSING)
+)
+def test_tool_code_cannot_escape_and_the_run_goes_on(worlds, tmp_path) -> None:
+    """A file outside the box, a socket, a fork bomb, 4 GiB, an endless loop: a clear per-call error each, then the next call works."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("do not read")
+    received: list[bytes] = []
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+
+    def accept() -> None:
+        server.settimeout(5)
+        try:
+            conn, _ = server.accept()
+            received.append(conn.recv(100))
+        except OSError:
+            pass
+
+    listener = threading.Thread(target=accept, daemon=True)
+    listener.start()
+    episode = worlds.episode(hostile_world())
+    attempts = {
+        "read_file": ({"path": str(secret)}, ("PermissionError",)),
+        "connect": ({"port": port}, ("PermissionError", "OSError")),  # Landlock, or no network
+        "fork_bomb": ({}, ("BlockingIOError",)),
+        "allocate": ({"gib": 4}, ("MemoryError",)),
+        "spin": ({}, ("CpuTimeExceeded",)),
+    }
+    for tool, (arguments, error) in attempts.items():
+        obs = episode.step(tool, arguments)
+        assert not obs.ok and obs.error.startswith(error), (tool, obs)
+        after = episode.step("count")
+        assert after.ok, (tool, after)
+    assert episode.failed is None and episode.state() == {"n": len(attempts)}
+    assert worlds.pool.restarts == 0
+    listener.join(6)
+    server.close()
+    assert received == []
+
+
+def test_a_worker_that_dies_or_hangs_fails_its_episode_and_is_restarted(worlds) -> None:
+    """The episode is failed with the reason; other episodes and the next one go on."""
+    before = worlds.pool.restarts
+    for tool, reason in (("die", "the worker died"), ("hang", "ran past 5 s")):
+        episode = worlds.episode(hostile_world())
+        assert episode.step("count").ok
+        obs = episode.step(tool)
+        assert not obs.ok and episode.failed is not None and reason in episode.failed, (
+            episode.failed
+        )
+        assert not episode.step("count").ok and episode.state() is None
+        fresh = worlds.episode(hostile_world())
+        assert fresh.step("count").result == 1
+        fresh.close()
+    assert worlds.pool.restarts >= before + 2
+
+
+def _task(solution: list[dict[str, Any]], **verifier: Any) -> CodeTaskSpec:
+    return CodeTaskSpec.read(
+        {
+            "world": shop_world().model_dump(),
+            "instruction": "Cancel order A1 (late) and tag B2 as a gift for a VIP.",
+            "verifier": verifier,
+            "solution": solution,
+        }
+    )
+
+
+CANCEL = {"tool": "cancel_order", "arguments": {"order_id": "A1", "reason": "late"}}
+TAG = {"tool": "set_tags", "arguments": {"order_id": "B2", "tags": ["gift", "vip"]}}
+LOOK = {"tool": "find_order", "arguments": {"order_id": "B2"}}
+
+
+def test_a_sound_code_task_passes_every_check_and_rewards_an_equivalent_solution(worlds) -> None:
+    task = _task(
+        [LOOK, CANCEL, TAG, {"tool": "respond", "arguments": {"answer": "Done, 2 orders"}}],
+        communicate=["2 orders"],
+    )
+    verdict = assess_code_task(task, worlds)
+    assert verdict.accepted, verdict.checks
+    assert list(verdict.checks) == ["valid", "oracle", "noop", "unsolved", "partial", "determinism"]
+    gold, _, _ = replay(
+        worlds, task.world, [(c.tool, c.arguments) for c in task.solution if c.tool != "respond"]
+    )
+    other, _, _ = replay(
+        worlds,
+        task.world,
+        [
+            (TAG["tool"], {"order_id": "B2", "tags": ["vip", "gift"]}),
+            (CANCEL["tool"], CANCEL["arguments"]),
+        ],
+    )
+    assert code_reward(task, gold, other, ["done, 2 orders."]) == (
+        1,
+        "the state equals the reference's and everything to communicate was said",
+    )
+    assert code_reward(task, gold, other, ["done"])[0] == 0
+    assert code_reward(task, gold, None, [], failed="its worker died") == (
+        0,
+        "the episode failed: its worker died",
+    )
+
+
+def test_the_judge_catches_no_op_partial_broken_and_nondeterministic_tasks(worlds) -> None:
+    reads_only = assess_code_task(_task([LOOK]), worlds)
+    assert set(reads_only.failed) == {"noop", "unsolved"}
+    assert "doing nothing earns 1" in reads_only.checks["noop"].reason
+    # the second write leaves B2 as it was: stopping after the first already earns 1
+    same_tags = {"tool": "set_tags", "arguments": {"order_id": "B2", "tags": ["gift"]}}
+    partial = assess_code_task(_task([CANCEL, same_tags]), worlds)
+    assert set(partial.failed) == {"partial"}
+    assert "the first 1 of 2 calls already earn 1" in partial.checks["partial"].reason
+    broken = assess_code_task(
+        _task([{"tool": "cancel_order", "arguments": {"order_id": "B2", "reason": "x"}}, CANCEL]),
+        worlds,
+    )
+    assert broken.checks["oracle"].passed is False
+    assert (
+        "call 1 of the reference solution (cancel_order) fails: ValueError"
+        in broken.checks["oracle"].reason
+    )
+    flaky = assess_code_task(_task([CANCEL, {"tool": "note_visit"}]), worlds)
+    assert (
+        flaky.checks["determinism"].passed is False
+        and "different states" in flaky.checks["determinism"].reason
+    )
+    # ignoring the volatile field, the states agree, but the call's own result still differs
+    steady = assess_code_task(_task([CANCEL, {"tool": "note_visit"}], ignore=["$.visits"]), worlds)
+    assert steady.checks["determinism"].passed is False
+    assert "returned something else" in steady.checks["determinism"].reason
+    invalid = assess_code_task(
+        _task([{"tool": "cancel_order", "arguments": {"order_id": "A1"}}, {"tool": "fly"}]), worlds
+    )
+    assert invalid.checks["valid"].passed is False
+    assert (
+        "'reason' is a required property" in invalid.checks["valid"].reason
+        and "'fly'" in invalid.checks["valid"].reason
+    )
+    assert all(invalid.checks[c].passed is None for c in ("oracle", "noop", "partial"))
