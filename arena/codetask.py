@@ -196,7 +196,7 @@ def assess_code_task(task: CodeTaskSpec, worlds: CodeWorlds) -> Verdict:
     else:
         reward, reason = code_reward(task, gold, gold, said)
         checks["oracle"] = CheckResult(passed=reward == 1, reason=reason)
-    nothing = world.state
+    nothing, _ = worlds.initial_state(world)
     reward, reason = code_reward(task, gold, nothing, ())
     checks["noop"] = CheckResult(
         passed=reward == 0,
@@ -206,7 +206,7 @@ def assess_code_task(task: CodeTaskSpec, worlds: CodeWorlds) -> Verdict:
     )
     diff = [
         line
-        for line in state_diff(gold, nothing, limit=10_000)
+        for line in state_diff(gold, nothing or {}, limit=10_000)
         if not _ignored(line, task.verifier.ignore)
     ]
     checks["unsolved"] = CheckResult(

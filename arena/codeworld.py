@@ -363,6 +363,7 @@ class CodeWorlds:
             _HANDLER, workers=workers, seconds=seconds, sandbox=sandbox, paths=paths
         )
         self._ids = itertools.count()
+        self._initial: dict[str, tuple[dict[str, Any] | None, str | None]] = {}
 
     def episode(self, world: CodeWorldSpec) -> CodeEpisode:
         """A new episode from ``world``'s initial state (a failed one if the worker cannot build it)."""
@@ -388,6 +389,22 @@ class CodeWorlds:
         if answer is not None and not answer.get("ok"):
             episode.failed = f"the world could not be built: {answer.get('error')}"
         return episode
+
+    def initial_state(self, world: CodeWorldSpec) -> tuple[dict[str, Any] | None, str | None]:
+        """``(state, why it failed)`` of a fresh episode: the record's state as the runtime holds it.
+
+        A runtime may fill in defaults (a database model's optional fields),
+        so a final state is compared with this, never with the raw record.
+        Kept for the last few worlds.
+        """
+        found = self._initial.get(world.world_id)
+        if found is None:
+            state, _, failed = replay(self, world, [])
+            found = (state, failed)
+            if len(self._initial) >= 4:
+                self._initial.pop(next(iter(self._initial)))
+            self._initial[world.world_id] = found
+        return found
 
     def _send(self, episode: CodeEpisode, message: dict[str, Any]) -> dict[str, Any] | None:
         """One job in the episode's worker; None (and the episode failed) if the worker was lost."""

@@ -4,6 +4,9 @@
 ``coevo examples``           the files that ship with coevo (and ``--copy NAME DIR``)
 ``coevo check FILE``         run the Judge's checks on every record of a .jsonl/.json file
 ``coevo play FILE``          attempt a task yourself in the terminal
+``coevo serve FILE``         serve a task to any MCP client (Claude Code, an agent harness)
+``coevo import tau2 DIR``    import a τ²-bench domain's tasks as coevo records
+``coevo audit FILE``         audit imported tasks' rewards with the Judge
 ``coevo schema``             print the JSON Schema of the record formats
 ``coevo synth``              make procedural tasks (offline)
 ``coevo mine DB``            make a world and tasks from a real SQLite database
@@ -46,12 +49,14 @@ from coevo.arena.run.commands import (
     EXIT_OK,
     EXIT_UNREADABLE,
     analysis,
+    benchmarks,
     completion,
     doctor,
     examples,
     records,
     roles,
     runs,
+    serve,
     synthesis,
     trainer,
 )
@@ -59,7 +64,19 @@ from coevo.arena.run.secrets import redacted
 
 __all__ = ["build_parser", "main"]
 
-_GROUPS = (records, synthesis, roles, runs, trainer, analysis, doctor, examples, completion)
+_GROUPS = (
+    records,
+    serve,
+    benchmarks,
+    synthesis,
+    roles,
+    runs,
+    trainer,
+    analysis,
+    doctor,
+    examples,
+    completion,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,109 @@
+"""``coevo serve``: one task served to any MCP client (Claude Code, an agent harness), each session an episode.
+
+The server itself is :mod:`coevo.arena.interfaces.mcp_server`; ``docs/mcp.md``
+has the client configuration, what a session is and what is recorded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from coevo.arena.errors import CommandError
+from coevo.arena.run.commands import EXIT_OK
+from coevo.arena.run.commands.records import _positive_int
+
+__all__ = ["add_commands", "cmd_serve"]
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"{value} is not a port (0 to 65535; 0: a free one)")
+    return value
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """``coevo serve TASKS --task ID [--transport stdio|http]``."""
+    import anyio  # the server's modules load only for this command
+    from coevo.arena.interfaces.mcp_server import TaskServer, load_task
+
+    if args.transport == "stdio" and (args.host is not None or args.port is not None):
+        raise CommandError("--host and --port go with --transport http")
+    task = load_task(args.source, args.task)
+    server = TaskServer(task, record=args.record, max_steps=args.max_steps)
+    where = f", episodes recorded in {server.recorder.path}" if server.recorder else ""
+    # standard output is the stdio transport's: everything said goes to standard error
+    if args.transport == "stdio":
+        print(f"coevo serve: task {task.task_id} over stdio{where}", file=sys.stderr)
+        anyio.run(server.run_stdio)
+        return EXIT_OK
+
+    def announce(url: str) -> None:
+        print(f"coevo serve: task {task.task_id} at {url}{where}", file=sys.stderr, flush=True)
+
+    host = "127.0.0.1" if args.host is None else args.host
+    port = 8000 if args.port is None else args.port
+    anyio.run(lambda: server.run_http(host, port, announce=announce))
+    return EXIT_OK
+
+
+def add_commands(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
+    """Add ``serve`` to the ``coevo`` command."""
+    serve = sub.add_parser(
+        "serve",
+        help="serve a task to any MCP client (Claude Code, an agent harness)",
+        formatter_class=fmt,
+        description=(
+            "Serve one task over the Model Context Protocol: its world's tools and submit, the\n"
+            "instruction as the server's instructions (and the prompt `task`). Each MCP session\n"
+            "plays its own episode on its own copy of the world; submit returns the verifier's\n"
+            "reward (0 or 1) and its reason, and later calls get an error. SOURCE is a file of\n"
+            "task records (the task is judged first; a rejected one is not served), a run\n"
+            "directory (its accepted tasks) or an export. docs/mcp.md has client configurations."
+        ),
+        epilog=(
+            "examples:\n"
+            "  coevo examples --copy examples . && coevo serve examples.jsonl --task 1\n"
+            "  claude mcp add coevo -- coevo serve examples.jsonl --task 1 --record episodes\n"
+            "  coevo serve examples.jsonl --task sha256:a9b3 --transport http --port 8765"
+        ),
+    )
+    serve.add_argument(
+        "source",
+        metavar="TASKS",
+        help="a .jsonl/.json file of task records, a run directory or an export",
+    )
+    serve.add_argument(
+        "--task",
+        metavar="ID",
+        help="the task: its id, the start of its id, or its number in the file from 1 "
+        "(needed unless the file holds one task)",
+    )
+    serve.add_argument(
+        "--transport",
+        choices=["stdio", "http"],
+        default="stdio",
+        help="stdio (default: the client starts the server, one session) or streamable HTTP "
+        "(many sessions at http://HOST:PORT/mcp)",
+    )
+    serve.add_argument("--host", help="with --transport http (default 127.0.0.1)")
+    serve.add_argument(
+        "--port", type=_port, help="with --transport http (default 8000; 0: any free port)"
+    )
+    serve.add_argument(
+        "--record",
+        metavar="DIR",
+        help="append every episode (calls, observations, reward, reason) to DIR/episodes.jsonl",
+    )
+    serve.add_argument(
+        "--max-steps",
+        type=_positive_int,
+        default=None,
+        help="tool calls an episode may make, submit included (default 40)",
+    )
+    serve.set_defaults(func=cmd_serve)
