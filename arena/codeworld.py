@@ -324,8 +324,18 @@ class CodeEpisode:
             self.failed = "closed"
 
 
+_VALIDATORS: dict[str, jsonschema.Draft202012Validator] = {}
+
+
 def _argument_problem(tool: CodeTool, arguments: dict[str, Any]) -> str | None:
-    validator = jsonschema.Draft202012Validator(tool.parameters)
+    key = canonical_json(tool.parameters)
+    validator = _VALIDATORS.get(key)
+    if validator is None:
+        if len(_VALIDATORS) >= 4096:
+            _VALIDATORS.clear()
+        validator = _VALIDATORS[key] = jsonschema.Draft202012Validator(tool.parameters)
+    if validator.is_valid(arguments):
+        return None
     errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.path))
     if not errors:
         return None

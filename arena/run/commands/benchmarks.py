@@ -86,12 +86,16 @@ def cmd_audit(args: argparse.Namespace) -> int:
     """Audit imported tasks: what a do-nothing trajectory earns, gold actions that fail, nondeterminism, partial credit."""
     from coevo.arena.codeworld import CodeWorlds
     from coevo.arena.interfaces.tau2_import import audit
+    from coevo.arena.sandbox import Sandbox
 
     tasks = _read_code_tasks(args.file)
     code = [str(Path(p).resolve()) for p in args.code]
     replayable = bool(code) or importlib.util.find_spec("tau2") is not None
     if replayable:
-        with CodeWorlds(workers=args.workers, seconds=args.call_seconds, paths=code) as worlds:
+        quiet = Sandbox(env={"LOGURU_LEVEL": "WARNING"})  # τ²'s code logs every write at DEBUG
+        with CodeWorlds(
+            workers=args.workers, seconds=args.call_seconds, sandbox=quiet, paths=code
+        ) as worlds:
             audits = audit(tasks, worlds)
         if all(a.verdict is not None and a.verdict.checks["oracle"].passed is None for a in audits):
             first = audits[0].verdict if audits else None
