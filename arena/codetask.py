@@ -40,6 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
 
 __all__ = [
     "CODETASK_FORMAT",
+    "RESPOND",
     "CodeCall",
     "CodeTaskSpec",
     "StateVerifier",

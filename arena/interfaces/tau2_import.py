@@ -9,7 +9,8 @@ the JSON Schemas read from the tool code as syntax) and one
 - ``instruction``: the user's scenario as text (what a user simulator is
   told; a solver without one reads it as its request);
 - ``solution``: the gold actions the agent makes (the user's own gold
-  actions, as in telecom, stay in ``provenance``);
+  actions, as in telecom, stay in ``provenance``), then, when the reward
+  asks the agent to communicate something, a ``respond`` step saying it;
 - ``verifier``: the benchmark's own expected outcome — the state the gold
   actions reach (its ``DB`` check, compared key by key rather than by
   hash) and its ``communicate_info`` when ``COMMUNICATE`` is in the reward
@@ -42,7 +43,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from coevo.arena.codetask import CodeTaskSpec, assess_code_task
+from coevo.arena.codetask import RESPOND, CodeTaskSpec, assess_code_task
 from coevo.arena.codeworld import CodeWorlds, CodeWorldSpec
 from coevo.arena.interfaces.tau2 import (
     RewardType,
@@ -161,7 +162,11 @@ def import_domain(domain: Tau2Domain) -> Imported:
             if criteria is not None and RewardType.COMMUNICATE in basis
             else []
         )
-        unknown = [c["tool"] for c in solution if world.tool(c["tool"]) is None]
+        if communicate:  # the reference agent says what it must (τ²'s gold actions are calls only)
+            solution.append({"tool": RESPOND, "arguments": {"answer": "; ".join(communicate)}})
+        unknown = [
+            c["tool"] for c in solution if c["tool"] != RESPOND and world.tool(c["tool"]) is None
+        ]
         if unknown:
             skipped[task.id] = f"its gold actions call tools the agent does not have: {unknown}"
             continue
