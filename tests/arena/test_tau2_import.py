@@ -1,8 +1,7 @@
 """``coevo import tau2`` and ``coevo audit``: a τ² domain as code tasks, replayed in sandboxed workers.
 
 On a runnable τ²-format checkout the test builds (``tau2_runnable.py``), and
-on the real benchmark when a checkout is present (``COEVO_TAU2_CHECKOUT``,
-or the research copy), with an independent replay of the benchmark's own
+on the real benchmark when ``COEVO_TAU2_CHECKOUT`` names a checkout, with an independent replay of the benchmark's own
 database check to compare the counts with.
 """
 
@@ -26,7 +25,9 @@ from coevo.arena.interfaces.tau2_import import audit, import_domain, static_find
 from tests.arena.tau2_runnable import build_runnable_checkout
 
 COEVO = [sys.executable, "-m", "coevo.arena.run.cli"]
-REAL = Path(os.environ.get("COEVO_TAU2_CHECKOUT", "/tmp/tau2research/repo"))
+REAL = Path(
+    os.environ.get("COEVO_TAU2_CHECKOUT", "/nonexistent/tau2-bench")
+)  # minutes per domain: opt in
 
 
 @pytest.fixture(scope="module")
@@ -215,7 +216,8 @@ def test_audit_json_prints_one_task_object_per_line_and_the_summary_on_stderr(
 @pytest.mark.slow
 @pytest.mark.skipif(
     not (REAL / "data" / "tau2" / "domains" / "airline" / "db.json").exists(),
-    reason=f"no τ²-bench checkout at {REAL} (set COEVO_TAU2_CHECKOUT to one, with airline's db.json)",
+    reason="no τ²-bench checkout: set COEVO_TAU2_CHECKOUT to one (with airline's db.json and the code's "
+    "small dependencies installed, docs/benchmarks-import.md) to audit the real domains",
 )
 @pytest.mark.parametrize("name", ["airline", "retail"])
 def test_the_real_domains_import_and_audit_like_the_benchmarks_own_check(name, tmp_path) -> None:
