@@ -28,12 +28,14 @@ The checks (:func:`assess_code_task`) are the SQL Judge's, on states:
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any, Final, Literal
 
 import jsonschema
 from coevo.arena.codeworld import CodeWorlds, CodeWorldSpec, replay, state_diff
-from coevo.arena.errors import SpecError
+from coevo.arena.errors import CommandError, RecordError, SpecError
 from coevo.arena.ids import canonical_json
 from coevo.arena.outcomes import CheckResult, Verdict
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
@@ -46,6 +48,7 @@ __all__ = [
     "StateVerifier",
     "assess_code_task",
     "code_reward",
+    "read_code_tasks",
 ]
 
 CODETASK_FORMAT: Final = "coevo.codetask/1"
@@ -286,3 +289,46 @@ def _static_problems(task: CodeTaskSpec) -> list[str]:
                 f"call {i} of the solution ({call.tool}) has bad arguments: {errors[0].message}"
             )
     return problems
+
+
+def read_code_tasks(path: str | Path) -> list[CodeTaskSpec]:
+    """The code tasks of a JSON-lines file (what ``coevo import`` writes: world records, then tasks naming them by id).
+
+    Raises:
+        CommandError: the file cannot be read.
+        RecordError: a line is not JSON.
+        SpecError: a record breaks the format, or names a world not defined above it (naming the line).
+    """
+    worlds: dict[str, CodeWorldSpec] = {}
+    tasks = []
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise CommandError(f"cannot read {path}: {exc.strerror}") from None
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise RecordError(f"{path}:{number}: not JSON ({exc.msg})") from None
+        kind = data.get("format") if isinstance(data, dict) else None
+        try:
+            if kind == "coevo.codeworld/1":
+                world = CodeWorldSpec.read(data)
+                worlds[world.world_id] = world
+            elif kind == CODETASK_FORMAT:
+                ref = data.get("world")
+                if isinstance(ref, str):
+                    if ref not in worlds:
+                        raise SpecError(f"names the world {ref}, not defined above it")
+                    data = {**data, "world": worlds[ref].model_dump(mode="json")}
+                tasks.append(CodeTaskSpec.read(data))
+            else:
+                raise SpecError(
+                    f"not a code world or code task record (format {kind!r}): "
+                    "this file is read as what `coevo import` writes"
+                )
+        except SpecError as exc:
+            raise SpecError(f"{path}:{number}: {exc}") from None
+    return tasks

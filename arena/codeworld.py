@@ -36,6 +36,7 @@ import hashlib
 import importlib
 import itertools
 import json
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -373,6 +374,7 @@ class CodeWorlds:
             _HANDLER, workers=workers, seconds=seconds, sandbox=sandbox, paths=paths
         )
         self._ids = itertools.count()
+        self._lock = threading.RLock()
         self._initial: dict[str, tuple[dict[str, Any] | None, str | None]] = {}
 
     def episode(self, world: CodeWorldSpec) -> CodeEpisode:
@@ -384,7 +386,8 @@ class CodeWorlds:
                 f"code world {world.domain!r} names the runtime {world.runtime!r}, which is not "
                 f"installed (installed: {known}); install the package that provides it"
             )
-        n = next(self._ids)
+        with self._lock:
+            n = next(self._ids)
         episode = CodeEpisode(world, f"ep{n}", n % self.pool.size, self)
         answer = self._send(
             episode,
@@ -430,7 +433,10 @@ class CodeWorlds:
                 return {"op": "lost", "episode": episode.key}
             return job
 
-        (outcome,) = self.pool.run([message], slot_of=lambda i, j: episode.slot, prepare=prepare)
+        with self._lock:  # one job at a time through the pool (sessions may call from threads)
+            (outcome,) = self.pool.run(
+                [message], slot_of=lambda i, j: episode.slot, prepare=prepare
+            )
         if isinstance(outcome, Done):
             if outcome.result.get("lost"):
                 episode.failed = "its worker was restarted and the episode's state was lost"

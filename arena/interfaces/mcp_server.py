@@ -195,7 +195,11 @@ class EpisodeRecorder:
 
     def write(self, episode: Episode) -> None:
         """Append ``episode`` as one line."""
-        line = (episode.model_dump_json() + "\n").encode()
+        self.write_line(episode.model_dump_json())
+
+    def write_line(self, text: str) -> None:
+        """Append one line of JSON text."""
+        line = (text + "\n").encode()
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
@@ -395,11 +399,15 @@ class TaskServer:
         if episode is None:
             params = ctx.session.client_params
             client = params.client_info.name if params is not None else None
-            episode = SessionEpisode(self, f"mcp:{client}" if client else "mcp")
+            episode = self._new_episode(f"mcp:{client}" if client else "mcp")
             conn.state[_STATE_KEY] = episode
             conn.exit_stack.push_async_callback(episode.aclose)
             self.sessions += 1
         return cast(SessionEpisode, episode)
+
+    def _new_episode(self, solver: str) -> Any:
+        """A session's episode (a subclass serving another kind of world makes its own)."""
+        return SessionEpisode(self, solver)
 
     async def _list_tools(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None

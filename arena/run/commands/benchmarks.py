@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from coevo.arena.errors import CommandError, RecordError, SpecError
 from coevo.arena.run.commands import EXIT_OK
 
 __all__ = ["add_commands"]
@@ -42,53 +41,14 @@ def cmd_import_tau2(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _read_code_tasks(path: str) -> list[Any]:
-    """The code tasks of a file ``coevo import`` wrote (world records first, tasks naming them by id)."""
-    from coevo.arena.codetask import CodeTaskSpec
-    from coevo.arena.codeworld import CodeWorldSpec
-
-    worlds: dict[str, CodeWorldSpec] = {}
-    tasks = []
-    try:
-        lines = Path(path).read_text().splitlines()
-    except OSError as exc:
-        raise CommandError(f"cannot read {path}: {exc.strerror}") from None
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise RecordError(f"{path}:{number}: not JSON ({exc.msg})") from None
-        kind = data.get("format") if isinstance(data, dict) else None
-        try:
-            if kind == "coevo.codeworld/1":
-                world = CodeWorldSpec.read(data)
-                worlds[world.world_id] = world
-            elif kind == "coevo.codetask/1":
-                world_ref = data.get("world")
-                if isinstance(world_ref, str):
-                    if world_ref not in worlds:
-                        raise SpecError(f"names the world {world_ref}, not defined above it")
-                    data = {**data, "world": worlds[world_ref].model_dump(mode="json")}
-                tasks.append(CodeTaskSpec.read(data))
-            else:
-                raise SpecError(
-                    f"not a code world or task record (format {kind!r}); coevo audit reads "
-                    "what coevo import writes"
-                )
-        except SpecError as exc:
-            raise SpecError(f"{path}:{number}: {exc}") from None
-    return tasks
-
-
 def cmd_audit(args: argparse.Namespace) -> int:
     """Audit imported tasks: what a do-nothing trajectory earns, gold actions that fail, nondeterminism, partial credit."""
+    from coevo.arena.codetask import read_code_tasks
     from coevo.arena.codeworld import CodeWorlds
     from coevo.arena.interfaces.tau2_import import audit
     from coevo.arena.sandbox import Sandbox
 
-    tasks = _read_code_tasks(args.file)
+    tasks = read_code_tasks(args.file)
     code = [str(Path(p).resolve()) for p in args.code]
     replayable = bool(code) or importlib.util.find_spec("tau2") is not None
     if replayable:

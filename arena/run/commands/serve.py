@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
 from coevo.arena.errors import CommandError
@@ -27,6 +28,47 @@ def _port(text: str) -> int:
     return value
 
 
+def _is_code_file(source: str) -> bool:
+    """Whether ``source`` is a file of code worlds and tasks (what ``coevo import`` writes)."""
+    path = Path(source)
+    if not path.is_file():
+        return False
+    with path.open(encoding="utf-8", errors="replace") as lines:
+        first = next((line for line in lines if line.strip()), "")
+    return '"coevo.codeworld/1"' in first[:200] or '"coevo.codetask/1"' in first[:200]
+
+
+def _code_server(args: argparse.Namespace) -> Any:
+    """The server of a code task: picked by the benchmark's own id, the start of its id, or its number."""
+    from coevo.arena.codetask import read_code_tasks
+    from coevo.arena.codeworld import CodeWorlds
+    from coevo.arena.interfaces.mcp_codeworld import CodeTaskServer
+    from coevo.arena.sandbox import Sandbox
+
+    tasks = read_code_tasks(args.source)
+    wanted = args.task
+    if wanted is None and len(tasks) == 1:
+        chosen = tasks[0]
+    else:
+        # the benchmark's own id first, then the start of a coevo id, then a number from 1
+        matches = [t for t in tasks if str(t.provenance.get("task")) == wanted]
+        if not matches and wanted:
+            matches = [t for t in tasks if t.task_id.startswith(wanted)]
+        if not matches and wanted and wanted.isdigit() and 1 <= int(wanted) <= len(tasks):
+            matches = [tasks[int(wanted) - 1]]
+        if len(matches) != 1:
+            some = ", ".join(str(t.provenance.get("task", t.task_id[:15])) for t in tasks[:10])
+            raise CommandError(
+                f"{'no' if not matches else 'more than one'} task of {args.source} matches "
+                f"--task {wanted}: give a task id, its start, the benchmark's id ({some}, …) "
+                "or a number from 1"
+            )
+        chosen = matches[0]
+    quiet = Sandbox(env={"LOGURU_LEVEL": "WARNING"})  # τ²'s code logs every write at DEBUG
+    worlds = CodeWorlds(sandbox=quiet, paths=[str(Path(p).resolve()) for p in args.code])
+    return CodeTaskServer(chosen, worlds, record=args.record, max_steps=args.max_steps)
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     """``coevo serve TASKS --task ID [--transport stdio|http]``."""
     import anyio  # the server's modules load only for this command
@@ -34,8 +76,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     if args.transport == "stdio" and (args.host is not None or args.port is not None):
         raise CommandError("--host and --port go with --transport http")
-    task = load_task(args.source, args.task)
-    server = TaskServer(task, record=args.record, max_steps=args.max_steps)
+    if _is_code_file(args.source):
+        server = _code_server(args)
+        task = server.task
+    else:
+        task = load_task(args.source, args.task)
+        server = TaskServer(task, record=args.record, max_steps=args.max_steps)
     where = f", episodes recorded in {server.recorder.path}" if server.recorder else ""
     # standard output is the stdio transport's: everything said goes to standard error
     if args.transport == "stdio":
@@ -105,5 +151,13 @@ def add_commands(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
         type=_positive_int,
         default=None,
         help="tool calls an episode may make, submit included (default 40)",
+    )
+    serve.add_argument(
+        "--code",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="for code tasks (coevo import): a folder holding the domain's code, put on the "
+        "sandboxed workers' import path",
     )
     serve.set_defaults(func=cmd_serve)

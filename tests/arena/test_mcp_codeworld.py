@@ -1,0 +1,131 @@
+"""``coevo serve`` of a code task (an imported τ²-format task): the mcp SDK's own client plays it, tools in a sandbox."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from coevo.arena.codetask import CodeTaskSpec
+from coevo.arena.codeworld import CodeWorlds
+from coevo.arena.interfaces.mcp_codeworld import CodeTaskServer
+from coevo.arena.interfaces.tau2 import read_domain
+from coevo.arena.interfaces.tau2_import import import_domain
+from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+from tests.arena.tau2_runnable import build_runnable_checkout
+
+
+@pytest.fixture(scope="module")
+def kiosk(tmp_path_factory) -> tuple[Path, list[CodeTaskSpec]]:
+    root = build_runnable_checkout(tmp_path_factory.mktemp("tau2"))
+    return root, import_domain(read_domain(root, "kiosk")).tasks
+
+
+def _text(result: Any) -> str:
+    return "\n".join(c.text for c in result.content)
+
+
+@asynccontextmanager
+async def _http(server: CodeTaskServer) -> AsyncIterator[str]:
+    http, sock = server.http_server("127.0.0.1", 0)
+    serving = asyncio.create_task(http.serve(sockets=[sock]))
+    while not http.started:
+        assert not serving.done(), "the server did not start"
+        await asyncio.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
+    finally:
+        http.should_exit = True
+        await serving
+        sock.close()
+
+
+@asynccontextmanager
+async def _session(url: str) -> AsyncIterator[ClientSession]:
+    async with streamable_http_client(url) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        yield session
+
+
+def test_over_http_the_reference_earns_1_doing_nothing_0_and_sessions_are_apart(
+    kiosk, tmp_path
+) -> None:
+    root, tasks = kiosk
+    task = tasks[0]  # cancel the pending order #K1
+    with CodeWorlds(paths=[str(root / "src")]) as worlds:
+        server = CodeTaskServer(task, worlds, record=tmp_path / "rec")
+
+        async def body(url: str) -> None:
+            async with _session(url) as a, _session(url) as b:
+                names = [t.name for t in (await a.list_tools()).tools]
+                assert names == ["get_order", "cancel_order", "refund", "add_items", "submit"]
+                for call in task.solution:
+                    result = await a.call_tool(call.tool, call.arguments)
+                    assert not result.is_error, _text(result)
+                # b's world is its own: the order a cancelled is still pending there
+                seen = await b.call_tool("get_order", {"order_id": "#K1"})
+                assert json.loads(_text(seen))["status"] == "pending"
+                refused = await b.call_tool("cancel_order", {"order_id": "#K2"})
+                assert refused.is_error and "Non-pending order cannot be cancelled" in _text(
+                    refused
+                )
+                bad = await b.call_tool("refund", {"user": "ana"})
+                assert bad.is_error and "'amount' is a required property" in _text(bad)
+                done = await a.call_tool("submit", {})
+                assert done.structured_content["reward"] == 1, _text(done)
+                nothing = await b.call_tool("submit", {})
+                assert nothing.structured_content["reward"] == 0
+                assert "differs from the reference's" in nothing.structured_content["reason"]
+                again = await a.call_tool("get_order", {"order_id": "#K1"})
+                assert again.is_error and "the episode is over" in _text(again)
+
+        async def go() -> None:
+            async with _http(server) as url:
+                await asyncio.wait_for(body(url), timeout=30)
+
+        asyncio.run(go())
+    lines = [
+        json.loads(line) for line in (tmp_path / "rec" / "episodes.jsonl").read_text().splitlines()
+    ]
+    assert sorted(line["reward"] for line in lines) == [0, 1]
+    assert all(line["task_id"] == task.task_id for line in lines)
+
+
+def test_coevo_serve_runs_an_imported_task_over_stdio(kiosk, tmp_path) -> None:
+    """The file coevo import wrote, served by `coevo serve --code SRC`, played by the SDK's stdio client."""
+    root, _ = kiosk
+    out = tmp_path / "kiosk.jsonl"
+    records = import_domain(read_domain(root, "kiosk")).records()
+    out.write_text("".join(json.dumps(r) + "\n" for r in records))
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=[
+            "-m",
+            "coevo.arena.run.cli",
+            "serve",
+            str(out),
+            "--task",
+            "2",
+            "--code",
+            str(root / "src"),
+        ],
+    )
+
+    async def go() -> tuple[Any, Any]:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            init = await session.initialize()
+            await session.call_tool("get_order", {"order_id": "#K2"})
+            return init, await session.call_tool(
+                "submit", {"answer": "Your order has cake and tea."}
+            )
+
+    init, result = asyncio.run(asyncio.wait_for(go(), timeout=60))
+    assert "scenario 2" in init.instructions and "Kiosk policy" in init.instructions
+    assert result.structured_content["reward"] == 1, _text(result)
