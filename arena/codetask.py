@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 import jsonschema
-from coevo.arena.codeworld import CodeWorlds, CodeWorldSpec, replay, state_diff
+from coevo.arena.codeworld import CodeWorlds, CodeWorldSpec, replay, spec_error, state_diff
 from coevo.arena.errors import CommandError, RecordError, SpecError
 from coevo.arena.ids import canonical_json
 from coevo.arena.outcomes import CheckResult, Verdict
@@ -97,14 +97,7 @@ class CodeTaskSpec(_Model):
         try:
             task = cls.model_validate(data)
         except ValidationError as exc:
-            lines = [
-                f"{'.'.join(str(p) for p in e['loc']) or 'record'}: "
-                f"{str(e['msg']).removeprefix('Value error, record: ')}"
-                for e in exc.errors()
-            ]
-            raise SpecError(
-                "not a coevo.codetask/1 record:\n" + "\n".join(f"  - {line}" for line in lines)
-            ) from None
+            raise spec_error(exc, CODETASK_FORMAT) from None
         if task.id is not None and task.id != task.task_id:
             raise SpecError(
                 f"code task: its id {task.id} is not the hash of its content ({task.task_id}); "

@@ -72,6 +72,16 @@ DEFAULT_SANDBOX: Final = Sandbox()
 """Every layer this machine can give, with the default limits."""
 
 
+def spec_error(exc: ValidationError, record: str) -> SpecError:
+    """A pydantic error as a :class:`SpecError`: every problem with where it is, one per line."""
+    lines = [
+        f"{'.'.join(str(p) for p in e['loc']) or 'record'}: "
+        f"{str(e['msg']).removeprefix('Value error, record: ')}"
+        for e in exc.errors()
+    ]
+    return SpecError(f"not a {record} record:\n" + "\n".join(f"  - {line}" for line in lines))
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
@@ -135,14 +145,7 @@ class CodeWorldSpec(_Model):
         try:
             return cls.model_validate(data)
         except ValidationError as exc:
-            lines = [
-                f"{'.'.join(str(p) for p in e['loc']) or 'record'}: "
-                f"{str(e['msg']).removeprefix('Value error, record: ')}"
-                for e in exc.errors()
-            ]
-            raise SpecError(
-                "not a coevo.codeworld/1 record:\n" + "\n".join(f"  - {line}" for line in lines)
-            ) from None
+            raise spec_error(exc, CODEWORLD_FORMAT) from None
 
     @property
     def world_id(self) -> str:

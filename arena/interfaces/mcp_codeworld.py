@@ -30,14 +30,7 @@ import mcp.types as types
 from coevo.arena.codetask import RESPOND, CodeTaskSpec, code_reward
 from coevo.arena.codeworld import CodeEpisode, CodeWorlds, replay
 from coevo.arena.errors import CommandError
-from coevo.arena.interfaces.mcp_server import (
-    SERVER_NAME,
-    EpisodeRecorder,
-    TaskServer,
-    _HandshakeOnly,
-    _text,
-)
-from mcp.server import Server
+from coevo.arena.interfaces.mcp_server import EpisodeRecorder, TaskServer, _text
 
 __all__ = ["CodeSessionEpisode", "CodeTaskServer"]
 
@@ -191,16 +184,7 @@ class CodeTaskServer(TaskServer):
         self.finished_episodes: list[Any] = []  # SQL episodes: none here
         self.finished_outcomes: list[dict[str, Any]] = []
         """Outcomes of episodes that ended in this process, most recent last (the last 100)."""
-        self.server = Server(
-            SERVER_NAME,
-            version="code",
-            instructions=self.instructions,
-            on_list_tools=self._list_tools,
-            on_call_tool=self._call_tool,
-            on_list_prompts=self._list_prompts,
-            on_get_prompt=self._get_prompt,
-        )
-        self.server.middleware.insert(0, _HandshakeOnly())
+        self.server = self._mcp_server()
 
     def _new_episode(self, solver: str) -> CodeSessionEpisode:
         return CodeSessionEpisode(self, solver)

@@ -374,7 +374,11 @@ class TaskServer:
         """Sessions that have started an episode, since the server started."""
         self.finished_episodes: list[Episode] = []
         """Episodes that ended in this process, most recent last (the last 100)."""
-        self.server: Server[Any] = Server(
+        self.server = self._mcp_server()
+
+    def _mcp_server(self) -> Server[Any]:
+        """The SDK's server with this object's handlers, refusing sessionless requests."""
+        server: Server[Any] = Server(
             SERVER_NAME,
             version=_version(),
             instructions=self.instructions,
@@ -383,7 +387,8 @@ class TaskServer:
             on_list_prompts=self._list_prompts,
             on_get_prompt=self._get_prompt,
         )
-        self.server.middleware.insert(0, _HandshakeOnly())
+        server.middleware.insert(0, _HandshakeOnly())
+        return server
 
     def finished(self, episode: Episode) -> None:
         """Keep and record an episode that has ended."""

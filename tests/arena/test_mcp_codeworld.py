@@ -5,8 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -17,41 +15,15 @@ from coevo.arena.interfaces.mcp_codeworld import CodeTaskServer
 from coevo.arena.interfaces.tau2 import read_domain
 from coevo.arena.interfaces.tau2_import import import_domain
 from mcp import ClientSession, StdioServerParameters, stdio_client
-from mcp.client.streamable_http import streamable_http_client
 
 from tests.arena.tau2_runnable import build_runnable_checkout
+from tests.arena.test_mcp_server import _http, _session, _text
 
 
 @pytest.fixture(scope="module")
 def kiosk(tmp_path_factory) -> tuple[Path, list[CodeTaskSpec]]:
     root = build_runnable_checkout(tmp_path_factory.mktemp("tau2"))
     return root, import_domain(read_domain(root, "kiosk")).tasks
-
-
-def _text(result: Any) -> str:
-    return "\n".join(c.text for c in result.content)
-
-
-@asynccontextmanager
-async def _http(server: CodeTaskServer) -> AsyncIterator[str]:
-    http, sock = server.http_server("127.0.0.1", 0)
-    serving = asyncio.create_task(http.serve(sockets=[sock]))
-    while not http.started:
-        assert not serving.done(), "the server did not start"
-        await asyncio.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
-    finally:
-        http.should_exit = True
-        await serving
-        sock.close()
-
-
-@asynccontextmanager
-async def _session(url: str) -> AsyncIterator[ClientSession]:
-    async with streamable_http_client(url) as (read, write), ClientSession(read, write) as session:
-        await session.initialize()
-        yield session
 
 
 def test_over_http_the_reference_earns_1_doing_nothing_0_and_sessions_are_apart(
