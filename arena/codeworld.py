@@ -238,9 +238,14 @@ def job(message: dict[str, Any]) -> dict[str, Any]:
             if len(_initial) >= _KEEP_WORLDS:
                 _initial.pop(next(iter(_initial)))
             _initial[message["world"]] = message["state"]
-        runtime = _runtime(message["runtime"])
-        state = copy.deepcopy(_initial[message["world"]])
-        _episodes[key] = (runtime, runtime.load(message["domain"], state))
+        if message["world"] not in _initial:  # let go of to make room: the parent sends it again
+            return {"ok": False, "missing_world": True}
+        try:
+            runtime = _runtime(message["runtime"])
+            state = copy.deepcopy(_initial[message["world"]])
+            _episodes[key] = (runtime, runtime.load(message["domain"], state))
+        except Exception as exc:  # no such package, a state the domain's model refuses
+            return {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
         return {"ok": True}
     if op == "close":
         _episodes.pop(key, None)
@@ -392,16 +397,16 @@ class CodeWorlds:
         with self._lock:
             n = next(self._ids)
         episode = CodeEpisode(world, f"ep{n}", n % self.pool.size, self)
-        answer = self._send(
-            episode,
-            {
-                "op": "open",
-                "runtime": target,
-                "domain": world.domain,
-                "world": world.world_id,
-                "state": world.state,
-            },
-        )
+        opening = {
+            "op": "open",
+            "runtime": target,
+            "domain": world.domain,
+            "world": world.world_id,
+            "state": world.state,
+        }
+        answer = self._send(episode, opening)
+        if answer is not None and answer.get("missing_world"):
+            answer = self._send(episode, {**opening, "resend": True})
         if answer is not None and not answer.get("ok"):
             episode.failed = f"the world could not be built: {answer.get('error')}"
         return episode
@@ -429,11 +434,13 @@ class CodeWorlds:
 
         def prepare(job: dict[str, Any], holds: set[str]) -> dict[str, Any]:
             if job["op"] == "open":
-                if world_key in holds:
+                if world_key in holds and not job.get("resend"):
                     job = {k: v for k, v in job.items() if k != "state"}
                 holds.update((world_key, episode_key))
             elif episode_key not in holds:  # this worker was restarted since the episode began
                 return {"op": "lost", "episode": episode.key}
+            elif job["op"] == "close":
+                holds.discard(episode_key)
             return job
 
         with self._lock:  # one job at a time through the pool (sessions may call from threads)

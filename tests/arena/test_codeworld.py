@@ -368,3 +368,17 @@ def test_the_judge_catches_no_op_partial_broken_and_nondeterministic_tasks(world
         and "'fly'" in invalid.checks["valid"].reason
     )
     assert all(invalid.checks[c].passed is None for c in ("oracle", "noop", "partial"))
+
+
+def test_a_world_a_worker_let_go_of_is_sent_again(worlds) -> None:
+    """A worker keeps the initial states of its 16 most recent worlds; an older one is sent again when needed."""
+    base = shop_world()
+    many = [
+        CodeWorldSpec.read({**base.model_dump(), "state": {**base.state, "n": i}})
+        for i in range(18)
+    ]
+    for world in many:
+        worlds.episode(world).close()
+    again = worlds.episode(many[0])
+    assert again.failed is None and again.state()["n"] == 0
+    again.close()

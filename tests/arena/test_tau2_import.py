@@ -235,3 +235,20 @@ def test_the_real_domains_import_and_audit_like_the_benchmarks_own_check(name, t
         a.task.provenance["task"] for a in complete if a.verdict.checks["oracle"].passed is False
     }
     print(name, "noop DB passes", sum(expected.values()), "gold fails", sorted(failing))
+
+
+def test_audit_without_the_domains_code_says_so_and_audits_statically(checkout, tmp_path) -> None:
+    out = tmp_path / "kiosk.jsonl"
+    assert (
+        _coevo(
+            "import", "tau2", str(checkout), "--domain", "kiosk", "--out", str(out), cwd=tmp_path
+        ).returncode
+        == 0
+    )
+    empty = tmp_path / "no-code"
+    empty.mkdir()
+    done = _coevo("audit", str(out), "--json", "--code", str(empty), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "the domain's code could not run" in done.stderr and "auditing statically" in done.stderr
+    assert "ModuleNotFoundError" in done.stderr
+    assert {json.loads(line)["basis"] for line in done.stdout.splitlines()} == {"static"}

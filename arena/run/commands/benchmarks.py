@@ -51,18 +51,22 @@ def cmd_audit(args: argparse.Namespace) -> int:
     tasks = read_code_tasks(args.file)
     code = [str(Path(p).resolve()) for p in args.code]
     replayable = bool(code) or importlib.util.find_spec("tau2") is not None
-    if replayable:
+    audits = None
+    if replayable and tasks:
         quiet = Sandbox(env={"LOGURU_LEVEL": "WARNING"})  # τ²'s code logs every write at DEBUG
         with CodeWorlds(
             workers=args.workers, seconds=args.call_seconds, sandbox=quiet, paths=code
         ) as worlds:
-            audits = audit(tasks, worlds)
-        if all(a.verdict is not None and a.verdict.checks["oracle"].passed is None for a in audits):
-            first = audits[0].verdict if audits else None
-            why = first.checks["oracle"].reason if first is not None else ""
-            print(f"the domain's code could not run ({why}); auditing statically", file=sys.stderr)
-            audits = audit(tasks, None)
-    else:
+            probe = worlds.episode(tasks[0].world)
+            why = probe.failed
+            probe.close()
+            if why is None:
+                audits = audit(tasks, worlds)
+            else:
+                print(
+                    f"the domain's code could not run ({why}); auditing statically", file=sys.stderr
+                )
+    if audits is None:
         audits = audit(tasks, None)
     if args.json:
         for item in audits:
