@@ -20,7 +20,7 @@ The checks (:func:`assess_code_task`) are the SQL Judge's, on states:
 | valid | the record parses; every call of the solution names a tool of the world with arguments its schema accepts |
 | oracle | every call of the solution succeeds, and replaying it earns 1 |
 | noop | a trajectory with no calls (and nothing said) earns 0 |
-| unsolved | the initial state differs from the solution's final state (tasks that change nothing fail here and in noop) |
+| unsolved | the initial state differs from the solution's final state, or the agent must say something (tasks that ask for nothing fail here and in noop) |
 | partial | every prefix of the solution that stops before its last write earns 0 |
 | determinism | two replays of the solution reach the same state, each call returning the same result |
 """
@@ -49,6 +49,7 @@ __all__ = [
     "assess_code_task",
     "code_reward",
     "read_code_tasks",
+    "static_problems",
 ]
 
 CODETASK_FORMAT: Final = "coevo.codetask/1"
@@ -107,12 +108,18 @@ class CodeTaskSpec(_Model):
 
     @property
     def task_id(self) -> str:
-        """``sha256:`` + the digest of the format, the world's id, the instruction and the verifier."""
+        """``sha256:`` + the digest of the format, the world's id, the instruction, the verifier and the solution.
+
+        The solution is part of it (unlike a SQL task's id): the reward is
+        the state the solution reaches, so two tasks that differ only there
+        reward different things.
+        """
         body = {
             "format": self.format,
             "world": self.world.world_id,
             "instruction": self.instruction,
             "verifier": self.verifier.model_dump(mode="json"),
+            "solution": [c.model_dump(mode="json") for c in self.solution],
         }
         return "sha256:" + hashlib.sha256(canonical_json(body).encode()).hexdigest()
 
@@ -157,10 +164,16 @@ def _calls(calls: Iterable[CodeCall]) -> list[tuple[str, dict[str, Any]]]:
     return [(c.tool, c.arguments) for c in calls if c.tool != RESPOND]
 
 
-def assess_code_task(task: CodeTaskSpec, worlds: CodeWorlds) -> Verdict:
-    """Every check of the module's table on ``task``, each with its reason; only a failed ``valid`` stops the rest."""
+def assess_code_task(
+    task: CodeTaskSpec, worlds: CodeWorlds, states: dict[str, Any] | None = None
+) -> Verdict:
+    """Every check of the module's table on ``task``, each with its reason; only a failed ``valid`` stops the rest.
+
+    ``states``, when given, receives the states compared: ``"initial"`` (as
+    the runtime holds it) and ``"reference"`` (the solution's final state).
+    """
     checks: dict[str, CheckResult] = {}
-    problems = _static_problems(task)
+    problems = static_problems(task)
     checks["valid"] = CheckResult(
         passed=not problems,
         reason="; ".join(problems) or "the record and its solution are well formed",
@@ -206,11 +219,21 @@ def assess_code_task(task: CodeTaskSpec, worlds: CodeWorlds) -> Verdict:
         for line in state_diff(gold, nothing or {}, limit=10_000)
         if not _ignored(line, task.verifier.ignore)
     ]
+    if states is not None:
+        states.update(initial=nothing, reference=gold)
+    if diff:
+        unsolved = (
+            f"the initial state differs from the reference's final state in {len(diff)} place(s)"
+        )
+    elif task.verifier.communicate:
+        unsolved = (
+            "the task asks for no change of state, but for saying "
+            f"{task.verifier.communicate}, which the initial state does not"
+        )
+    else:
+        unsolved = "the initial state already equals the reference's final state: the task asks for nothing"
     checks["unsolved"] = CheckResult(
-        passed=bool(diff),
-        reason=f"the initial state differs from the reference's final state in {len(diff)} place(s)"
-        if diff
-        else "the initial state already equals the reference's final state: the task asks for no change",
+        passed=bool(diff or task.verifier.communicate), reason=unsolved
     )
     checks["partial"] = _check_partial(task, worlds, gold)
     again, observations_again, failed_again = replay(worlds, world, _calls(task.solution))
@@ -266,7 +289,8 @@ def _check_partial(task: CodeTaskSpec, worlds: CodeWorlds, gold: Mapping[str, An
     )
 
 
-def _static_problems(task: CodeTaskSpec) -> list[str]:
+def static_problems(task: CodeTaskSpec) -> list[str]:
+    """What breaks the ``valid`` check: calls naming no tool of the world, or with arguments its schema refuses."""
     problems = []
     for i, call in enumerate(task.solution, 1):
         tool = task.world.tool(call.tool)
@@ -304,7 +328,12 @@ def read_code_tasks(path: str | Path) -> list[CodeTaskSpec]:
         try:
             data = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise RecordError(f"{path}:{number}: not JSON ({exc.msg})") from None
+            hint = (
+                " (a file of JSON lines, as `coevo import` writes, is expected)"
+                if number == 1
+                else ""
+            )
+            raise RecordError(f"{path}:{number}: not JSON ({exc.msg}){hint}") from None
         kind = data.get("format") if isinstance(data, dict) else None
         try:
             if kind == "coevo.codeworld/1":

@@ -39,19 +39,19 @@ import importlib.util
 import inspect
 import sys
 import types
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from coevo.arena.codetask import RESPOND, CodeTaskSpec, assess_code_task
-from coevo.arena.codeworld import CodeWorlds, CodeWorldSpec
+from coevo.arena.codetask import RESPOND, CodeTaskSpec, assess_code_task, static_problems
+from coevo.arena.codeworld import CodeWorlds, CodeWorldSpec, state_diff
 from coevo.arena.interfaces.tau2 import (
     RewardType,
     Task,
     Tau2Domain,
     static_noop_findings,
 )
-from coevo.arena.outcomes import Verdict
+from coevo.arena.outcomes import CheckResult, Verdict
 
 __all__ = [
     "TAU2",
@@ -210,7 +210,8 @@ def _bare_package(name: str) -> None:
     spec = importlib.util.find_spec(name)
     if spec is None or spec.submodule_search_locations is None:
         raise ModuleNotFoundError(
-            f"no installed package {name!r}: install τ²-bench's code (docs/benchmarks-import.md)"
+            f"no installed package {name!r}: install τ²-bench's code, or give the folder holding "
+            "it (--code CHECKOUT/src; docs/benchmarks-import.md)"
         )
     module = types.ModuleType(name)
     module.__path__ = list(spec.submodule_search_locations)
@@ -311,10 +312,27 @@ def _noop_reward(task: CodeTaskSpec, db_passes: bool) -> tuple[bool | None, list
     return True, reasons
 
 
+def _static_verdict(task: CodeTaskSpec) -> Verdict:
+    """The checks a static audit can run: ``valid`` only, the rest not run."""
+    problems = static_problems(task)
+    checks = {
+        "valid": CheckResult(
+            passed=not problems,
+            reason="; ".join(problems) or "the record and its solution are well formed",
+        )
+    }
+    for name in ("oracle", "noop", "unsolved", "partial", "determinism"):
+        checks[name] = CheckResult(passed=None, reason="not run: a static audit runs no code")
+    return Verdict(
+        task_id=task.task_id, world_id=task.world.world_id, accepted=not problems, checks=checks
+    )
+
+
 def audit(
     tasks: Iterable[CodeTaskSpec],
     worlds: CodeWorlds | None,
     static: Mapping[str, bool] | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> list[TaskAudit]:
     """Each task's audit: by replay in ``worlds`` when given (the runtime installed), else static.
 
@@ -323,20 +341,26 @@ def audit(
     it, the write flags of the task's own tools decide.
     """
     out = []
-    for task in tasks:
+    for done, task in enumerate(tasks, 1):
+        if progress is not None:
+            progress(done)
         if worlds is not None:
-            verdict = assess_code_task(task, worlds)
-            if verdict.checks["unsolved"].passed is None:  # the gold actions could not be played
+            states: dict[str, Any] = {}
+            verdict = assess_code_task(task, worlds, states)
+            if states.get("reference") is None:  # the gold actions could not be played
                 db_passes = not _writes(task)
             else:  # the gold actions' final state is the initial one: doing nothing matches it
-                db_passes = verdict.checks["unsolved"].passed is False
+                db_passes = not state_diff(states["reference"], states["initial"] or {})
             reward, reasons = _noop_reward(task, db_passes)
             out.append(TaskAudit(task, "replay", db_passes, reward, verdict, reasons))
         else:
             key = str(task.provenance.get("task"))
             db_passes = static[key] if static is not None and key in static else not _writes(task)
             reward, reasons = _noop_reward(task, db_passes)
-            out.append(TaskAudit(task, "static", db_passes, reward, None, reasons))
+            verdict = _static_verdict(task)
+            if not verdict.accepted:
+                reasons = [verdict.checks["valid"].reason, *reasons]
+            out.append(TaskAudit(task, "static", db_passes, reward, verdict, reasons))
     return out
 
 

@@ -101,3 +101,44 @@ def test_coevo_serve_runs_an_imported_task_over_stdio(kiosk, tmp_path) -> None:
     init, result = asyncio.run(asyncio.wait_for(go(), timeout=60))
     assert "scenario 2" in init.instructions and "Kiosk policy" in init.instructions
     assert result.structured_content["reward"] == 1, _text(result)
+
+
+def test_coevo_serve_refuses_a_task_the_judge_rejects_and_asks_which_task(kiosk, tmp_path) -> None:
+    """Task 1 only reads: doing nothing earns 1, so it is not served (status 1); several tasks need --task."""
+    import subprocess
+
+    root, _ = kiosk
+    out = tmp_path / "kiosk.jsonl"
+    out.write_text(
+        "".join(json.dumps(r) + "\n" for r in import_domain(read_domain(root, "kiosk")).records())
+    )
+    base = [
+        sys.executable,
+        "-m",
+        "coevo.arena.run.cli",
+        "serve",
+        str(out),
+        "--code",
+        str(root / "src"),
+    ]
+    rejected = subprocess.run(
+        [*base, "--task", "1"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    assert rejected.returncode == 1
+    assert "task 1 of" in rejected.stderr and "rejected by the Judge" in rejected.stderr
+    assert "noop (doing nothing earns 1" in rejected.stderr and "coevo audit" in rejected.stderr
+    which = subprocess.run(
+        base, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL
+    )
+    assert which.returncode == 2 and "holds 6 tasks: pick one with --task" in which.stderr
+    nowhere = subprocess.run(
+        [*base[:-1], str(tmp_path / "nope"), "--task", "0"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert nowhere.returncode == 2 and "no such folder" in nowhere.stderr

@@ -10,7 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from coevo.arena.run.commands import EXIT_OK
+from coevo.arena.errors import CommandError
+from coevo.arena.run.commands import EXIT_OK, EXIT_REJECTED
 
 __all__ = ["add_commands"]
 
@@ -36,8 +37,15 @@ def cmd_import_tau2(args: argparse.Namespace) -> int:
         f"{len(imported.worlds)} world(s) into {out}",
         file=sys.stderr,
     )
+    by_reason: dict[str, list[str]] = collections.defaultdict(list)
     for task_id, reason in imported.skipped.items():
-        print(f"  task {task_id} not imported: {reason}", file=sys.stderr)
+        by_reason[reason].append(task_id)
+    for reason, ids in by_reason.items():
+        shown = ", ".join(ids[:5]) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
+        print(f"  {len(ids)} task(s) not imported ({shown}): {reason}", file=sys.stderr)
+    if not imported.tasks:
+        print(f"no task of {domain.name} could be imported", file=sys.stderr)
+        return EXIT_REJECTED
     return EXIT_OK
 
 
@@ -50,9 +58,21 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
     tasks = read_code_tasks(args.file)
     code = [str(Path(p).resolve()) for p in args.code]
+    missing = [p for p in args.code if not Path(p).is_dir()]
+    if missing:
+        raise CommandError(
+            f"--code {missing[0]}: no such folder (give the folder holding tau2/, e.g. CHECKOUT/src)"
+        )
+    if not tasks:
+        raise CommandError(f"{args.file} holds no task to audit")
+
+    def progress(done: int) -> None:
+        if done % 10 == 0 or done == len(tasks):
+            print(f"  audited {done} of {len(tasks)} tasks", file=sys.stderr, flush=True)
+
     replayable = bool(code) or importlib.util.find_spec("tau2") is not None
     audits = None
-    if replayable and tasks:
+    if replayable:
         quiet = Sandbox(env={"LOGURU_LEVEL": "WARNING"})  # τ²'s code logs every write at DEBUG
         with CodeWorlds(
             workers=args.workers, seconds=args.call_seconds, sandbox=quiet, paths=code
@@ -61,7 +81,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
             why = probe.failed
             probe.close()
             if why is None:
-                audits = audit(tasks, worlds)
+                audits = audit(tasks, worlds, progress=progress)
             else:
                 print(
                     f"the domain's code could not run ({why}); auditing statically", file=sys.stderr
@@ -79,12 +99,12 @@ def _summary(audits: list[Any], out: Any) -> None:
     by_domain: dict[str, list[Any]] = collections.defaultdict(list)
     for item in audits:
         by_domain[str(item.task.provenance.get("domain"))].append(item)
-    header = f"{'domain':<12} {'tasks':>5} {'noop: DB':>8} {'reward':>6} {'undecided':>9} {'gold fails':>10} {'nondet':>6} {'partial':>7}  basis"
+    header = f"{'domain':<18} {'tasks':>5} {'noop: DB':>8} {'reward':>6} {'undecided':>9} {'gold fails':>10} {'nondet':>6} {'partial':>7}  basis"
     print(header, file=out)
     for domain, items in sorted(by_domain.items()):
         judged = [i.verdict for i in items if i.verdict is not None]
         row = (
-            f"{domain:<12} {len(items):>5} {sum(i.noop_passes_db_check for i in items):>8} "
+            f"{domain:<18} {len(items):>5} {sum(i.noop_passes_db_check for i in items):>8} "
             f"{sum(i.noop_passes_reward is True for i in items):>6} "
             f"{sum(i.noop_passes_reward is None for i in items):>9} "
             f"{sum(v.checks['oracle'].passed is False for v in judged) if judged else '-':>10} "
@@ -159,7 +179,7 @@ def add_commands(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
         ),
         epilog="example:\n  coevo audit retail.jsonl --code ~/tau2-bench/src --json > findings.jsonl",
     )
-    auditor.add_argument("file", metavar="FILE")
+    auditor.add_argument("file", metavar="FILE", help="a .jsonl file coevo import wrote")
     auditor.add_argument("--json", action="store_true", help="one JSON object per task")
     auditor.add_argument(
         "--code",
@@ -168,8 +188,13 @@ def add_commands(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
         metavar="PATH",
         help="a folder holding the domain's code (e.g. CHECKOUT/src), put on the workers' import path",
     )
-    auditor.add_argument("--workers", type=int, default=1, help="sandboxed worker processes")
     auditor.add_argument(
-        "--call-seconds", type=float, default=60.0, help="wall clock of one tool call or reset"
+        "--workers", type=int, default=1, help="sandboxed worker processes (default 1)"
+    )
+    auditor.add_argument(
+        "--call-seconds",
+        type=float,
+        default=60.0,
+        help="wall clock of one tool call or reset (default 60)",
     )
     auditor.set_defaults(func=cmd_audit)

@@ -40,14 +40,27 @@ def _is_code_file(source: str) -> bool:
 
 def _code_server(args: argparse.Namespace) -> Any:
     """The server of a code task: picked by the benchmark's own id, the start of its id, or its number."""
-    from coevo.arena.codetask import read_code_tasks
+    from coevo.arena.codetask import assess_code_task, read_code_tasks
     from coevo.arena.codeworld import CodeWorlds
     from coevo.arena.interfaces.mcp_codeworld import CodeTaskServer
     from coevo.arena.sandbox import Sandbox
 
     tasks = read_code_tasks(args.source)
     wanted = args.task
-    if wanted is None and len(tasks) == 1:
+    missing = [p for p in args.code if not Path(p).is_dir()]
+    if missing:
+        raise CommandError(
+            f"--code {missing[0]}: no such folder (give the folder holding the domain's code)"
+        )
+    if not tasks:
+        raise CommandError(f"{args.source} holds no task (coevo.codetask/1); nothing to serve")
+    if wanted is None and len(tasks) > 1:
+        some = ", ".join(str(t.provenance.get("task", t.task_id[:15])) for t in tasks[:10])
+        raise CommandError(
+            f"{args.source} holds {len(tasks)} tasks: pick one with --task (the benchmark's id: "
+            f"{some}{', …' if len(tasks) > 10 else ''}; the start of a task id; or a number from 1)"
+        )
+    if wanted is None:
         chosen = tasks[0]
     else:
         # the benchmark's own id first, then the start of a coevo id, then a number from 1
@@ -60,12 +73,24 @@ def _code_server(args: argparse.Namespace) -> Any:
             some = ", ".join(str(t.provenance.get("task", t.task_id[:15])) for t in tasks[:10])
             raise CommandError(
                 f"{'no' if not matches else 'more than one'} task of {args.source} matches "
-                f"--task {wanted}: give a task id, its start, the benchmark's id ({some}, …) "
-                "or a number from 1"
+                f"--task {wanted}: give the benchmark's id ({some}"
+                f"{', …' if len(tasks) > 10 else ''}), the start of a task id, or a number from 1"
             )
         chosen = matches[0]
     quiet = Sandbox(env={"LOGURU_LEVEL": "WARNING"})  # τ²'s code logs every write at DEBUG
     worlds = CodeWorlds(sandbox=quiet, paths=[str(Path(p).resolve()) for p in args.code])
+    verdict = assess_code_task(chosen, worlds)  # nothing is served that the Judge has not accepted
+    if not verdict.accepted:
+        worlds.close()
+        failed = "; ".join(
+            f"{n} ({r.reason})" for n, r in verdict.checks.items() if r.passed is False
+        )
+        raise CommandError(
+            f"task {chosen.provenance.get('task', chosen.task_id)} of {args.source} is rejected by "
+            f"the Judge: {failed}; only accepted tasks are served (`coevo audit {args.source}` "
+            "shows every verdict)",
+            1,
+        )
     return CodeTaskServer(chosen, worlds, record=args.record, max_steps=args.max_steps)
 
 
@@ -108,15 +133,18 @@ def add_commands(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
             "Serve one task over the Model Context Protocol: its world's tools and submit, the\n"
             "instruction as the server's instructions (and the prompt `task`). Each MCP session\n"
             "plays its own episode on its own copy of the world; submit returns the verifier's\n"
-            "reward (0 or 1) and its reason, and later calls get an error. SOURCE is a file of\n"
+            "reward (0 or 1) and its reason, and later calls get an error. TASKS is a file of\n"
             "task records (the task is judged first; a rejected one is not served), a run\n"
-            "directory (its accepted tasks) or an export. docs/mcp.md has client configurations."
+            "directory (its accepted tasks), an export, or a file coevo import wrote (its tools\n"
+            "run in sandboxed workers: --code gives the domain's code). docs/mcp.md has client\n"
+            "configurations."
         ),
         epilog=(
             "examples:\n"
             "  coevo examples --copy examples . && coevo serve examples.jsonl --task 1\n"
             "  claude mcp add coevo -- coevo serve examples.jsonl --task 1 --record episodes\n"
-            "  coevo serve examples.jsonl --task sha256:a9b3 --transport http --port 8765"
+            "  coevo serve examples.jsonl --task sha256:a9b3 --transport http --port 8765\n"
+            "  coevo serve retail.jsonl --task 5 --code ~/tau2-bench/src   (coevo import tau2)"
         ),
     )
     serve.add_argument(
@@ -127,8 +155,8 @@ def add_commands(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
     serve.add_argument(
         "--task",
         metavar="ID",
-        help="the task: its id, the start of its id, or its number in the file from 1 "
-        "(needed unless the file holds one task)",
+        help="the task: its id, the start of its id, or its number in the file from 1; for "
+        "imported tasks, the benchmark's own id first (needed unless the file holds one task)",
     )
     serve.add_argument(
         "--transport",
