@@ -140,9 +140,7 @@ def tau2_rows(checkout: str, calls: int) -> list[tuple[str, float, float]]:
 
     base = per_second(timed(calls, call))
     base_reset = per_second(timed(10, lambda i: TAU2.load("airline", copy.deepcopy(spec.state))))
-    with CodeWorlds(
-        paths=[str(Path(checkout) / "src")], sandbox=Sandbox(env={"LOGURU_LEVEL": "WARNING"})
-    ) as worlds:
+    with CodeWorlds(paths=[str(Path(checkout) / "src")]) as worlds:
         episode = worlds.episode(spec)
         episode.step("get_user_details", {"user_id": users[0]})
         boxed = per_second(

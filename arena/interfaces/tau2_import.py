@@ -37,6 +37,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import inspect
+import os
 import sys
 import types
 from collections.abc import Callable, Iterable, Mapping
@@ -224,6 +225,7 @@ class Tau2Runtime:
 
     def load(self, domain: str, state: dict[str, Any]) -> Any:
         """The domain's toolkit over its database model built from ``state``."""
+        os.environ.setdefault("LOGURU_LEVEL", "WARNING")  # τ²'s code logs every write at DEBUG
         _bare_package("tau2")
         tools = importlib.import_module(f"tau2.domains.{domain}.tools")
         model = importlib.import_module(f"tau2.domains.{domain}.data_model")

@@ -13,7 +13,7 @@ from typing import Any
 from coevo.arena.errors import CommandError
 from coevo.arena.run.commands import EXIT_OK, EXIT_REJECTED
 
-__all__ = ["add_commands"]
+__all__ = ["add_commands", "code_paths"]
 
 
 def cmd_import_tau2(args: argparse.Namespace) -> int:
@@ -49,20 +49,25 @@ def cmd_import_tau2(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def code_paths(folders: list[str]) -> list[str]:
+    """``--code`` folders as absolute paths, each checked to exist (CommandError naming the first that does not)."""
+    missing = [p for p in folders if not Path(p).is_dir()]
+    if missing:
+        raise CommandError(
+            f"--code {missing[0]}: no such folder (give the folder holding the domain's code, "
+            "e.g. CHECKOUT/src for τ²-bench)"
+        )
+    return [str(Path(p).resolve()) for p in folders]
+
+
 def cmd_audit(args: argparse.Namespace) -> int:
     """Audit imported tasks: what a do-nothing trajectory earns, gold actions that fail, nondeterminism, partial credit."""
     from coevo.arena.codetask import read_code_tasks
     from coevo.arena.codeworld import CodeWorlds
     from coevo.arena.interfaces.tau2_import import audit
-    from coevo.arena.sandbox import Sandbox
 
     tasks = read_code_tasks(args.file)
-    code = [str(Path(p).resolve()) for p in args.code]
-    missing = [p for p in args.code if not Path(p).is_dir()]
-    if missing:
-        raise CommandError(
-            f"--code {missing[0]}: no such folder (give the folder holding tau2/, e.g. CHECKOUT/src)"
-        )
+    code = code_paths(args.code)
     if not tasks:
         raise CommandError(f"{args.file} holds no task to audit")
 
@@ -73,10 +78,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     replayable = bool(code) or importlib.util.find_spec("tau2") is not None
     audits = None
     if replayable:
-        quiet = Sandbox(env={"LOGURU_LEVEL": "WARNING"})  # τ²'s code logs every write at DEBUG
-        with CodeWorlds(
-            workers=args.workers, seconds=args.call_seconds, sandbox=quiet, paths=code
-        ) as worlds:
+        with CodeWorlds(workers=args.workers, seconds=args.call_seconds, paths=code) as worlds:
             probe = worlds.episode(tasks[0].world)
             why = probe.failed
             probe.close()

@@ -13,6 +13,7 @@ from typing import Any
 
 from coevo.arena.errors import CommandError
 from coevo.arena.run.commands import EXIT_OK
+from coevo.arena.run.commands.benchmarks import code_paths
 from coevo.arena.run.commands.records import _positive_int
 
 __all__ = ["add_commands", "cmd_serve"]
@@ -43,15 +44,10 @@ def _code_server(args: argparse.Namespace) -> Any:
     from coevo.arena.codetask import assess_code_task, read_code_tasks
     from coevo.arena.codeworld import CodeWorlds
     from coevo.arena.interfaces.mcp_codeworld import CodeTaskServer
-    from coevo.arena.sandbox import Sandbox
 
     tasks = read_code_tasks(args.source)
     wanted = args.task
-    missing = [p for p in args.code if not Path(p).is_dir()]
-    if missing:
-        raise CommandError(
-            f"--code {missing[0]}: no such folder (give the folder holding the domain's code)"
-        )
+    code = code_paths(args.code)
     if not tasks:
         raise CommandError(f"{args.source} holds no task (coevo.codetask/1); nothing to serve")
     if wanted is None and len(tasks) > 1:
@@ -77,8 +73,7 @@ def _code_server(args: argparse.Namespace) -> Any:
                 f"{', …' if len(tasks) > 10 else ''}), the start of a task id, or a number from 1"
             )
         chosen = matches[0]
-    quiet = Sandbox(env={"LOGURU_LEVEL": "WARNING"})  # τ²'s code logs every write at DEBUG
-    worlds = CodeWorlds(sandbox=quiet, paths=[str(Path(p).resolve()) for p in args.code])
+    worlds = CodeWorlds(paths=code)
     verdict = assess_code_task(chosen, worlds)  # nothing is served that the Judge has not accepted
     if not verdict.accepted:
         worlds.close()
