@@ -491,13 +491,17 @@ class LLMClient:
             try:
                 return await work
             finally:
-                for server in self.servers:
-                    if server.sdk is not None and self.http_client is None:
-                        await server.sdk.close()
-                    server.sdk = None
-                self._loop = None
+                await self.release()
 
         return asyncio.run(whole())
+
+    async def release(self) -> None:
+        """Close the running loop's SDK clients (a client also used inside another client's :meth:`run` calls this before that loop ends)."""
+        for server in self.servers:
+            if server.sdk is not None and self.http_client is None:
+                await server.sdk.close()
+            server.sdk = None
+        self._loop = None
 
     async def _acquire(self) -> _Server:
         """A slot on the least busy server that is not resting (waiting, oldest first, for one)."""

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Final
 
 import pyarrow as pa
+from coevo.arena.codetask import CodeTaskSpec
+from coevo.arena.codeworld import CodeWorldSpec
 from coevo.arena.difficulty import task_level
 from coevo.arena.outcomes import Episode, Verdict
 from coevo.arena.spec import TaskSpec, WorldSpec
@@ -85,6 +87,11 @@ class WorldRow(Row):
         """The row of ``world``."""
         return cls(world_id=world.world_id, domain=world.domain, spec=world.model_dump_json())
 
+    @classmethod
+    def of_code(cls, world: CodeWorldSpec) -> WorldRow:
+        """The row of a code world (its ``spec`` a ``coevo.codeworld/1`` record)."""
+        return cls(world_id=world.world_id, domain=world.domain, spec=world.model_dump_json())
+
 
 def _family(task: TaskSpec) -> str | None:
     plan = (task.provenance or {}).get("plan")
@@ -101,7 +108,8 @@ class TaskRow(Row):
     task_id: str = Field(description="the task's content id")
     world_id: str = Field(description="its world (a row of `worlds`)")
     source: str = Field(
-        description="`fresh` (proposed), `mutation` (a child of a logged task) or `eval`"
+        description="`fresh` (proposed), `mutation` (a child of a logged task), `eval`, or "
+        "`imported` (a benchmark run's pool: a `coevo.codetask/1` record)"
     )
     level: int | None = Field(
         description="its difficulty level (1–5), from its measured difficulty"
@@ -112,7 +120,9 @@ class TaskRow(Row):
     domain: str | None = Field(description="its world's domain")
     parent: str | None = Field(description="for a mutation, the parent task's id")
     operator: str | None = Field(description="for a mutation, the operator that made it")
-    spec: str = Field(description="the whole `coevo.task/1` record, as JSON, its world by id")
+    spec: str = Field(
+        description="the whole `coevo.task/1` (or `coevo.codetask/1`) record, as JSON, its world by id"
+    )
 
     @classmethod
     def of(cls, task: TaskSpec, source: str) -> TaskRow:
@@ -127,6 +137,23 @@ class TaskRow(Row):
             parent=task.lineage.parent if task.lineage else None,
             operator=task.lineage.operator if task.lineage else None,
             spec=task.model_copy(update={"world": task.world_id}).model_dump_json(),
+        )
+
+    @classmethod
+    def of_code(cls, task: CodeTaskSpec) -> TaskRow:
+        """The row of a benchmark run's code task (source ``imported``; its world by id)."""
+        record = task.model_dump(mode="json", exclude={"world"})
+        record |= {"id": task.task_id, "world": task.world.world_id}
+        return cls(
+            task_id=task.task_id,
+            world_id=task.world.world_id,
+            source="imported",
+            level=None,
+            family=None,
+            domain=task.world.domain,
+            parent=None,
+            operator=None,
+            spec=json.dumps(record, sort_keys=True, ensure_ascii=False),
         )
 
 
@@ -315,7 +342,7 @@ class UsageRow(Row):
     about: ClassVar[str] = "calls, tokens and dollars API-backed roles spent, per role and task"
 
     role: str = Field(
-        description="what spent it: `synthesizer`, `solver`, `judge` or `world_model` (a Judge's solve attempts count as `solver`)"
+        description="what spent it: `synthesizer`, `solver`, `judge`, `world_model` or `user` (a benchmark run's user simulator; a Judge's solve attempts count as `solver`)"
     )
     task_id: str | None = Field(description="the task it was spent on (null: not for one task)")
     calls: int = Field(description="API calls")

@@ -27,7 +27,7 @@ import os
 import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from coevo.agents.registry import REGISTRY
 from coevo.arena.errors import ArenaError, CoevoError, ExperimentError, RegistryError
@@ -37,13 +37,20 @@ from coevo.arena.run.capacity import MAX_ACTORS
 from coevo.arena.run.selfplay import WatchConfig
 from coevo.arena.run.tracking import TrackingConfig
 from coevo.arena.run.trainer import TrainerConfig
-from coevo.arena.settings import Settings, StrictNumbers, explain
+from coevo.arena.settings import (
+    Settings,
+    StrictNumbers,
+    explain,
+    settings_model,
+    validate_settings,
+)
 from coevo.curricula.base import CurriculumConfig
 from coevo.curricula.objectives import ProposerConfig
 from coevo.curricula.registry import curriculum_config, recorded_curriculum
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, ValidationError, field_validator
 
 __all__ = [
+    "BenchmarkConfig",
     "EvalConfig",
     "Experiment",
     "ExperimentError",
@@ -129,6 +136,42 @@ class RayConfig(_Table):
     num_cpus: int | None = Field(default=None, ge=1, le=4096)
 
 
+class BenchmarkConfig(_Table):
+    """``[benchmark]``: the pool is a file of imported code tasks (``coevo import tau2``), played ``trials`` times each.
+
+    A run with ``[benchmark]`` is an evaluation: no Synthesizer, curriculum or
+    learner runs; each generation is one trial of every task; ``coevo analyze``
+    gives pass^k (docs/benchmarks-import.md).
+
+    Attributes:
+        tasks: the JSONL file of world and task records (``coevo import tau2 ... --out FILE``).
+        code: folders put on the sandboxed workers' import path (a τ²-bench checkout's ``src``).
+        trials: times each task is played (k of pass^k); the run's generations.
+        ids: play only these tasks (the benchmark's task id, ``provenance.task``, or the content id); empty: all.
+        domains: play only tasks of these domains; empty: all.
+        limit: play at most this many tasks (the first ones of the file, after the filters).
+        judge: ``static`` (only ``valid``) or ``replay`` (every Judge check, by replay in the
+            sandbox) before the first trial; rejected tasks are not played.
+        max_steps: tool calls and messages to the user per episode before it ends with 0.
+        workers: sandboxed tool workers per Solver actor.
+        seconds: the wall-clock allowance of one tool call.
+        user: the user simulator's settings (those of every LLM role: ``provider``, ``model``,
+            ``base_url``, ...); needed when a task has a user scenario.
+    """
+
+    tasks: str
+    code: list[str] = Field(default_factory=list)
+    trials: int = Field(default=4, ge=1, le=1000)
+    ids: list[str] = Field(default_factory=list)
+    domains: list[str] = Field(default_factory=list)
+    limit: int | None = Field(default=None, ge=1)
+    judge: Literal["static", "replay"] = "static"
+    max_steps: int = Field(default=60, ge=1)
+    workers: int = Field(default=1, ge=1, le=64)
+    seconds: float = Field(default=30.0, gt=0)
+    user: dict[str, Any] | None = None
+
+
 class Experiment(_Table):
     """A whole experiment file."""
 
@@ -144,6 +187,7 @@ class Experiment(_Table):
     ray: RayConfig = Field(default_factory=RayConfig)
     tracking: TrackingConfig = Field(default_factory=TrackingConfig)
     trainer: TrainerConfig | None = None
+    benchmark: BenchmarkConfig | None = None
 
     @field_validator("curriculum", mode="before")
     @classmethod
@@ -349,6 +393,17 @@ def _validated(
         ExperimentError: every problem, each naming its key, with "did you mean".
     """
     data = dict(data)
+    bench = data.get("benchmark")
+    if isinstance(bench, Mapping) and isinstance(bench.get("trials", 4), int):
+        run = dict(data.get("run") or {})
+        trials = bench.get("trials", 4)
+        if run.get("generations", trials) != trials:
+            raise ExperimentError(
+                f"{label} {verb} not {what}:\n  run.generations = {run['generations']}, but a "
+                f"[benchmark] run's generations are its trials (benchmark.trials = {trials}): "
+                "remove run.generations"
+            )
+        data["run"] = run | {"generations": trials}
     try:
         # read first on its own, so that its errors name the curriculum's own keys
         data["curriculum"] = curriculum_config(data.get("curriculum", {}))
@@ -360,9 +415,43 @@ def _validated(
     try:
         experiment.role_settings()
         _trainable(experiment)
+        _benchmark(experiment)
     except ExperimentError as exc:
         raise ExperimentError(f"{label} {verb} not {what}:\n  {exc}") from exc
     return experiment
+
+
+def _benchmark(experiment: Experiment) -> None:
+    """With ``[benchmark]``: an LLM Solver, no trainer, a valid user simulator.
+
+    Raises:
+        ExperimentError: what does not fit, and how to fix it.
+    """
+    bench = experiment.benchmark
+    if bench is None:
+        return
+    factory = REGISTRY.get(experiment.solver.name).factory
+    if not callable(getattr(factory, "load_adapter", None)):
+        raise ExperimentError(
+            f"[benchmark] pools are played by a model: the solver must be an LLM Solver "
+            f"(llm-solver or claude), not {experiment.solver.name!r}"
+        )
+    if experiment.trainer is not None:
+        raise ExperimentError(
+            "[benchmark] runs evaluate; they hand nothing to a trainer: remove [trainer]"
+        )
+    if bench.user is not None:
+        from coevo.agents.llm.user import LLMUser  # lazy: the LLM SDKs, only for a benchmark run
+
+        try:
+            validate_settings(
+                settings_model(LLMUser, "LlmUser"),
+                bench.user,
+                where="benchmark.user",
+                owner="the user simulator",
+            )
+        except CoevoError as exc:
+            raise ExperimentError(str(exc)) from exc
 
 
 def _trainable(experiment: Experiment) -> None:
@@ -444,7 +533,22 @@ def check_environment(experiment: Experiment) -> None:
                     "(on every node, for a cluster) and run again"
                 )
     for table, role_settings in settings.items():
+        if experiment.benchmark is not None and table != "solver":
+            continue  # a benchmark run makes no other role
         try:
             REGISTRY.get(getattr(experiment, table).name).preflight(role_settings)
         except CoevoError as exc:
             raise ArenaError(str(exc)) from None
+    if experiment.benchmark is not None and experiment.benchmark.user is not None:
+        from coevo.agents.llm.user import LLMUser  # lazy: the LLM SDKs, only for a benchmark run
+
+        try:
+            user = validate_settings(
+                settings_model(LLMUser, "LlmUser"),
+                experiment.benchmark.user,
+                where="benchmark.user",
+                owner="the user simulator",
+            )
+            LLMUser.preflight(user)
+        except CoevoError as exc:
+            raise ArenaError(f"benchmark.user: {exc}") from None

@@ -109,6 +109,22 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
         f"{_figure(summary['trained_level_first_third'])} → "
         f"{_figure(summary['trained_level_last_third'])} (first → last third)",
     ]
+    passes = summary.get("pass_k")
+    if passes:
+        lines.append(
+            f"benchmark: {passes['tasks']} tasks × {passes['trials']} trials; "
+            + ", ".join(f"pass^{k} {_figure(v)}" for k, v in passes["pass_k"].items())
+            + (
+                f"; {passes['failed']} episodes the Solver could not play"
+                if passes["failed"]
+                else ""
+            )
+        )
+        for domain, table in passes["domains"].items():
+            lines.append(
+                f"  {domain}: {table['tasks']} tasks, "
+                + ", ".join(f"pass^{k} {_figure(v)}" for k, v in table["pass_k"].items())
+            )
     if summary["generations"] and not summary["accepted"]:
         lines.append("no task was accepted, so nothing was trained")
         if not summary.get("proposed", summary["rejected"]):

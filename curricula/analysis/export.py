@@ -18,7 +18,9 @@ its row instead (no worlds table), for tools that need self-contained rows.
 Records, verifiers and tool lists are JSON text in both formats, so the two
 have one schema and load as they are (``datasets``, pandas, polars, DuckDB).
 
-:func:`read_tasks` reads an export back, each task with its world resolved,
+:func:`read_tasks` reads an export back, each task with its world resolved
+(a benchmark run's imported tasks as ``coevo.codetask/1`` records, their
+worlds ``coevo.codeworld/1``: :func:`code_task_row`),
 so a trainer recreates the world and the reward of any trajectory with
 :class:`coevo.arena.World`; :func:`task_from_row` does it for one row.
 
@@ -42,7 +44,10 @@ from typing import Any, Final, Literal, cast
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from coevo.arena.codetask import CODETASK_FORMAT, CodeTaskSpec
+from coevo.arena.codeworld import CODEWORLD_FORMAT, CodeWorldSpec
 from coevo.arena.errors import CoevoError
+from coevo.arena.gamelog.log import has_format
 from coevo.arena.rendering import SYSTEM, openai_tools, prompt, tool_definitions
 from coevo.arena.spec import TaskSpec, WorldSpec
 from coevo.curricula.analysis.metrics import Run
@@ -57,6 +62,7 @@ __all__ = [
     "ExportField",
     "ExportFile",
     "ExportManifest",
+    "code_task_row",
     "compile_where",
     "export_run",
     "markdown_tables",
@@ -265,9 +271,29 @@ def _messages(instruction: str) -> list[dict[str, str]]:
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": instruction}]
 
 
-def world_row(world: WorldSpec, *, tasks: int = 0, record: str | None = None) -> dict[str, Any]:
-    """The worlds-table row of ``world`` (``record``: its JSON text, when already at hand)."""
-    tools = tool_definitions(world)
+def _world(record: str) -> WorldSpec | CodeWorldSpec:
+    """A logged or exported world record: SQL (``coevo.world/1``) or code (``coevo.codeworld/1``)."""
+    if has_format(record, CODEWORLD_FORMAT):
+        return CodeWorldSpec.model_validate_json(record)
+    return WorldSpec.model_validate_json(record)
+
+
+def world_row(
+    world: WorldSpec | CodeWorldSpec, *, tasks: int = 0, record: str | None = None
+) -> dict[str, Any]:
+    """The worlds-table row of ``world`` (``record``: its JSON text, when already at hand).
+
+    A code world's tools are its agent tools (it has no ``submit``: a code
+    task's episode ends with the conversation).
+    """
+    if isinstance(world, CodeWorldSpec):
+        tools = [
+            {"name": t.name, "description": t.description, "input_schema": t.parameters}
+            for t in world.tools
+            if t.side == "agent"
+        ]
+    else:
+        tools = tool_definitions(world)
     return {
         "world_id": world.world_id,
         "domain": world.domain,
@@ -318,6 +344,37 @@ def task_row(
             )
         world = world_row(task.world)
         row.update({k: world[k] for k in ("world", "tools", "openai_tools")})
+    return row
+
+
+def code_task_row(record: str, world: CodeWorldSpec, **fields: Any) -> dict[str, Any]:
+    """The tasks-table row of a code task (an imported benchmark's): its logged record (world by id) and its world.
+
+    ``system`` is the world's (the domain's policy); ``instruction`` the
+    task's (for a task with a user scenario, the scenario a user simulator
+    plays: then ``messages`` holds only the system message, as the agent's
+    conversation starts with the user, and ``prompt`` only the system text).
+    """
+    data = json.loads(record)
+    task = CodeTaskSpec.read(data | {"world": world.model_dump(mode="json")})
+    row: dict[str, Any] = dict.fromkeys(WHERE_FIELDS)
+    row.update(fields)
+    simulated = task.user_scenario is not None
+    messages = [{"role": "system", "content": world.system}]
+    if not simulated:
+        messages.append({"role": "user", "content": task.instruction})
+    row.update(
+        {
+            "task_id": task.task_id,
+            "world_id": world.world_id,
+            "system": world.system,
+            "instruction": task.instruction,
+            "prompt": world.system if simulated else f"{world.system}\n\n{task.instruction}",
+            "messages": messages,
+            "verifier": task.verifier.model_dump_json(),
+            "task": record,
+        }
+    )
     return row
 
 
@@ -429,7 +486,9 @@ def _features(run: Run) -> list[dict[str, Any]]:
         predicted.setdefault(task_id, p)  # the prediction made when it was first accepted
     episodes = run["episodes"]
     episodes = episodes.filter(pc.is_null(episodes.column("failure")))  # played ones only
-    train = episodes.filter(pc.equal(episodes.column("purpose"), "train"))
+    # a benchmark run's episodes are its trials (eval); a co-evolution run's, its training
+    purpose = "eval" if run.experiment.get("benchmark") else "train"
+    train = episodes.filter(pc.equal(episodes.column("purpose"), purpose))
     played = {
         r["task_id"]: (r["reward_mean"], r["reward_count"])
         for r in train.group_by("task_id")
@@ -546,7 +605,7 @@ def export_run(
             f"task {missing['task_id']} refers to world {missing['world_id']}, which is not in "
             f"the log of {run.run_dir}; the log is damaged (`coevo doctor` says where)"
         )
-    worlds = {w: WorldSpec.model_validate_json(record) for w, record in records.items()}
+    worlds = {w: _world(record) for w, record in records.items()}
     inline = (  # each world's row, made once and shared by its tasks
         {w: world_row(worlds[w], record=records[w]) for w in worlds} if inline_worlds else {}
     )
@@ -554,7 +613,11 @@ def export_run(
     def task_rows() -> Iterable[dict[str, Any]]:
         for done, features in enumerate(chosen, start=1):
             record = specs[features["task_id"]]
-            row = task_row(TaskSpec.model_validate_json(record), record=record, **features)
+            world = worlds[features["world_id"]]
+            if isinstance(world, CodeWorldSpec):
+                row = code_task_row(record, world, **features)
+            else:
+                row = task_row(TaskSpec.model_validate_json(record), record=record, **features)
             if inline_worlds:
                 shared = inline[features["world_id"]]
                 row.update({k: shared[k] for k in ("world", "tools", "openai_tools")})
@@ -626,11 +689,11 @@ def _rows(directory: Path, file: ExportFile) -> list[dict[str, Any]]:
     return pq.read_table(path).to_pylist()
 
 
-def _worlds_of(rows: Iterable[Mapping[str, Any]]) -> dict[str, WorldSpec]:
-    worlds: dict[str, WorldSpec] = {}
+def _worlds_of(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    worlds: dict[str, Any] = {}
     for row in rows:
         if row["world_id"] not in worlds:
-            worlds[row["world_id"]] = WorldSpec.model_validate_json(row["world"])
+            worlds[row["world_id"]] = _world(row["world"])
     return worlds
 
 
@@ -644,9 +707,7 @@ def read_worlds(directory: str | Path) -> dict[str, WorldSpec]:
     return _worlds_of(_rows(Path(directory), manifest.worlds or manifest.tasks))
 
 
-def task_from_row(
-    row: Mapping[str, Any], worlds: Mapping[str, WorldSpec] | None = None
-) -> TaskSpec:
+def task_from_row(row: Mapping[str, Any], worlds: Mapping[str, Any] | None = None) -> Any:
     """The task of one tasks-table row, its world resolved: from ``worlds`` by id, or from the row.
 
     ``row`` may come from the JSONL or Parquet file, ``datasets``, pandas or
@@ -656,6 +717,8 @@ def task_from_row(
     Raises:
         CoevoError: the world is neither in ``worlds`` nor in the row.
     """
+    if has_format(row["task"], CODETASK_FORMAT):
+        return _code_task_from_row(row, worlds)
     task = TaskSpec.model_validate_json(row["task"])
     world = (worlds or {}).get(task.world_id)
     if world is None and row.get("world"):
@@ -668,8 +731,8 @@ def task_from_row(
     return task.model_copy(update={"world": world})
 
 
-def read_tasks(directory: str | Path) -> list[TaskSpec]:
-    """Every task of the export in ``directory``, in its order, each with its world inline.
+def read_tasks(directory: str | Path) -> list[Any]:
+    """Every task of the export in ``directory``, in its order, each with its world inline (a ``TaskSpec``, or a ``CodeTaskSpec`` for a code task).
 
     Each world is read once and shared by its tasks.
 
@@ -682,3 +745,16 @@ def read_tasks(directory: str | Path) -> list[TaskSpec]:
         rows if manifest.worlds is None else _rows(Path(directory), manifest.worlds)
     )
     return [task_from_row(row, worlds) for row in rows]
+
+
+def _code_task_from_row(row: Mapping[str, Any], worlds: Mapping[str, Any] | None) -> Any:
+    record = json.loads(row["task"])
+    world = (worlds or {}).get(str(record.get("world")))
+    if world is None and row.get("world"):
+        world = _world(row["world"])
+    if not isinstance(world, CodeWorldSpec):
+        raise CoevoError(
+            f"task {record.get('id')}: its code world {record.get('world')} is not given; pass the "
+            "export's worlds (read_worlds(DIR)), or export with --inline-worlds"
+        )
+    return CodeTaskSpec.read(record | {"world": world.model_dump(mode="json")})

@@ -46,11 +46,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from coevo.arena.calibration import brier, expected_calibration_error, reliability
+from coevo.arena.codetask import CODETASK_FORMAT
 from coevo.arena.errors import CoevoError
 from coevo.arena.gamelog import SCHEMAS, GameLog, RunDir
+from coevo.arena.gamelog.log import has_format
 from coevo.arena.novelty import TaskSignature, distinct_share, signature
 from coevo.arena.spec import TaskSpec, WorldSpec
 from coevo.curricula.analysis.irt import fit_rasch
+from coevo.curricula.analysis.passk import pass_k_table
 
 __all__ = ["Run", "analyze", "load_run", "mastered_level"]
 
@@ -431,8 +434,8 @@ def _signatures(run: Run, task_ids: set[str]) -> dict[str, TaskSignature]:
     for task_id, spec in zip(
         tasks.column("task_id").to_pylist(), tasks.column("spec").to_pylist(), strict=True
     ):
-        if task_id in out:
-            continue
+        if task_id in out or has_format(spec, CODETASK_FORMAT):
+            continue  # a benchmark run's code tasks have no SQL signature
         task = TaskSpec.model_validate_json(spec)
         world_id = str(task.world)
         if world_id not in parsed and world_id in world_specs:
@@ -573,4 +576,16 @@ def analyze(run: Run, *, irt: bool = True) -> dict[str, Any]:
         "calibration": _calibration(run),
         "throughput": _throughput(run),
         "irt": _irt(run) if irt else None,
+        "pass_k": _pass_k(run) if run.experiment.get("benchmark") else None,
     }
+
+
+def _pass_k(run: Run) -> dict[str, Any]:
+    """A benchmark run's pass^k over its trials, overall and per domain (:mod:`~coevo.curricula.analysis.passk`)."""
+    failed = {
+        r["episode_id"]
+        for r in run["episodes"].select(["episode_id", "failure"]).to_pylist()
+        if r["failure"]
+    }
+    rows = run["evals"].select(["task_id", "episode_id", "domain", "reward"]).to_pylist()
+    return pass_k_table({**r, "failure": r["episode_id"] in failed} for r in rows)

@@ -80,6 +80,10 @@ def _finished(args: argparse.Namespace, experiment: Any, run_dir: str, done: int
             )
 
     summary = summarize(run_dir)
+    if experiment.benchmark is not None:
+        from coevo.arena.run.benchmark import benchmark_summary
+
+        summary["pass_k"] = benchmark_summary(GameLog(run_dir))
     print(
         f"{run_dir} is finished ({done} generations): nothing to resume (to run it longer, raise "
         f"run.generations in {run_dir}/experiment.json, then resume)",
@@ -189,16 +193,29 @@ def _run_locked(
 
     try:
         tracking.start()
-        result = run_experiment(
-            experiment,
-            run_dir,
-            resume=resume,
-            address=args.address,
-            on_generation=show_and_track,
-            on_start=lambda arena: table.start(first),
-            events=events,
-            lock=lock,
-        )
+        if experiment.benchmark is not None:
+            from coevo.arena.run.benchmark import run_benchmark
+
+            table.start(first)
+            result = run_benchmark(
+                experiment,
+                lock,
+                resume=resume,
+                address=args.address,
+                on_generation=show_and_track,
+                events=events,
+            )
+        else:
+            result = run_experiment(
+                experiment,
+                run_dir,
+                resume=resume,
+                address=args.address,
+                on_generation=show_and_track,
+                on_start=lambda arena: table.start(first),
+                events=events,
+                lock=lock,
+            )
     except KeyboardInterrupt as exc:
         table.close()
         tracking.close(exc)  # what was queued is sent, within a bounded wait
@@ -233,6 +250,10 @@ def _run_locked(
     finally:
         table.close()
     summary = summarize(run_dir)
+    if experiment.benchmark is not None:
+        from coevo.arena.run.benchmark import benchmark_summary
+
+        summary["pass_k"] = benchmark_summary(GameLog(run_dir))
     summary["roles_failing"] = {
         role: {
             "generations": gens,
