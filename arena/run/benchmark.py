@@ -85,6 +85,7 @@ class BenchmarkHost:
         config: its settings.
         user: the user simulator's settings, or None.
         bench: the ``[benchmark]`` table (code paths, workers, limits).
+        tasks: the pool (given at construction, so that an actor Ray restarts has it again).
         env: variables the models need in this process (keys; never logged).
     """
 
@@ -94,6 +95,7 @@ class BenchmarkHost:
         config: dict[str, Any],
         user: dict[str, Any] | None,
         bench: BenchmarkConfig,
+        tasks: Sequence[CodeTaskSpec],
         env: dict[str, str] | None = None,
     ):
         os.environ.update(env or {})
@@ -105,17 +107,12 @@ class BenchmarkHost:
         self.user = LLMUser(**user) if user is not None else None
         self.bench = bench
         self.worlds = CodeWorlds(workers=bench.workers, seconds=bench.seconds, paths=bench.code)
-        self.tasks: dict[str, CodeTaskSpec] = {}
+        self.tasks = {t.task_id: t for t in tasks}
         self.gold: dict[str, dict[str, Any] | None] = {}
 
     def pid(self) -> int:
         """The actor's process id (tests kill it)."""
         return os.getpid()
-
-    def load(self, tasks: Sequence[CodeTaskSpec]) -> int:
-        """Keep the pool's tasks (sent once); returns how many it holds."""
-        self.tasks.update((t.task_id, t) for t in tasks)
-        return len(self.tasks)
 
     def judge(self, task_ids: Sequence[str]) -> list[Verdict]:
         """The Judge's verdict on each task, every check by replay in the sandbox."""
@@ -406,22 +403,25 @@ def run_benchmark(
         )
     if not resume:
         lock.run.write_bytes(exp.model_dump_json(indent=1).encode(), "experiment.json")
+    if last >= 0:  # a resumed run plays the pool it logged, whatever the file holds now
+        logged = log.code_task_specs()
+        tasks = [logged[t] for t in log.read("tasks", columns=["task_id"]).column(0).to_pylist()]
     started = connect(ray_address(address, exp), exp.ray.num_cpus)
     say = events or (lambda name, **fields: None)
     host: Any = ray.remote(BenchmarkHost)
     env = _environment(exp)
-    actors: list[Any] = [
-        host.options(num_cpus=0, max_restarts=4, max_task_retries=4).remote(
-            exp.solver.name, exp.solver.config, bench.user, bench, env
-        )
-        for _ in range(exp.solver.actors)
-    ]
-    pool = ActorPool("solver", actors)
+    actors: list[Any] = []
+    run: _Benchmark | None = None
     reports: list[GenerationReport] = []
     try:
-        shared = ray.put(tasks)
-        ray.get([a.load.remote(shared) for a in actors])
-        run = _Benchmark(exp, log, lock, pool, tasks, say)
+        shared = ray.put(tasks)  # sent once; a restarted actor is built from it again
+        actors = [
+            host.options(num_cpus=0, max_restarts=4, max_task_retries=4).remote(
+                exp.solver.name, exp.solver.config, bench.user, bench, shared, env
+            )
+            for _ in range(exp.solver.actors)
+        ]
+        run = _Benchmark(exp, log, lock, ActorPool("solver", actors), tasks, say)
         if last >= 0:
             verdicts = log.read("verdicts", columns=["task_id", "accepted"]).to_pylist()
             run.accepted = [r["task_id"] for r in verdicts if r["accepted"] and r["task_id"]]
@@ -441,9 +441,8 @@ def run_benchmark(
             ray.kill(actor)
         if started:
             ray.shutdown()
-    return RunSummary(
-        run_dir=lock.run.uri, generations=len(reports), reports=reports, calls=run.calls.roles
-    )
+    calls = run.calls.roles if run is not None else {}
+    return RunSummary(run_dir=lock.run.uri, generations=len(reports), reports=reports, calls=calls)
 
 
 def benchmark_summary(log: GameLog) -> dict[str, Any]:

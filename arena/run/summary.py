@@ -97,8 +97,35 @@ def _figure(value: Any) -> str:
     return f"{value:.2f}" if isinstance(value, float) else str(value)
 
 
+def _benchmark_lines(summary: dict[str, Any], passes: dict[str, Any]) -> list[str]:
+    """A benchmark run's summary: the pool, the trials, pass^k overall and per domain."""
+    lines = [
+        f"{_plural(summary['generations'], 'trial')} of {_plural(passes['tasks'], 'task')} "
+        f"({summary['accepted']} accepted, {summary['rejected']} rejected); "
+        f"{_plural(summary['failures'], 'role failure')} recorded",
+        "pass^k: " + (", ".join(f"k={k} {_figure(v)}" for k, v in passes["pass_k"].items()) or "–"),
+    ]
+    lines += [
+        f"  {domain}: {_plural(table['tasks'], 'task')}, "
+        + ", ".join(f"k={k} {_figure(v)}" for k, v in table["pass_k"].items())
+        for domain, table in passes["domains"].items()
+    ]
+    if passes["failed"]:
+        lines.append(
+            f"{_plural(passes['failed'], 'episode')} the Solver could not play (left out of pass^k)"
+        )
+    if summary.get("top_rejections"):
+        checks = ", ".join(f"{name} {n}" for name, n in summary["top_rejections"].items())
+        lines.append(f"rejections by check: {checks}")
+    lines.append(f"game log: {str(summary['run_dir']).rstrip('/')}/log")
+    return lines
+
+
 def summary_lines(summary: dict[str, Any]) -> list[str]:
     """The summary as the lines ``coevo run`` ends with (each at most about 80 characters)."""
+    passes = summary.get("pass_k")
+    if passes is not None:  # a benchmark run: trials, not training
+        return _benchmark_lines(summary, passes)
     lines = [
         f"{_plural(summary['generations'], 'generation')}, "
         f"{_plural(summary['episodes'], 'training episode')}, "
@@ -109,22 +136,6 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
         f"{_figure(summary['trained_level_first_third'])} → "
         f"{_figure(summary['trained_level_last_third'])} (first → last third)",
     ]
-    passes = summary.get("pass_k")
-    if passes:
-        lines.append(
-            f"benchmark: {passes['tasks']} tasks × {passes['trials']} trials; "
-            + ", ".join(f"pass^{k} {_figure(v)}" for k, v in passes["pass_k"].items())
-            + (
-                f"; {passes['failed']} episodes the Solver could not play"
-                if passes["failed"]
-                else ""
-            )
-        )
-        for domain, table in passes["domains"].items():
-            lines.append(
-                f"  {domain}: {table['tasks']} tasks, "
-                + ", ".join(f"pass^{k} {_figure(v)}" for k, v in table["pass_k"].items())
-            )
     if summary["generations"] and not summary["accepted"]:
         lines.append("no task was accepted, so nothing was trained")
         if not summary.get("proposed", summary["rejected"]):

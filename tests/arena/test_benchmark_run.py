@@ -170,7 +170,7 @@ def test_a_benchmark_run_plays_every_imported_task_k_times_and_analyze_gives_pas
     got = {int(k): v for k, v in metrics["pass_k"]["pass_k"].items()}
     assert got == pytest.approx(expected)
     assert metrics["pass_k"]["domains"]["kiosk"]["tasks"] == len(TASKS)
-    assert f"pass^3 {expected[3]:.2f}" in summary
+    assert f"k=3 {expected[3]:.2f}" in summary and "3 trials of 6 tasks" in summary
 
 
 def test_the_user_simulator_can_be_claude_and_a_run_resumes_at_the_next_trial(
@@ -238,3 +238,40 @@ def test_a_benchmark_runs_pool_exports_as_code_task_records_that_read_back(
     # and the log's tables read as a dataset, each task once
     table = ds.dataset(str(tmp_path / "run" / "log" / "tasks"), format="parquet").to_table()
     assert len(set(table.column("task_id").to_pylist())) == table.num_rows == 3
+
+
+def test_a_solver_actor_killed_mid_trial_is_restarted_and_the_log_is_complete(
+    ray_cluster, pool, tmp_path, monkeypatch
+) -> None:
+    """kill -9 of a Solver actor while its episodes are in flight: Ray restarts it, the chunk is played again."""
+    import os
+    import signal
+    import subprocess
+    import threading
+    import time
+
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    killed: list[int] = []
+
+    def kill_one(server: FakeOpenAI) -> None:
+        deadline = time.monotonic() + 60
+        while len(server.requests) < 6 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        found = subprocess.run(
+            ["pgrep", "-f", "ray::BenchmarkHost"], capture_output=True, text=True
+        ).stdout.split()
+        if found:
+            os.kill(int(found[0]), signal.SIGKILL)
+            killed.append(int(found[0]))
+
+    with FakeOpenAI(Kiosk(), api_key=KEY, latency=0.1) as server:
+        user = f'{{ base_url = "{server.url}" }}'
+        exp = _experiment(tmp_path, pool, server.url, user, trials=2)
+        killer = threading.Thread(target=kill_one, args=(server,))
+        killer.start()
+        assert main(["run", str(exp)]) == 0
+        killer.join()
+    assert killed, "a Solver actor was killed while it played"
+    episodes = GameLog(str(tmp_path / "run")).read("episodes").to_pylist()
+    assert len(episodes) == 2 * len(TASKS) and not any(e["failure"] for e in episodes)
+    assert len({e["episode_id"] for e in episodes}) == len(episodes)
