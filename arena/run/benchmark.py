@@ -35,6 +35,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import ray
@@ -190,6 +191,12 @@ def pool_tasks(bench: BenchmarkConfig) -> list[CodeTaskSpec]:
     Raises:
         ArenaError: the file cannot be read, or the filters leave no task (naming what is there).
     """
+    missing = next((p for p in bench.code if not Path(p).is_dir()), None)
+    if missing is not None:
+        raise ArenaError(
+            f"benchmark.code: {missing} is no folder (give the folder holding the domain's code, "
+            "e.g. CHECKOUT/src for τ²-bench)"
+        )
     try:
         tasks = read_code_tasks(bench.tasks)
     except (OSError, CoevoError) as exc:

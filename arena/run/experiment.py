@@ -171,6 +171,16 @@ class BenchmarkConfig(_Table):
     seconds: float = Field(default=30.0, gt=0)
     user: dict[str, Any] | None = None
 
+    @field_validator("tasks")
+    @classmethod
+    def _tasks_path(cls, value: str) -> str:
+        return str(Path(value).expanduser())
+
+    @field_validator("code")
+    @classmethod
+    def _code_folders(cls, value: list[str]) -> list[str]:
+        return [str(Path(p).expanduser()) for p in value]
+
 
 class Experiment(_Table):
     """A whole experiment file."""
