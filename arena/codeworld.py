@@ -31,7 +31,6 @@ plain functions over a ``dict`` state into one.
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import importlib
 import itertools
@@ -201,7 +200,7 @@ def installed_runtimes() -> dict[str, str]:
 # ---- in the worker ------------------------------------------------------------------------
 
 _runtimes: dict[str, Runtime] = {}
-_initial: dict[str, dict[str, Any]] = {}
+_initial: dict[str, str] = {}  # world id → its initial state as JSON text (this worker's)
 _episodes: dict[str, tuple[Runtime, Any]] = {}
 _KEEP_WORLDS: Final = 16
 
@@ -237,12 +236,12 @@ def job(message: dict[str, Any]) -> dict[str, Any]:
         if "state" in message:
             if len(_initial) >= _KEEP_WORLDS:
                 _initial.pop(next(iter(_initial)))
-            _initial[message["world"]] = message["state"]
+            _initial[message["world"]] = json.dumps(message["state"])  # loads is 4× a deepcopy
         if message["world"] not in _initial:  # let go of to make room: the parent sends it again
             return {"ok": False, "missing_world": True}
         try:
             runtime = _runtime(message["runtime"])
-            state = copy.deepcopy(_initial[message["world"]])
+            state = json.loads(_initial[message["world"]])
             _episodes[key] = (runtime, runtime.load(message["domain"], state))
         except Exception as exc:  # no such package, a state the domain's model refuses
             return {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
@@ -378,12 +377,26 @@ class CodeWorlds:
         paths: Sequence[str] = (),
     ):
         self.runtimes = {**installed_runtimes(), **(runtimes or {})}
-        self.pool = WorkerPool(
-            _HANDLER, workers=workers, seconds=seconds, sandbox=sandbox, paths=paths
-        )
+        # one pool of one worker per slot, each with its own lock: episodes in different
+        # workers run their calls at the same time (threads, or an async caller's to_thread)
+        self.pools = [
+            WorkerPool(_HANDLER, workers=1, seconds=seconds, sandbox=sandbox, paths=paths)
+            for _ in range(max(1, workers))
+        ]
+        self._slots = [threading.Lock() for _ in self.pools]
         self._ids = itertools.count()
         self._lock = threading.RLock()
         self._initial: dict[str, tuple[dict[str, Any] | None, str | None]] = {}
+
+    @property
+    def restarts(self) -> int:
+        """Workers restarted (found dead or killed after overrunning) since the pools started."""
+        return sum(p.restarts for p in self.pools)
+
+    @property
+    def isolation_missing(self) -> dict[str, str]:
+        """The isolation layers this machine cannot give the workers' sandbox, each with how to get it."""
+        return self.pools[0].isolation_missing
 
     def episode(self, world: CodeWorldSpec) -> CodeEpisode:
         """A new episode from ``world``'s initial state (a failed one if the worker cannot build it)."""
@@ -396,7 +409,7 @@ class CodeWorlds:
             )
         with self._lock:
             n = next(self._ids)
-        episode = CodeEpisode(world, f"ep{n}", n % self.pool.size, self)
+        episode = CodeEpisode(world, f"ep{n}", n % len(self.pools), self)
         opening = {
             "op": "open",
             "runtime": target,
@@ -443,10 +456,8 @@ class CodeWorlds:
                 holds.discard(episode_key)
             return job
 
-        with self._lock:  # one job at a time through the pool (sessions may call from threads)
-            (outcome,) = self.pool.run(
-                [message], slot_of=lambda i, j: episode.slot, prepare=prepare
-            )
+        with self._slots[episode.slot]:  # one job at a time per worker
+            (outcome,) = self.pools[episode.slot].run([message], prepare=prepare)
         if isinstance(outcome, Done):
             if outcome.result.get("lost"):
                 episode.failed = "its worker was restarted and the episode's state was lost"
@@ -465,7 +476,8 @@ class CodeWorlds:
 
     def close(self) -> None:
         """Stop the workers."""
-        self.pool.close()
+        for pool in self.pools:
+            pool.close()
 
     def __enter__(self) -> CodeWorlds:
         return self

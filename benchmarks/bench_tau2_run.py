@@ -1,7 +1,7 @@
 """A benchmark run on τ²-bench's real data: episodes per second with 1 and 2 Solver actors, and a gold agent's reward.
 
     python benchmarks/bench_tau2_run.py --tau2 ~/tau2-bench [--domain airline] [--limit 20]
-        [--trials 2] [--latency 0.05] [--actors 1,2]
+        [--trials 2] [--latency 0.05] [--actors 1,2] [--workers 2]
 
 Imports ``--domain`` from the checkout (``coevo import tau2``), then runs a
 ``[benchmark]`` experiment over its first ``--limit`` tasks, ``--trials``
@@ -76,6 +76,7 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=2)
     parser.add_argument("--latency", type=float, default=0.05)
     parser.add_argument("--actors", default="1,2")
+    parser.add_argument("--workers", type=int, default=2, help="sandboxed tool workers per actor")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench-tau2-run-"))
     pool = work / f"{args.domain}.jsonl"
@@ -95,7 +96,7 @@ def main() -> None:
                 f'[solver]\nname = "llm-solver"\nactors = {n}\n'
                 f'config = {{ base_url = "{server.url}" }}\n'
                 f'[benchmark]\ntasks = "{pool}"\ncode = ["{code}"]\ntrials = {args.trials}\n'
-                f'limit = {args.limit}\nworkers = 1\nuser = {{ base_url = "{server.url}" }}\n'
+                f'limit = {args.limit}\nworkers = {args.workers}\nuser = {{ base_url = "{server.url}" }}\n'
                 f"[ray]\nnum_cpus = 2\n"
             )
             started = time.perf_counter()
@@ -112,7 +113,10 @@ def main() -> None:
             for why in failed[:5]:
                 print(f"  reward 0: {why}")
     base = results[min(results)]
-    print(f"\n{args.domain}: {len(tasks)} tasks × {args.trials} trials, latency {args.latency} s")
+    print(
+        f"\n{args.domain}: {len(tasks)} tasks × {args.trials} trials, latency {args.latency} s, "
+        f"{args.workers} tool workers per actor"
+    )
     print(f"{'actors':>6} {'episodes':>8} {'s':>7} {'ep/s':>6} {'s/ep':>6} {'reward':>6} {'×':>5}")
     for n, (count, seconds, reward) in sorted(results.items()):
         rate = count / seconds

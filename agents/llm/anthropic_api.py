@@ -8,6 +8,8 @@ The conversation arrives in the Chat Completions format
 * the ``tool`` messages answering one turn as one user message of
   ``tool_result`` blocks, with ``is_error`` when the content reports a
   failed call (it begins ``error: ``, as every failed observation does);
+* a conversation the agent opens (a benchmark run's greeting) behind a
+  user turn :data:`OPENING`, as the API begins with the user;
 * function tools as ``{name, description, input_schema}``; a named
   ``tool_choice`` as ``{"type": "tool", "name": N}``, ``required`` as ``any``.
 
@@ -48,6 +50,10 @@ def make_sdk(base_url: str, key: str, timeout: float, http_client: Any = None) -
     return anthropic.AsyncAnthropic(
         base_url=base_url, api_key=key, max_retries=0, timeout=timeout, http_client=http_client
     )
+
+
+OPENING: Final = "(The conversation begins.)"
+"""The user turn put before a conversation the agent opens (the Messages API begins with the user)."""
 
 
 def to_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -100,6 +106,10 @@ def to_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 previous["content"].append(result)
             else:
                 out.append({"role": "user", "content": [result]})
+    if (
+        out and out[0]["role"] == "assistant"
+    ):  # the API wants a user turn first (a greeting agent's)
+        out.insert(0, {"role": "user", "content": OPENING})
     return out
 
 

@@ -275,3 +275,15 @@ def test_a_solver_actor_killed_mid_trial_is_restarted_and_the_log_is_complete(
     episodes = GameLog(str(tmp_path / "run")).read("episodes").to_pylist()
     assert len(episodes) == 2 * len(TASKS) and not any(e["failure"] for e in episodes)
     assert len({e["episode_id"] for e in episodes}) == len(episodes)
+
+
+def test_a_conversation_the_agent_opens_reaches_anthropic_behind_a_user_turn() -> None:
+    """The Messages API begins with the user: a greeting agent's conversation gets a user turn first."""
+    from coevo.agents.llm.anthropic_api import OPENING, to_messages
+
+    out = to_messages(
+        [{"role": "assistant", "content": GREETING}, {"role": "user", "content": "scenario 1"}]
+    )
+    assert [m["role"] for m in out] == ["user", "assistant", "user"]
+    assert out[0]["content"] == OPENING and out[1]["content"][0]["text"] == GREETING
+    assert to_messages([{"role": "user", "content": "x"}]) == [{"role": "user", "content": "x"}]

@@ -263,7 +263,7 @@ def test_tool_code_cannot_escape_and_the_run_goes_on(worlds, tmp_path) -> None:
         after = episode.step("count")
         assert after.ok, (tool, after)
     assert episode.failed is None and episode.state() == {"n": len(attempts)}
-    assert worlds.pool.restarts == 0
+    assert worlds.restarts == 0
     listener.join(6)
     server.close()
     assert received == []
@@ -271,7 +271,7 @@ def test_tool_code_cannot_escape_and_the_run_goes_on(worlds, tmp_path) -> None:
 
 def test_a_worker_that_dies_or_hangs_fails_its_episode_and_is_restarted(worlds) -> None:
     """The episode is failed with the reason; other episodes and the next one go on."""
-    before = worlds.pool.restarts
+    before = worlds.restarts
     for tool, reason in (("die", "the worker died"), ("hang", "ran past 5 s")):
         episode = worlds.episode(hostile_world())
         assert episode.step("count").ok
@@ -283,7 +283,7 @@ def test_a_worker_that_dies_or_hangs_fails_its_episode_and_is_restarted(worlds) 
         fresh = worlds.episode(hostile_world())
         assert fresh.step("count").result == 1
         fresh.close()
-    assert worlds.pool.restarts >= before + 2
+    assert worlds.restarts >= before + 2
 
 
 def _task(solution: list[dict[str, Any]], **verifier: Any) -> CodeTaskSpec:
