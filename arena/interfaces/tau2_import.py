@@ -41,6 +41,7 @@ import os
 import sys
 import types
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -342,10 +343,8 @@ def audit(
     (from :func:`~coevo.arena.interfaces.tau2.static_noop_findings`); without
     it, the write flags of the task's own tools decide.
     """
-    out = []
-    for done, task in enumerate(tasks, 1):
-        if progress is not None:
-            progress(done)
+
+    def one(task: CodeTaskSpec) -> TaskAudit:
         if worlds is not None:
             states: dict[str, Any] = {}
             verdict = assess_code_task(task, worlds, states)
@@ -354,15 +353,23 @@ def audit(
             else:  # the gold actions' final state is the initial one: doing nothing matches it
                 db_passes = not state_diff(states["reference"], states["initial"] or {})
             reward, reasons = _noop_reward(task, db_passes)
-            out.append(TaskAudit(task, "replay", db_passes, reward, verdict, reasons))
-        else:
-            key = str(task.provenance.get("task"))
-            db_passes = static[key] if static is not None and key in static else not _writes(task)
-            reward, reasons = _noop_reward(task, db_passes)
-            verdict = _static_verdict(task)
-            if not verdict.accepted:
-                reasons = [verdict.checks["valid"].reason, *reasons]
-            out.append(TaskAudit(task, "static", db_passes, reward, verdict, reasons))
+            return TaskAudit(task, "replay", db_passes, reward, verdict, reasons)
+        key = str(task.provenance.get("task"))
+        db_passes = static[key] if static is not None and key in static else not _writes(task)
+        reward, reasons = _noop_reward(task, db_passes)
+        verdict = _static_verdict(task)
+        if not verdict.accepted:
+            reasons = [verdict.checks["valid"].reason, *reasons]
+        return TaskAudit(task, "static", db_passes, reward, verdict, reasons)
+
+    # one task per worker at a time: each worker has its own lock, so they replay side by side
+    threads = len(worlds.pools) if worlds is not None else 1
+    out = []
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        for done, found in enumerate(pool.map(one, tasks), 1):
+            out.append(found)
+            if progress is not None:
+                progress(done)
     return out
 
 

@@ -177,6 +177,10 @@ def test_audit_by_replay_matches_the_benchmarks_own_check_and_differs_from_stati
         and replayed["0"].basis == "replay"
         and static["0"].basis == "static"
     )
+    # two workers replay side by side (each its own lock) and find the same, in the same order
+    with CodeWorlds(paths=[str(checkout / "src")], seconds=30, workers=2) as worlds:
+        both = audit(imported.tasks, worlds)
+    assert [a.row() for a in both] == [a.row() for a in replayed.values()]
 
 
 def test_audit_json_prints_one_task_object_per_line_and_the_summary_on_stderr(
