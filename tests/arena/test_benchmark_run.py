@@ -171,6 +171,10 @@ def test_a_benchmark_run_plays_every_imported_task_k_times_and_analyze_gives_pas
     assert got == pytest.approx(expected)
     assert metrics["pass_k"]["domains"]["kiosk"]["tasks"] == len(TASKS)
     assert f"k=3 {expected[3]:.2f}" in summary and "3 trials of 6 tasks" in summary
+    assert main(["analyze", str(run), "--no-irt"]) == 0
+    table = capsys.readouterr().out
+    assert "a benchmark run, 3 trials of 6 tasks" in table and "pass^3" in table
+    assert f"{expected[3]:.2f}" in table.splitlines()[-3]  # the "all" row
 
 
 def test_the_user_simulator_can_be_claude_and_a_run_resumes_at_the_next_trial(

@@ -13,7 +13,38 @@ from coevo.arena.errors import CommandError
 __all__ = ["add_commands"]
 
 
+def _print_pass_k(metrics: dict[str, Any]) -> None:
+    """A benchmark run's metrics: each trial's success, then pass^k overall and per domain."""
+    passes = metrics["pass_k"]
+    print(
+        f"{metrics['run_dir']}: a benchmark run, {metrics['generations']} trials of "
+        f"{passes['tasks']} tasks"
+    )
+    evals = {r["gen"]: r["success"] for r in metrics["success"]["eval"]}
+    for gen in range(metrics["generations"]):
+        value = evals.get(gen)
+        print(f"  trial {gen}: success {'–' if value is None else f'{value:.2f}'}")
+    ks = list(passes["pass_k"])
+    print(f"{'':<16}" + "".join(f"{'pass^' + str(k):>9}" for k in ks))
+    rows = [("all", passes), *passes["domains"].items()]
+    for name, table in rows:
+        cells = "".join(f"{table['pass_k'].get(k, float('nan')):>9.2f}" for k in ks)
+        print(f"{name + ' (' + str(table['tasks']) + ')':<16}{cells}")
+    print(
+        "pass^k: the chance that k trials of a task all succeed (C(c,k)/C(n,k)), averaged over "
+        "tasks"
+        + (
+            f"; {passes['failed']} episodes the Solver could not play are left out"
+            if passes["failed"]
+            else ""
+        )
+    )
+
+
 def _print_metrics(metrics: dict[str, Any]) -> None:
+    if metrics.get("pass_k") is not None:
+        _print_pass_k(metrics)
+        return
     success = {r["gen"]: r["success"] for r in metrics["success"]["train"]}
     evals = {r["gen"]: r["success"] for r in metrics["success"]["eval"]}
     mastered = {r["gen"]: r["mastered"] for r in metrics["mastered"]}
