@@ -47,7 +47,9 @@ __all__ = [
     "CodeTaskSpec",
     "StateVerifier",
     "assess_code_task",
+    "code_records",
     "code_reward",
+    "code_tasks_of",
     "read_code_tasks",
     "static_problems",
 ]
@@ -316,12 +318,31 @@ def read_code_tasks(path: str | Path) -> list[CodeTaskSpec]:
         RecordError: a line is not JSON.
         SpecError: a record breaks the format, or names a world not defined above it (naming the line).
     """
-    worlds: dict[str, CodeWorldSpec] = {}
-    tasks = []
     try:
         lines = Path(path).read_text(encoding="utf-8").splitlines()
     except OSError as exc:
         raise CommandError(f"cannot read {path}: {exc.strerror}") from None
+    return code_tasks_of(lines, str(path))
+
+
+def code_records(tasks: Iterable[CodeTaskSpec]) -> list[dict[str, Any]]:
+    """Every world record once (in first-use order), then every task naming its world by id: what :func:`read_code_tasks` reads."""
+    worlds: dict[str, dict[str, Any]] = {}
+    records = []
+    for task in tasks:
+        world_id = task.world.world_id
+        if world_id not in worlds:
+            worlds[world_id] = task.world.model_dump(mode="json") | {"id": world_id}
+        record = task.model_dump(mode="json", exclude={"world"})
+        records.append(record | {"id": task.task_id, "world": world_id})
+    return [*worlds.values(), *records]
+
+
+def code_tasks_of(lines: Iterable[str], label: str) -> list[CodeTaskSpec]:
+    """The code tasks of JSON lines (see :func:`read_code_tasks`); ``label`` names them in messages."""
+    path = label
+    worlds: dict[str, CodeWorldSpec] = {}
+    tasks = []
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue

@@ -8,7 +8,8 @@ sandboxed worker, in order, each answered with a ``tool`` message: the
 result as JSON, or ``error: ...``) or speaks to the user, who answers. The
 episode ends when the user writes a stop token, when the step budget runs
 out (reward 0, as the benchmark scores a conversation cut short), or when
-the episode fails (a call the client gave up on, a worker that died).
+the episode fails (a call the client gave up on, a worker that died, a user
+simulator that answered with nothing).
 
 A task with no user scenario (a code task written by hand) needs no
 simulator: its instruction is the user's only message, and the agent's
@@ -56,6 +57,12 @@ def code_tools(task: CodeTaskSpec) -> list[dict[str, Any]]:
         for t in task.world.tools
         if t.side == "agent"
     ]
+
+
+_SILENT = (
+    "the user simulator answered with nothing (an empty message: its model's output could not "
+    "be read as text); the episode is left out of pass^k"
+)
 
 
 def _result_text(result: Any) -> str:
@@ -160,6 +167,8 @@ async def play_code(
             opening = await user.reply(
                 task.user_scenario, conversation, task=task.task_id, seed=sampled
             )
+            if not opening:
+                return ended(0, FAILED_PREFIX + _SILENT, finished=False)
             conversation.append(("user", opening))
             messages.append({"role": "user", "content": opening})
             stop = stopped(opening)
@@ -206,6 +215,8 @@ async def play_code(
             answer = await user.reply(
                 task.user_scenario, conversation, task=task.task_id, seed=sampled
             )
+            if not answer:
+                return ended(0, FAILED_PREFIX + _SILENT, finished=False)
             conversation.append(("user", answer))
             messages.append({"role": "user", "content": answer})
             stop = stopped(answer)

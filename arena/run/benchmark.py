@@ -36,7 +36,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import ray
 from coevo.agents.llm.codeplay import play_code
@@ -48,12 +48,14 @@ from coevo.arena.codetask import (
     RESPOND,
     CodeTaskSpec,
     assess_code_task,
+    code_records,
+    code_tasks_of,
     read_code_tasks,
     static_problems,
 )
 from coevo.arena.codeworld import CodeWorlds, replay
 from coevo.arena.errors import ArenaError, CoevoError
-from coevo.arena.gamelog import GameLog, RunLock
+from coevo.arena.gamelog import GameLog, RunDir, RunLock
 from coevo.arena.gamelog.rows import (
     EpisodeRow,
     EvalRow,
@@ -75,7 +77,15 @@ from coevo.arena.seeding import derive_seed
 from coevo.arena.settings import settings_model, validate_settings
 from coevo.curricula.analysis.passk import pass_k_table
 
-__all__ = ["BenchmarkHost", "pool_tasks", "run_benchmark"]
+__all__ = [
+    "POOL",
+    "BenchmarkHost",
+    "benchmark_summary",
+    "check_pool",
+    "pool_tasks",
+    "read_pool",
+    "run_benchmark",
+]
 
 
 class BenchmarkHost:
@@ -86,7 +96,8 @@ class BenchmarkHost:
         config: its settings.
         user: the user simulator's settings, or None.
         bench: the ``[benchmark]`` table (code paths, workers, limits).
-        tasks: the pool (given at construction, so that an actor Ray restarts has it again).
+        run_dir: the run directory, whose ``pool.jsonl`` holds the pool (read again by an actor
+            Ray restarts).
         env: variables the models need in this process (keys; never logged).
     """
 
@@ -96,7 +107,7 @@ class BenchmarkHost:
         config: dict[str, Any],
         user: dict[str, Any] | None,
         bench: BenchmarkConfig,
-        tasks: Sequence[CodeTaskSpec],
+        run_dir: str,
         env: dict[str, str] | None = None,
     ):
         os.environ.update(env or {})
@@ -108,7 +119,7 @@ class BenchmarkHost:
         self.user = LLMUser(**user) if user is not None else None
         self.bench = bench
         self.worlds = CodeWorlds(workers=bench.workers, seconds=bench.seconds, paths=bench.code)
-        self.tasks = {t.task_id: t for t in tasks}
+        self.tasks = {t.task_id: t for t in read_pool(run_dir)}
         self.gold: dict[str, dict[str, Any] | None] = {}
 
     def pid(self) -> int:
@@ -183,6 +194,54 @@ async def _play(host: BenchmarkHost, items: list[tuple[str, int, str]]) -> list[
     finally:
         if host.user is not None:
             await host.user.client.release()
+
+
+POOL: Final = "pool.jsonl"
+"""The run directory's copy of the pool (world records, then tasks by world id), written before trial 0."""
+
+
+def read_pool(run_dir: str) -> list[CodeTaskSpec]:
+    """The pool a benchmark run logged in its directory (data only: records, never code).
+
+    Raises:
+        ArenaError: it is missing or does not read back.
+    """
+    run = RunDir(run_dir)
+    try:
+        text = run.read_bytes(POOL).decode("utf-8")
+        return code_tasks_of(text.splitlines(), run.path(POOL))
+    except (OSError, UnicodeDecodeError, CoevoError) as exc:
+        raise ArenaError(
+            f"{run.path(POOL)}: the run's pool cannot be read ({exc}); the log is intact "
+            "(`coevo analyze` reads it); start a new run to play on"
+        ) from exc
+
+
+def check_pool(exp: Experiment) -> list[CodeTaskSpec]:
+    """Before anything starts: the pool can be read and chosen, has a user simulator if its tasks need one, and its domain's code runs.
+
+    Raises:
+        ArenaError: what is wrong and how to fix it.
+    """
+    bench = exp.benchmark
+    assert bench is not None
+    tasks = pool_tasks(bench)
+    if bench.user is None and any(t.user_scenario is not None for t in tasks):
+        raise ArenaError(
+            "the pool's tasks have user scenarios: set [benchmark.user] (a model playing the user, "
+            'e.g. user = { provider = "anthropic", model = "claude-haiku-4-5" })'
+        )
+    worlds = {t.world.world_id: t.world for t in tasks}
+    with CodeWorlds(workers=1, seconds=bench.seconds, paths=bench.code) as probe:
+        for world in worlds.values():
+            state, why = probe.initial_state(world)
+            if state is None:
+                raise ArenaError(
+                    f"the {world.domain!r} domain's code does not run from benchmark.code "
+                    f"{bench.code or '(none given)'}: {why}; give the folder holding the domain's "
+                    "code (CHECKOUT/src for τ²-bench) and install what it imports"
+                )
+    return tasks
 
 
 def pool_tasks(bench: BenchmarkConfig) -> list[CodeTaskSpec]:
@@ -278,6 +337,14 @@ class _Benchmark:
             record.verdicts = [VerdictRow.of(v) for v in verdicts]
             failures += sum(1 for v in verdicts if v.error)
             self.accepted = [v.task_id for v in verdicts if v.accepted and v.task_id]
+            if not self.accepted:
+                top = _rejections([VerdictRow.of(v) for v in verdicts])
+                raise ArenaError(
+                    f"the Judge rejected every task of the pool ({len(verdicts)}; by check: {top}), "
+                    'so there is nothing to play; with judge = "replay" a task that doing nothing '
+                    "passes is rejected (`coevo audit` lists them): choose other tasks or "
+                    'judge = "static"'
+                )
         seed = self.exp.run.seed
         items = [
             (task_id, derive_seed(seed, gen, "benchmark", task_id), _episode_id(seed, gen, task_id))
@@ -386,8 +453,13 @@ def run_benchmark(
     on_generation: Callable[[GenerationReport], None] | None = None,
     events: Callable[..., None] | None = None,
     stop_after: int | None = None,
+    on_start: Callable[[list[Any]], None] | None = None,
+    tasks: list[CodeTaskSpec] | None = None,
 ) -> RunSummary:
     """Run (or continue) the benchmark ``exp`` in the run directory ``lock`` holds (see the module docstring).
+
+    ``on_start`` is called with the Solver actors once they are up; ``tasks``
+    is the pool :func:`check_pool` gave, when the caller checked it already.
 
     Raises:
         ArenaError: the pool cannot be read, a task needs a user simulator and none is set,
@@ -395,12 +467,6 @@ def run_benchmark(
     """
     bench = exp.benchmark
     assert bench is not None
-    tasks = pool_tasks(bench)
-    if bench.user is None and any(t.user_scenario is not None for t in tasks):
-        raise ArenaError(
-            "the pool's tasks have user scenarios: set [benchmark.user] (a model playing the user, "
-            'e.g. user = { provider = "anthropic", model = "claude-haiku-4-5" })'
-        )
     log = GameLog(lock.run)
     last = log.last_generation()
     if not resume and last >= 0:
@@ -408,11 +474,14 @@ def run_benchmark(
             f"{lock.run.uri} already holds {last + 1} generations; continue it with "
             f"`coevo resume {lock.run.uri}` or choose another --out"
         )
+    if last < 0:  # a new run (or one stopped before trial 0): the pool from the file, copied
+        tasks = tasks if tasks is not None else check_pool(exp)
+        text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in code_records(tasks))
+        lock.run.write_bytes(text.encode(), POOL)
+    else:  # a resumed run plays the pool it logged, whatever the file holds now
+        tasks = read_pool(lock.run.uri)
     if not resume:
         lock.run.write_bytes(exp.model_dump_json(indent=1).encode(), "experiment.json")
-    if last >= 0:  # a resumed run plays the pool it logged, whatever the file holds now
-        logged = log.code_task_specs()
-        tasks = [logged[t] for t in log.read("tasks", columns=["task_id"]).column(0).to_pylist()]
     started = connect(ray_address(address, exp), exp.ray.num_cpus)
     say = events or (lambda name, **fields: None)
     host: Any = ray.remote(BenchmarkHost)
@@ -421,13 +490,15 @@ def run_benchmark(
     run: _Benchmark | None = None
     reports: list[GenerationReport] = []
     try:
-        shared = ray.put(tasks)  # sent once; a restarted actor is built from it again
         actors = [
             host.options(num_cpus=0, max_restarts=4, max_task_retries=4).remote(
-                exp.solver.name, exp.solver.config, bench.user, bench, shared, env
+                exp.solver.name, exp.solver.config, bench.user, bench, lock.run.uri, env
             )
             for _ in range(exp.solver.actors)
         ]
+        ray.get([a.pid.remote() for a in actors])  # built: the pool read, the servers answered
+        if on_start is not None:
+            on_start(actors)
         run = _Benchmark(exp, log, lock, ActorPool("solver", actors), tasks, say)
         if last >= 0:
             verdicts = log.read("verdicts", columns=["task_id", "accepted"]).to_pylist()

@@ -242,6 +242,10 @@ def _fields_at(model: type[BaseModel], path: Sequence[str | int]) -> list[str]:
         if not fields or part not in fields:
             return []
         current = fields[part].annotation
+        # an optional table (``[trainer]``, ``[benchmark]``): the model inside ``X | None``
+        inner = [a for a in getattr(current, "__args__", ()) if hasattr(a, "model_fields")]
+        if not hasattr(current, "model_fields") and len(inner) == 1:
+            current = inner[0]
     fields = getattr(current, "model_fields", None)
     return list(fields) if fields else []
 
@@ -404,9 +408,9 @@ def _validated(
     """
     data = dict(data)
     bench = data.get("benchmark")
-    if isinstance(bench, Mapping) and isinstance(bench.get("trials", 4), int):
+    trials = bench.get("trials", 4) if isinstance(bench, Mapping) else None
+    if isinstance(bench, Mapping) and isinstance(trials, int) and trials >= 1:
         run = dict(data.get("run") or {})
-        trials = bench.get("trials", 4)
         if run.get("generations", trials) != trials:
             raise ExperimentError(
                 f"{label} {verb} not {what}:\n  run.generations = {run['generations']}, but a "

@@ -100,8 +100,8 @@ def _figure(value: Any) -> str:
 def _benchmark_lines(summary: dict[str, Any], passes: dict[str, Any]) -> list[str]:
     """A benchmark run's summary: the pool, the trials, pass^k overall and per domain."""
     lines = [
-        f"{_plural(summary['generations'], 'trial')} of {_plural(passes['tasks'], 'task')} "
-        f"({summary['accepted']} accepted, {summary['rejected']} rejected); "
+        f"{_plural(summary['generations'], 'trial')} of {_plural(summary['accepted'], 'task')} "
+        f"({summary['rejected']} rejected), {_plural(summary['episodes'], 'episode')}; "
         f"{_plural(summary['failures'], 'role failure')} recorded",
         "pass^k: " + (", ".join(f"k={k} {_figure(v)}" for k, v in passes["pass_k"].items()) or "–"),
     ]

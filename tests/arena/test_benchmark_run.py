@@ -198,7 +198,12 @@ def test_the_user_simulator_can_be_claude_and_a_run_resumes_at_the_next_trial(
         finally:
             lock.release()
         assert first.generations == 1
-        assert main(["resume", str(tmp_path / "run")]) == 0
+        moved = tmp_path / "elsewhere.jsonl"
+        pool[0].rename(moved)  # a resumed run plays the pool it logged: the file is not read
+        try:
+            assert main(["resume", str(tmp_path / "run")]) == 0
+        finally:
+            moved.rename(pool[0])
         assert claude.fake.requests, "the customer was played by the Anthropic backend"
     log = GameLog(str(tmp_path / "run"))
     episodes = log.read("episodes").to_pylist()
@@ -247,38 +252,103 @@ def test_a_benchmark_runs_pool_exports_as_code_task_records_that_read_back(
 def test_a_solver_actor_killed_mid_trial_is_restarted_and_the_log_is_complete(
     ray_cluster, pool, tmp_path, monkeypatch
 ) -> None:
-    """kill -9 of a Solver actor while its episodes are in flight: Ray restarts it, the chunk is played again."""
+    """kill -9 of this run's Solver actor while its episodes are in flight: Ray rebuilds it, the chunk is played again."""
     import os
     import signal
-    import subprocess
     import threading
     import time
+
+    import ray
+    from coevo.arena.run.benchmark import run_benchmark
+    from coevo.arena.run.experiment import load_experiment
 
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     killed: list[int] = []
 
-    def kill_one(server: FakeOpenAI) -> None:
+    def kill_one(server: FakeOpenAI, actor: Any) -> None:
+        pid = ray.get(actor.pid.remote())
         deadline = time.monotonic() + 60
         while len(server.requests) < 6 and time.monotonic() < deadline:
             time.sleep(0.05)
-        found = subprocess.run(
-            ["pgrep", "-f", "ray::BenchmarkHost"], capture_output=True, text=True
-        ).stdout.split()
-        if found:
-            os.kill(int(found[0]), signal.SIGKILL)
-            killed.append(int(found[0]))
+        os.kill(pid, signal.SIGKILL)
+        killed.append(pid)
 
     with FakeOpenAI(Kiosk(), api_key=KEY, latency=0.1) as server:
         user = f'{{ base_url = "{server.url}" }}'
-        exp = _experiment(tmp_path, pool, server.url, user, trials=2)
-        killer = threading.Thread(target=kill_one, args=(server,))
-        killer.start()
-        assert main(["run", str(exp)]) == 0
-        killer.join()
-    assert killed, "a Solver actor was killed while it played"
+        experiment = load_experiment(_experiment(tmp_path, pool, server.url, user, trials=2))
+        threads: list[threading.Thread] = []
+
+        def started(actors: list[Any]) -> None:
+            threads.append(threading.Thread(target=kill_one, args=(server, actors[0])))
+            threads[0].start()
+
+        lock = GameLog(str(tmp_path / "run")).claim(resume=False)
+        try:
+            summary = run_benchmark(experiment, lock, resume=False, on_start=started)
+        finally:
+            lock.release()
+        threads[0].join()
+    assert killed and summary.generations == 2, "this run's Solver actor was killed while it played"
     episodes = GameLog(str(tmp_path / "run")).read("episodes").to_pylist()
     assert len(episodes) == 2 * len(TASKS) and not any(e["failure"] for e in episodes)
     assert len({e["episode_id"] for e in episodes}) == len(episodes)
+
+
+def test_a_pool_that_cannot_be_played_is_refused_before_anything_is_written(
+    ray_cluster, pool, tmp_path, monkeypatch, capsys
+) -> None:
+    """The checkout's root given for its code; every task rejected by the Judge: exit 2, naming the fix."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    with FakeOpenAI(Kiosk(), api_key=KEY) as server:
+        user = f'{{ base_url = "{server.url}" }}'
+        exp = _experiment(tmp_path, pool, server.url, user, trials=1)
+        wrong = str(pool[1].parent)  # the checkout, not its src
+        assert main(["run", str(exp), "--set", f'benchmark.code=["{wrong}"]']) == 2
+        err = capsys.readouterr().err
+        assert "does not run from benchmark.code" in err and "CHECKOUT/src" in err, err
+        assert not (tmp_path / "run").exists()
+        # a do-nothing trajectory passes task 1 (it only reads): the replay Judge rejects it
+        assert (
+            main(
+                [
+                    "run",
+                    str(exp),
+                    "--set",
+                    'benchmark.ids=["1"]',
+                    "--set",
+                    'benchmark.judge="replay"',
+                ]
+            )
+            == 2
+        )
+        err = capsys.readouterr().err
+        assert "rejected every task" in err and "noop" in err, err
+
+
+class SilentCustomer(Kiosk):
+    """The customer of scenario 1 answers with nothing (a model whose output could not be read)."""
+
+    def __call__(self, body: dict[str, Any]) -> Reply:
+        system = body["messages"][0]["content"]
+        if system.startswith(GUIDELINES) and "scenario 1\n" in system + "\n":
+            return text("")
+        return super().__call__(body)
+
+
+def test_a_silent_user_simulator_fails_the_episode_and_it_is_left_out_of_pass_k(
+    ray_cluster, pool, tmp_path, monkeypatch, capsys
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    with FakeOpenAI(SilentCustomer(), api_key=KEY) as server:
+        user = f'{{ base_url = "{server.url}" }}'
+        exp = _experiment(tmp_path, pool, server.url, user, trials=2, ids=["1", "2"])
+        assert main(["run", str(exp), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    episodes = GameLog(str(tmp_path / "run")).read("episodes").to_pylist()
+    silent = [e for e in episodes if e["failure"]]
+    assert len(silent) == 2 and all("answered with nothing" in e["failure"] for e in silent)
+    assert summary["pass_k"]["failed"] == 2 and summary["pass_k"]["tasks"] == 1
+    assert summary["failures"] == 2 and summary["episodes"] == 4
 
 
 def test_a_conversation_the_agent_opens_reaches_anthropic_behind_a_user_turn() -> None:

@@ -84,6 +84,7 @@ def _finished(args: argparse.Namespace, experiment: Any, run_dir: str, done: int
         from coevo.arena.run.benchmark import benchmark_summary
 
         summary["pass_k"] = benchmark_summary(GameLog(run_dir))
+        summary["episodes"] = GameLog(run_dir).read("episodes", columns=["episode_id"]).num_rows
     print(
         f"{run_dir} is finished ({done} generations): nothing to resume (to run it longer, raise "
         f"run.generations in {run_dir}/experiment.json, then resume)",
@@ -146,6 +147,11 @@ def _run(args: argparse.Namespace, *, resume: bool) -> int:
 
     check_environment(experiment)  # a missing API key: said before anything is written
     require_installed(experiment.tracking)  # and a tracker that is not installed
+    pool = None
+    if experiment.benchmark is not None and done == 0:  # and a pool that cannot be played
+        from coevo.arena.run.benchmark import check_pool
+
+        pool = check_pool(experiment)
     address = ray_address(args.address, experiment)
     if address:
         check_reachable(address)  # and a cluster address where nothing listens
@@ -155,13 +161,20 @@ def _run(args: argparse.Namespace, *, resume: bool) -> int:
     except OSError as exc:
         raise _unwritable(run_dir, exc) from exc
     try:
-        return _run_locked(args, experiment, run_dir, lock, resume=resume, first=done)
+        return _run_locked(args, experiment, run_dir, lock, resume=resume, first=done, pool=pool)
     finally:
         lock.release()
 
 
 def _run_locked(
-    args: argparse.Namespace, experiment: Any, run_dir: str, lock: Any, *, resume: bool, first: int
+    args: argparse.Namespace,
+    experiment: Any,
+    run_dir: str,
+    lock: Any,
+    *,
+    resume: bool,
+    first: int,
+    pool: Any = None,
 ) -> int:
     from coevo.arena.gamelog import GameLog, RunDir
     from coevo.arena.run.display import EventLog, GenerationTable
@@ -196,7 +209,6 @@ def _run_locked(
         if experiment.benchmark is not None:
             from coevo.arena.run.benchmark import run_benchmark
 
-            table.start(first)
             result = run_benchmark(
                 experiment,
                 lock,
@@ -204,6 +216,8 @@ def _run_locked(
                 address=args.address,
                 on_generation=show_and_track,
                 events=events,
+                on_start=lambda actors: table.start(first),
+                tasks=pool,
             )
         else:
             result = run_experiment(
@@ -254,6 +268,7 @@ def _run_locked(
         from coevo.arena.run.benchmark import benchmark_summary
 
         summary["pass_k"] = benchmark_summary(GameLog(run_dir))
+        summary["episodes"] = GameLog(run_dir).read("episodes", columns=["episode_id"]).num_rows
     summary["roles_failing"] = {
         role: {
             "generations": gens,
@@ -306,7 +321,9 @@ def add_commands(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
             "Ray, or --address / RAY_ADDRESS for a cluster. Generations of propose → judge →\n"
             "predict → train → learn, logged to RUN_DIR/log as Parquet; one table row per\n"
             "generation on the terminal, every event in RUN_DIR/events.jsonl. Ctrl-C stops\n"
-            "after what is committed (exit 130); `coevo resume RUN_DIR` continues."
+            "after what is committed (exit 130); `coevo resume RUN_DIR` continues.\n"
+            "An experiment with a [benchmark] table plays a file of imported tasks k times\n"
+            "instead (one generation per trial; pass^k in the summary and `coevo analyze`)."
         ),
         epilog=(
             "the table's columns (one row per generation):\n"
