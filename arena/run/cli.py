@@ -11,6 +11,8 @@
 ``coevo synth``              make procedural tasks (offline)
 ``coevo mine DB``            make a world and tasks from a real SQLite database
 ``coevo mutate FILE``        make harder or easier children of tasks
+``coevo corpus build``       a corpus of judged worlds and tasks, built on Ray in shards
+``coevo corpus report DIR``  what a corpus holds
 ``coevo roles``              list the registered roles and curricula (built-ins and plugins)
 ``coevo run EXPERIMENT``     run a co-evolution experiment on Ray
 ``coevo resume RUN_DIR``     continue a run after its last committed generation
@@ -51,6 +53,7 @@ from coevo.arena.run.commands import (
     analysis,
     benchmarks,
     completion,
+    corpus,
     doctor,
     examples,
     records,
@@ -69,6 +72,7 @@ _GROUPS = (
     serve,
     benchmarks,
     synthesis,
+    corpus,
     roles,
     runs,
     trainer,

@@ -52,6 +52,7 @@ from coevo.arena.gamelog import SCHEMAS, GameLog, RunDir
 from coevo.arena.gamelog.log import has_format
 from coevo.arena.novelty import TaskSignature, distinct_share, signature
 from coevo.arena.spec import TaskSpec, WorldSpec
+from coevo.curricula.analysis.corpus import CORPUS_MANIFEST, read_corpus
 from coevo.curricula.analysis.irt import fit_rasch
 from coevo.curricula.analysis.passk import pass_k_table
 
@@ -98,12 +99,16 @@ class Run:
 
 
 def load_run(run_dir: str) -> Run:
-    """Read every table of the run in ``run_dir`` (committed generations only).
+    """Read every table of the run in ``run_dir`` (committed generations only), or of a corpus (its committed shards).
 
     Raises:
         CoevoError: the directory holds no run, or its ``experiment.json`` is not a record.
     """
     run = RunDir(run_dir)
+    if not run.exists("experiment.json") and run.exists(CORPUS_MANIFEST):
+        # a corpus (coevo corpus build): the game log's tables, its shards as generations
+        manifest, tables = read_corpus(run_dir)
+        return Run(run_dir, {"run": {"name": "corpus"}, "corpus": manifest}, tables)
     if not run.exists("experiment.json"):
         raise CoevoError(run.no_run(run_dir))
     try:
