@@ -189,6 +189,12 @@ _BUILTINS: Final = (
         description="a world and tasks mined from a real SQLite database (config: path)",
     ),
     RoleInfo(
+        "corpus",
+        "synthesizer",
+        "coevo.agents.synthesizers.corpus:CorpusSynthesizer",
+        description="accepted tasks sampled from a corpus (coevo corpus build; config: path); eval requests from its held-out worlds",
+    ),
+    RoleInfo(
         "llm-synth",
         "synthesizer",
         "coevo.agents.llm.synthesizer:LLMSynthesizer",

@@ -8,8 +8,9 @@ starts afresh and the driver's peak memory is its own):
 * a procedural corpus of ``--worlds`` worlds × ``--tasks-per-world`` tasks
   (the five domains, levels 1–5), with 1 worker (the baseline) and with 2;
 * a corpus mined from a folder of ``--databases`` SQLite databases (made
-  here from coevo's sample shop and the tests' library, each copied under
-  several names, so that repeated worlds are found), with 1 and 2 workers.
+  here: coevo's sample shop with different page-view counts, the tests'
+  library, and a tenth of them copies of another under a new name, which
+  the build must find), with 1 and 2 workers.
 
 Printed per build: accepted tasks per second (this build's own figure:
 shard work and commits, Ray's start excluded), the speed-up of 2 workers
@@ -56,16 +57,17 @@ def build(args: list[str]) -> dict:
 
 def databases(folder: Path, count: int) -> Path:
     sys.path.insert(0, str(ROOT))
-    from coevo.arena.examples.shop import build_shop
+    from coevo.arena.examples.shop import build_shop  # lazy: only the mined corpus needs them
 
     from tests.agents.databases import build_library
 
     folder.mkdir(parents=True)
-    build_shop(folder / "shop.sqlite")
     build_library(folder / "library.sqlite")
-    for i in range(count - 2):
-        source = "shop.sqlite" if i % 2 == 0 else "library.sqlite"
-        shutil.copy(folder / source, folder / f"copy_{i:03d}_{source}")
+    copies = max(1, count // 10)  # a tenth are copies of another database under a new name
+    for i in range(count - 1 - copies):
+        build_shop(folder / f"shop_{i:03d}.sqlite", views=2_000 + 500 * i)  # distinct content
+    for i in range(copies):
+        shutil.copy(folder / f"shop_{i:03d}.sqlite", folder / f"zz_copy_{i:03d}.sqlite")
     return folder
 
 

@@ -65,12 +65,12 @@ import ray
 from coevo.agents.protocols import ProposalRequest
 from coevo.arena.errors import CoevoError
 from coevo.arena.gamelog import GameLog, RunDir, RunLock
+from coevo.arena.gamelog.corpus import CORPUS_FORMAT, CORPUS_MANIFEST, held_out
 from coevo.arena.gamelog.rows import TaskRow, VerdictRow, WorldRow
 from coevo.arena.judge import WorldCache, assess_task
 from coevo.arena.run.connection import connect
 from coevo.arena.seeding import derive_seed
 from coevo.arena.spec import TaskSpec, WorldSpec
-from coevo.curricula.analysis.corpus import CORPUS_MANIFEST, held_out
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
@@ -88,7 +88,6 @@ __all__ = [
     "near_duplicate_key",
 ]
 
-CORPUS_FORMAT: Final = "coevo.corpus/1"
 MANIFEST: Final = CORPUS_MANIFEST
 CORPUS_TABLES: Final = ("worlds", "tasks", "verdicts")
 _COMMITS: Final = "_commits"

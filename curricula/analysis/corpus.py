@@ -1,83 +1,26 @@
 """What a corpus holds: worlds, schemas, tools, levels, families, Judge outcomes, the split and a diversity measure.
 
-:func:`read_corpus` reads a corpus folder (``coevo corpus build``) as the
-game log's tables; :func:`corpus_report` summarizes it (``coevo corpus
-report DIR [--json]``) and :func:`plot_corpus` draws it. Only committed
-shards are read (the parts of a shard being written are hidden).
+:func:`corpus_report` summarizes a corpus folder (``coevo corpus report DIR
+[--json]``; read by :func:`coevo.arena.gamelog.corpus.read_corpus`) and
+:func:`plot_corpus` draws it.
 """
 
 from __future__ import annotations
 
-import json
 import statistics
 from collections import Counter
 from pathlib import Path
 from typing import Any, Final
 
 import pyarrow as pa
-import pyarrow.dataset as ds
-from coevo.arena.errors import CoevoError
-from coevo.arena.gamelog import SCHEMAS, RunDir
+from coevo.arena.gamelog.corpus import held_out, read_corpus
 from coevo.arena.ids import canonical_json
 from coevo.arena.novelty import diversity, signature
 from coevo.arena.spec import TaskSpec, WorldSpec
 
-__all__ = [
-    "CORPUS_MANIFEST",
-    "corpus_report",
-    "held_out",
-    "is_corpus",
-    "plot_corpus",
-    "read_corpus",
-    "report_lines",
-]
+__all__ = ["corpus_report", "plot_corpus", "report_lines"]
 
-CORPUS_MANIFEST: Final = "corpus.json"
 _SAMPLE: Final = 512
-
-
-def is_corpus(folder: str) -> bool:
-    """Whether ``folder`` holds a corpus (its manifest)."""
-    return RunDir(folder).exists(CORPUS_MANIFEST)
-
-
-def held_out(world_id: str, share: float) -> bool:
-    """Whether a world is in a corpus's eval split: the first eight hex digits of its id below ``share × 16⁸``."""
-    return int(world_id.removeprefix("sha256:")[:8], 16) < share * 16**8
-
-
-def read_corpus(folder: str) -> tuple[dict[str, Any], dict[str, pa.Table]]:
-    """The manifest and every game-log table of a corpus (its shard as ``gen``; tables it lacks empty).
-
-    Raises:
-        CoevoError: no corpus there, or its manifest is not one.
-    """
-    run = RunDir(folder)
-    if not run.exists(CORPUS_MANIFEST):
-        raise CoevoError(
-            f"{folder} holds no corpus (no {CORPUS_MANIFEST}); build one with `coevo corpus build`"
-        )
-    try:
-        manifest = json.loads(run.read_bytes(CORPUS_MANIFEST))
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise CoevoError(f"{folder}/{CORPUS_MANIFEST} is not JSON ({exc})") from exc
-    if not isinstance(manifest, dict) or manifest.get("format") != "coevo.corpus/1":
-        raise CoevoError(f"{folder}/{CORPUS_MANIFEST} is not a coevo.corpus/1 manifest")
-    tables = {}
-    for name, schema in SCHEMAS.items():
-        with_gen = schema.append(pa.field("gen", pa.int32()))
-        if name in manifest.get("tables", []) and run.exists(name):
-            data = ds.dataset(
-                run.path(name),
-                filesystem=run.fs,
-                format="parquet",
-                partitioning=ds.partitioning(pa.schema([("shard", pa.int32())]), flavor="hive"),
-            ).to_table()
-            data = data.rename_columns([c if c != "shard" else "gen" for c in data.column_names])
-            tables[name] = data.select(with_gen.names).cast(with_gen)
-        else:
-            tables[name] = with_gen.empty_table()
-    return manifest, tables
 
 
 def _worlds(tables: dict[str, pa.Table]) -> dict[str, WorldSpec]:

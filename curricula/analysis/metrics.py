@@ -49,10 +49,10 @@ from coevo.arena.calibration import brier, expected_calibration_error, reliabili
 from coevo.arena.codetask import CODETASK_FORMAT
 from coevo.arena.errors import CoevoError
 from coevo.arena.gamelog import SCHEMAS, GameLog, RunDir
+from coevo.arena.gamelog.corpus import CORPUS_MANIFEST, read_corpus
 from coevo.arena.gamelog.log import has_format
 from coevo.arena.novelty import TaskSignature, distinct_share, signature
 from coevo.arena.spec import TaskSpec, WorldSpec
-from coevo.curricula.analysis.corpus import CORPUS_MANIFEST, read_corpus
 from coevo.curricula.analysis.irt import fit_rasch
 from coevo.curricula.analysis.passk import pass_k_table
 

@@ -162,3 +162,35 @@ def test_corpus_report_and_export_read_a_corpus(reference, tmp_path, capsys) -> 
     assert main(["export", str(reference), "--out", str(tmp_path / "export")]) == 0
     rows = (tmp_path / "export" / "tasks.jsonl").read_text().splitlines()
     assert len(rows) == report["accepted"]
+
+
+def test_an_experiment_trains_on_a_corpus_and_evaluates_on_its_held_out_worlds(
+    ray_cluster, tmp_path
+) -> None:
+    """The `corpus` Synthesizer: training tasks from train worlds, the eval suite from held-out ones."""
+    from coevo.arena.gamelog import GameLog
+    from coevo.arena.gamelog.corpus import held_out
+
+    corpus = tmp_path / "corpus"
+    flags = ["--worlds", "8", "--tasks-per-world", "6", "--levels", "1,2", "--eval-share", "0.5"]
+    assert main(["corpus", "build", "--out", str(corpus), *flags]) == 0
+    experiment = tmp_path / "on-corpus.toml"
+    experiment.write_text(
+        '[run]\nname = "on-corpus"\nseed = 1\ngenerations = 2\nrollouts = 2\nchunk = 8\n'
+        f'[synthesizer]\nname = "corpus"\nconfig = {{ path = "{corpus}" }}\n'
+        '[curriculum]\nname = "uniform"\ntasks_per_gen = 4\nlevels = [1, 2]\n'
+        "[eval]\nlevels = [1]\nper_level = 2\nevery = 1\n"
+    )
+    assert main(["run", str(experiment), "--out", str(tmp_path / "run")]) == 0
+    tasks = GameLog(str(tmp_path / "run")).read("tasks").to_pylist()
+    in_corpus = set(
+        ds.dataset(str(corpus / "tasks"), format="parquet", partitioning="hive")
+        .to_table()
+        .column("task_id")
+        .to_pylist()
+    )
+    assert tasks and {t["task_id"] for t in tasks} <= in_corpus
+    evals = {t["world_id"] for t in tasks if t["source"] == "eval"}
+    trained = {t["world_id"] for t in tasks if t["source"] != "eval"}
+    assert evals and trained and not evals & trained
+    assert all(held_out(w, 0.5) for w in evals) and not any(held_out(w, 0.5) for w in trained)

@@ -1,0 +1,71 @@
+"""Reading a corpus (``coevo corpus build``): its manifest, its game-log tables, its split by world.
+
+A corpus folder holds the game log's ``worlds``, ``tasks`` and ``verdicts``
+tables partitioned ``shard=N`` (docs/corpus.md); :func:`read_corpus`
+reads them as the log's tables (the shard as ``gen``), only committed
+shards (the parts of a shard being written are hidden). :func:`held_out`
+is the split rule.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Final
+
+import pyarrow as pa
+import pyarrow.dataset as ds
+from coevo.arena.errors import CoevoError
+from coevo.arena.gamelog.rows import SCHEMAS
+from coevo.arena.gamelog.rundir import RunDir
+
+__all__ = ["CORPUS_FORMAT", "CORPUS_MANIFEST", "held_out", "is_corpus", "read_corpus"]
+
+CORPUS_FORMAT: Final = "coevo.corpus/1"
+"""The ``format`` of a corpus's manifest."""
+
+CORPUS_MANIFEST: Final = "corpus.json"
+"""The manifest's file name, in the corpus folder."""
+
+
+def is_corpus(folder: str) -> bool:
+    """Whether ``folder`` holds a corpus (its manifest)."""
+    return RunDir(folder).exists(CORPUS_MANIFEST)
+
+
+def held_out(world_id: str, share: float) -> bool:
+    """Whether a world is in a corpus's eval split: the first eight hex digits of its id below ``share × 16⁸``."""
+    return int(world_id.removeprefix("sha256:")[:8], 16) < share * 16**8
+
+
+def read_corpus(folder: str) -> tuple[dict[str, Any], dict[str, pa.Table]]:
+    """The manifest and every game-log table of a corpus (its shard as ``gen``; tables it lacks empty).
+
+    Raises:
+        CoevoError: no corpus there, or its manifest is not one.
+    """
+    run = RunDir(folder)
+    if not run.exists(CORPUS_MANIFEST):
+        raise CoevoError(
+            f"{folder} holds no corpus (no {CORPUS_MANIFEST}); build one with `coevo corpus build`"
+        )
+    try:
+        manifest = json.loads(run.read_bytes(CORPUS_MANIFEST))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise CoevoError(f"{folder}/{CORPUS_MANIFEST} is not JSON ({exc})") from exc
+    if not isinstance(manifest, dict) or manifest.get("format") != CORPUS_FORMAT:
+        raise CoevoError(f"{folder}/{CORPUS_MANIFEST} is not a {CORPUS_FORMAT} manifest")
+    tables = {}
+    for name, schema in SCHEMAS.items():
+        with_gen = schema.append(pa.field("gen", pa.int32()))
+        if name in manifest.get("tables", []) and run.exists(name):
+            data = ds.dataset(
+                run.path(name),
+                filesystem=run.fs,
+                format="parquet",
+                partitioning=ds.partitioning(pa.schema([("shard", pa.int32())]), flavor="hive"),
+            ).to_table()
+            data = data.rename_columns([c if c != "shard" else "gen" for c in data.column_names])
+            tables[name] = data.select(with_gen.names).cast(with_gen)
+        else:
+            tables[name] = with_gen.empty_table()
+    return manifest, tables
