@@ -31,12 +31,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from coevo.agents.llm.client import LLMClient
+from coevo.agents.llm.solver import conversation as as_trajectory
+from coevo.agents.llm.solver import episode_sampling
 from coevo.agents.llm.turns import ContextLengthError, LLMCallError, Turn
 from coevo.agents.llm.user import GREETING, LLMUser, stopped
 from coevo.arena.codetask import CodeTaskSpec, code_reward
 from coevo.arena.codeworld import CodeWorlds
 from coevo.arena.outcomes import FAILED_PREFIX, Episode, Observation, Reward
-from coevo.arena.seeding import derive_seed
 from coevo.arena.spec import ToolCall
 from coevo.arena.trajectory import Trajectory
 
@@ -98,11 +99,7 @@ async def play_code(
         episode_id: its id in the game log.
     """
     world_id = task.world.world_id
-    chosen = client.sampling.seed
-    sampled = None if chosen is None else derive_seed(seed, index, "llm", chosen) % 2**31
-    sent = {k: v for k, v in client.sampling.recorded(client.max_tokens).items() if k != "seed"}
-    if sampled is not None and client.provider == "openai":
-        sent["seed"] = sampled
+    sampled, sent = episode_sampling(client, seed, index)
     tools = code_tools(task)
     simulated = task.user_scenario is not None
     messages: list[dict[str, Any]] = [{"role": "system", "content": task.world.system}]
@@ -116,17 +113,7 @@ async def play_code(
     bad = 0
 
     def trajectory() -> Trajectory:
-        answered = [t.model for t in turns if t.model]
-        return Trajectory(
-            messages=messages,
-            tools=tools,
-            sampling=sent,
-            policy_version=version,
-            provider=client.provider,
-            model=answered[-1] if answered else client.model or "",
-            turns=[t.tokens() for t in turns],
-            bad_steps=bad,
-        )
+        return as_trajectory(client, messages, tools, sent, version, turns, bad)
 
     def ended(value: int, reason: str, *, finished: bool) -> Episode:
         return Episode(

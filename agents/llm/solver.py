@@ -48,7 +48,16 @@ from coevo.arena.state import pack_state, unpack_state
 from coevo.arena.trajectory import Trajectory
 from coevo.arena.world import World, WorldPool
 
-__all__ = ["POLICY_STATE", "LLMSolver", "WorldPool", "play", "policy_state", "read_policy_state"]
+__all__ = [
+    "POLICY_STATE",
+    "LLMSolver",
+    "WorldPool",
+    "conversation",
+    "episode_sampling",
+    "play",
+    "policy_state",
+    "read_policy_state",
+]
 
 POLICY_STATE: Final = "llm-policy"
 """The ``role`` of an LLM Solver's state: which served model plays, and how its episodes are signed."""
@@ -85,6 +94,46 @@ def _nudge(turn: Turn, max_tokens: int) -> str:
     return (
         f"{ERROR_PREFIX}answer with a tool call: use the tools to carry out the request, "
         "and call submit when it is done"
+    )
+
+
+def episode_sampling(client: LLMClient, seed: int, index: int) -> tuple[int | None, dict[str, Any]]:
+    """``(the seed the episode's calls carry, the sampling parameters it records)``.
+
+    With ``sampling.seed`` set, every episode's calls carry a seed of their
+    own, from ``seed``, ``index`` and it (the rollouts of a task differ; a
+    rerun sends the same); unset, the server samples as it likes (seeded
+    requests can take a slower path in vLLM). The recorded parameters are
+    the role's with that seed (Anthropic takes none).
+    """
+    chosen = client.sampling.seed
+    sampled = None if chosen is None else derive_seed(seed, index, "llm", chosen) % 2**31
+    sent = {k: v for k, v in client.sampling.recorded(client.max_tokens).items() if k != "seed"}
+    if sampled is not None and client.provider == "openai":
+        sent["seed"] = sampled
+    return sampled, sent
+
+
+def conversation(
+    client: LLMClient,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]],
+    sent: dict[str, Any],
+    version: str,
+    turns: Sequence[Turn],
+    bad: int,
+) -> Trajectory:
+    """An episode's conversation so far as its :class:`~coevo.arena.trajectory.Trajectory`."""
+    answered = [t.model for t in turns if t.model]
+    return Trajectory(
+        messages=messages,
+        tools=tools,
+        sampling=sent,
+        policy_version=version,
+        provider=client.provider,
+        model=answered[-1] if answered else client.model or "",
+        turns=[t.tokens() for t in turns],
+        bad_steps=bad,
     )
 
 
@@ -134,15 +183,7 @@ async def _play(
     index: int,
 ) -> Episode:
     assert isinstance(task.world, WorldSpec)
-    chosen = client.sampling.seed
-    # with sampling.seed set, every episode's calls carry a seed of their own (the rollouts of
-    # a task differ; a rerun sends the same); unset, the server samples as it likes (seeded
-    # requests can take a slower path in vLLM)
-    sampled = None if chosen is None else derive_seed(seed, index, "llm", chosen) % 2**31
-    # what the calls send: the role's sampling with the episode's seed (anthropic takes none)
-    sent = {k: v for k, v in client.sampling.recorded(client.max_tokens).items() if k != "seed"}
-    if sampled is not None and client.provider == "openai":
-        sent["seed"] = sampled
+    sampled, sent = episode_sampling(client, seed, index)
     tools = openai_tools(tool_definitions(task.world))
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": SYSTEM},
@@ -155,17 +196,7 @@ async def _play(
     unfinished = "the model stopped calling tools without submit"
 
     def trajectory() -> Trajectory:
-        answered = [t.model for t in turns if t.model]
-        return Trajectory(
-            messages=messages,
-            tools=tools,
-            sampling=sent,
-            policy_version=version,
-            provider=client.provider,
-            model=answered[-1] if answered else client.model or "",
-            turns=[t.tokens() for t in turns],
-            bad_steps=bad,
-        )
+        return conversation(client, messages, tools, sent, version, turns, bad)
 
     def failed(why: str) -> Episode:
         """The episode as a recorded failure, with the conversation so far."""
