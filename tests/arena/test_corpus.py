@@ -159,6 +159,8 @@ def test_corpus_report_and_export_read_a_corpus(reference, tmp_path, capsys) -> 
     assert (tmp_path / "c.png").stat().st_size > 1000
     assert main(["corpus", "report", str(reference)]) == 0
     assert "6 worlds" in capsys.readouterr().out
+    assert main(["analyze", str(reference)]) == 2
+    assert "is a corpus, not a run: `coevo corpus report" in capsys.readouterr().err
     assert main(["export", str(reference), "--out", str(tmp_path / "export")]) == 0
     rows = (tmp_path / "export" / "tasks.jsonl").read_text().splitlines()
     assert len(rows) == report["accepted"]

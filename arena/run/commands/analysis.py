@@ -91,6 +91,11 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     from coevo.curricula.analysis.lineage import lineage_graph, lineage_summary, write_graphml
 
     run = load_run(args.run_dir)
+    if "corpus" in run.experiment:
+        raise CommandError(
+            f"{args.run_dir} is a corpus, not a run: `coevo corpus report {args.run_dir}` says what "
+            "it holds (`coevo export` reads it as a run's tasks)"
+        )
     metrics = analyze(run, irt=not args.no_irt)
     graph = lineage_graph(run)
     metrics["lineage"] = lineage_summary(graph)
