@@ -29,7 +29,14 @@ from pydantic import (
     field_validator,
 )
 
-__all__ = ["Settings", "StrictNumbers", "explain", "settings_model", "validate_settings"]
+__all__ = [
+    "Settings",
+    "StrictNumbers",
+    "explain",
+    "merged",
+    "settings_model",
+    "validate_settings",
+]
 
 
 def _members(annotation: Any) -> list[Any]:
@@ -210,3 +217,14 @@ def validate_settings(
         raise ConfigError(
             f"{owner} does not accept these settings:\n  " + "\n  ".join(lines)
         ) from exc
+
+
+def merged(base: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
+    """``base`` with ``update`` laid over it, tables merged key by key (a TOML override, a τ² task's data)."""
+    out = dict(base)
+    for key, value in update.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = merged(out[key], value)
+        else:
+            out[key] = value
+    return out

@@ -54,6 +54,7 @@ from coevo.arena.interfaces.tau2 import (
     static_noop_findings,
 )
 from coevo.arena.outcomes import CheckResult, Verdict
+from coevo.arena.settings import merged
 
 __all__ = [
     "TAU2",
@@ -104,16 +105,6 @@ def _world(domain: Tau2Domain, state: dict[str, Any]) -> CodeWorldSpec:
     )
 
 
-def _merged(base: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for key, value in update.items():
-        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
-            out[key] = _merged(out[key], value)
-        else:
-            out[key] = value
-    return out
-
-
 @dataclass(frozen=True)
 class Imported:
     """What :func:`import_domain` made: the records in file order, and the tasks it could not import and why."""
@@ -150,7 +141,7 @@ def import_domain(domain: Tau2Domain) -> Imported:
         world = base
         data = initial.initialization_data if initial is not None else None
         if data is not None and data.agent_data:
-            world = _world(domain, _merged(domain.db, data.agent_data))
+            world = _world(domain, merged(domain.db, data.agent_data))
             worlds.setdefault(world.world_id, world)
         actions = (criteria.actions or []) if criteria is not None else []
         basis = list(criteria.reward_basis) if criteria is not None else []

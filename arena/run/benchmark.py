@@ -71,11 +71,10 @@ from coevo.arena.outcomes import JUDGE_FAILED_PREFIX, CheckResult, Episode, Verd
 from coevo.arena.run.connection import connect
 from coevo.arena.run.experiment import BenchmarkConfig, Experiment, ray_address
 from coevo.arena.run.failures import RoleTally
-from coevo.arena.run.generation import GenerationReport, RunSummary
+from coevo.arena.run.generation import GenerationReport, RunSummary, rejection_counts
 from coevo.arena.run.pool import ActorPool, Lost
 from coevo.arena.seeding import derive_seed
-from coevo.arena.settings import settings_model, validate_settings
-from coevo.curricula.analysis.passk import pass_k_table
+from coevo.curricula.analysis.passk import pass_k_of_log
 
 __all__ = [
     "POOL",
@@ -329,6 +328,7 @@ class _Benchmark:
         started = time.perf_counter()
         record = GenerationRecord(gen=gen)
         failures = 0
+        verdicts: list[Verdict] = []
         if gen == 0:
             verdicts = self.verdicts()
             worlds = {t.world.world_id: t.world for t in self.tasks}
@@ -338,7 +338,7 @@ class _Benchmark:
             failures += sum(1 for v in verdicts if v.error)
             self.accepted = [v.task_id for v in verdicts if v.accepted and v.task_id]
             if not self.accepted:
-                top = _rejections([VerdictRow.of(v) for v in verdicts])
+                top = dict(rejection_counts(verdicts).most_common(5))
                 raise ArenaError(
                     f"the Judge rejected every task of the pool ({len(verdicts)}; by check: {top}), "
                     'so there is nothing to play; with judge = "replay" a task that doing nothing '
@@ -390,7 +390,7 @@ class _Benchmark:
             trained_level=None,
             brier=None,
             version=episodes[0].solver if episodes and episodes[0].solver else "",
-            rejections=_rejections(verdicts_rows),
+            rejections=json.dumps(dict(rejection_counts(verdicts).most_common(5)), sort_keys=True),
             failures=failures,
         )
         record.generations = [row]
@@ -414,15 +414,6 @@ class _Benchmark:
         )
 
 
-def _rejections(rows: Sequence[VerdictRow]) -> str:
-    counts: dict[str, int] = {}
-    for row in rows:
-        for name in row.failed or (["error"] if not row.accepted else []):
-            counts[name] = counts.get(name, 0) + 1
-    top = dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:5])
-    return json.dumps(top, sort_keys=True)
-
-
 def _environment(exp: Experiment) -> dict[str, str]:
     """The variables the Solver and the user simulator need, from this process's environment."""
     solver = REGISTRY.get(exp.solver.name)
@@ -430,18 +421,8 @@ def _environment(exp: Experiment) -> dict[str, str]:
     names = set(solver.env(settings).passed)
     bench = exp.benchmark
     if bench is not None and bench.user is not None:
-        names |= set(llm_environment(_user_settings(bench)).passed)
+        names |= set(llm_environment(bench.user_settings()).passed)
     return {k: os.environ[k] for k in names if k in os.environ}
-
-
-def _user_settings(bench: BenchmarkConfig) -> Any:
-    assert bench.user is not None
-    return validate_settings(
-        settings_model(LLMUser, "LlmUser"),
-        bench.user,
-        where="benchmark.user",
-        owner="the user simulator",
-    )
 
 
 def run_benchmark(
@@ -524,11 +505,5 @@ def run_benchmark(
 
 
 def benchmark_summary(log: GameLog) -> dict[str, Any]:
-    """pass^k of a benchmark run's log, overall and per domain (:func:`pass_k_table`)."""
-    failed = {
-        r["episode_id"]
-        for r in log.read("episodes", columns=["episode_id", "failure"]).to_pylist()
-        if r["failure"]
-    }
-    rows = log.read("evals", columns=["task_id", "domain", "reward", "episode_id"]).to_pylist()
-    return pass_k_table({**r, "failure": r["episode_id"] in failed} for r in rows)
+    """pass^k of a benchmark run's log, overall and per domain (:func:`pass_k_of_log`)."""
+    return pass_k_of_log(log.read("episodes"), log.read("evals"))

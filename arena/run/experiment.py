@@ -41,6 +41,7 @@ from coevo.arena.settings import (
     Settings,
     StrictNumbers,
     explain,
+    merged,
     settings_model,
     validate_settings,
 )
@@ -170,6 +171,22 @@ class BenchmarkConfig(_Table):
     workers: int = Field(default=1, ge=1, le=64)
     seconds: float = Field(default=30.0, gt=0)
     user: dict[str, Any] | None = None
+
+    def user_settings(self) -> Settings:
+        """The user simulator's settings, validated by its role (``user`` must be set).
+
+        Raises:
+            ConfigError: a setting it does not take, or a value it refuses (naming the key).
+        """
+        from coevo.agents.llm.user import LLMUser  # lazy: the LLM SDKs, only for a benchmark run
+
+        assert self.user is not None
+        return validate_settings(
+            settings_model(LLMUser, "LlmUser"),
+            self.user,
+            where="benchmark.user",
+            owner="the user simulator",
+        )
 
     @field_validator("tasks")
     @classmethod
@@ -310,16 +327,6 @@ def parse_overrides(items: Sequence[str]) -> dict[str, Any]:
     return out
 
 
-def _merge(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
-    merged = dict(base)
-    for key, value in extra.items():
-        if isinstance(value, Mapping) and isinstance(merged.get(key), dict):
-            merged[key] = _merge(merged[key], value)
-        else:
-            merged[key] = value
-    return merged
-
-
 def _is_bundled(name: str) -> bool:
     try:
         find_bundled(name, kind="experiment")
@@ -377,14 +384,14 @@ def load_experiment(
             ) from exc
     # role tables start from their defaults, so "--set solver.actors=2" works without a [solver] table
     defaults = {key: {"name": getattr(Experiment(), key).name} for key in ROLE_TABLES}
-    data = _merge(defaults, data)
+    data = merged(defaults, data)
     if not overrides:
         return _validated(data, label)
     _validated(data, label)  # the file's own mistakes are the file's
     # what fails now is the overrides' doing: the message names them, not the file
     many = len(overrides) > 1
     return _validated(
-        _merge(_tracking_expanded(data), _tracking_expanded(parse_overrides(overrides))),
+        merged(_tracking_expanded(data), _tracking_expanded(parse_overrides(overrides))),
         f"the override{'s' * many} --set " + " --set ".join(overrides),
         what="valid" if not many else "valid together",
         verb="are" if many else "is",
@@ -455,15 +462,8 @@ def _benchmark(experiment: Experiment) -> None:
             "[benchmark] runs evaluate; they hand nothing to a trainer: remove [trainer]"
         )
     if bench.user is not None:
-        from coevo.agents.llm.user import LLMUser  # lazy: the LLM SDKs, only for a benchmark run
-
         try:
-            validate_settings(
-                settings_model(LLMUser, "LlmUser"),
-                bench.user,
-                where="benchmark.user",
-                owner="the user simulator",
-            )
+            bench.user_settings()
         except CoevoError as exc:
             raise ExperimentError(str(exc)) from exc
 
@@ -557,12 +557,6 @@ def check_environment(experiment: Experiment) -> None:
         from coevo.agents.llm.user import LLMUser  # lazy: the LLM SDKs, only for a benchmark run
 
         try:
-            user = validate_settings(
-                settings_model(LLMUser, "LlmUser"),
-                experiment.benchmark.user,
-                where="benchmark.user",
-                owner="the user simulator",
-            )
-            LLMUser.preflight(user)
+            LLMUser.preflight(experiment.benchmark.user_settings())
         except CoevoError as exc:
             raise ArenaError(f"benchmark.user: {exc}") from None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -32,6 +33,7 @@ __all__ = [
     "GenerationReport",
     "Proposals",
     "RunSummary",
+    "rejection_counts",
 ]
 
 
@@ -172,4 +174,11 @@ def plan_of(data: dict[str, Any]) -> GenerationPlan:
     return GenerationPlan(
         [ProposalRequest.model_validate(r) for r in data["requests"]],
         [Mutation(**m) for m in data["mutations"]],
+    )
+
+
+def rejection_counts(verdicts: Sequence[Verdict]) -> Counter[str]:
+    """How many rejected tasks failed each check (``error`` for a record that could not be read)."""
+    return Counter(
+        name for v in verdicts if not v.accepted for name in (v.failed or {"error": None})
     )

@@ -26,7 +26,6 @@ import contextlib
 import hashlib
 import json
 import os
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -52,7 +51,7 @@ from coevo.arena.gamelog import (
     VerdictRow,
     WorldRow,
 )
-from coevo.arena.outcomes import JUDGE_FAILED_PREFIX, Episode, Verdict
+from coevo.arena.outcomes import JUDGE_FAILED_PREFIX, Episode
 from coevo.arena.run.capacity import check_capacity
 from coevo.arena.run.connection import connect
 from coevo.arena.run.experiment import (
@@ -71,6 +70,7 @@ from coevo.arena.run.generation import (
     RunSummary,
     plan_json,
     plan_of,
+    rejection_counts,
 )
 from coevo.arena.run.hosts import host_for
 from coevo.arena.run.ingest import Inbox, known_tasks
@@ -104,13 +104,6 @@ __all__ = [
 def _episode_id(seed: int, gen: int, purpose: str, index: int, task_id: str) -> str:
     raw = f"{seed}:{gen}:{purpose}:{index}:{task_id}"
     return "ep-" + hashlib.sha256(raw.encode()).hexdigest()[:24]
-
-
-def _rejections(verdicts: Sequence[Verdict]) -> Counter[str]:
-    """How many rejected proposals failed each check (``error`` for a record that could not be read)."""
-    return Counter(
-        name for v in verdicts if not v.accepted for name in (v.failed or {"error": None})
-    )
 
 
 def _mean(values: Sequence[float]) -> float | None:
@@ -687,7 +680,7 @@ class Arena:
             brier=brier([p for p, _ in fresh], [o for _, o in fresh]) if fresh else None,
             version=done.version,
             rejections=json.dumps(
-                dict(_rejections(proposals.verdicts).most_common(5)), sort_keys=True
+                dict(rejection_counts(proposals.verdicts).most_common(5)), sort_keys=True
             ),
             failures=done.failures + sum(bool(e.failure) for e in [*episodes, *evals]),
         )
@@ -701,7 +694,7 @@ class Arena:
             row=row,
             seconds=seconds,
             episodes_per_second=len(done.episodes) / done.solving if done.solving > 0 else 0.0,
-            top_rejections=_rejections(done.proposals.verdicts).most_common(3),
+            top_rejections=rejection_counts(done.proposals.verdicts).most_common(3),
             phases=clock.phases,
         )
         self.events(

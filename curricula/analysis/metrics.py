@@ -54,7 +54,7 @@ from coevo.arena.gamelog.log import has_format
 from coevo.arena.novelty import TaskSignature, distinct_share, signature
 from coevo.arena.spec import TaskSpec, WorldSpec
 from coevo.curricula.analysis.irt import fit_rasch
-from coevo.curricula.analysis.passk import pass_k_table
+from coevo.curricula.analysis.passk import pass_k_of_log
 
 __all__ = ["Run", "analyze", "load_run", "mastered_level"]
 
@@ -587,10 +587,4 @@ def analyze(run: Run, *, irt: bool = True) -> dict[str, Any]:
 
 def _pass_k(run: Run) -> dict[str, Any]:
     """A benchmark run's pass^k over its trials, overall and per domain (:mod:`~coevo.curricula.analysis.passk`)."""
-    failed = {
-        r["episode_id"]
-        for r in run["episodes"].select(["episode_id", "failure"]).to_pylist()
-        if r["failure"]
-    }
-    rows = run["evals"].select(["task_id", "episode_id", "domain", "reward"]).to_pylist()
-    return pass_k_table({**r, "failure": r["episode_id"] in failed} for r in rows)
+    return pass_k_of_log(run["episodes"], run["evals"])

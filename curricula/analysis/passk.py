@@ -14,7 +14,9 @@ from collections.abc import Iterable, Mapping
 from math import comb
 from typing import Any
 
-__all__ = ["pass_hat_k", "pass_k_table"]
+import pyarrow as pa
+
+__all__ = ["pass_hat_k", "pass_k_of_log", "pass_k_table"]
 
 
 def pass_hat_k(successes: int, trials: int, k: int) -> float:
@@ -66,3 +68,14 @@ def pass_k_table(episodes: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     domains = sorted({d for d in domain_of.values() if d is not None})
     out["domains"] = {d: table([t for t in per_task if domain_of[t] == d]) for d in domains}
     return out
+
+
+def pass_k_of_log(episodes: pa.Table, evals: pa.Table) -> dict[str, Any]:
+    """:func:`pass_k_table` of a benchmark run's log: its ``evals`` rows, an episode the Solver could not play (``episodes.failure``) left out."""
+    failed = {
+        r["episode_id"]
+        for r in episodes.select(["episode_id", "failure"]).to_pylist()
+        if r["failure"]
+    }
+    rows = evals.select(["task_id", "episode_id", "domain", "reward"]).to_pylist()
+    return pass_k_table({**r, "failure": r["episode_id"] in failed} for r in rows)
