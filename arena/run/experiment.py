@@ -80,9 +80,12 @@ class RunConfig(_Table):
         out: the run directory (any pyarrow filesystem URI), unless ``--out`` is given.
         rollouts: episodes per training task (k; their mean is the group baseline).
         chunk: episodes per Solver call (the unit of retry; independent of the actor count).
-        max_staleness: with a ``[trainer]``, how many batches the policy may lag behind:
-            generation n plays once the trainer has trained through batch n − 1 − k
-            (0: strict order, each generation plays the policy trained on the one before).
+        max_staleness: how far the policy may lag behind the rollouts. 0: strict order, each
+            generation plays the policy learnt on the one before. 1 or more: the learner's
+            step and the World model's update on generation n − 1 and the judging of n + 1 run
+            beside the solving of n, which plays the policy learnt through n − 2
+            (:mod:`coevo.arena.run.overlap`); with a ``[trainer]``, generation n plays once
+            the trainer has trained through batch n − 1 − k.
     """
 
     name: str = "experiment"
@@ -475,11 +478,6 @@ def _trainable(experiment: Experiment) -> None:
         ExperimentError: it is not (naming the Solvers that are).
     """
     if experiment.trainer is None:
-        if experiment.run.max_staleness:
-            raise ExperimentError(
-                "run.max_staleness bounds how far rollouts run ahead of an external trainer: "
-                "it needs a [trainer] table (docs/trainer.md); remove it, or add [trainer]"
-            )
         return
     factory = REGISTRY.get(experiment.solver.name).factory
     settings = experiment.role_settings()["solver"]

@@ -47,6 +47,8 @@ class GenerationReport:
     episodes_per_second: float
     top_rejections: list[tuple[str, int]] = field(default_factory=list)
     phases: dict[str, float] = field(default_factory=dict)
+    busy: dict[str, float] = field(default_factory=dict)
+    """The share of the generation's wall time each actor spent in its role's calls."""
 
 
 @dataclass
@@ -93,6 +95,7 @@ class Generation:
     evals: list[Episode] = field(default_factory=list)
     stats: LearnStats = field(default_factory=lambda: LearnStats(episodes=0))
     version: str = ""
+    learnt_from: str | None = None  # the version the learner's step started from; None: no step
     policy: Announcement | None = None  # with a trainer: the policy the rollouts used
     external: Ingested = field(default_factory=Ingested)  # rollouts from the inbox
     scored: Scored = field(default_factory=Scored)  # what the proposals earned (self-play)

@@ -18,6 +18,11 @@ The loop counts every one of these in the generation's ``failures``.
 A host uses a capability (:mod:`coevo.agents.protocols`) only when its role
 has it, checked with ``isinstance``; it reads nothing else off the role.
 
+Every host keeps the wall-clock intervals its role was busy (its work
+methods, :data:`BUSY_METHODS`); :meth:`_Host.drain_busy` hands them over and
+runs in its own concurrency group (:data:`MONITOR`), so the loop can ask
+while a long call is still running.
+
 The Solver's weights come with every ``attempt`` (as a reference to the
 learner's latest state), so an actor that was killed and restarted, and the
 batch Ray retried on it, plays exactly the episodes the first one would have.
@@ -25,10 +30,13 @@ batch Ray retried on it, plays exactly the episodes the first one would have.
 
 from __future__ import annotations
 
+import functools
 import os
+import threading
+import time
 import traceback
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, Final, TypeVar
 
 import ray
 from coevo.agents.protocols import (
@@ -51,7 +59,38 @@ from coevo.arena.spec import TaskSpec
 from coevo.arena.trajectory import Trajectory
 from coevo.curricula.base import Mutation
 
-__all__ = ["JudgeHost", "SolverHost", "SynthesizerHost", "WorldModelHost", "host_for"]
+__all__ = [
+    "MONITOR",
+    "JudgeHost",
+    "SolverHost",
+    "SynthesizerHost",
+    "WorldModelHost",
+    "host_for",
+    "remote_host",
+]
+
+MONITOR: Final = "monitor"
+"""The concurrency group of :meth:`_Host.drain_busy` (one thread beside the role's calls)."""
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _busy(method: _F) -> _F:
+    """Record the wall-clock interval of each call of a host's work method."""
+
+    @functools.wraps(method)
+    def timed(self: _Host, *args: Any, **kwargs: Any) -> Any:
+        with self._lock:
+            self._since = time.time()
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            with self._lock:
+                if self._since is not None:
+                    self._intervals.append((self._since, time.time()))
+                self._since = None
+
+    return timed  # type: ignore[return-value]
 
 
 def _error(exc: BaseException) -> str:
@@ -79,12 +118,26 @@ class _Host:
     def __init__(self, name: str, config: dict[str, Any], env: dict[str, str] | None = None):
         # the variables a role needs (an API key) reach its actor here, not through any log
         os.environ.update(env or {})
+        self._lock = threading.Lock()
+        self._intervals: list[tuple[float, float]] = []
+        self._since: float | None = None  # when the call running now started
         self.name = name
         self.role = REGISTRY.get(name).create(config)
 
     def pid(self) -> int:
         """The actor's process id (tests kill it)."""
         return os.getpid()
+
+    @ray.method(concurrency_group=MONITOR)
+    def drain_busy(self) -> list[tuple[float, float]]:
+        """The intervals (``time.time()``) the role was busy since the last call; a call still running counts up to now."""
+        with self._lock:
+            out, self._intervals = self._intervals, []
+            if self._since is not None:
+                now = time.time()
+                out.append((self._since, now))
+                self._since = now
+        return out
 
     def drain_usage(self) -> list[UsageRow]:
         """What the role spent on an API since the last call (none if it does not say)."""
@@ -116,6 +169,7 @@ class SynthesizerHost(_Host):
         """Whether the Synthesizer learns from feedback (and keeps its state as data)."""
         return isinstance(self.role, Learns) and isinstance(self.role, Stateful)
 
+    @_busy
     def propose(
         self,
         requests: Sequence[ProposalRequest],
@@ -138,6 +192,7 @@ class SynthesizerHost(_Host):
                 out.append(([], _error(exc)))
         return out
 
+    @_busy
     def mutate(
         self, parents: Sequence[TaskSpec], mutations: Sequence[Mutation]
     ) -> list[tuple[TaskSpec | None, str | None]]:
@@ -176,6 +231,7 @@ class SynthesizerHost(_Host):
             and not self.learns()
         )
 
+    @_busy
     def learn(
         self, feedback: Sequence[ProposalFeedback]
     ) -> tuple[LearnStats, bytes | None, str | None]:
@@ -195,6 +251,7 @@ class SynthesizerHost(_Host):
 class JudgeHost(_Host):
     """Hosts a Judge."""
 
+    @_busy
     def assess(self, tasks: Sequence[TaskSpec]) -> list[Verdict]:
         """A verdict per task, in order; a task the Judge fails on is rejected with the reason."""
         try:
@@ -222,6 +279,7 @@ class SolverHost(_Host):
         super().__init__(name, config, env)
         self._version: int | None = None
 
+    @_busy
     def attempt(
         self, version: int | None, state: list[Any], tasks: Sequence[TaskSpec], seed: int
     ) -> list[Episode]:
@@ -238,6 +296,7 @@ class SolverHost(_Host):
             why = _error(exc)
         return [failed_episode(t, seed, why, self.policy_version()) for t in tasks]
 
+    @_busy
     def learn(
         self, episodes: Sequence[Episode], tasks: Sequence[TaskSpec]
     ) -> tuple[LearnStats, bytes | None, str | None]:
@@ -259,6 +318,7 @@ class SolverHost(_Host):
 class WorldModelHost(_Host):
     """Hosts a World model."""
 
+    @_busy
     def predict(self, tasks: Sequence[TaskSpec]) -> tuple[list[float], str | None]:
         """P(success) per task (0.5 each and the error if the model raises)."""
         try:
@@ -272,6 +332,7 @@ class WorldModelHost(_Host):
             return [0.5] * len(tasks), why
         return predicted, None
 
+    @_busy
     def update(self, episodes: Sequence[Episode]) -> str | None:
         """Give the model the outcomes; the error if it raised."""
         try:
@@ -292,3 +353,9 @@ _HOSTS: dict[str, type[_Host]] = {
 def host_for(kind: str) -> type[_Host]:
     """The host class of a role kind."""
     return _HOSTS[kind]
+
+
+def remote_host(kind: str) -> Any:
+    """The Ray actor class of a role kind: its calls one at a time, ``drain_busy`` beside them."""
+    # ray's type stubs leave concurrency_groups out of remote()'s overloads
+    return ray.remote(concurrency_groups={MONITOR: 1})(host_for(kind))  # type: ignore[call-overload]

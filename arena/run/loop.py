@@ -16,6 +16,12 @@ One generation ``g``:
 7. the generation's rows (a :class:`~coevo.arena.gamelog.GenerationRecord`)
    are written, then the checkpoint, then the manifest (the commit).
 
+That is the order at ``run.max_staleness = 0``. At 1 or more the judging of
+``g + 1``, the solving of ``g`` and the learner's step and World model update
+on ``g − 1`` run at the same time (:mod:`coevo.arena.run.overlap`); the log is
+still the same for the same seed and staleness. Each generation's event gives
+its phases' times and the share of its wall time each actor was busy.
+
 ``coevo resume`` continues after the last committed generation from its
 checkpoint; the log of a resumed run equals the log of an uninterrupted one.
 """
@@ -26,30 +32,21 @@ import contextlib
 import hashlib
 import json
 import os
-from collections.abc import Callable, Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import ray
 from coevo.agents.llm.solver import policy_state
 from coevo.agents.protocols import ProposalRequest
 from coevo.agents.registry import REGISTRY
-from coevo.arena.calibration import brier
-from coevo.arena.difficulty import task_level
 from coevo.arena.errors import ArenaError, LogError, StateError
 from coevo.arena.gamelog import (
-    EpisodeRow,
-    EvalRow,
     GameLog,
     GenerationRecord,
     GenerationRow,
-    PredictionRow,
     RunDir,
     RunLock,
-    TaskRow,
-    TrajectoryRow,
-    UpdateRow,
-    VerdictRow,
-    WorldRow,
 )
 from coevo.arena.outcomes import JUDGE_FAILED_PREFIX, Episode
 from coevo.arena.run.capacity import check_capacity
@@ -72,9 +69,17 @@ from coevo.arena.run.generation import (
     plan_of,
     rejection_counts,
 )
-from coevo.arena.run.hosts import host_for
+from coevo.arena.run.hosts import remote_host
 from coevo.arena.run.ingest import Inbox, known_tasks
-from coevo.arena.run.pool import ActorPool, Lost
+from coevo.arena.run.overlap import (
+    DEFERRED_FILE,
+    Background,
+    Deferred,
+    busy_shares,
+    drain_busy,
+)
+from coevo.arena.run.pool import ActorPool, Calls, Lost
+from coevo.arena.run.record import generation_record
 from coevo.arena.run.selfplay import ProposalScoring, Watch
 from coevo.arena.run.summary import summarize
 from coevo.arena.run.trainer import (
@@ -82,7 +87,6 @@ from coevo.arena.run.trainer import (
     Handoff,
     announced_policy,
     batch_id,
-    policy_row,
 )
 from coevo.arena.seeding import derive_seed
 from coevo.arena.spec import TaskSpec, WorldSpec
@@ -104,10 +108,6 @@ __all__ = [
 def _episode_id(seed: int, gen: int, purpose: str, index: int, task_id: str) -> str:
     raw = f"{seed}:{gen}:{purpose}:{index}:{task_id}"
     return "ep-" + hashlib.sha256(raw.encode()).hexdigest()[:24]
-
-
-def _mean(values: Sequence[float]) -> float | None:
-    return sum(values) / len(values) if values else None
 
 
 class Arena:
@@ -156,6 +156,14 @@ class Arena:
         self.synth_ref: Any = None  # its state (a Ray ref), given with every propose
         self.next_proposing: tuple[int | None, Any, str] = (None, None, "")  # gen + 1's proposer
         self.synth_follows = False  # a Synthesizer that plays the trainer's policies (self-play)
+        # run.max_staleness >= 1: judging, solving, learning and the model's update overlap
+        self.overlap = experiment.run.max_staleness >= 1
+        self.background = Background() if self.overlap else None
+        self.deferred: Deferred | None = None  # the last generation's step, run beside this one's
+        self.updating: Any = None  # the World model's update in flight (a Ray ref)
+        self.timeline: list[tuple[str, float, float]] | None = (
+            None  # set a list: every busy interval
+        )
 
     # ---- actors -------------------------------------------------------------------------
 
@@ -175,7 +183,7 @@ class Arena:
                 # losing another node must not lose their state
                 options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(here, soft=False)
             env = {k: os.environ[k] for k in info.env(settings[table]).passed if k in os.environ}
-            host = ray.remote(host_for(info.kind))
+            host = remote_host(info.kind)
             return [host.options(**options).remote(role.name, role.config, env) for _ in range(n)]
 
         exp = self.exp
@@ -192,13 +200,18 @@ class Arena:
 
     @property
     def _every_actor(self) -> list[Any]:
+        return [actor for _, actor in self._labelled]
+
+    @property
+    def _labelled(self) -> list[tuple[str, Any]]:
+        """Every actor with its label in the events (``solver-0``, ``learner``, ...)."""
         return [
-            *self.synth.actors,
-            *self.judges.actors,
-            *self.solvers.actors,
-            self.learner,
-            self.model,
-            *([self.synth_learner] if self.synth_learner is not None else []),
+            *((f"synthesizer-{i}", a) for i, a in enumerate(self.synth.actors)),
+            *((f"judge-{i}", a) for i, a in enumerate(self.judges.actors)),
+            *((f"solver-{i}", a) for i, a in enumerate(self.solvers.actors)),
+            ("learner", self.learner),
+            ("world_model", self.model),
+            *([("synthesizer-learner", self.synth_learner)] if self.synth_learner else []),
         ]
 
     # ---- pieces of a generation ---------------------------------------------------------
@@ -249,8 +262,14 @@ class Arena:
             refs["mutations"] = self.synth.map("mutate", [(list(parents.values()), mutations)])
         return refs
 
-    def _collect(self, pending: dict[str, Any]) -> Proposals:
-        """Gather proposals, judge them (chunks over the judge pool), in request order."""
+    def _collect(
+        self, pending: dict[str, Any], events: Callable[..., None] | None = None
+    ) -> Proposals:
+        """Gather proposals, judge them (chunks over the judge pool), in request order.
+
+        ``events``: where its events go (the background judging replays them later).
+        """
+        events = events or self.events
         made: list[tuple[TaskSpec, str]] = []
         failures = 0
         tally = RoleTally()
@@ -259,7 +278,7 @@ class Arena:
                 tally.record("synthesizer", error or None)
                 if error:
                     failures += 1
-                    self.events("synthesizer_failed", gen=pending["gen"], error=error)
+                    events("synthesizer_failed", gen=pending["gen"], error=error)
                 made.extend((t, "fresh") for t in tasks)
         mutations = pending.get("mutations")
         for result in mutations.get() if mutations is not None else []:
@@ -267,7 +286,7 @@ class Arena:
         if pending["missing"]:
             # a parent neither the curriculum nor the log holds: a bug, counted and said
             failures += pending["missing"]
-            self.events("mutation_parent_missing", gen=pending["gen"], count=pending["missing"])
+            events("mutation_parent_missing", gen=pending["gen"], count=pending["missing"])
         seen: set[str] = set()
         unique: list[tuple[TaskSpec, str]] = []
         for task, source in made:
@@ -288,19 +307,32 @@ class Arena:
         sources = [s for _, s in unique]
         return Proposals(tasks, verdicts, sources, failures, tally, pending.get("proposer", ""))
 
+    def _judged(self, pending: dict[str, Any]) -> Callable[[], Proposals]:
+        """What :meth:`_collect` gives for submitted proposals: judged now when asked, or in the background (overlap)."""
+        if self.background is None:
+            return lambda: self._collect(pending)
+        return self.background.start(lambda emit: self._collect(pending, emit), self.events)
+
     def _play(self, gen: int, tasks: list[TaskSpec], purpose: str, repeats: int) -> list[Episode]:
         """Each task ``repeats`` times, in fixed chunks over the Solver pool; episodes get deterministic ids."""
+        return self._episodes(gen, purpose, self._attempts(gen, tasks, purpose, repeats))
+
+    def _attempts(self, gen: int, tasks: list[TaskSpec], purpose: str, repeats: int) -> Calls:
+        """Submit the episodes :meth:`_play` plays; :meth:`_episodes` gathers them."""
         order = [t for t in tasks for _ in range(repeats)]
         size = self.exp.run.chunk
         chunks = [order[i : i + size] for i in range(0, len(order), size)]
         state = [self.state_ref] if self.state_ref is not None else []
-        calls = self.solvers.map(
+        return self.solvers.map(
             "attempt",
             [
                 (self.version, state, c, derive_seed(self.seed, "solve", gen, purpose, i))
                 for i, c in enumerate(chunks)
             ],
         )
+
+    def _episodes(self, gen: int, purpose: str, calls: Calls) -> list[Episode]:
+        size = self.exp.run.chunk
         episodes: list[Episode] = []
         for i, part in enumerate(calls.get()):
             for j, episode in enumerate(part):
@@ -360,7 +392,7 @@ class Arena:
             if self.handoff is not None:
                 self.handoff.start(0, None)
             self.eval_tasks = self._eval_suite()
-            self.pending = self._submit(0, self.curriculum.plan(0))
+            self.pending = self._judged(self._submit(0, self.curriculum.plan(0)))
             return 0
         self._load_checkpoint(last)
         return last + 1
@@ -413,13 +445,20 @@ class Arena:
         if model_state is not None:
             self._restore(self.model, model_state, gen, files["world_model"])
         proposing = self._load_proposer(base, files, state, gen)
+        if files.get("deferred"):
+            try:
+                self.deferred = Deferred.of_json(
+                    self.run.read_bytes(*base, files["deferred"]), tasks
+                )
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                raise self._unloadable(gen, files["deferred"], f"cannot be read ({exc})") from exc
         if self.handoff is not None:
             for batch in self.handoff.start(gen + 1, policy):
                 self.events("batch_handed_out", batch=batch, after="resume")
             if policy is not None:
                 self._adopt(policy, gen + 1)  # the server may have restarted since: loaded again
         if gen + 1 < self.exp.run.generations:
-            self.pending = self._submit(gen + 1, plan, tasks, proposing)
+            self.pending = self._judged(self._submit(gen + 1, plan, tasks, proposing))
 
     def _proposing(self) -> tuple[int | None, Any, str]:
         """What proposes now: the learner's version, its state (a Ray ref) and its name."""
@@ -466,8 +505,8 @@ class Arena:
 
     def generation(self, gen: int) -> GenerationReport:
         """Run and commit generation ``gen``: its phases fill a :class:`Generation`, whose rows are logged."""
-        clock = Clock()
-        done = Generation(gen, proposals=self._collect(self.pending))
+        clock, started = Clock(), time.time()
+        done = Generation(gen, proposals=self.pending())
         done.failures = done.proposals.failures + (self.suite_failures if gen == 0 else 0)
         done.external = self.inbox.take(gen, known_tasks(self.curriculum.tasks, log=self.log))
         done.failures += done.external.failures
@@ -484,6 +523,7 @@ class Arena:
         done.evals = self._play(gen, self.eval_tasks, "eval", 1) if evaluated else []
         clock.lap("eval")
         self._tally_calls(done)
+        busy = self._busy(started)
         record = self._record(done)
         summary = record.generations[0]
         for name, fields in self.watch.observe(gen, summary.eval_success, summary.pool_diversity):
@@ -493,7 +533,7 @@ class Arena:
         if self.handoff is not None and self.handoff.hand_out(gen):
             self.events("batch_handed_out", gen=gen, batch=batch_id(gen))
             clock.lap("hand_out")
-        return self._report(done, record.generations[0], clock)
+        return self._report(done, record.generations[0], clock, busy)
 
     def _predict_and_plan(self, done: Generation) -> None:
         """Predict the accepted tasks, admit them, and submit the next generation's proposals."""
@@ -504,7 +544,11 @@ class Arena:
             for t, v in zip(proposals.tasks, proposals.verdicts, strict=True)
             if v.accepted and t.task_id not in eval_ids
         ]
-        done.predicted, error = ray.get(self.model.predict.remote(done.accepted))
+        predicting = self.model.predict.remote(done.accepted)
+        if self.deferred is not None:
+            # overlap: the update on gen - 1 is taken after these predictions, beside solving
+            self.updating = self.model.update.remote(self.deferred.update)
+        done.predicted, error = ray.get(predicting)
         done.calls.record("world model", error or None)
         if error:
             done.failures += 1
@@ -515,7 +559,9 @@ class Arena:
         self.next_proposing = self._proposing()
         if gen + 1 < self.exp.run.generations:
             # nothing is left in flight after the last generation (closing would kill it mid-call)
-            self.pending = self._submit(gen + 1, done.next_plan, proposing=self.next_proposing)
+            self.pending = self._judged(
+                self._submit(gen + 1, done.next_plan, proposing=self.next_proposing)
+            )
 
     def _train(self, done: Generation, clock: Clock) -> None:
         """Play the curriculum's batch, take a learner step, update the World model and the curriculum."""
@@ -529,22 +575,25 @@ class Arena:
         # the version that plays this generation: predictions, the update and the summary say it
         done.version = ray.get(self.learner.policy_version.remote())
         done.batch = self.curriculum.batch(gen)
-        done.episodes = self._play(gen, done.batch, "train", self.exp.run.rollouts)
+        attempts = self._attempts(gen, done.batch, "train", self.exp.run.rollouts)
+        behind = self.deferred  # overlap: gen - 1's learner step runs beside these rollouts
+        stepping = self.learner.learn.remote(behind.learn, behind.batch) if behind else None
+        done.episodes = self._episodes(gen, "train", attempts)
         done.solving = clock.lap("solve")
         # an episode the Solver could not play (its server down) says nothing about the task:
         # it is counted as a failure, and nobody learns from it
         played = [e for e in done.episodes if not e.failure]
         outcomes = played + done.external.episodes  # what the World model and curriculum see
-        done.stats, new_state, learn_error = ray.get(self.learner.learn.remote(played, done.batch))
-        done.calls.record("learner", learn_error or None)
-        if learn_error:
-            done.failures += 1
-            self.events("learner_failed", gen=gen, error=learn_error)
-        if new_state is not None and self.handoff is None:  # with a trainer, the trainer's policies
-            self.state_ref = ray.put(new_state)
-            self.version = gen
+        if self.overlap:
+            self.deferred = Deferred(gen, played, done.batch, outcomes)
+        else:
+            stepping = self.learner.learn.remote(played, done.batch)
+            self.updating = self.model.update.remote(outcomes)
+        if stepping is not None:
+            self._learnt(done, stepping, behind.gen if behind else gen)
         clock.lap("learn")
-        model_error = ray.get(self.model.update.remote(outcomes))
+        model_error = ray.get(self.updating) if self.updating is not None else None
+        self.updating = None
         done.calls.record("world model", model_error or None)
         if model_error:
             done.failures += 1
@@ -553,6 +602,26 @@ class Arena:
             gen, [e.task_id for e in outcomes], [e.reward.value for e in outcomes]
         )
         clock.lap("world_model")
+
+    def _learnt(self, done: Generation, stepping: Any, through: int) -> None:
+        """Take the learner's step (a Ray ref) on generation ``through``'s episodes: its stats, and its state for the Solvers."""
+        done.stats, new_state, learn_error = ray.get(stepping)
+        done.learnt_from = done.version
+        done.calls.record("learner", learn_error or None)
+        if learn_error:
+            done.failures += 1
+            self.events("learner_failed", gen=done.gen, error=learn_error)
+        if new_state is not None and self.handoff is None:  # with a trainer, the trainer's policies
+            self.state_ref = ray.put(new_state)
+            self.version = through
+
+    def _busy(self, started: float) -> dict[str, float]:
+        """Each actor's share of the generation's wall time so far spent in its role's calls."""
+        now = time.time()
+        intervals = drain_busy(self._labelled)
+        if self.timeline is not None:
+            self.timeline.extend((a, s, e) for a, spans in intervals.items() for s, e in spans)
+        return busy_shares(intervals, started, now)
 
     def _score_proposals(self, done: Generation) -> None:
         """What each proposal earned (the ``proposals`` rows); a Synthesizer that learns, learns from it."""
@@ -611,81 +680,21 @@ class Arena:
 
     def _record(self, done: Generation) -> GenerationRecord:
         """The generation's rows of every table."""
-        record = GenerationRecord(done.gen)
-        self._log_proposals(record, done.proposals)
-        version = done.version
-        predictions = dict(zip([t.task_id for t in done.accepted], done.predicted, strict=True))
-        record.predictions = [
-            PredictionRow(task_id=t, version=version, p=float(p)) for t, p in predictions.items()
-        ]
-        record.episodes = [EpisodeRow.of(e, "train") for e in done.episodes]
-        record.episodes += [EpisodeRow.of(e, "eval") for e in done.evals]
-        external = done.external.episodes
-        record.episodes += [EpisodeRow.of(e, "external") for e in external]
-        record.trajectories = [
-            TrajectoryRow.of(e, purpose)
-            for purpose, played in (
-                ("train", done.episodes),
-                ("eval", done.evals),
-                ("external", external),
-            )
-            for e in played
-            if e.trajectory is not None
-        ] + done.proposer_rows(self.seed)
-        record.ingested = done.external.rows
-        by_id = {t.task_id: t for t in self.eval_tasks}
-        record.evals = [EvalRow.of(e, by_id.get(e.task_id)) for e in done.evals]
-        extra = done.stats.extra or {}
-        record.updates = [
-            UpdateRow(
-                version=version,
-                episodes=done.stats.episodes,
-                loss=done.stats.loss,
-                success=extra.get("success"),
-                entropy=extra.get("entropy"),
-                skipped=extra.get("skipped"),
-            )
-        ]
-        record.generations = [self._summary(done, predictions)]
-        record.proposals = done.scored.rows
-        if self.handoff is not None:
-            record.policies = [
-                policy_row(done.gen, done.version, done.policy, done.episodes, done.paid_rollouts())
-            ]
+        logged = self.logged_worlds
+        record = generation_record(
+            done,
+            seed=self.seed,
+            eval_tasks=self.eval_tasks,
+            logged_worlds=logged,
+            frontier=self.curriculum.frontier(),
+            policies=self.handoff is not None,
+        )
         record.usage = self._drained(self._every_actor, "drain_usage", done.gen)
         return record
 
-    def _summary(self, done: Generation, predictions: dict[str, float]) -> GenerationRow:
-        """The ``generations`` row: what the generation proposed, accepted, trained and learnt."""
-        proposals, episodes, evals = done.proposals, done.episodes, done.evals
-        played = [e for e in episodes if not e.failure]
-        scored = [e for e in evals if not e.failure]
-        fresh = [
-            (predictions[e.task_id], e.reward.value) for e in played if e.task_id in predictions
-        ]
-        return GenerationRow(
-            proposed=len(proposals.tasks),
-            accepted=len(done.accepted),
-            rejected=sum(not v.accepted for v in proposals.verdicts),
-            mutations=proposals.sources.count("mutation"),
-            trained_tasks=len(done.batch),
-            train_episodes=len(episodes),
-            train_success=_mean([e.reward.value for e in played]),
-            eval_success=_mean([e.reward.value for e in scored]),
-            frontier=self.curriculum.frontier(),
-            proposer_reward=done.scored.reward,
-            pool_diversity=done.scored.diversity,
-            accepted_level=_mean([lv for t in done.accepted if (lv := task_level(t)) is not None]),
-            trained_level=_mean([lv for t in done.batch if (lv := task_level(t)) is not None]),
-            brier=brier([p for p, _ in fresh], [o for _, o in fresh]) if fresh else None,
-            version=done.version,
-            rejections=json.dumps(
-                dict(rejection_counts(proposals.verdicts).most_common(5)), sort_keys=True
-            ),
-            failures=done.failures + sum(bool(e.failure) for e in [*episodes, *evals]),
-        )
-
-    def _report(self, done: Generation, summary: GenerationRow, clock: Clock) -> GenerationReport:
+    def _report(
+        self, done: Generation, summary: GenerationRow, clock: Clock, busy: dict[str, float]
+    ) -> GenerationReport:
         """Show the committed generation (the table) and record it (``events.jsonl``)."""
         seconds = clock.total()
         row = summary.cells()
@@ -696,31 +705,19 @@ class Arena:
             episodes_per_second=len(done.episodes) / done.solving if done.solving > 0 else 0.0,
             top_rejections=rejection_counts(done.proposals.verdicts).most_common(3),
             phases=clock.phases,
+            busy=busy,
         )
         self.events(
             "generation",
             gen=done.gen,
             seconds=round(seconds, 3),
             phases=clock.phases,
+            busy=busy,
             **{k: v for k, v in row.items() if k != "rejections"},
         )
         if self.on_generation:
             self.on_generation(report)
         return report
-
-    def _log_proposals(self, record: GenerationRecord, proposals: Proposals) -> None:
-        """The generation's worlds, tasks and verdicts (generation 0 logs the eval suite first)."""
-        tasks, sources = proposals.tasks, proposals.sources
-        if record.gen == 0:
-            tasks = [*self.eval_tasks, *tasks]
-            sources = ["eval"] * len(self.eval_tasks) + sources
-        for task in tasks:
-            world = task.world
-            if isinstance(world, WorldSpec) and world.world_id not in self.logged_worlds:
-                self.logged_worlds.add(world.world_id)
-                record.worlds.append(WorldRow.of(world))
-        record.tasks = [TaskRow.of(t, s) for t, s in zip(tasks, sources, strict=True)]
-        record.verdicts = [VerdictRow.of(v) for v in proposals.verdicts]
 
     def _commit(self, record: GenerationRecord, next_plan: GenerationPlan) -> None:
         """Write the record, then the checkpoint, then the manifest (the commit)."""
@@ -745,6 +742,9 @@ class Arena:
                     why=f"{role!r} is not Stateful: a resumed run starts it afresh",
                 )
         synth = self._save_proposer(record.gen, base, files)
+        if self.deferred is not None:  # overlap: the step the next generation takes beside solving
+            files["deferred"] = DEFERRED_FILE
+            self.run.write_bytes(self.deferred.to_json(), *base, DEFERRED_FILE)
         state = {
             "curriculum": self.curriculum.state(),
             "next_plan": plan_json(next_plan),
@@ -782,7 +782,9 @@ class Arena:
         return {"version": self.synth_version, "proposing_version": version, "proposer": proposer}
 
     def close(self) -> None:
-        """Stop the actors."""
+        """Stop the background judging and the actors."""
+        if self.background is not None:
+            self.background.close()
         for actor in self._every_actor:
             ray.kill(actor)
 

@@ -102,6 +102,52 @@ def test_a_finished_run_is_not_overwritten(tmp_path) -> None:
 
 
 @pytest.mark.slow
+def test_at_staleness_1_phases_overlap_and_the_log_is_still_one_per_seed(tmp_path) -> None:
+    """max_staleness = 1: the policy lags one generation more, the log repeats per seed and survives resume, busy shares are reported."""
+    lagging = experiment(run__max_staleness=1, run__generations=4)
+    events: list[dict[str, Any]] = []
+    run_experiment(
+        lagging, str(tmp_path / "a"), events=lambda e, **kw: events.append({"e": e, **kw})
+    )
+    first = tables(tmp_path / "a")
+    run_experiment(lagging, str(tmp_path / "b"))
+    assert tables(tmp_path / "b") == first
+    run_experiment(lagging, str(tmp_path / "c"), stop_after=2)
+    assert "deferred" in GameLog(str(tmp_path / "c")).manifests()[1]["checkpoint_files"]
+    resume_run(str(tmp_path / "c"))
+    assert tables(tmp_path / "c") == first
+
+    # generation g plays the policy learnt through g - 2; each step is logged a generation late
+    versions = [r["version"] for r in first["generations"]]
+    assert versions[0] == versions[1] != versions[2] != versions[3]
+    steps = first["updates"]
+    assert [r["gen"] for r in steps] == [1, 2, 3]
+    train = {
+        g: sum(e["gen"] == g and e["purpose"] == "train" for e in first["episodes"])
+        for g in range(4)
+    }
+    assert [r["episodes"] for r in steps] == [train[0], train[1], train[2]]
+    strict = experiment(run__generations=4)
+    run_experiment(strict, str(tmp_path / "strict"))
+    in_order = tables(tmp_path / "strict")
+    assert [r["gen"] for r in in_order["updates"]] == [0, 1, 2, 3]
+    assert in_order["generations"][1]["version"] != in_order["generations"][0]["version"]
+    # generation 0's proposals and verdicts come before any policy: the schedule cannot change them
+    gen0 = [v for v in first["verdicts"] if v["gen"] == 0]
+    assert gen0 and gen0 == [v for v in in_order["verdicts"] if v["gen"] == 0]
+        == first["verdicts"][: len(first["verdicts"]) // 2]
+    )
+
+    done = [e for e in events if e["e"] == "generation"]
+    assert [e["gen"] for e in done] == [0, 1, 2, 3]
+    for event in done:
+        busy = event["busy"]
+        assert {"solver-0", "solver-1", "learner", "world_model", "judge-0"} <= set(busy)
+        assert all(0.0 <= share <= 1.0 for share in busy.values())
+    assert all(e["busy"]["solver-0"] > 0 for e in done), "the Solvers played every generation"
+
+
+@pytest.mark.slow
 def test_half_written_generations_are_invisible(tmp_path) -> None:
     """Parts of a generation without its manifest (a driver killed while writing) are never read."""
     run_experiment(experiment(run__generations=1), str(tmp_path / "r"))
