@@ -135,8 +135,6 @@ def test_at_staleness_1_phases_overlap_and_the_log_is_still_one_per_seed(tmp_pat
     # generation 0's proposals and verdicts come before any policy: the schedule cannot change them
     gen0 = [v for v in first["verdicts"] if v["gen"] == 0]
     assert gen0 and gen0 == [v for v in in_order["verdicts"] if v["gen"] == 0]
-        == first["verdicts"][: len(first["verdicts"]) // 2]
-    )
 
     done = [e for e in events if e["e"] == "generation"]
     assert [e["gen"] for e in done] == [0, 1, 2, 3]
