@@ -12,15 +12,21 @@ Two measurements, each against a baseline from the same run:
 
   Ray's share of the time is ``(1 actor − in process) / 1 actor``; the
   speed-up is ``1 actor / 2 actors``.
-* **End to end.** The quickstart experiment for N generations with 1 and with
-  2 Solver actors: training episodes per second of wall time, everything
-  included (synthesis, judging, learning, eval, writing the log).
+* **End to end.** The quickstart experiment for N generations with 1 and 2
+  Solver actors, at ``run.max_staleness`` 0 (phases in order) and 1 (judging,
+  solving, learning and the World model's update overlap): training episodes
+  per second of wall time, everything included (synthesis, judging, learning,
+  eval, writing the log), the ratio to 1 actor at staleness 0, and Ray's
+  share of the wall time: the time when neither the driver (outside
+  ``ray.get``) nor any actor (inside a role's call, as the actors record it)
+  was working.
 """
 
 from __future__ import annotations
 
 import argparse
 import tempfile
+import threading
 import time
 
 import ray
@@ -28,8 +34,9 @@ from coevo.agents.linear_pg import LinearPGSolver
 from coevo.agents.protocols import ProposalRequest
 from coevo.agents.synthesizers.procedural import ProceduralSynthesizer
 from coevo.arena.run.experiment import load_experiment
-from coevo.arena.run.hosts import SolverHost
+from coevo.arena.run.hosts import remote_host
 from coevo.arena.run.loop import run_experiment
+from coevo.arena.run.overlap import covered
 
 CHUNK = 64
 
@@ -60,7 +67,7 @@ def in_process(chunks: list[list], state: bytes) -> tuple[float, int]:
 
 
 def with_actors(chunks: list[list], state: bytes, n: int) -> float:
-    host = ray.remote(SolverHost)
+    host = remote_host("solver")
     actors = [host.options(num_cpus=0).remote("linear-pg", {}) for _ in range(n)]
     ref = ray.put(state)
     warm = [actors[i % n].attempt.remote(1, [ref], chunk[:1], 0) for i, chunk in enumerate(chunks)]
@@ -74,17 +81,73 @@ def with_actors(chunks: list[list], state: bytes, n: int) -> float:
     return seconds
 
 
-def end_to_end(generations: int, actors: int) -> float:
+class Waits:
+    """The intervals the driver's main thread spends in ``ray.get`` (the rest of its time it works)."""
+
+    def __init__(self) -> None:
+        self.spans: list[tuple[float, float]] = []
+        self._get = ray.get
+
+    def __enter__(self) -> Waits:
+        def timed_get(*args, **kwargs):
+            if threading.current_thread() is not threading.main_thread():
+                return self._get(*args, **kwargs)
+            start = time.time()
+            try:
+                return self._get(*args, **kwargs)
+            finally:
+                self.spans.append((start, time.time()))
+
+        ray.get = timed_get
+        return self
+
+    def __exit__(self, *exc) -> None:
+        ray.get = self._get
+
+
+def end_to_end(generations: int, actors: int, staleness: int) -> dict[str, float]:
+    """The quickstart with ``actors`` Solver actors at ``staleness``: episodes/s and Ray's share of wall time.
+
+    Ray's share is the time, from the first generation to the end, when neither
+    the driver (outside ``ray.get``) nor any actor (in a role's call) was working:
+    scheduling, (de)serialising and moving objects.
+    """
     exp = load_experiment(
         "experiments/quickstart.toml",
-        [f"run.generations={generations}", f"solver.actors={actors}"],
+        [
+            f"run.generations={generations}",
+            f"solver.actors={actors}",
+            f"run.max_staleness={staleness}",
+        ],
     )
-    with tempfile.TemporaryDirectory() as out:
-        start = time.perf_counter()
-        summary = run_experiment(exp, out)
-        seconds = time.perf_counter() - start
+    timeline: list[tuple[str, float, float]] = []
+    begun: list[float] = []
+
+    def watch(arena) -> None:
+        arena.timeline = timeline
+        begun.append(time.time())
+
+    with tempfile.TemporaryDirectory() as out, Waits() as waits:
+        summary = run_experiment(exp, out, on_start=watch)
+        end = time.time()
+    start = begun[0]
     episodes = sum(r.row["train_episodes"] for r in summary.reports)
-    return episodes / seconds
+    waiting = covered(waits.spans, start, end)
+    actor_spans = [(s, e) for _, s, e in timeline]
+    driver_spans, last = [], start  # the driver works between its waits
+    for s, e in sorted(waits.spans):
+        if s > last:
+            driver_spans.append((last, s))
+        last = max(last, e)
+    driver_spans.append((last, end))
+    working = covered(actor_spans + driver_spans, start, end)
+    wall = end - start
+    return {
+        "episodes_per_s": episodes / wall,
+        "seconds_per_gen": wall / len(summary.reports),
+        "ray_share": 1 - working / wall,
+        "driver_waiting": waiting / wall,
+    }
 
 
 def main() -> None:
@@ -106,11 +169,19 @@ def main() -> None:
     print(
         f"  2 Solver actors:       {episodes / two:7.0f} episodes/s   speed-up over 1 actor: {one / two:.2f}x"
     )
-    e1 = end_to_end(args.generations, 1)
-    e2 = end_to_end(args.generations, 2)
     print(f"end to end (quickstart, {args.generations} generations, Ray already up):")
-    print(f"  1 Solver actor:  {e1:6.0f} training episodes/s")
-    print(f"  2 Solver actors: {e2:6.0f} training episodes/s   ratio {e2 / e1:.2f}x")
+    base = None
+    for staleness in (0, 1):
+        for actors in (1, 2):
+            got = end_to_end(args.generations, actors, staleness)
+            base = base or got["episodes_per_s"]
+            print(
+                f"  {actors} Solver actor{'s' if actors > 1 else ' '}, max_staleness {staleness}: "
+                f"{got['episodes_per_s']:5.0f} training episodes/s "
+                f"({got['seconds_per_gen']:.2f} s/generation)   "
+                f"ratio to 1 actor at 0: {got['episodes_per_s'] / base:.2f}x   "
+                f"Ray's share of wall time: {got['ray_share']:.1%}"
+            )
     ray.shutdown()
 
 

@@ -249,10 +249,13 @@ class UpdateRow(Row):
     """One learner step."""
 
     table: ClassVar[str] = "updates"
-    about: ClassVar[str] = "one row per learner step"
+    about: ClassVar[str] = (
+        "one row per learner step; at run.max_staleness ≥ 1 generation g's row is the step on "
+        "g − 1's episodes (none in generation 0)"
+    )
 
     version: str = Field(
-        description="the policy version the step started from (it played the episodes)"
+        description="the policy version the step started from (at staleness 0 it played the episodes)"
     )
     episodes: int = Field(description="episodes learnt from")
     loss: float | None = Field(description="the objective after the step, when the Solver has one")

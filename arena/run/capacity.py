@@ -9,7 +9,9 @@ therefore bounds the actors it starts by what the cluster has:
 * :data:`ACTOR_MEMORY` bytes of Ray's ``memory`` resource per actor.
 
 Every table's ``actors`` also has a static bound (:data:`MAX_ACTORS`, checked
-when the experiment is loaded, before Ray starts).
+when the experiment is loaded, before Ray starts). What the role tables
+reserve (``[solver.resources]``, ``placement``) is checked against the
+cluster's nodes by :func:`check_cluster` (:mod:`coevo.arena.run.resources`).
 """
 
 from __future__ import annotations
@@ -17,12 +19,21 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Final
 
+import ray
 from coevo.arena.errors import ArenaError
+from coevo.arena.run.resources import check_resources, cluster_nodes
 
 if TYPE_CHECKING:
     from coevo.arena.run.experiment import Experiment
 
-__all__ = ["ACTORS_PER_CPU", "ACTOR_MEMORY", "MAX_ACTORS", "actors_wanted", "check_capacity"]
+__all__ = [
+    "ACTORS_PER_CPU",
+    "ACTOR_MEMORY",
+    "MAX_ACTORS",
+    "actors_wanted",
+    "check_capacity",
+    "check_cluster",
+]
 
 MAX_ACTORS: Final = 256
 """Actors of one role table, at most, whatever the cluster (checked when an experiment is loaded)."""
@@ -71,3 +82,27 @@ def check_capacity(experiment: Experiment, resources: Mapping[str, float]) -> No
         f"{largest}.actors (e.g. --set {largest}.actors={max(1, wanted[largest] - (total - fit))}) "
         "or join a larger cluster with --address"
     )
+
+
+def check_cluster(experiment: Experiment) -> None:
+    """Both checks against the Ray cluster this process is connected to: the actor count, and what the tables reserve.
+
+    Raises:
+        ArenaError: what does not fit and what to change.
+    """
+    check_capacity(experiment, ray.cluster_resources())  # Ray never refuses actors of 0 CPUs
+    nodes, driver_node = cluster_nodes()
+    wanted = [
+        (
+            table,
+            getattr(experiment, table).actors,
+            getattr(experiment, table).resources,
+            getattr(experiment, table).placement,
+        )
+        for table in ("synthesizer", "judge", "solver")
+    ]
+    singletons = [
+        ("learner ([solver.resources])", experiment.solver.resources),
+        ("World model ([world_model.resources])", experiment.world_model.resources),
+    ]
+    check_resources(wanted, singletons, nodes, driver_node)

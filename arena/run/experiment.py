@@ -34,6 +34,7 @@ from coevo.arena.errors import ArenaError, CoevoError, ExperimentError, Registry
 from coevo.arena.examples import find_bundled
 from coevo.arena.gamelog import RunDir
 from coevo.arena.run.capacity import MAX_ACTORS
+from coevo.arena.run.resources import Placement, RoleResources
 from coevo.arena.run.selfplay import WatchConfig
 from coevo.arena.run.tracking import TrackingConfig
 from coevo.arena.run.trainer import TrainerConfig
@@ -105,11 +106,17 @@ class RoleTable(_Table):
         actors: Ray actors of this role (the learner and the World model are always one), at
             most :data:`~coevo.arena.run.capacity.MAX_ACTORS` and what the cluster holds.
         config: keyword arguments for the role's factory.
+        resources: what each actor reserves (``[solver.resources]``: cpus, gpus, memory,
+            custom; :mod:`coevo.arena.run.resources`).
+        placement: ``default``, ``spread`` (different nodes where Ray can), or a placement
+            group: ``pack``, ``strict-pack``, ``strict-spread``.
     """
 
     name: str
     actors: int = Field(default=1, ge=1, le=MAX_ACTORS)
     config: dict[str, Any] = Field(default_factory=dict)
+    resources: RoleResources = Field(default_factory=RoleResources)
+    placement: Placement = "default"
 
 
 class EvalConfig(_Table):

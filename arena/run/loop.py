@@ -49,7 +49,7 @@ from coevo.arena.gamelog import (
     RunLock,
 )
 from coevo.arena.outcomes import JUDGE_FAILED_PREFIX, Episode
-from coevo.arena.run.capacity import check_capacity
+from coevo.arena.run.capacity import check_cluster
 from coevo.arena.run.connection import connect
 from coevo.arena.run.experiment import (
     Experiment,
@@ -80,6 +80,7 @@ from coevo.arena.run.overlap import (
 )
 from coevo.arena.run.pool import ActorPool, Calls, Lost
 from coevo.arena.run.record import generation_record
+from coevo.arena.run.resources import placed, ray_options
 from coevo.arena.run.selfplay import ProposalScoring, Watch
 from coevo.arena.run.summary import summarize
 from coevo.arena.run.trainer import (
@@ -92,6 +93,7 @@ from coevo.arena.seeding import derive_seed
 from coevo.arena.spec import TaskSpec, WorldSpec
 from coevo.curricula.base import Curriculum, GenerationPlan
 from coevo.curricula.registry import make_curriculum
+from ray.util.placement_group import remove_placement_group
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 __all__ = [
@@ -161,30 +163,31 @@ class Arena:
         self.background = Background() if self.overlap else None
         self.deferred: Deferred | None = None  # the last generation's step, run beside this one's
         self.updating: Any = None  # the World model's update in flight (a Ray ref)
-        self.timeline: list[tuple[str, float, float]] | None = (
-            None  # set a list: every busy interval
-        )
+        self.timeline: list[tuple[str, float, float]] | None = None  # a list: busy intervals
+        self.groups: list[Any] = []  # the placement groups the role tables asked for
 
     # ---- actors -------------------------------------------------------------------------
 
     def _start_actors(self) -> None:
-        check_capacity(self.exp, ray.cluster_resources())  # Ray never refuses actors of 0 CPUs
+        check_cluster(self.exp)  # before any actor: Ray would wait forever for what is not there
         here = ray.get_runtime_context().get_node_id()
         settings = self.exp.role_settings()
 
         def actors(table: str, n: int, restarts: bool) -> list[Any]:
             role: RoleTable = getattr(self.exp, table)
             info = REGISTRY.get(role.name)
-            options: dict[str, Any] = {"num_cpus": 0}
             if restarts:
-                options.update(max_restarts=4, max_task_retries=4)
+                each, group = placed(table, n, role.resources, role.placement)
+                self.groups += [group] if group is not None else []
+                each = [{**o, "max_restarts": 4, "max_task_retries": 4} for o in each]
             else:
                 # stateful singletons (the learner, the World model) live on the driver's node:
                 # losing another node must not lose their state
-                options["scheduling_strategy"] = NodeAffinitySchedulingStrategy(here, soft=False)
+                affinity = NodeAffinitySchedulingStrategy(here, soft=False)
+                each = [{**ray_options(role.resources), "scheduling_strategy": affinity}] * n
             env = {k: os.environ[k] for k in info.env(settings[table]).passed if k in os.environ}
             host = remote_host(info.kind)
-            return [host.options(**options).remote(role.name, role.config, env) for _ in range(n)]
+            return [host.options(**o).remote(role.name, role.config, env) for o in each]
 
         exp = self.exp
         self.synth = ActorPool("synthesizer", actors("synthesizer", exp.synthesizer.actors, True))
@@ -787,6 +790,8 @@ class Arena:
             self.background.close()
         for actor in self._every_actor:
             ray.kill(actor)
+        for group in self.groups:
+            remove_placement_group(group)
 
 
 def run_experiment(
