@@ -31,6 +31,14 @@ source is domain ``domains[i % len(domains)]`` built from
 ``i``-th database of the folder (sorted by name), mined and drawn from with
 the corpus's seed itself (so the same database twice is one world).
 
+An experiment file's Synthesizer (an LLM's) is the third source: world
+index ``i`` sends it :func:`requests_of` — the same on every build; the
+answers need not be, so a resumed build is complete and duplicate-free, not
+the one an uninterrupted build would have made. A failed proposal is
+counted; a shard whose every proposal failed is not committed (the next
+build tries it again). The key reaches the workers as the arena hands it to
+its actors (:class:`SynthesizerRole`), never a file.
+
 Deduplication (independent of build order): a task whose id was already
 kept is a duplicate, and so is a *near-duplicate*: a task of the same world
 with the same :func:`near_duplicate_key` — its instruction with numbers and
@@ -49,10 +57,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -63,15 +73,20 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import ray
 from coevo.agents.protocols import ProposalRequest
+from coevo.agents.registry import REGISTRY
+from coevo.arena.difficulty import task_level
 from coevo.arena.errors import CoevoError
+from coevo.arena.examples import find_bundled
 from coevo.arena.gamelog import GameLog, RunDir, RunLock
 from coevo.arena.gamelog.corpus import CORPUS_FORMAT, CORPUS_MANIFEST, held_out
 from coevo.arena.gamelog.rows import TaskRow, VerdictRow, WorldRow
 from coevo.arena.judge import WorldCache, assess_task
 from coevo.arena.run.connection import connect
+from coevo.arena.run.experiment import load_experiment
+from coevo.arena.run.secrets import redacted
 from coevo.arena.seeding import derive_seed
 from coevo.arena.spec import TaskSpec, WorldSpec
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = [
     "CORPUS_FORMAT",
@@ -80,17 +95,24 @@ __all__ = [
     "BuildReport",
     "CorpusError",
     "CorpusSource",
+    "ExperimentSynthesizer",
     "ShardResult",
+    "SynthesizerRole",
     "build_corpus",
+    "build_record",
     "build_shard",
     "databases_in",
+    "experiment_synthesizer",
     "held_out",
     "near_duplicate_key",
+    "public_config",
+    "requests_of",
 ]
 
 MANIFEST: Final = CORPUS_MANIFEST
 CORPUS_TABLES: Final = ("worlds", "tasks", "verdicts")
 _COMMITS: Final = "_commits"
+_FAILED: Final = "_failed"
 _HIDDEN: Final = ".part-0.parquet"
 _PART: Final = "part-0.parquet"
 
@@ -99,25 +121,46 @@ class CorpusError(CoevoError):
     """A corpus cannot be built or read (the message says why and what to do)."""
 
 
+class ExperimentSynthesizer(BaseModel):
+    """The Synthesizer of an experiment file, as a corpus's manifest records it (source kind ``experiment``).
+
+    Attributes:
+        name: the registered Synthesizer (the experiment's ``[synthesizer] name``).
+        config: its ``config`` without secrets (see :func:`public_config`): an LLM role's
+            names the *variable* that holds its key, never the key.
+        sha256: the experiment file's SHA-256 (a build from another file is refused).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    config: dict[str, Any] = Field(default_factory=dict)
+    sha256: str
+
+
 class CorpusSource(BaseModel):
     """Where a corpus's worlds come from, and how many: everything a build depends on.
 
     Attributes:
-        kind: ``procedural`` (the procedural domains) or ``mine`` (every SQLite database of a folder).
-        worlds: worlds to build (for ``mine``: the databases found).
+        kind: ``procedural`` (the procedural domains), ``mine`` (every SQLite database of a
+            folder) or ``experiment`` (the Synthesizer of an experiment file).
+        worlds: worlds to build (for ``mine``: the databases found; for ``experiment``: the
+            world indexes, each asking the Synthesizer for ``tasks_per_world`` tasks).
         tasks_per_world: tasks drawn in each world.
-        domains: the procedural domains, in the order world indexes cycle through them.
+        domains: the procedural domains, in the order world indexes cycle through them (for
+            ``experiment``: optional hints, cycled the same way; none: the Synthesizer's choice).
         levels: the levels tasks are drawn at, in the order they cycle.
         seed: the seed everything derives from.
         databases: for ``mine``, the databases, sorted by name.
         per_table: for ``mine``, rows drawn from each large table.
         shard_size: worlds per shard (the unit of work and of commit).
         eval_share: the share of worlds held out for evaluation (by :func:`held_out`).
+        synthesizer: for ``experiment``, the Synthesizer (its name, config and file's hash).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    kind: Literal["procedural", "mine"] = "procedural"
+    kind: Literal["procedural", "mine", "experiment"] = "procedural"
     worlds: int = Field(ge=1)
     tasks_per_world: int = Field(ge=1)
     domains: tuple[str, ...] = ()
@@ -127,11 +170,99 @@ class CorpusSource(BaseModel):
     per_table: int = Field(default=120, ge=1)
     shard_size: int = Field(default=10, ge=1)
     eval_share: float = Field(default=0.1, ge=0, le=1)
+    synthesizer: ExperimentSynthesizer | None = None
+
+    @model_validator(mode="after")
+    def _synthesizer_with_its_kind(self) -> CorpusSource:
+        if (self.kind == "experiment") != (self.synthesizer is not None):
+            raise ValueError("an experiment source, and only one, names its synthesizer")
+        return self
 
     @property
     def shards(self) -> int:
         """Shards in all."""
         return -(-self.worlds // self.shard_size)
+
+
+@dataclass(frozen=True)
+class SynthesizerRole:
+    """What a worker builds an experiment's Synthesizer from; never written to a file or a log.
+
+    Attributes:
+        name: the registered Synthesizer.
+        config: its ``config`` as the experiment gives it.
+        env: the variables its registration hands to its processes (an API key and the
+            server's address: ``RoleInfo.env(settings).passed``), set in the worker while it
+            builds a shard.
+    """
+
+    name: str
+    config: dict[str, Any] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict, repr=False)
+
+
+_Rows = dict[str, list[Any]]
+"""The rows a shard keeps, by table (worlds, tasks, verdicts)."""
+
+_SECRET_NAMES: Final = ("key", "token", "secret", "password")
+_URL_PASSWORD: Final = re.compile(r"(://[^/@:\s]+):[^/@\s]+@")
+
+
+def public_config(value: Any, name: str = "") -> Any:
+    """``value`` (a role's config) without secrets, as a manifest may record it.
+
+    A string under a name that is or ends in ``key``, ``token``, ``secret`` or
+    ``password`` (``api_key``, ``hf_token``; not ``api_key_env``, the name of a
+    variable) becomes ``[redacted]``; a URL's password too; and any secret of
+    the environment (:func:`~coevo.arena.run.secrets.redacted`).
+    """
+    if isinstance(value, Mapping):
+        return {k: public_config(v, str(k)) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [public_config(v, name) for v in value]
+    if not isinstance(value, str):
+        return value
+    lower = name.lower()
+    if lower != "api_key_env" and any(
+        lower == word or lower.endswith("_" + word) for word in _SECRET_NAMES
+    ):
+        return "[redacted]"
+    return redacted(_URL_PASSWORD.sub(r"\1:[redacted]@", value))
+
+
+def experiment_synthesizer(path: str) -> tuple[ExperimentSynthesizer, SynthesizerRole]:
+    """The Synthesizer of experiment file ``path``: as the manifest records it, and as workers build it.
+
+    Checked before anything starts, as ``coevo run`` checks an experiment: the
+    file (:func:`~coevo.arena.run.experiment.load_experiment`), the roles'
+    settings, the variables the Synthesizer needs, and its start-up check (an
+    LLM role's server answers and serves its model).
+
+    Raises:
+        ExperimentError: the file is missing, not TOML, or not a valid experiment.
+        CorpusError: a variable the Synthesizer needs is not set.
+        CoevoError: its start-up check failed (the message says what to fix).
+    """
+    experiment = load_experiment(path)
+    settings = experiment.role_settings()["synthesizer"]
+    table = experiment.synthesizer
+    info = REGISTRY.get(table.name)
+    needs = info.env(settings)
+    for variable in needs.required:
+        if not os.environ.get(variable):
+            raise CorpusError(
+                f"the synthesizer {table.name!r} of {path} needs {variable}: set it in the "
+                "environment (on every node, for a cluster) and run again"
+            )
+    info.preflight(settings)
+    file = Path(path) if Path(path).is_file() else find_bundled(str(path), "experiment").path
+    recorded = ExperimentSynthesizer(
+        name=table.name,
+        config=public_config(table.config),
+        sha256=hashlib.sha256(file.read_bytes()).hexdigest(),
+    )
+    env = {k: os.environ[k] for k in needs.passed if k in os.environ}
+    return recorded, SynthesizerRole(table.name, dict(table.config), env)
 
 
 def near_duplicate_key(task: TaskSpec) -> str:
@@ -157,12 +288,21 @@ class ShardResult:
     keys: list[str] = field(default_factory=list)
     """Per world (aligned with ``world_ids``): what makes two worlds the same — its id, or a mined
     database's content hash."""
+    asked: int = 0
+    """Tasks asked of the source (worlds × tasks per world)."""
     proposed: int = 0
     duplicates: int = 0
     duplicate_worlds: int = 0
     missed: int = 0
+    failed: int = 0
+    """Proposals that ended on a failed call (an experiment's Synthesizer: the API down, a refused key)."""
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def failed_entirely(self) -> bool:
+        """Every proposal of the shard failed: it is not committed (the next build tries it again)."""
+        return self.failed > 0 and self.failed >= self.asked
 
 
 def _content_key(source: CorpusSource, index: int) -> str | None:
@@ -196,71 +336,187 @@ def _world_source(source: CorpusSource, index: int) -> tuple[Any, str]:
     return ProceduralSynthesizer([domain]), domain
 
 
-def build_shard(source: CorpusSource, shard: int) -> ShardResult:
-    """Shard ``shard``: its worlds, their tasks drawn, judged and deduplicated, as the three tables."""
-    started = time.perf_counter()
-    worlds: list[WorldRow] = []
-    tasks: list[TaskRow] = []
-    verdicts: list[VerdictRow] = []
-    result = ShardResult(shard, {}, [])
-    first = shard * source.shard_size
-    for index in range(first, min(first + source.shard_size, source.worlds)):
+def _keep(
+    world: WorldSpec, drawn: list[TaskSpec], same: str, result: ShardResult, rows: _Rows
+) -> None:
+    """One world's tasks drawn in order: duplicates dropped, each judged, the rows kept (none for a world already kept)."""
+    if same in result.keys or world.world_id in result.world_ids:  # one world twice in a shard
+        result.duplicate_worlds += 1
+        return
+    result.proposed += len(drawn)
+    seen_ids: set[str] = set()
+    seen_keys: set[str] = set()
+    kept: list[TaskSpec] = []
+    for task in drawn:
+        near = near_duplicate_key(task)
+        if task.task_id in seen_ids or near in seen_keys:
+            result.duplicates += 1
+            continue
+        seen_ids.add(task.task_id)
+        seen_keys.add(near)
+        kept.append(task)
+    cache = WorldCache()
+    try:
+        for task in kept:
+            rows["verdicts"].append(VerdictRow.of(assess_task(task, cache)))
+            rows["tasks"].append(TaskRow.of(task, "fresh"))
+    finally:
+        cache.close()
+    rows["worlds"].append(WorldRow.of(world))
+    result.world_ids.append(world.world_id)
+    result.keys.append(same)
+
+
+def _drawn_world(source: CorpusSource, index: int, result: ShardResult, rows: _Rows) -> None:
+    """World ``index`` of a procedural or mined source: its tasks drawn one by one, then kept."""
+    try:
+        synth, domain = _world_source(source, index)
+    except Exception as exc:  # a database that cannot be mined: noted, the shard goes on
+        result.notes.append(f"world {index}: {type(exc).__name__}: {exc}")
+        return
+    seed = _seed(source, index)
+    drawn: list[TaskSpec] = []
+    for j in range(source.tasks_per_world):
+        level = source.levels[(index + j) % len(source.levels)]
+        request = ProposalRequest(
+            n=source.tasks_per_world,
+            seed=seed,
+            level=level,
+            domains=[domain] if domain else None,
+        )
         try:
-            synth, domain = _world_source(source, index)
-        except Exception as exc:  # a database that cannot be mined: noted, the shard goes on
-            result.notes.append(f"world {index}: {type(exc).__name__}: {exc}")
-            continue
-        seed = _seed(source, index)
-        drawn: list[TaskSpec] = []
-        for j in range(source.tasks_per_world):
-            level = source.levels[(index + j) % len(source.levels)]
-            request = ProposalRequest(
-                n=source.tasks_per_world,
-                seed=seed,
-                level=level,
-                domains=[domain] if domain else None,
-            )
-            try:
-                task = synth.draw(request, j)
-            except CoevoError as exc:
-                result.notes.append(f"world {index}: {exc}")
-                break
-            if task is None:
-                result.missed += 1
-            else:
-                drawn.append(task)
-        if not drawn:
-            continue
+            task = synth.draw(request, j)
+        except CoevoError as exc:
+            result.notes.append(f"world {index}: {exc}")
+            break
+        if task is None:
+            result.missed += 1
+        else:
+            drawn.append(task)
+    if drawn:
         world = drawn[0].world
         assert isinstance(world, WorldSpec)
-        same = _content_key(source, index) or world.world_id
-        if same in result.keys or world.world_id in result.world_ids:  # one world twice in a shard
-            result.duplicate_worlds += 1
-            continue
-        result.proposed += len(drawn)
-        seen_ids: set[str] = set()
-        seen_keys: set[str] = set()
-        kept: list[TaskSpec] = []
-        for task in drawn:
-            near = near_duplicate_key(task)
-            if task.task_id in seen_ids or near in seen_keys:
-                result.duplicates += 1
-                continue
-            seen_ids.add(task.task_id)
-            seen_keys.add(near)
-            kept.append(task)
-        cache = WorldCache()
+        _keep(world, drawn, _content_key(source, index) or world.world_id, result, rows)
+
+
+def requests_of(source: CorpusSource, index: int) -> list[ProposalRequest]:
+    """What world index ``index`` of an experiment source asks its Synthesizer for: one request per level its tasks cycle through.
+
+    Task ``j`` is at level ``levels[(index + j) % len(levels)]``, as for a
+    procedural world; the request of a level asks for that many tasks, with
+    the seed ``derive_seed(seed, "corpus", index, "level", level)`` and the
+    domain ``domains[index % len(domains)]`` when the source names domains.
+    """
+    counts: dict[int, int] = {}
+    for j in range(source.tasks_per_world):
+        level = source.levels[(index + j) % len(source.levels)]
+        counts[level] = counts.get(level, 0) + 1
+    domains = [source.domains[index % len(source.domains)]] if source.domains else None
+    return [
+        ProposalRequest(
+            n=n,
+            seed=derive_seed(source.seed, "corpus", index, "level", level),
+            level=level,
+            domains=domains,
+        )
+        for level, n in counts.items()
+    ]
+
+
+@contextmanager
+def _environment(env: Mapping[str, str]) -> Iterator[None]:
+    """``env`` set in this process for the block, then as it was (a Ray worker serves other tasks after)."""
+    saved = {k: os.environ.pop(k) for k in env if k in os.environ}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for name in env:
+            os.environ.pop(name, None)
+        os.environ.update(saved)
+
+
+def _failed_proposals(synth: Any) -> int | None:
+    """Proposals whose calls failed in the Synthesizer's last request, when it keeps its attempts (the LLM Synthesizers do)."""
+    drain = getattr(synth, "drain_attempts", None)
+    if not callable(drain):
+        return None
+    attempts = drain()
+    return len({a.get("proposal") for a in attempts if a.get("stage") == "call" and a.get("error")})
+
+
+def _asked_at(task: TaskSpec, level: int | None) -> TaskSpec:
+    """``task`` with the level it was asked at as its provenance's ``level`` when it measured none (its id stays)."""
+    if level is None or task_level(task) is not None:
+        return task
+    return task.model_copy(update={"provenance": {**task.provenance, "level": level}})
+
+
+def _proposed_worlds(
+    source: CorpusSource,
+    role: SynthesizerRole,
+    indexes: range,
+    result: ShardResult,
+    rows: _Rows,
+) -> None:
+    """World indexes ``indexes`` of an experiment source: the Synthesizer's proposals, grouped by world, kept."""
+    with _environment(role.env):
         try:
-            for task in kept:
-                verdicts.append(VerdictRow.of(assess_task(task, cache)))
-                tasks.append(TaskRow.of(task, "fresh"))
-        finally:
-            cache.close()
-        worlds.append(WorldRow.of(world))
-        result.world_ids.append(world.world_id)
-        result.keys.append(same)
-    for name, rows in (("worlds", worlds), ("tasks", tasks), ("verdicts", verdicts)):
-        result.tables[name] = GameLog.arrow(name, shard, [r.cells() for r in rows])
+            synth = REGISTRY.get(role.name).create(role.config)
+        except Exception as exc:  # a Synthesizer that cannot be made here: every proposal failed
+            result.failed += result.asked
+            result.notes.append(
+                redacted(f"the synthesizer {role.name!r}: {type(exc).__name__}: {exc}")
+            )
+            return
+        for index in indexes:
+            drawn: list[TaskSpec] = []
+            for request in requests_of(source, index):
+                try:
+                    tasks = list(synth.propose(request))[: request.n]
+                except Exception as exc:  # a failed call is counted and noted, not a crash
+                    failed = _failed_proposals(synth) or request.n
+                    result.failed += failed
+                    result.missed += request.n - failed
+                    result.notes.append(redacted(f"world {index}: {type(exc).__name__}: {exc}"))
+                    continue
+                failed = _failed_proposals(synth) or 0
+                result.failed += failed
+                result.missed += max(0, request.n - len(tasks) - failed)
+                drawn += [_asked_at(task, request.level) for task in tasks]
+            by_world: dict[str, list[TaskSpec]] = {}
+            for task in drawn:
+                by_world.setdefault(task.world_id, []).append(task)
+            for tasks in by_world.values():
+                world = tasks[0].world
+                assert isinstance(world, WorldSpec)
+                _keep(world, tasks, world.world_id, result, rows)
+
+
+def build_shard(source: CorpusSource, shard: int, role: SynthesizerRole | None) -> ShardResult:
+    """Shard ``shard``: its worlds, their tasks drawn, judged and deduplicated, as the three tables.
+
+    Args:
+        source: what the corpus is built from.
+        shard: the shard's number.
+        role: for an experiment source, the Synthesizer to build (here, with its variables
+            set while the shard is built); else None.
+    """
+    started = time.perf_counter()
+    rows: _Rows = {"worlds": [], "tasks": [], "verdicts": []}
+    result = ShardResult(shard, {}, [])
+    first = shard * source.shard_size
+    indexes = range(first, min(first + source.shard_size, source.worlds))
+    result.asked = len(indexes) * source.tasks_per_world
+    if source.kind == "experiment":
+        if role is None:
+            raise CorpusError("an experiment source needs its SynthesizerRole to build a shard")
+        _proposed_worlds(source, role, indexes, result, rows)
+    else:
+        for index in indexes:
+            _drawn_world(source, index, result, rows)
+    for name, kept in rows.items():
+        result.tables[name] = GameLog.arrow(name, shard, [r.cells() for r in kept])
     result.seconds = time.perf_counter() - started
     return result
 
@@ -270,7 +526,11 @@ def build_shard(source: CorpusSource, shard: int) -> ShardResult:
 
 @dataclass
 class BuildReport:
-    """What a build did (this invocation and the corpus as a whole)."""
+    """What a build did (this invocation and the corpus as a whole).
+
+    ``failed``: proposals that ended on a failed call; ``failed_shards``: shards whose every
+    proposal failed, not committed (the next build tries them again); ``last_failure``: why.
+    """
 
     out: str
     shards: int
@@ -282,19 +542,37 @@ class BuildReport:
     duplicates: int = 0
     duplicate_worlds: int = 0
     missed: int = 0
+    failed: int = 0
+    failed_shards: list[int] = field(default_factory=list)
+    last_failure: str = ""
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
 
     def lines(self) -> list[str]:
         """The report as the command prints it."""
         rate = self.accepted / self.seconds if self.seconds else 0.0
-        return [
+        lines = [
             f"{self.out}: {self.shards} shards; reused {self.reused} committed, built {self.built}",
             f"this build: {self.worlds} worlds, {self.tasks} tasks, {self.accepted} accepted "
             f"({rate:,.0f} accepted/s over {self.seconds:.1f} s); duplicates dropped: "
-            f"{self.duplicates} tasks, {self.duplicate_worlds} worlds; {self.missed} draws missed",
-            *(f"  note: {n}" for n in self.notes[:10]),
+            f"{self.duplicates} tasks, {self.duplicate_worlds} worlds; {self.missed} draws missed; "
+            f"{self.failed} proposals failed",
         ]
+        if self.failed_shards:
+            shown = ", ".join(map(str, self.failed_shards[:10]))
+            more = (
+                f" and {len(self.failed_shards) - 10} more" if len(self.failed_shards) > 10 else ""
+            )
+            lines.append(
+                f"not committed (every proposal failed): {len(self.failed_shards)} shards "
+                f"({shown}{more}); the last failure: {self.last_failure}"
+            )
+        return [*lines, *(f"  note: {n}" for n in self.notes[:10])]
+
+
+def _recorded(source: CorpusSource) -> dict[str, Any]:
+    """The source as the manifest records it (no ``synthesizer`` key unless it has one: older manifests still match)."""
+    return source.model_dump(mode="json", exclude_none=True)
 
 
 def _manifest(source: CorpusSource) -> dict[str, Any]:
@@ -305,7 +583,7 @@ def _manifest(source: CorpusSource) -> dict[str, Any]:
     return {
         "format": CORPUS_FORMAT,
         "coevo": version,
-        "source": source.model_dump(mode="json"),
+        "source": _recorded(source),
         "split": {
             "rule": "a world is in eval when int(world_id[7:15], 16) < eval_share * 16**8",
             "eval_share": source.eval_share,
@@ -340,7 +618,25 @@ def _tidy(run: RunDir, committed: dict[int, dict[str, Any]]) -> None:
                 run.delete(table, folder)
 
 
-def _commit(run: RunDir, result: ShardResult, tables: dict[str, pa.Table], keys: list[str]) -> None:
+def _counts(result: ShardResult, dropped_worlds: int) -> dict[str, Any]:
+    """What a shard's draws came to, as its commit (or its failure record) keeps them for ``coevo corpus report``."""
+    return {
+        "asked": result.asked,
+        "proposed": result.proposed,
+        "missed": result.missed,
+        "failed": result.failed,
+        "duplicates": result.duplicates,
+        "duplicate_worlds": result.duplicate_worlds + dropped_worlds,
+    }
+
+
+def _commit(
+    run: RunDir,
+    result: ShardResult,
+    tables: dict[str, pa.Table],
+    keys: list[str],
+    dropped_worlds: int,
+) -> None:
     folder = f"shard={result.shard}"
     for name, table in tables.items():
         run.fs.create_dir(run.path(name, folder), recursive=True)
@@ -351,12 +647,52 @@ def _commit(run: RunDir, result: ShardResult, tables: dict[str, pa.Table], keys:
         "worlds": [w for w in tables["worlds"].column("world_id").to_pylist()],
         "keys": keys,
         "seconds": round(result.seconds, 3),
+        "counts": _counts(result, dropped_worlds),
+        "notes": result.notes[:5],
     }
     run.write_bytes(
         json.dumps(record, sort_keys=True).encode(), _COMMITS, f"shard-{result.shard}.json"
     )
+    run.delete(_FAILED, f"shard-{result.shard}.json")  # an earlier build's failure of it
     for name in tables:
         run.fs.move(run.path(name, folder, _HIDDEN), run.path(name, folder, _PART))
+
+
+def _record_failure(run: RunDir, result: ShardResult) -> None:
+    """A shard whose every proposal failed: not committed, its failure kept for ``coevo corpus report``."""
+    record = {"shard": result.shard, "counts": _counts(result, 0), "notes": result.notes[:5]}
+    run.write_bytes(
+        json.dumps(record, sort_keys=True).encode(), _FAILED, f"shard-{result.shard}.json"
+    )
+
+
+def build_record(folder: str) -> dict[str, Any]:
+    """What the builds of a corpus came to: their draws' counts over the committed shards, and the shards not committed because every proposal of theirs failed.
+
+    Returns:
+        ``{"asked", "proposed", "missed", "failed", "duplicates", "duplicate_worlds"}`` summed
+        over the committed shards (0 for a count a corpus built before it was recorded lacks),
+        ``notes`` (the first of them), and ``not_committed``: ``[{"shard", "failed", "why"}]``.
+    """
+    run = RunDir(folder)
+    committed = _committed(run)
+    totals = dict.fromkeys(_counts(ShardResult(0, {}, []), 0), 0)
+    notes: list[str] = []
+    for data in committed.values():
+        for name, value in data.get("counts", {}).items():
+            totals[name] = totals.get(name, 0) + int(value)
+        notes += data.get("notes", [])
+    failed = []
+    for name in run.listdir(_FAILED):
+        if name.startswith("shard-") and name.endswith(".json"):
+            data = json.loads(run.read_bytes(_FAILED, name))
+            if int(data["shard"]) not in committed:
+                why = data.get("notes") or ["no reason recorded"]
+                failed.append(
+                    {"shard": data["shard"], "failed": data["counts"]["failed"], "why": why[-1]}
+                )
+    failed.sort(key=lambda f: int(f["shard"]))
+    return {**totals, "notes": notes[:10], "not_committed": failed}
 
 
 def _without_worlds(result: ShardResult, drop: set[str]) -> dict[str, pa.Table]:
@@ -391,6 +727,7 @@ def build_corpus(
     address: str | None = None,
     progress: Callable[[str], None] | None = None,
     stop_after: int | None = None,
+    role: SynthesizerRole | None = None,
 ) -> BuildReport:
     """Build (or finish building) the corpus ``source`` describes in ``out`` (see the module docstring).
 
@@ -401,11 +738,25 @@ def build_corpus(
         address: a Ray cluster to join (else a local Ray).
         progress: called with a line after each committed shard.
         stop_after: commit at most this many shards in this call (tests of resume).
+        role: for an experiment source, the Synthesizer the workers build, with the variables
+            it needs (:func:`experiment_synthesizer`); handed to each shard's Ray task as the
+            arena hands a role's to its actors, never written.
+
+    Returns:
+        The report; its ``failed_shards`` were not committed because every proposal of theirs
+        failed (the command exits non-zero; the next build tries them again).
 
     Raises:
-        CorpusError: ``out`` holds a corpus built from another source, or its commits do not read.
+        CorpusError: ``out`` holds a corpus built from another source, or its commits do not
+            read; or an experiment source comes without its ``role``.
         LogError: another builder holds ``out``.
     """
+    named = source.synthesizer.name if source.synthesizer is not None else None
+    if source.kind == "experiment" and (role is None or role.name != named):
+        raise CorpusError(
+            "an experiment source is built with its Synthesizer: pass the SynthesizerRole "
+            "experiment_synthesizer() returned with it"
+        )
     run = RunDir(out)
     lock = RunLock(run)
     lock.acquire()
@@ -434,7 +785,9 @@ def build_corpus(
             return report
         started = connect(address, workers)
         try:
-            _run_shards(run, lock, source, todo, workers, seen_worlds, report, say, stop_after)
+            _run_shards(
+                run, lock, source, role, todo, workers, seen_worlds, report, say, stop_after
+            )
         finally:
             if started:
                 ray.shutdown()
@@ -447,6 +800,7 @@ def _run_shards(
     run: RunDir,
     lock: RunLock,
     source: CorpusSource,
+    role: SynthesizerRole | None,
     todo: list[int],
     workers: int,
     seen_worlds: set[str],
@@ -468,7 +822,8 @@ def _run_shards(
             shard = next(queue, None)
             if shard is None:
                 return
-            pending[remote.remote(source_ref, shard)] = shard
+            # the role goes inline with each task (its variables as the arena hands an actor its own)
+            pending[remote.remote(source_ref, shard, role)] = shard
 
     submit()
     while order:
@@ -482,6 +837,21 @@ def _run_shards(
             done[shard] = ray.get(ready[0])
             submit()
         result = done.pop(order.pop(0))
+        report.failed += result.failed
+        report.missed += result.missed
+        report.notes.extend(result.notes)
+        report.seconds = time.perf_counter() - started
+        if result.failed_entirely:
+            lock.confirm()
+            _record_failure(run, result)
+            report.failed_shards.append(result.shard)
+            report.last_failure = result.notes[-1] if result.notes else "no reason recorded"
+            say(
+                f"shard {result.shard + 1}/{source.shards}: every one of its {result.asked} "
+                f"proposals failed, not committed ({report.last_failure})"
+            )
+            submit()
+            continue
         duplicate = {
             w
             for w, k in zip(result.world_ids, result.keys, strict=True)
@@ -492,7 +862,7 @@ def _run_shards(
             k for w, k in zip(result.world_ids, result.keys, strict=True) if w not in duplicate
         ]
         lock.confirm()
-        _commit(run, result, tables, kept_keys)
+        _commit(run, result, tables, kept_keys, len(duplicate))
         seen_worlds.update(result.world_ids)
         seen_worlds.update(result.keys)
         accepted = sum(tables["verdicts"].column("accepted").to_pylist())
@@ -502,8 +872,6 @@ def _run_shards(
         report.accepted += accepted
         report.duplicates += result.duplicates
         report.duplicate_worlds += len(duplicate) + result.duplicate_worlds
-        report.missed += result.missed
-        report.notes.extend(result.notes)
         report.seconds = time.perf_counter() - started
         say(
             f"shard {result.shard + 1}/{source.shards}: {tables['tasks'].num_rows} tasks, "

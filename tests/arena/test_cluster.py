@@ -1,19 +1,26 @@
-"""A two-node Ray cluster on this machine: a run joins it with --address and survives losing the worker node."""
+"""A two-node Ray cluster on this machine: a run joins it and survives losing the worker node; an experiment goes in as a Ray Job; a corpus build loses the worker node."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
+import pyarrow.dataset as ds
 import pytest
 from coevo.arena.gamelog import GameLog
 
 RAY = Path(sys.executable).with_name("ray")
+COEVO = Path(sys.executable).with_name("coevo")
 
 
 def _uses(pid: Path, temp_dir: str) -> bool:
@@ -35,56 +42,77 @@ def _kill_cluster(temp_dir: str) -> None:
                 continue
 
 
-def _raylets() -> set[int]:
+def _raylets(temp_dir: str) -> set[int]:
+    """The raylets of the cluster in ``temp_dir`` (other Ray instances on the machine are left alone)."""
     found = set()
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                if b"raylet" in (entry / "cmdline").read_bytes().split(b"\0")[0]:
+                argv = (entry / "cmdline").read_bytes()
+                if b"raylet" in argv.split(b"\0")[0] and temp_dir.encode() in argv:
                     found.add(int(entry.name))
             except OSError:
                 continue
     return found
 
 
-@pytest.mark.skipif(
-    not Path("/proc").exists() or not RAY.exists(), reason="needs /proc and the ray CLI"
-)
-@pytest.mark.slow
-def test_a_run_on_two_nodes_survives_losing_the_worker_node(tmp_path) -> None:
-    """Head + worker started with `ray start`; the worker's raylet is SIGKILLed mid-run; the run completes whole."""
+@dataclass
+class Cluster:
+    """A head and a worker node started with `ray start` (the head's dashboard serves Ray Jobs when asked for)."""
+
+    address: str
+    dashboard: str
+    worker_raylets: list[int]
+    env: dict[str, str]
+
+
+@contextlib.contextmanager
+def two_nodes(port: str, *, jobs: bool = False) -> Iterator[Cluster]:
+    """Head (1 CPU) + worker (1 CPU) on this machine; every process of it SIGKILLed after."""
     # Ray 2.60 turns token auth on for `ray start` clusters; a local test cluster opts out
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
     env["RAY_AUTH_MODE"] = "disabled"
-    port = "6391"
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"  # coevo on it
     temp_dir = tempfile.mkdtemp(prefix="coevo-ray-", dir="/tmp")  # short: Ray puts sockets in it
-    before = _raylets()
-    subprocess.run(
+    dashboard_port = str(int(port) + 1000)
+    head = [str(RAY), "start", "--head", f"--port={port}", "--num-cpus=1", f"--temp-dir={temp_dir}"]
+    head += (
         [
-            str(RAY),
-            "start",
-            "--head",
-            f"--port={port}",
-            "--num-cpus=1",
-            "--include-dashboard=false",
-            f"--temp-dir={temp_dir}",
-        ],
-        env=env,
-        check=True,
-        capture_output=True,
-        timeout=120,
+            "--include-dashboard=true",
+            "--dashboard-host=127.0.0.1",
+            f"--dashboard-port={dashboard_port}",
+        ]
+        if jobs
+        else ["--include-dashboard=false"]
     )
     try:
-        head_raylets = _raylets() - before
+        subprocess.run(head, env=env, check=True, capture_output=True, timeout=180)
+        head_raylets = _raylets(temp_dir)
         subprocess.run(
             [str(RAY), "start", f"--address=127.0.0.1:{port}", "--num-cpus=1"],
             env=env,
             check=True,
             capture_output=True,
-            timeout=120,
+            timeout=180,
         )
-        worker = sorted(_raylets() - before - head_raylets)
+        worker = sorted(_raylets(temp_dir) - head_raylets)
         assert worker, "the worker node's raylet is running"
+        yield Cluster(f"127.0.0.1:{port}", f"http://127.0.0.1:{dashboard_port}", worker, env)
+    finally:
+        _kill_cluster(temp_dir)
+        shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+needs_cluster = pytest.mark.skipif(
+    not Path("/proc").exists() or not RAY.exists(), reason="needs /proc and the ray CLI"
+)
+
+
+@needs_cluster
+@pytest.mark.slow
+def test_a_run_on_two_nodes_survives_losing_the_worker_node(tmp_path) -> None:
+    """Head + worker started with `ray start`; the worker's raylet is SIGKILLed mid-run; the run completes whole."""
+    with two_nodes("6391") as cluster:
         toml = tmp_path / "cluster.toml"
         toml.write_text(
             "[run]\nseed = 5\ngenerations = 4\nrollouts = 2\nchunk = 8\n"
@@ -105,9 +133,9 @@ def test_a_run_on_two_nodes_survives_losing_the_worker_node(tmp_path) -> None:
                 "--out",
                 str(run_dir),
                 "--address",
-                f"127.0.0.1:{port}",
+                cluster.address,
             ],
-            env=env,
+            env=cluster.env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
@@ -119,7 +147,7 @@ def test_a_run_on_two_nodes_survives_losing_the_worker_node(tmp_path) -> None:
         assert first.exists(), (
             driver.stderr.read() if driver.poll() is not None else "no generation 0"
         )
-        for pid in worker:
+        for pid in cluster.worker_raylets:
             os.kill(pid, signal.SIGKILL)
         _, stderr = driver.communicate(timeout=300)
         assert driver.returncode == 0, stderr[-3000:]
@@ -129,5 +157,139 @@ def test_a_run_on_two_nodes_survives_losing_the_worker_node(tmp_path) -> None:
         episodes = log.read("episodes").to_pylist()
         assert len({e["episode_id"] for e in episodes}) == len(episodes)
         assert all(r["train_episodes"] == r["trained_tasks"] * 2 for r in rows)
-    finally:
-        _kill_cluster(temp_dir)
+
+
+def _jobs(cluster: Cluster, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(RAY), "job", *args],
+        cwd=cwd,
+        env=cluster.env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+
+
+@needs_cluster
+@pytest.mark.slow
+def test_experiments_cluster_toml_goes_in_as_a_ray_job_and_writes_a_whole_log(tmp_path) -> None:
+    """`ray job submit --working-dir . -- coevo run cluster.toml --out file://...` on a two-node cluster: the job succeeds, the log is whole."""
+    project = tmp_path / "project"
+    project.mkdir()
+    shutil.copy(
+        Path(__file__).parents[2] / "experiments" / "cluster.toml", project / "cluster.toml"
+    )
+    out = f"file://{tmp_path / 'shared' / 'run-1'}"  # a filesystem every node sees
+    smaller = {  # the file as shipped, scaled to two 1-CPU nodes
+        "run.generations": "2",
+        "run.rollouts": "2",
+        "synthesizer.actors": "1",
+        "judge.actors": "1",
+        "judge.config": "{ budget = 300 }",
+        "solver.actors": "2",
+        "curriculum.tasks_per_gen": "8",
+        "curriculum.min_fill": "8",
+        "eval.levels": "[1, 2]",
+        "eval.per_level": "2",
+    }
+    sets = [arg for key, value in smaller.items() for arg in ("--set", f"{key}={value}")]
+    with two_nodes("6393", jobs=True) as cluster:
+        submitted = _jobs(
+            cluster,
+            "submit",
+            "--address",
+            cluster.dashboard,
+            "--submission-id",
+            "coevo-cluster-test",
+            "--working-dir",
+            ".",
+            "--",
+            "coevo",
+            "run",
+            "cluster.toml",
+            "--out",
+            out,
+            *sets,
+            cwd=project,
+        )
+        status = _jobs(cluster, "status", "--address", cluster.dashboard, "coevo-cluster-test")
+        assert "succeeded" in status.stdout.lower(), submitted.stdout[-3000:] + submitted.stderr[-3000:]
+        logs = _jobs(cluster, "logs", "--address", cluster.dashboard, "coevo-cluster-test")
+    assert "2 generations" in logs.stdout and "game log: " in logs.stdout
+
+    log = GameLog(out)
+    assert [r["gen"] for r in log.read("generations").to_pylist()] == [0, 1]
+    recorded = json.loads(log.run.read_bytes("experiment.json"))
+    assert recorded["run"]["name"] == "cluster" and recorded["solver"]["actors"] == 2
+    episodes = log.read("episodes").to_pylist()
+    assert len({e["episode_id"] for e in episodes}) == len(episodes) > 0
+    tasks = {t["task_id"] for t in log.read("tasks").to_pylist()}
+    worlds = {w["world_id"] for w in log.read("worlds").to_pylist()}
+    assert {e["task_id"] for e in episodes} <= tasks
+    assert {t["world_id"] for t in log.read("tasks").to_pylist()} <= worlds
+    for row in log.read("generations").to_pylist():
+        train = [e for e in episodes if e["gen"] == row["gen"] and e["purpose"] == "train"]
+        assert len(train) == row["train_episodes"] == row["trained_tasks"] * 2
+    proposed = {t["task_id"] for t in log.read("tasks").to_pylist() if t["source"] != "eval"}
+    assert proposed and {v["task_id"] for v in log.read("verdicts").to_pylist()} == proposed
+    events = [json.loads(line) for line in log.run.read_bytes("events.jsonl").splitlines()]
+    generations = [e for e in events if e["event"] == "generation"]
+    assert [e["gen"] for e in generations] == [0, 1]
+    assert {"solver-0", "solver-1", "learner"} <= set(generations[0]["busy"])
+
+
+def _corpus(folder: Path) -> dict[str, list[dict]]:
+    return {
+        table: sorted(
+            ds.dataset(folder / table, format="parquet", partitioning="hive")
+            .to_table()
+            .to_pylist(),
+            key=lambda row: json.dumps(row, sort_keys=True, default=str),
+        )
+        for table in ("worlds", "tasks", "verdicts")
+    }
+
+
+@needs_cluster
+@pytest.mark.slow
+def test_a_corpus_build_that_loses_its_worker_node_completes_to_the_same_corpus(tmp_path) -> None:
+    """Two shards at a time over two nodes; the worker node's raylet is SIGKILLed after the first commit; the build finishes whole."""
+    flags = ["--worlds", "60", "--tasks-per-world", "3", "--shard-size", "5", "--workers", "2"]
+    with two_nodes("6395") as cluster:
+
+        def build(out: Path) -> subprocess.Popen:
+            return subprocess.Popen(
+                [
+                    str(COEVO),
+                    "corpus",
+                    "build",
+                    "--out",
+                    str(out),
+                    *flags,
+                    "--address",
+                    cluster.address,
+                ],
+                env=cluster.env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+
+        whole = build(tmp_path / "whole")
+        stdout, stderr = whole.communicate(timeout=600)
+        assert whole.returncode == 0, stderr[-3000:]
+        hit = build(tmp_path / "hit")
+        first = tmp_path / "hit" / "_commits" / "shard-0.json"
+        deadline = time.monotonic() + 300
+        while not first.exists() and hit.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert first.exists() and hit.poll() is None, "killed while the build was under way"
+        for pid in cluster.worker_raylets:
+            os.kill(pid, signal.SIGKILL)
+        stdout, stderr = hit.communicate(timeout=600)
+        assert hit.returncode == 0, stderr[-3000:]
+    said = stdout + stderr
+    assert "reused 0 committed, built 12" in said, said[-1500:]
+    assert _corpus(tmp_path / "hit") == _corpus(tmp_path / "whole")
+    commits = sorted(p.name for p in (tmp_path / "hit" / "_commits").iterdir())
+    assert commits == sorted(f"shard-{i}.json" for i in range(12))

@@ -5,10 +5,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -196,3 +198,171 @@ def test_an_experiment_trains_on_a_corpus_and_evaluates_on_its_held_out_worlds(
     trained = {t["world_id"] for t in tasks if t["source"] != "eval"}
     assert evals and trained and not evals & trained
     assert all(held_out(w, 0.5) for w in evals) and not any(held_out(w, 0.5) for w in trained)
+
+
+# ---- an experiment's LLM Synthesizer as the source, against a loopback fake of the Messages API
+
+KEY = "test-key-not-a-real-one"
+LLM_EXPERIMENT = (
+    '[run]\nname = "llm-corpus"\n'
+    '[synthesizer]\nname = "claude-synth"\n'
+    "config = { retries = 0, max_retries = 0, concurrency = 4 }\n"
+)
+LLM_FLAGS = ["--worlds", "4", "--tasks-per-world", "2", "--shard-size", "2", "--workers", "2"]
+
+
+@pytest.fixture(scope="module")
+def model_tasks():
+    """Eight distinct tasks (eight worlds) the fake model writes out, stage by stage."""
+    from coevo.agents.protocols import ProposalRequest
+    from coevo.agents.synthesizers.procedural import ProceduralSynthesizer
+
+    synth = ProceduralSynthesizer(["retail"])
+    return [synth.draw(ProposalRequest(n=1, seed=k, level=1), 0) for k in range(8)]
+
+
+def _model(tasks):
+    """The fake model's answers: a new one of ``tasks`` for each proposal (by its variation seed), stage by stage."""
+    from tests.agents.fake_anthropic import message, tool_use
+
+    chosen: dict[str, int] = {}
+    lock = threading.Lock()
+    by_instruction = {t.instruction: t for t in tasks}
+
+    def policy(body):
+        stage = body["tool_choice"]["name"]
+        prompt = body["messages"][0]["content"]
+        if stage == "scenario":
+            label = re.search(r"Variation seed: (\d+:\d+)\.", prompt).group(1)
+            with lock:
+                k = chosen.setdefault(label, len(chosen))
+            task = tasks[k % len(tasks)]
+            answer = {
+                "domain": task.world.domain,
+                "setting": f"variant {k}",
+                "need": f"variant {k}",
+            }
+        elif stage == "verifier":
+            task = by_instruction[re.search(r"Instruction: (.*?)\n\nSchema", prompt, re.S)[1]]
+            answer = task.verifier.model_dump(mode="json")
+        else:
+            task = tasks[int(re.search(r"variant (\d+)", prompt)[1]) % len(tasks)]
+            world = task.world.model_dump(mode="json", by_alias=True)
+            answer = (
+                {"schema_sql": world["schema"], "data": world["data"], "tools": world["tools"]}
+                if stage == "world"
+                else {
+                    "instruction": task.instruction,
+                    "solution": [{"tool": c.tool, "arguments": c.arguments} for c in task.solution],
+                }
+            )
+        return message(tool_use(stage, answer), "tool_use")
+
+    return policy
+
+
+@pytest.fixture
+def llm_experiment(tmp_path, monkeypatch) -> Path:
+    """An experiment file whose Synthesizer is Claude's (`claude-synth`), a dummy key in the environment."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
+    path = tmp_path / "llm.toml"
+    path.write_text(LLM_EXPERIMENT)
+    return path
+
+
+def _holding(folder: Path, text: str) -> list[str]:
+    return [str(p) for p in folder.rglob("*") if p.is_file() and text.encode() in p.read_bytes()]
+
+
+@pytest.mark.usefixtures("ray_cluster")
+def test_an_experiment_s_llm_synthesizer_builds_a_corpus_that_resumes_without_a_call(
+    llm_experiment, model_tasks, tmp_path, monkeypatch, capsys
+) -> None:
+    """`--experiment`: the model's tasks, judged and committed in shards; the manifest names the source, never the key; a re-run calls nothing."""
+    from tests.agents.fake_anthropic import LoopbackServer
+
+    out = tmp_path / "llm"
+    command = ["corpus", "build", "--out", str(out), "--experiment", str(llm_experiment)]
+    with LoopbackServer(_model(model_tasks)) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        assert main([*command, *LLM_FLAGS, "--json"]) == 0, capsys.readouterr().err
+        report = json.loads(capsys.readouterr().out.splitlines()[-1])
+        calls = len(server.fake.requests)
+        assert calls == 8 * 4, "four stages for each of the 8 proposals"
+        assert main([*command, *LLM_FLAGS]) == 0
+        assert "reused 2 committed, built 0" in capsys.readouterr().err
+        assert len(server.fake.requests) == calls, "a re-run reuses the shards: no call"
+    assert report["tasks"] == report["accepted"] == 8 and report["failed"] == 0
+    tasks = ds.dataset(str(out / "tasks"), format="parquet", partitioning="hive").to_table()
+    assert sorted(tasks.column("task_id").to_pylist()) == sorted(t.task_id for t in model_tasks)
+    specs = [json.loads(s) for s in tasks.column("spec").to_pylist()]
+    assert {s["provenance"]["synthesizer"] for s in specs} == {"claude-synth"}
+    # world i asks for levels i+1 and i+2: the model measured none, so each is the level asked
+    assert sorted(tasks.column("level").to_pylist()) == [1, 2, 2, 3, 3, 4, 4, 5]
+    verdicts = ds.dataset(str(out / "verdicts"), format="parquet", partitioning="hive").to_table()
+    assert sorted(verdicts.column("task_id").to_pylist()) == sorted(
+        tasks.column("task_id").to_pylist()
+    )
+    manifest = json.loads((out / "corpus.json").read_text())
+    assert manifest["source"]["kind"] == "experiment"
+    assert manifest["source"]["synthesizer"] == {
+        "name": "claude-synth",
+        "config": {"retries": 0, "max_retries": 0, "concurrency": 4},
+        "sha256": hashlib.sha256(llm_experiment.read_bytes()).hexdigest(),
+    }
+    assert _holding(out, KEY) == [], "no file of the corpus holds the key"
+    assert main(["corpus", "report", str(out), "--json"]) == 0
+    read = json.loads(capsys.readouterr().out)
+    assert read["worlds"] == 8 and read["tasks"] == read["accepted"] == 8
+    assert read["build"]["failed"] == 0 and read["build"]["proposed"] == 8
+    llm_experiment.write_text(LLM_EXPERIMENT.replace("retries = 0,", "retries = 1,"))
+    assert main([*command, *LLM_FLAGS]) == 2
+    assert "another source or other flags" in capsys.readouterr().err
+
+
+@pytest.mark.usefixtures("ray_cluster")
+def test_an_llm_source_whose_every_call_fails_exits_3_commits_nothing_and_is_retried(
+    llm_experiment, model_tasks, tmp_path, monkeypatch, capsys
+) -> None:
+    """Every call answered 500: the build exits 3 saying what failed, `corpus report` shows it; the same command with the API back builds the corpus."""
+    from tests.agents.fake_anthropic import LoopbackServer, error
+
+    out = tmp_path / "llm"
+    command = ["corpus", "build", "--out", str(out), "--experiment", str(llm_experiment)]
+    down = lambda body: error(500, "api_error", "the fake is down")  # noqa: E731
+    with LoopbackServer(down) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        assert main([*command, *LLM_FLAGS]) == 3
+    err = capsys.readouterr().err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("coevo corpus: every proposal failed: the synthesizer 'claude-synth'")
+    assert "500" in last and "nothing was committed" in last and "Traceback" not in err
+    assert "8 proposals failed" in err
+    assert not list(out.glob("_commits/*.json")) and not list(out.glob("tasks/*/*.parquet"))
+    assert main(["corpus", "report", str(out)]) == 0
+    shown = capsys.readouterr().out
+    assert "0 worlds" in shown and "shard 0 not committed: its 4 proposals failed" in shown
+    with LoopbackServer(_model(model_tasks)) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        assert main([*command, *LLM_FLAGS]) == 0
+    assert "reused 0 committed, built 2" in capsys.readouterr().err
+    assert main(["corpus", "report", str(out)]) == 0
+    assert "not committed" not in capsys.readouterr().out
+
+
+def test_a_bad_experiment_or_a_missing_key_stops_the_build_before_anything_starts(
+    llm_experiment, tmp_path, monkeypatch, capsys
+) -> None:
+    """`--experiment` is checked as `coevo run` checks it: a setting the Synthesizer does not take, or no key, exits 2 and writes nothing."""
+    out = tmp_path / "never"
+    command = ["corpus", "build", "--out", str(out), "--experiment", str(llm_experiment)]
+    llm_experiment.write_text(LLM_EXPERIMENT.replace("retries = 0,", "retires = 0,"))
+    assert main([*command, *LLM_FLAGS]) == 2
+    assert "retires" in capsys.readouterr().err and not out.exists()
+    llm_experiment.write_text(LLM_EXPERIMENT)
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    assert main([*command, *LLM_FLAGS]) == 2
+    assert "ANTHROPIC_API_KEY" in capsys.readouterr().err and not out.exists()
+    assert main([*command, "--tasks-per-world", "2"]) == 2
+    assert "give --worlds N" in capsys.readouterr().err

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from coevo.arena.errors import CommandError
-from coevo.arena.run.commands import EXIT_INTERRUPTED, EXIT_OK
+from coevo.arena.run.commands import EXIT_INTERRUPTED, EXIT_OK, EXIT_ROLE_FAILED
 
 __all__ = ["add_commands"]
 
@@ -26,7 +26,31 @@ def cmd_build(args: argparse.Namespace) -> int:
     levels = _listed(args.levels, int) or (1, 2, 3, 4, 5)
     if any(not 1 <= level <= 5 for level in levels):
         raise CommandError(f"--levels: levels are 1 to 5, not {args.levels}")
-    if args.mine:
+    role = None
+    if args.experiment:
+        if args.mine:
+            raise CommandError("give --experiment FILE or --mine FOLDER, not both")
+        if not args.worlds:
+            raise CommandError(
+                "--experiment: give --worlds N (world indexes, each asking the experiment's "
+                "synthesizer for --tasks-per-world tasks)"
+            )
+        from coevo.arena.run.corpus import experiment_synthesizer
+
+        # before Ray starts or --out is touched: a bad file, a missing key (exit 2)
+        synthesizer, role = experiment_synthesizer(args.experiment)
+        source = CorpusSource(
+            kind="experiment",
+            worlds=args.worlds,
+            tasks_per_world=args.tasks_per_world,
+            domains=_listed(args.domains),
+            levels=levels,
+            seed=args.seed,
+            shard_size=args.shard_size,
+            eval_share=args.eval_share,
+            synthesizer=synthesizer,
+        )
+    elif args.mine:
         if not Path(args.mine).is_dir():
             raise CommandError(
                 f"--mine {args.mine}: no such folder (give a folder of SQLite databases)"
@@ -50,7 +74,10 @@ def cmd_build(args: argparse.Namespace) -> int:
         )
     else:
         if not args.worlds:
-            raise CommandError("give --worlds N (procedural worlds to build), or --mine FOLDER")
+            raise CommandError(
+                "give --worlds N (procedural worlds to build), --mine FOLDER, or "
+                "--experiment FILE with --worlds N"
+            )
         domains = _listed(args.domains) or tuple(DOMAINS)
         unknown = [d for d in domains if d not in DOMAINS]
         if unknown:
@@ -71,6 +98,7 @@ def cmd_build(args: argparse.Namespace) -> int:
             workers=args.workers,
             address=args.address,
             progress=lambda line: print(line, file=sys.stderr, flush=True),
+            role=role,
         )
     except KeyboardInterrupt:
         raise CommandError(
@@ -81,21 +109,57 @@ def cmd_build(args: argparse.Namespace) -> int:
         print(line, file=sys.stderr)
     if args.json:
         sys.stdout.write(json.dumps(report.__dict__) + "\n")
+    if report.failed_shards:
+        raise CommandError(_failure(report, source), status=EXIT_ROLE_FAILED)
     return EXIT_OK
+
+
+def _failure(report: Any, source: Any) -> str:
+    """What a build whose shards failed entirely says: which source failed, how often, the last error, what to do."""
+    who = f"the synthesizer {source.synthesizer.name!r}" if source.synthesizer else "the source"
+    if not report.reused and not report.built:
+        return (
+            f"every proposal failed: {who} made none of the {report.failed} tasks asked for "
+            f"(the last failure: {report.last_failure}); nothing was committed. Fix the cause "
+            "(the key, the server, the model, the experiment's [synthesizer]) and run the same "
+            "command again"
+        )
+    return (
+        f"{len(report.failed_shards)} of {report.shards} shards were not committed: every "
+        f"proposal of theirs to {who} failed (the last failure: {report.last_failure}); the "
+        "committed shards stay: run the same command again to build the rest"
+    )
 
 
 def cmd_report(args: argparse.Namespace) -> int:
     """``coevo corpus report``."""
+    from coevo.arena.run.corpus import build_record
     from coevo.curricula.analysis.corpus import corpus_report, plot_corpus, report_lines
 
     report = corpus_report(args.folder)
+    report["build"] = build_record(args.folder)
     if args.json:
         sys.stdout.write(json.dumps(report, default=str) + "\n")
     else:
-        print("\n".join(report_lines(report)))
+        print("\n".join([*report_lines(report), *_build_lines(report["build"])]))
     if args.plot:
         print(f"figure → {plot_corpus(report, args.plot)}", file=sys.stderr)
     return EXIT_OK
+
+
+def _build_lines(build: dict[str, Any]) -> list[str]:
+    """What the builds' commits say (``coevo.arena.run.corpus.build_record``), as ``corpus report`` prints it."""
+    lines = [
+        f"draws: {build['proposed']} tasks made of {build['asked']} asked, {build['missed']} "
+        f"missed, {build['failed']} proposals failed; duplicates dropped: "
+        f"{build['duplicates']} tasks, {build['duplicate_worlds']} worlds"
+    ]
+    for shard in build["not_committed"]:
+        lines.append(
+            f"shard {shard['shard']} not committed: its {shard['failed']} proposals failed "
+            f"({shard['why']}); `coevo corpus build` with the same flags tries it again"
+        )
+    return lines
 
 
 def add_commands(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
@@ -117,12 +181,16 @@ def add_commands(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
             "verdicts tables). Run the same command again on the same --out to go on after a\n"
             "stop: committed shards are reused, none is built twice. With only --worlds,\n"
             "--tasks-per-world and --workers: the five procedural domains, levels 1-5 in equal\n"
-            "shares, seed 0."
+            "shares, seed 0. With --experiment FILE: the [synthesizer] of that experiment (an\n"
+            "LLM's) proposes each world's tasks; a build where every proposal of a shard failed\n"
+            "exits 3 and leaves those shards for the next build."
         ),
         epilog=(
             "examples:\n"
             "  coevo corpus build --out corpus --worlds 1000 --tasks-per-world 10 --workers 2\n"
             "  coevo corpus build --out mined --mine ~/databases --tasks-per-world 20\n"
+            "  coevo corpus build --out llm --experiment experiments/claude.toml --worlds 50\n"
+            "      --tasks-per-world 4 --workers 2\n"
             "  coevo corpus report corpus --plot corpus.png"
         ),
     )
@@ -136,7 +204,17 @@ def add_commands(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
     build.add_argument(
         "--mine", default=None, metavar="FOLDER", help="mine every SQLite database in FOLDER"
     )
-    build.add_argument("--domains", default=None, help="procedural domains, comma-separated (all)")
+    build.add_argument(
+        "--experiment",
+        default=None,
+        metavar="FILE",
+        help="the [synthesizer] of this experiment file proposes the tasks (needs --worlds)",
+    )
+    build.add_argument(
+        "--domains",
+        default=None,
+        help="procedural domains, comma-separated (all); with --experiment: hints, cycled",
+    )
     build.add_argument("--levels", default=None, help="levels, comma-separated (1,2,3,4,5)")
     build.add_argument("--seed", type=int, default=0, help="the seed (0)")
     build.add_argument(
