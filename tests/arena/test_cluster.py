@@ -213,7 +213,9 @@ def test_experiments_cluster_toml_goes_in_as_a_ray_job_and_writes_a_whole_log(tm
             cwd=project,
         )
         status = _jobs(cluster, "status", "--address", cluster.dashboard, "coevo-cluster-test")
-        assert "succeeded" in status.stdout.lower(), submitted.stdout[-3000:] + submitted.stderr[-3000:]
+        assert "succeeded" in status.stdout.lower(), (
+            submitted.stdout[-3000:] + submitted.stderr[-3000:]
+        )
         logs = _jobs(cluster, "logs", "--address", cluster.dashboard, "coevo-cluster-test")
     assert "2 generations" in logs.stdout and "game log: " in logs.stdout
 

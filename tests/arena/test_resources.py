@@ -48,9 +48,9 @@ def test_what_no_node_can_hold_or_the_cluster_lacks_is_refused_with_the_table() 
         check_resources([("solver", 1, gpu, "spread")], [], [NODE], NODE)
     with pytest.raises(ArenaError, match=r"learner.*driver's node.*entrypoint-num-gpus"):
         check_resources([], [("learner", gpu)], [NODE, {**NODE, "GPU": 1.0}], NODE)
-    with pytest.raises(ArenaError, match="placement group.*set \\[judge.resources\\]"):
+    with pytest.raises(ArenaError, match=r"placement group.*set \[judge.resources\]"):
         check_resources([("judge", 2, RoleResources(), "pack")], [], [NODE], NODE)
-    with pytest.raises(ArenaError, match="strict-spread.*4 actors.*has 1"):
+    with pytest.raises(ArenaError, match=r"strict-spread.*4 actors.*has 1"):
         check_resources([("solver", 4, two, "strict-spread")], [], [NODE], NODE)
     custom = RoleResources(custom={"tpu-host": 1})
     with pytest.raises(ArenaError, match="tpu-host"):
