@@ -187,6 +187,8 @@ def test_experiments_cluster_toml_goes_in_as_a_ray_job_and_writes_a_whole_log(tm
         "judge.actors": "1",
         "judge.config": "{ budget = 300 }",
         "solver.actors": "2",
+        "solver.resources.cpus": "0.25",
+        "judge.resources.cpus": "0.25",
         "curriculum.tasks_per_gen": "8",
         "curriculum.min_fill": "8",
         "eval.levels": "[1, 2]",
