@@ -137,14 +137,18 @@ class Background:
 def drain_busy(
     actors: Sequence[tuple[str, Any]], timeout: float = 10.0
 ) -> dict[str, list[Interval]]:
-    """Every actor's busy intervals since the last drain, by label; an actor that does not answer is left out."""
+    """Every actor's busy intervals since the last drain, by label; an actor that does not answer within ``timeout`` seconds (all told) is left out."""
     refs = {label: actor.drain_busy.remote() for label, actor in actors}
+    ready, _ = ray.wait(list(refs.values()), num_returns=len(refs), timeout=timeout)
+    answered = set(ready)
     out: dict[str, list[Interval]] = {}
     for label, ref in refs.items():
+        if ref not in answered:
+            continue  # a restarting actor: its share is unknown, not zero
         try:
-            out[label] = [(float(s), float(e)) for s, e in ray.get(ref, timeout=timeout)]
+            out[label] = [(float(s), float(e)) for s, e in ray.get(ref)]
         except (RayActorError, GetTimeoutError, ArenaError):
-            continue  # a dead or restarting actor: its share is unknown, not zero
+            continue  # a dead actor: the same
     return out
 
 

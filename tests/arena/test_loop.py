@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 from pathlib import Path
 from typing import Any
@@ -114,6 +115,11 @@ def test_at_staleness_1_phases_overlap_and_the_log_is_still_one_per_seed(tmp_pat
     assert tables(tmp_path / "b") == first
     run_experiment(lagging, str(tmp_path / "c"), stop_after=2)
     assert "deferred" in GameLog(str(tmp_path / "c")).manifests()[1]["checkpoint_files"]
+    damaged = tmp_path / "damaged"
+    shutil.copytree(tmp_path / "c", damaged)
+    (damaged / "checkpoints" / "gen=1" / "deferred.json").write_text("{not json")
+    with pytest.raises(ArenaError, match=r"checkpoints/gen=1/deferred\.json"):
+        resume_run(str(damaged))
     resume_run(str(tmp_path / "c"))
     assert tables(tmp_path / "c") == first
 
