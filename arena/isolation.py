@@ -71,6 +71,9 @@ def assess_job(job: dict[str, Any]) -> dict[str, Any]:
         return check_world_valid(spec, cache).model_dump(mode="json")
     task = parse_record(job["task"])
     assert isinstance(task, TaskSpec)
+    if job.get("held") and cache.spec_of(task) is None:
+        # the parent sent this world before, and this worker has since let its records go
+        return {"forgot": task.world_id}
     budget = TaskBudget(cache.limits.task_vm_instructions)
     verdict = assess_task(task, cache, budget=budget)
     return {"verdict": verdict.model_dump(mode="json"), "instructions": budget.spent}
@@ -126,23 +129,34 @@ class IsolatedJudge:
         def slot_of(_: int, task: TaskSpec) -> int:  # one world's tasks go to one worker
             return zlib.crc32(task.world_id.encode())
 
-        def prepare(task: TaskSpec, holds: set[str]) -> dict[str, Any]:
+        def prepare(task: TaskSpec, holds: set[str], again: bool = False) -> dict[str, Any]:
             # An inline world goes once per worker, like a world given by id (it is 80 KB).
             spec = task.world if isinstance(task.world, WorldSpec) else known.get(task.world)
             if isinstance(task.world, WorldSpec) and task.world.id not in (None, task.world_id):
                 spec = None  # a wrong id is the task's own problem: send it as written
             by_id = task.model_copy(update={"world": task.world_id}) if spec else task
             message: dict[str, Any] = {"limits": self._limits, "task": _wire(by_id)}
-            if spec is not None and spec.world_id not in holds:
+            if spec is not None and (again or spec.world_id not in holds):
                 message["worlds"] = [_wire(spec)]
                 holds.add(spec.world_id)
+            elif spec is not None:
+                message["held"] = True  # the worker says so if it has let the record go
             return message
 
+        outcomes = list(self.pool.run(jobs, slot_of=slot_of, prepare=prepare))
+        # a worker keeps a bounded number of worlds: those it let go are sent again
+        forgot = [i for i, o in enumerate(outcomes) if isinstance(o, Done) and "forgot" in o.result]
+        if forgot:
+            retried = self.pool.run(
+                [jobs[i] for i in forgot],
+                slot_of=slot_of,
+                prepare=lambda task, holds: prepare(task, holds, again=True),
+            )
+            for i, outcome in zip(forgot, retried, strict=True):
+                outcomes[i] = outcome
         out = []
         self.instructions = []
-        for task, outcome in zip(
-            jobs, self.pool.run(jobs, slot_of=slot_of, prepare=prepare), strict=True
-        ):
+        for task, outcome in zip(jobs, outcomes, strict=True):
             if isinstance(outcome, Done):
                 out.append(Verdict.model_validate(outcome.result["verdict"]))
                 self.instructions.append(outcome.result["instructions"])

@@ -19,7 +19,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Final
 
-import ray
 from coevo.arena.errors import ArenaError
 from coevo.arena.run.resources import check_resources, cluster_nodes
 
@@ -90,6 +89,8 @@ def check_cluster(experiment: Experiment) -> None:
     Raises:
         ArenaError: what does not fit and what to change.
     """
+    import ray  # lazy: the experiment file reads MAX_ACTORS here before Ray may be imported
+
     check_capacity(experiment, ray.cluster_resources())  # Ray never refuses actors of 0 CPUs
     nodes, driver_node = cluster_nodes()
     wanted = [

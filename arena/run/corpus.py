@@ -57,12 +57,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -76,13 +74,19 @@ from coevo.agents.protocols import ProposalRequest
 from coevo.agents.registry import REGISTRY
 from coevo.arena.difficulty import task_level
 from coevo.arena.errors import CoevoError
-from coevo.arena.examples import find_bundled
 from coevo.arena.gamelog import GameLog, RunDir, RunLock
 from coevo.arena.gamelog.corpus import CORPUS_FORMAT, CORPUS_MANIFEST, held_out
 from coevo.arena.gamelog.rows import TaskRow, VerdictRow, WorldRow
 from coevo.arena.judge import WorldCache, assess_task
 from coevo.arena.run.connection import connect
-from coevo.arena.run.experiment import load_experiment
+from coevo.arena.run.corpus_experiment import (
+    CorpusError,
+    ExperimentSynthesizer,
+    SynthesizerRole,
+    environment,
+    experiment_synthesizer,
+    public_config,
+)
 from coevo.arena.run.secrets import redacted
 from coevo.arena.seeding import derive_seed
 from coevo.arena.spec import TaskSpec, WorldSpec
@@ -115,27 +119,6 @@ _COMMITS: Final = "_commits"
 _FAILED: Final = "_failed"
 _HIDDEN: Final = ".part-0.parquet"
 _PART: Final = "part-0.parquet"
-
-
-class CorpusError(CoevoError):
-    """A corpus cannot be built or read (the message says why and what to do)."""
-
-
-class ExperimentSynthesizer(BaseModel):
-    """The Synthesizer of an experiment file, as a corpus's manifest records it (source kind ``experiment``).
-
-    Attributes:
-        name: the registered Synthesizer (the experiment's ``[synthesizer] name``).
-        config: its ``config`` without secrets (see :func:`public_config`): an LLM role's
-            names the *variable* that holds its key, never the key.
-        sha256: the experiment file's SHA-256 (a build from another file is refused).
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    name: str
-    config: dict[str, Any] = Field(default_factory=dict)
-    sha256: str
 
 
 class CorpusSource(BaseModel):
@@ -184,85 +167,8 @@ class CorpusSource(BaseModel):
         return -(-self.worlds // self.shard_size)
 
 
-@dataclass(frozen=True)
-class SynthesizerRole:
-    """What a worker builds an experiment's Synthesizer from; never written to a file or a log.
-
-    Attributes:
-        name: the registered Synthesizer.
-        config: its ``config`` as the experiment gives it.
-        env: the variables its registration hands to its processes (an API key and the
-            server's address: ``RoleInfo.env(settings).passed``), set in the worker while it
-            builds a shard.
-    """
-
-    name: str
-    config: dict[str, Any] = field(default_factory=dict)
-    env: dict[str, str] = field(default_factory=dict, repr=False)
-
-
 _Rows = dict[str, list[Any]]
 """The rows a shard keeps, by table (worlds, tasks, verdicts)."""
-
-_SECRET_NAMES: Final = ("key", "token", "secret", "password")
-_URL_PASSWORD: Final = re.compile(r"(://[^/@:\s]+):[^/@\s]+@")
-
-
-def public_config(value: Any, name: str = "") -> Any:
-    """``value`` (a role's config) without secrets, as a manifest may record it.
-
-    A string under a name that is or ends in ``key``, ``token``, ``secret`` or
-    ``password`` (``api_key``, ``hf_token``; not ``api_key_env``, the name of a
-    variable) becomes ``[redacted]``; a URL's password too; and any secret of
-    the environment (:func:`~coevo.arena.run.secrets.redacted`).
-    """
-    if isinstance(value, Mapping):
-        return {k: public_config(v, str(k)) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [public_config(v, name) for v in value]
-    if not isinstance(value, str):
-        return value
-    lower = name.lower()
-    if lower != "api_key_env" and any(
-        lower == word or lower.endswith("_" + word) for word in _SECRET_NAMES
-    ):
-        return "[redacted]"
-    return redacted(_URL_PASSWORD.sub(r"\1:[redacted]@", value))
-
-
-def experiment_synthesizer(path: str) -> tuple[ExperimentSynthesizer, SynthesizerRole]:
-    """The Synthesizer of experiment file ``path``: as the manifest records it, and as workers build it.
-
-    Checked before anything starts, as ``coevo run`` checks an experiment: the
-    file (:func:`~coevo.arena.run.experiment.load_experiment`), the roles'
-    settings, the variables the Synthesizer needs, and its start-up check (an
-    LLM role's server answers and serves its model).
-
-    Raises:
-        ExperimentError: the file is missing, not TOML, or not a valid experiment.
-        CorpusError: a variable the Synthesizer needs is not set.
-        CoevoError: its start-up check failed (the message says what to fix).
-    """
-    experiment = load_experiment(path)
-    settings = experiment.role_settings()["synthesizer"]
-    table = experiment.synthesizer
-    info = REGISTRY.get(table.name)
-    needs = info.env(settings)
-    for variable in needs.required:
-        if not os.environ.get(variable):
-            raise CorpusError(
-                f"the synthesizer {table.name!r} of {path} needs {variable}: set it in the "
-                "environment (on every node, for a cluster) and run again"
-            )
-    info.preflight(settings)
-    file = Path(path) if Path(path).is_file() else find_bundled(str(path), "experiment").path
-    recorded = ExperimentSynthesizer(
-        name=table.name,
-        config=public_config(table.config),
-        sha256=hashlib.sha256(file.read_bytes()).hexdigest(),
-    )
-    env = {k: os.environ[k] for k in needs.passed if k in os.environ}
-    return recorded, SynthesizerRole(table.name, dict(table.config), env)
 
 
 def near_duplicate_key(task: TaskSpec) -> str:
@@ -423,19 +329,6 @@ def requests_of(source: CorpusSource, index: int) -> list[ProposalRequest]:
     ]
 
 
-@contextmanager
-def _environment(env: Mapping[str, str]) -> Iterator[None]:
-    """``env`` set in this process for the block, then as it was (a Ray worker serves other tasks after)."""
-    saved = {k: os.environ.pop(k) for k in env if k in os.environ}
-    os.environ.update(env)
-    try:
-        yield
-    finally:
-        for name in env:
-            os.environ.pop(name, None)
-        os.environ.update(saved)
-
-
 def _failed_proposals(synth: Any) -> int | None:
     """Proposals whose calls failed in the Synthesizer's last request, when it keeps its attempts (the LLM Synthesizers do)."""
     drain = getattr(synth, "drain_attempts", None)
@@ -460,7 +353,7 @@ def _proposed_worlds(
     rows: _Rows,
 ) -> None:
     """World indexes ``indexes`` of an experiment source: the Synthesizer's proposals, grouped by world, kept."""
-    with _environment(role.env):
+    with environment(role.env):
         try:
             synth = REGISTRY.get(role.name).create(role.config)
         except Exception as exc:  # a Synthesizer that cannot be made here: every proposal failed
@@ -719,6 +612,18 @@ def _without_worlds(result: ShardResult, drop: set[str]) -> dict[str, pa.Table]:
     }
 
 
+def _differences(have: dict[str, Any], wanted: dict[str, Any]) -> str:
+    """What differs between a corpus's recorded source and the one asked for: ``worlds: 60 there, 80 now``."""
+    said = [
+        f"{key}: {json.dumps(have.get(key), default=str)} there, "
+        f"{json.dumps(wanted.get(key), default=str)} now"
+        for key in sorted(set(have) | set(wanted))
+        if have.get(key) != wanted.get(key)
+    ]
+    text = "; ".join(said) or "the manifest's format"
+    return text if len(text) <= 600 else text[:600] + " …"
+
+
 def build_corpus(
     out: str,
     source: CorpusSource,
@@ -769,8 +674,9 @@ def build_corpus(
             if have.get("format") != CORPUS_FORMAT or have.get("source") != wanted["source"]:
                 raise CorpusError(
                     f"{run.uri} holds a corpus built from another source or other flags "
-                    f"({have.get('source')}); resume it with the flags it was built with, or "
-                    "choose another --out"
+                    f"({_differences(have.get('source') or {}, wanted['source'])}); resume it "
+                    "with the flags it was built with (its corpus.json lists them), or choose "
+                    "another --out"
                 )
         else:
             run.write_bytes(json.dumps(wanted, indent=1, sort_keys=True).encode(), MANIFEST)

@@ -32,12 +32,9 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, Literal
 
-import ray
 from coevo.arena.errors import ArenaError
 from coevo.arena.settings import StrictNumbers
 from pydantic import ConfigDict, Field, field_validator
-from ray.util.placement_group import placement_group, remove_placement_group
-from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
 __all__ = [
     "PLACEMENTS",
@@ -252,6 +249,12 @@ def placed(
         ArenaError: the placement group was not ready within ``wait`` seconds (the cluster
             cannot place it now).
     """
+    # lazy: an experiment file's tables are read before Ray may be imported (a local run
+    # sets RAY_AUTH_MODE first, and Ray reads it once, at import)
+    import ray
+    from ray.util.placement_group import placement_group, remove_placement_group
+    from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
     base = ray_options(res)
     if placement == "default":
         return [dict(base) for _ in range(actors)], None
@@ -280,6 +283,8 @@ def placed(
 
 def cluster_nodes() -> tuple[list[dict[str, float]], dict[str, float]]:
     """Each live node's total resources, and the driver's node's."""
+    import ray  # lazy: as in placed()
+
     here = ray.get_runtime_context().get_node_id()
     nodes, mine = [], {}
     for node in ray.nodes():

@@ -103,3 +103,24 @@ def test_a_caller_that_stops_early_gets_no_stale_answer_next_time():
         (fresh,) = pool.run([{"echo": "fresh"}])
     assert isinstance(fresh, Done) and fresh.result["echo"] == "fresh"
     assert pool.restarts == 1
+
+
+def test_a_worker_that_let_a_world_go_is_sent_it_again():
+    """More worlds than a judging worker keeps: tasks of the first world, judged again later, still find it (were: "not defined")."""
+    from coevo.agents.protocols import ProposalRequest
+    from coevo.agents.synthesizers.procedural import ProceduralSynthesizer
+    from coevo.arena.isolation import _KEEP_WORLDS
+
+    synth = ProceduralSynthesizer(["retail"], world_pool=_KEEP_WORLDS + 8)
+    tasks = [
+        t
+        for seed in range(_KEEP_WORLDS + 8)
+        for t in synth.propose(ProposalRequest(n=1, seed=seed))
+    ]
+    worlds = {t.world_id for t in tasks}
+    assert len(worlds) > _KEEP_WORLDS + 1, "more worlds than a worker keeps"
+    with IsolatedJudge(workers=1) as judge:
+        first = judge.assess(tasks)
+        again = judge.assess(tasks[:4])  # the worker has let these worlds go by now
+    assert all(v.accepted for v in first), [v.failed for v in first if not v.accepted]
+    assert [v.model_dump() for v in again] == [v.model_dump() for v in first[:4]]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,8 +19,31 @@ def _listed(text: str | None, kind: type = str) -> tuple[Any, ...]:
     return tuple(kind(x.strip()) for x in text.split(",") if x.strip()) if text else ()
 
 
+def _check_numbers(args: argparse.Namespace) -> None:
+    """The numeric flags in range, said as flags (not as the source's fields)."""
+    wanted = [
+        ("--worlds", args.worlds, 1, None),
+        ("--tasks-per-world", args.tasks_per_world, 1, None),
+        ("--shard-size", args.shard_size, 1, None),
+        ("--workers", args.workers, 1, None),
+        ("--per-table", args.per_table, 1, None),
+        ("--eval-share", args.eval_share, 0, 1),
+    ]
+    for flag, value, low, high in wanted:
+        if value is None:
+            continue
+        if value < low or (high is not None and value > high):
+            bound = f"from {low} to {high}" if high is not None else f"at least {low}"
+            raise CommandError(f"{flag} {value}: give a number {bound}")
+
+
 def cmd_build(args: argparse.Namespace) -> int:
     """``coevo corpus build``."""
+    _check_numbers(args)
+    if not (args.address or os.environ.get("RAY_ADDRESS")) and "ray" not in sys.modules:
+        # a Ray this command starts keeps token authentication, said before Ray is imported
+        # (as `coevo run` does: docs/arena.md, token authentication)
+        os.environ.setdefault("RAY_AUTH_MODE", "token")
     from coevo.agents.synthesizers.procedural import DOMAINS
     from coevo.arena.run.corpus import CorpusSource, build_corpus, databases_in
 
