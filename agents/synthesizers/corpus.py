@@ -16,6 +16,7 @@ validated, never run.
 
 from __future__ import annotations
 
+import os
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -23,7 +24,8 @@ from typing import Any
 
 from coevo.agents.protocols import ProposalRequest
 from coevo.arena.errors import CoevoError, ConfigError
-from coevo.arena.gamelog.corpus import held_out, read_corpus
+from coevo.arena.gamelog import RunDir
+from coevo.arena.gamelog.corpus import CORPUS_MANIFEST, held_out, read_corpus
 from coevo.arena.seeding import derive_seed
 from coevo.arena.spec import TaskSpec, WorldSpec
 
@@ -55,6 +57,15 @@ class CorpusSynthesizer:
 
     name = "corpus"
 
+    @staticmethod
+    def preflight(settings: Any) -> None:
+        """Before a run starts: the corpus is there (a wrong path stops the run before Ray)."""
+        if not RunDir(settings.path).exists(CORPUS_MANIFEST):
+            raise ConfigError(
+                f"the synthesizer 'corpus': {settings.path} holds no corpus (no "
+                f"{CORPUS_MANIFEST}); build one with `coevo corpus build`{_relative(settings.path)}"
+            )
+
     def __init__(
         self,
         path: str,
@@ -66,7 +77,7 @@ class CorpusSynthesizer:
         try:
             manifest, tables = read_corpus(path)
         except CoevoError as exc:
-            raise ConfigError(f"the synthesizer 'corpus': {exc}") from exc
+            raise ConfigError(f"the synthesizer 'corpus': {exc}{_relative(path)}") from exc
         share = float(manifest.get("split", {}).get("eval_share", 0.0))
         verdicts = tables["verdicts"]
         accepted = {
@@ -142,6 +153,12 @@ class CorpusSynthesizer:
         ]
         if not pool:
             side = "held-out (eval)" if held else "train"
+            if not any(e.held_out == held for e in self._entries):
+                raise CoevoError(
+                    f"the corpus {self.path} holds no {side} world at all (its split holds out "
+                    "a share of the worlds by id): build it with more worlds, or another "
+                    "--eval-share"
+                )
             raise CoevoError(
                 f"no {side} task of the corpus {self.path} is at level {request.level} "
                 f"(domains {request.domains or 'any'}, families {request.families or 'any'}); "
@@ -159,3 +176,10 @@ class CorpusSynthesizer:
         """How many tasks it samples from, per split."""
         held = sum(e.held_out for e in self._entries)
         return {"tasks": len(self._entries), "eval": held, "train": len(self._entries) - held}
+
+
+def _relative(path: str) -> str:
+    """What a relative corpus path is relative to (the folder coevo runs in, not the experiment file's)."""
+    if "://" in path or os.path.isabs(path):
+        return ""
+    return f" (a relative path is read from the folder coevo runs in, {os.getcwd()})"

@@ -361,7 +361,11 @@ class Arena:
         judged = self._collect(self._submit(-1, plan))
         self.suite_failures = judged.failures  # counted with generation 0's
         self.suite_calls = judged.calls
-        return [t for t, v in zip(judged.tasks, judged.verdicts, strict=True) if v.accepted]
+        suite = [t for t, v in zip(judged.tasks, judged.verdicts, strict=True) if v.accepted]
+        asked = config.per_level * len(config.levels)
+        if len(suite) < asked:  # the summary says so too
+            self.events("eval_suite_short", asked=asked, made=len(judged.tasks), kept=len(suite))
+        return suite
 
     def _drained(self, actors: list[Any], method: str, gen: int) -> list[Any]:
         """Everything ``method`` drains from ``actors``, in order; an actor lost for good is an event."""

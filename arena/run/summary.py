@@ -54,7 +54,22 @@ def summarize(run_dir: str) -> dict[str, Any]:
         "external_disagreed": sum(r["disagreed"] for r in ingested),
         **_proposer(log.read("proposals").to_pylist()),
         "stalls": _stalls(run_dir, rows),
+        **_eval_suite(run_dir, log),
     }
+
+
+def _eval_suite(run_dir: str, log: GameLog) -> dict[str, Any]:
+    """The held-out suite's size, and what the experiment asked for (``eval.per_level`` × levels)."""
+    made = sum(
+        s == "eval" for s in log.read("tasks", columns=["source"]).column("source").to_pylist()
+    )
+    try:
+        recorded = json.loads(RunDir(run_dir).read_bytes("experiment.json"))
+        config = recorded.get("eval") or {}
+        asked = None if recorded.get("benchmark") else config["per_level"] * len(config["levels"])
+    except (OSError, ValueError, KeyError, TypeError):
+        asked = None
+    return {"eval_tasks": made, "eval_asked": asked}
 
 
 def _proposer(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -114,6 +129,12 @@ def _benchmark_lines(summary: dict[str, Any], passes: dict[str, Any]) -> list[st
         lines.append(
             f"{_plural(passes['failed'], 'episode')} the Solver could not play (left out of pass^k)"
         )
+    asked, made = summary.get("eval_asked"), summary.get("eval_tasks")
+    if asked and made is not None and made < asked:
+        lines.append(
+            f"eval suite: {made} of the {asked} tasks asked for (the synthesizer made or the "
+            "Judge accepted no more): eval success is measured on those"
+        )
     if summary.get("top_rejections"):
         checks = ", ".join(f"{name} {n}" for name, n in summary["top_rejections"].items())
         lines.append(f"rejections by check: {checks}")
@@ -140,6 +161,12 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
         lines.append("no task was accepted, so nothing was trained")
         if not summary.get("proposed", summary["rejected"]):
             lines.append("the synthesizer proposed none: see synthesis_attempt in events.jsonl")
+    asked, made = summary.get("eval_asked"), summary.get("eval_tasks")
+    if asked and made is not None and made < asked:
+        lines.append(
+            f"eval suite: {made} of the {asked} tasks asked for (the synthesizer made or the "
+            "Judge accepted no more): eval success is measured on those"
+        )
     if summary.get("top_rejections"):
         checks = ", ".join(f"{name} {n}" for name, n in summary["top_rejections"].items())
         lines.append(f"rejections by check: {checks}")

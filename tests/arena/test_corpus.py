@@ -169,9 +169,9 @@ def test_corpus_report_and_export_read_a_corpus(reference, tmp_path, capsys) -> 
 
 
 def test_an_experiment_trains_on_a_corpus_and_evaluates_on_its_held_out_worlds(
-    ray_cluster, tmp_path
+    ray_cluster, tmp_path, capsys
 ) -> None:
-    """The `corpus` Synthesizer: training tasks from train worlds, the eval suite from held-out ones."""
+    """The `corpus` Synthesizer: training tasks from train worlds, the eval suite from held-out ones; a suite short of what was asked is said."""
     from coevo.arena.gamelog import GameLog
     from coevo.arena.gamelog.corpus import held_out
 
@@ -183,10 +183,15 @@ def test_an_experiment_trains_on_a_corpus_and_evaluates_on_its_held_out_worlds(
         '[run]\nname = "on-corpus"\nseed = 1\ngenerations = 2\nrollouts = 2\nchunk = 8\n'
         f'[synthesizer]\nname = "corpus"\nconfig = {{ path = "{corpus}" }}\n'
         '[curriculum]\nname = "uniform"\ntasks_per_gen = 4\nlevels = [1, 2]\n'
-        "[eval]\nlevels = [1]\nper_level = 2\nevery = 1\n"
+        "[eval]\nlevels = [1]\nper_level = 40\nevery = 1\n"  # more than the held-out worlds hold
     )
+    capsys.readouterr()
     assert main(["run", str(experiment), "--out", str(tmp_path / "run")]) == 0
+    said = "".join(capsys.readouterr())
     tasks = GameLog(str(tmp_path / "run")).read("tasks").to_pylist()
+    suite = sum(t["source"] == "eval" for t in tasks)
+    assert 0 < suite < 40 and f"eval suite: {suite} of the 40 tasks asked for" in said
+    assert "eval_suite_short" in said  # the event, on the console as it happens
     in_corpus = set(
         ds.dataset(str(corpus / "tasks"), format="parquet", partitioning="hive")
         .to_table()
@@ -366,3 +371,18 @@ def test_a_bad_experiment_or_a_missing_key_stops_the_build_before_anything_start
     assert "ANTHROPIC_API_KEY" in capsys.readouterr().err and not out.exists()
     assert main([*command, "--tasks-per-world", "2"]) == 2
     assert "give --worlds N" in capsys.readouterr().err
+
+
+def test_an_experiment_on_a_missing_corpus_stops_before_ray_saying_where_it_looked(
+    tmp_path, capsys, monkeypatch
+) -> None:
+    """A relative `path` that holds no corpus: exit 2 before anything starts, naming the folder it is read from."""
+    monkeypatch.chdir(tmp_path)
+    experiment = tmp_path / "exp.toml"
+    experiment.write_text(
+        '[run]\ngenerations = 1\n[synthesizer]\nname = "corpus"\nconfig = { path = "../nope" }\n'
+    )
+    assert main(["run", str(experiment), "--out", str(tmp_path / "run")]) == 2
+    said = capsys.readouterr().err
+    assert "../nope holds no corpus" in said and f"runs in, {tmp_path}" in said
+    assert not (tmp_path / "run" / "experiment.json").exists()
