@@ -47,6 +47,7 @@ import pyarrow.parquet as pq
 from coevo.arena.codetask import CODETASK_FORMAT, CodeTaskSpec
 from coevo.arena.codeworld import CODEWORLD_FORMAT, CodeWorldSpec
 from coevo.arena.errors import CoevoError
+from coevo.arena.gamelog.corpus import held_out
 from coevo.arena.gamelog.log import has_format
 from coevo.arena.rendering import SYSTEM, openai_tools, prompt, tool_definitions
 from coevo.arena.spec import TaskSpec, WorldSpec
@@ -127,6 +128,12 @@ _FEATURES: Final = (
         "the mean reward of its training episodes in the run (null if never played)",
     ),
     ExportField("episodes", pa.int64(), "how many training episodes played it"),
+    ExportField(
+        "split",
+        pa.string(),
+        "`train`, or `eval` for a corpus's held-out worlds (its split rule; a run's eval suite is "
+        "never exported)",
+    ),
 )
 
 _CONTENT: Final = (
@@ -472,10 +479,10 @@ def _features(run: Run) -> list[dict[str, Any]]:
     ):
         first_gen.setdefault(task_id, gen)
     meta: dict[str, dict[str, Any]] = {}
-    held_out = set()  # the eval suite's tasks stay out, even when a synthesizer proposed one again
+    suite = set()  # the eval suite's tasks stay out, even when a synthesizer proposed one again
     for row in run["tasks"].drop_columns(["spec"]).to_pylist():
         if row["source"] == "eval":
-            held_out.add(row["task_id"])
+            suite.add(row["task_id"])
         else:
             meta.setdefault(row["task_id"], row)
     predictions = run["predictions"]
@@ -495,9 +502,11 @@ def _features(run: Run) -> list[dict[str, Any]]:
         .aggregate([("reward", "mean"), ("reward", "count")])
         .to_pylist()
     }
+    # a corpus's split is a rule on the world id, with the manifest's share (arena.gamelog.corpus)
+    share = float(((run.experiment.get("corpus") or {}).get("split") or {}).get("eval_share", 0))
     out = []
     for task_id, gen in first_gen.items():
-        if task_id in held_out:
+        if task_id in suite:
             continue
         info = meta.get(task_id, {})
         success, count = played.get(task_id, (None, 0))
@@ -515,6 +524,9 @@ def _features(run: Run) -> list[dict[str, Any]]:
                 "predicted": predicted.get(task_id),
                 "success": success,
                 "episodes": count,
+                "split": "eval"
+                if share and held_out(info.get("world_id") or "", share)
+                else "train",
             }
         )
     return out

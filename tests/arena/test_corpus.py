@@ -204,6 +204,17 @@ def test_an_experiment_trains_on_a_corpus_and_evaluates_on_its_held_out_worlds(
     assert evals and trained and not evals & trained
     assert all(held_out(w, 0.5) for w in evals) and not any(held_out(w, 0.5) for w in trained)
 
+    # the export of the corpus says each task's split (its worlds' rule), and filters by it
+    assert main(["export", str(corpus), "--out", str(tmp_path / "export")]) == 0
+    lines = (tmp_path / "export" / "tasks.jsonl").read_text().splitlines()
+    rows = [json.loads(line) for line in lines]
+    assert {r["split"] for r in rows} == {"train", "eval"}
+    assert all((r["split"] == "eval") == held_out(r["world_id"], 0.5) for r in rows)
+    where = ["--where", "split == 'eval'", "--out", str(tmp_path / "held-out")]
+    assert main(["export", str(corpus), *where]) == 0
+    held = (tmp_path / "held-out" / "tasks.jsonl").read_text().splitlines()
+    assert len(held) == sum(r["split"] == "eval" for r in rows) > 0
+
 
 # ---- an experiment's LLM Synthesizer as the source, against a loopback fake of the Messages API
 

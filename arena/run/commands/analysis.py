@@ -242,7 +242,7 @@ def add_commands(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
     export.add_argument(
         "--where",
         help="keep the tasks where this holds (fields: task_id world_id gen level domain family "
-        "source parent operator predicted success episodes)",
+        "source parent operator predicted success episodes split)",
     )
     export.add_argument(
         "--inline-worlds",
