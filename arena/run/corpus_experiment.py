@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import tomllib
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -114,6 +115,13 @@ def experiment_synthesizer(path: str) -> tuple[ExperimentSynthesizer, Synthesize
         CoevoError: its start-up check failed (the message says what to fix).
     """
     experiment = load_experiment(path)
+    file = Path(path) if Path(path).is_file() else find_bundled(str(path), "experiment").path
+    if "synthesizer" not in tomllib.loads(file.read_text(encoding="utf-8")):
+        raise CorpusError(
+            f"{path} has no [synthesizer] table: name the synthesizer the corpus is built with "
+            '([synthesizer] name = "claude-synth", ...; `coevo roles` lists them), or build '
+            "procedural worlds without --experiment"
+        )
     settings = experiment.role_settings()["synthesizer"]
     table = experiment.synthesizer
     info = REGISTRY.get(table.name)
@@ -125,7 +133,6 @@ def experiment_synthesizer(path: str) -> tuple[ExperimentSynthesizer, Synthesize
                 "environment (on every node, for a cluster) and run again"
             )
     info.preflight(settings)
-    file = Path(path) if Path(path).is_file() else find_bundled(str(path), "experiment").path
     recorded = ExperimentSynthesizer(
         name=table.name,
         config=public_config(table.config),

@@ -397,3 +397,26 @@ def test_an_experiment_on_a_missing_corpus_stops_before_ray_saying_where_it_look
     said = capsys.readouterr().err
     assert "../nope holds no corpus" in said and f"runs in, {tmp_path}" in said
     assert not (tmp_path / "run" / "experiment.json").exists()
+
+
+def test_flags_that_cannot_work_together_are_refused_before_anything(tmp_path, capsys) -> None:
+    """A database file for --mine, --domains with --mine, an experiment without [synthesizer]: exit 2, nothing written."""
+    from coevo.arena.examples import SHOP
+
+    out = str(tmp_path / "c")
+    assert main(["corpus", "build", "--out", out, "--mine", str(SHOP)]) == 2
+    assert f"is a file: give the folder that holds the databases (--mine {SHOP.parent})" in (
+        capsys.readouterr().err
+    )
+    assert (
+        main(["corpus", "build", "--out", out, "--mine", str(SHOP.parent), "--domains", "hr"]) == 2
+    )
+    assert "--domains chooses procedural domains" in capsys.readouterr().err
+    bare = tmp_path / "bare.toml"
+    bare.write_text('[run]\nname = "no synthesizer"\n')
+    assert main(["corpus", "build", "--out", out, "--experiment", str(bare), "--worlds", "2"]) == 2
+    assert "has no [synthesizer] table" in capsys.readouterr().err
+    for flag, value in (("--workers", "0"), ("--tasks-per-world", "0"), ("--eval-share", "2")):
+        assert main(["corpus", "build", "--out", out, "--worlds", "4", flag, value]) == 2
+        assert f"{flag} " in capsys.readouterr().err
+    assert not (tmp_path / "c").exists()

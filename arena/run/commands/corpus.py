@@ -75,9 +75,19 @@ def cmd_build(args: argparse.Namespace) -> int:
             synthesizer=synthesizer,
         )
     elif args.mine:
+        if Path(args.mine).is_file():
+            raise CommandError(
+                f"--mine {args.mine} is a file: give the folder that holds the databases "
+                f"(--mine {Path(args.mine).parent})"
+            )
         if not Path(args.mine).is_dir():
             raise CommandError(
                 f"--mine {args.mine}: no such folder (give a folder of SQLite databases)"
+            )
+        if args.domains:
+            raise CommandError(
+                "--domains chooses procedural domains; --mine makes a world of every database "
+                "in the folder: leave --domains out (or keep only some databases in the folder)"
             )
         databases = databases_in(args.mine)
         if not databases:
