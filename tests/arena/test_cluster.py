@@ -170,6 +170,17 @@ def _jobs(cluster: Cluster, *args: str, cwd: Path | None = None) -> subprocess.C
     )
 
 
+def _submit(cluster: Cluster, *args: str, cwd: Path) -> subprocess.CompletedProcess:
+    """``ray job submit ARGS``, again while the head's dashboard agent is still starting (Ray says so)."""
+    deadline = time.monotonic() + 120
+    while True:
+        done = _jobs(cluster, "submit", *args, cwd=cwd)
+        starting = "No available agent to submit job" in done.stdout + done.stderr
+        if not starting or time.monotonic() > deadline:
+            return done
+        time.sleep(2)
+
+
 @needs_cluster
 @pytest.mark.slow
 def test_experiments_cluster_toml_goes_in_as_a_ray_job_and_writes_a_whole_log(tmp_path) -> None:
@@ -196,9 +207,8 @@ def test_experiments_cluster_toml_goes_in_as_a_ray_job_and_writes_a_whole_log(tm
     }
     sets = [arg for key, value in smaller.items() for arg in ("--set", f"{key}={value}")]
     with two_nodes("6393", jobs=True) as cluster:
-        submitted = _jobs(
+        submitted = _submit(
             cluster,
-            "submit",
             "--address",
             cluster.dashboard,
             "--submission-id",
