@@ -49,7 +49,15 @@ from coevo.arena.settings import (
 from coevo.curricula.base import CurriculumConfig
 from coevo.curricula.objectives import ProposerConfig
 from coevo.curricula.registry import curriculum_config, recorded_curriculum
-from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializeAsAny,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 __all__ = [
     "BenchmarkConfig",
@@ -117,6 +125,20 @@ class RoleTable(_Table):
     config: dict[str, Any] = Field(default_factory=dict)
     resources: RoleResources = Field(default_factory=RoleResources)
     placement: Placement = "default"
+
+    @model_validator(mode="after")
+    def _placement_reserves(self) -> RoleTable:
+        # checked when the file is read: a placement group needs something to reserve
+        if (
+            self.placement in ("pack", "strict-pack", "strict-spread")
+            and not self.resources.demand()
+        ):
+            raise ValueError(
+                f"placement = {self.placement!r} reserves a placement group of one bundle per "
+                "actor, which needs something to reserve: set resources.cpus (or gpus, memory, "
+                'custom) in this table, or use placement = "spread"'
+            )
+        return self
 
 
 class EvalConfig(_Table):

@@ -36,6 +36,9 @@ def test_sizes_read_as_bytes_and_nonsense_is_refused_with_the_forms_taken() -> N
         load_experiment(QUICKSTART, ['solver.placement="everywhere"'])
     with pytest.raises(ExperimentError, match="gpu"):  # did you mean
         load_experiment(QUICKSTART, ["solver.resources.gpu=1"])
+    with pytest.raises(ExperimentError, match=r"placement = 'pack' reserves a placement group"):
+        load_experiment(QUICKSTART, ['solver.placement="pack"'])  # before Ray: nothing to reserve
+    load_experiment(QUICKSTART, ['solver.placement="pack"', "solver.resources.cpus=0.5"])
 
 
 def test_what_no_node_can_hold_or_the_cluster_lacks_is_refused_with_the_table() -> None:
