@@ -19,7 +19,8 @@ A host uses a capability (:mod:`coevo.agents.protocols`) only when its role
 has it, checked with ``isinstance``; it reads nothing else off the role.
 
 Every host keeps the wall-clock intervals its role was busy (its work
-methods, :data:`BUSY_METHODS`); :meth:`_Host.drain_busy` hands them over and
+methods: ``propose``, ``mutate``, ``assess``, ``attempt``, ``learn``,
+``predict``, ``update``); :meth:`_Host.drain_busy` hands them over and
 runs in its own concurrency group (:data:`MONITOR`), so the loop can ask
 while a long call is still running.
 
@@ -90,7 +91,7 @@ def _busy(method: _F) -> _F:
                     self._intervals.append((self._since, time.time()))
                 self._since = None
 
-    return timed  # type: ignore[return-value]
+    return timed  # type: ignore[return-value]  # the wrapper keeps the method's signature
 
 
 def _error(exc: BaseException) -> str:
