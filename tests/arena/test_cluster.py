@@ -75,7 +75,20 @@ def two_nodes(port: str, *, jobs: bool = False) -> Iterator[Cluster]:
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"  # coevo on it
     temp_dir = tempfile.mkdtemp(prefix="coevo-ray-", dir="/tmp")  # short: Ray puts sockets in it
     dashboard_port = str(int(port) + 1000)
+    base = int(
+        port
+    )  # every port its own: another Ray on the machine (the test session's) holds the defaults
+
+    def ports(offset: int) -> list[str]:
+        return [
+            f"--dashboard-agent-listen-port={base + offset + 10}",
+            f"--dashboard-agent-grpc-port={base + offset + 11}",
+            f"--runtime-env-agent-port={base + offset + 12}",
+            f"--metrics-export-port={base + offset + 13}",
+        ]
+
     head = [str(RAY), "start", "--head", f"--port={port}", "--num-cpus=1", f"--temp-dir={temp_dir}"]
+    head += ports(0)
     head += (
         [
             "--include-dashboard=true",
@@ -89,7 +102,7 @@ def two_nodes(port: str, *, jobs: bool = False) -> Iterator[Cluster]:
         subprocess.run(head, env=env, check=True, capture_output=True, timeout=180)
         head_raylets = _raylets(temp_dir)
         subprocess.run(
-            [str(RAY), "start", f"--address=127.0.0.1:{port}", "--num-cpus=1"],
+            [str(RAY), "start", f"--address=127.0.0.1:{port}", "--num-cpus=1", *ports(4)],
             env=env,
             check=True,
             capture_output=True,
