@@ -24,7 +24,7 @@ from typing import Any
 
 from coevo.agents.protocols import ProposalRequest
 from coevo.arena.errors import CoevoError, ConfigError
-from coevo.arena.gamelog import RunDir
+from coevo.arena.gamelog import RunDir, accepted_ids
 from coevo.arena.gamelog.corpus import CORPUS_MANIFEST, held_out, read_corpus
 from coevo.arena.seeding import derive_seed
 from coevo.arena.spec import TaskSpec, WorldSpec
@@ -79,16 +79,7 @@ class CorpusSynthesizer:
         except CoevoError as exc:
             raise ConfigError(f"the synthesizer 'corpus': {exc}{_relative(path)}") from exc
         share = float(manifest.get("split", {}).get("eval_share", 0.0))
-        verdicts = tables["verdicts"]
-        accepted = {
-            t
-            for t, ok in zip(
-                verdicts.column("task_id").to_pylist(),
-                verdicts.column("accepted").to_pylist(),
-                strict=True,
-            )
-            if ok
-        }
+        accepted = accepted_ids(tables["verdicts"])
         tasks = tables["tasks"]
         self._specs: dict[str, str] = {}
         self._entries: list[_Entry] = []

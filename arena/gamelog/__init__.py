@@ -15,7 +15,7 @@ from __future__ import annotations
 from coevo.arena.errors import LogError
 from coevo.arena.gamelog.doctor import Diagnosis, diagnose, repair
 from coevo.arena.gamelog.lock import HEARTBEAT_SECONDS, STALE_SECONDS, RunLock
-from coevo.arena.gamelog.log import READABLE_VERSIONS, SCHEMA_VERSION, GameLog
+from coevo.arena.gamelog.log import READABLE_VERSIONS, SCHEMA_VERSION, GameLog, accepted_ids
 from coevo.arena.gamelog.rows import (
     SCHEMAS,
     TABLES,
@@ -65,6 +65,7 @@ __all__ = [
     "UsageRow",
     "VerdictRow",
     "WorldRow",
+    "accepted_ids",
     "diagnose",
     "markdown_table",
     "repair",

@@ -503,6 +503,11 @@ class GameLog:
         return tasks
 
 
+def accepted_ids(verdicts: pa.Table) -> set[str]:
+    """The task ids a ``verdicts`` table (of a run or a corpus) accepted."""
+    return set(verdicts.filter(verdicts.column("accepted")).column("task_id").to_pylist())
+
+
 def has_format(spec: str, fmt: str) -> bool:
     """Whether a logged record's JSON text is of the format ``fmt`` (every record's first key is its format)."""
     return spec.startswith((f'{{"format":"{fmt}"', f'{{"format": "{fmt}"'))

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from coevo.arena.errors import LogError
-from coevo.arena.gamelog import GameLog, IngestedRow
+from coevo.arena.gamelog import GameLog, IngestedRow, accepted_ids
 from coevo.arena.gamelog.inbox import InboxRollout, list_parts, read_part
 from coevo.arena.limits import Limits
 from coevo.arena.outcomes import Episode, Observation
@@ -250,14 +250,5 @@ def _accepted_training_tasks(log: GameLog) -> dict[str, TaskSpec]:
         )
         if source == "eval"
     }
-    verdicts = log.read("verdicts", columns=["task_id", "accepted"])
-    accepted = {
-        t
-        for t, ok in zip(
-            verdicts.column("task_id").to_pylist(),
-            verdicts.column("accepted").to_pylist(),
-            strict=True,
-        )
-        if ok
-    }
+    accepted = accepted_ids(log.read("verdicts", columns=["task_id", "accepted"]))
     return {t: task for t, task in tasks.items() if t in accepted and t not in held_out}
