@@ -12,6 +12,8 @@ so ``coevo check`` never pays for ``import ray``.
 
 from __future__ import annotations
 
+import os
+import sys
 from typing import Final
 
 __all__ = [
@@ -21,6 +23,7 @@ __all__ = [
     "EXIT_ROLE_FAILED",
     "EXIT_TRAINER_TIMEOUT",
     "EXIT_UNREADABLE",
+    "local_ray_auth",
 ]
 
 EXIT_OK: Final = 0
@@ -35,3 +38,16 @@ EXIT_TRAINER_TIMEOUT: Final = 4
 """A run with a ``[trainer]`` stopped because the trainer announced no policy in time: what was committed stays; ``coevo resume`` continues."""
 EXIT_INTERRUPTED: Final = 130
 """Ctrl-C (128 + SIGINT, as shells report it): what was committed stays; ``coevo resume`` continues a run."""
+
+
+def local_ray_auth(address: str | None) -> None:
+    """A Ray this command starts keeps token authentication, chosen explicitly (before Ray is imported).
+
+    Ray 2.60 enables token authentication for a new local cluster and warns
+    that it did; saying so in ``RAY_AUTH_MODE`` keeps the protection without
+    the warning. A cluster to join (``address``), the user's own
+    ``RAY_AUTH_MODE``, or a process that has imported Ray already (Ray reads
+    the mode once, at import) is left alone.
+    """
+    if not address and "ray" not in sys.modules:
+        os.environ.setdefault("RAY_AUTH_MODE", "token")

@@ -10,7 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from coevo.arena.errors import CommandError
-from coevo.arena.run.commands import EXIT_INTERRUPTED, EXIT_OK, EXIT_ROLE_FAILED
+from coevo.arena.run.commands import (
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_ROLE_FAILED,
+    local_ray_auth,
+)
 
 __all__ = ["add_commands"]
 
@@ -40,10 +45,7 @@ def _check_numbers(args: argparse.Namespace) -> None:
 def cmd_build(args: argparse.Namespace) -> int:
     """``coevo corpus build``."""
     _check_numbers(args)
-    if not (args.address or os.environ.get("RAY_ADDRESS")) and "ray" not in sys.modules:
-        # a Ray this command starts keeps token authentication, said before Ray is imported
-        # (as `coevo run` does: docs/arena.md, token authentication)
-        os.environ.setdefault("RAY_AUTH_MODE", "token")
+    local_ray_auth(args.address or os.environ.get("RAY_ADDRESS"))
     from coevo.agents.synthesizers.procedural import DOMAINS
     from coevo.arena.run.corpus import CorpusSource, build_corpus, databases_in
 

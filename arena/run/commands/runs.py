@@ -10,7 +10,12 @@ from typing import Any
 
 from coevo.arena.errors import CoevoError, CommandError
 from coevo.arena.run.columns import column_help
-from coevo.arena.run.commands import EXIT_INTERRUPTED, EXIT_ROLE_FAILED, EXIT_TRAINER_TIMEOUT
+from coevo.arena.run.commands import (
+    EXIT_INTERRUPTED,
+    EXIT_ROLE_FAILED,
+    EXIT_TRAINER_TIMEOUT,
+    local_ray_auth,
+)
 from coevo.arena.run.failures import ROLE_TABLE
 
 __all__ = ["add_commands", "cmd_resume", "cmd_run"]
@@ -20,20 +25,6 @@ def _print_summary(summary: dict[str, Any]) -> None:
     from coevo.arena.run.summary import summary_lines
 
     print("\n" + "\n".join(summary_lines(summary)), file=sys.stderr)
-
-
-def _local_ray_auth(args: argparse.Namespace, experiment: Any) -> None:
-    """A Ray this command starts keeps token authentication, chosen explicitly (before Ray is imported).
-
-    Ray 2.60 enables token authentication for a new local cluster and warns
-    that it did; saying so in ``RAY_AUTH_MODE`` keeps the protection without
-    the warning. A cluster to join, the user's own ``RAY_AUTH_MODE``, or a process
-    that has imported Ray already (Ray reads the mode once, at import) is left alone.
-    """
-    from coevo.arena.run.experiment import ray_address
-
-    if not ray_address(getattr(args, "address", None), experiment) and "ray" not in sys.modules:
-        os.environ.setdefault("RAY_AUTH_MODE", "token")
 
 
 def _starting(args: argparse.Namespace, experiment: Any) -> str:
@@ -104,7 +95,7 @@ def _unwritable(run_dir: str, exc: OSError) -> CommandError:
 
 def _run(args: argparse.Namespace, *, resume: bool) -> int:
     from coevo.arena.gamelog import GameLog
-    from coevo.arena.run.experiment import load_experiment, recorded_experiment
+    from coevo.arena.run.experiment import load_experiment, ray_address, recorded_experiment
 
     if resume:
         experiment = recorded_experiment(args.run_dir)
@@ -138,7 +129,7 @@ def _run(args: argparse.Namespace, *, resume: bool) -> int:
                 f"{run_dir} already holds {done} of {planned} generations of a run; "
                 f"continue it with `coevo resume {run_dir}`, or start a new one with --out DIR"
             )
-    _local_ray_auth(args, experiment)
+    local_ray_auth(ray_address(getattr(args, "address", None), experiment))
     # Ray loads here, once the run is known, so that `coevo --help` and bad input stay fast
     from coevo.arena.run.connection import check_reachable
     from coevo.arena.run.experiment import ray_address
