@@ -24,7 +24,7 @@ from coevo.agents.registry import REGISTRY
 from coevo.arena.errors import CoevoError
 from coevo.arena.examples import find_bundled
 from coevo.arena.run.experiment import load_experiment
-from coevo.arena.run.secrets import redacted
+from coevo.arena.run.secrets import SECRET_SUFFIXES, redacted
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
@@ -75,7 +75,7 @@ class SynthesizerRole:
     env: dict[str, str] = field(default_factory=dict, repr=False)
 
 
-_SECRET_NAMES: Final = ("key", "token", "secret", "password")
+_SECRET_NAMES: Final = tuple(suffix[1:].lower() for suffix in SECRET_SUFFIXES)  # key, token, ...
 _URL_PASSWORD: Final = re.compile(r"(://[^/@:\s]+):[^/@\s]+@")
 
 

@@ -40,7 +40,6 @@ __all__ = [
     "PLACEMENTS",
     "Placement",
     "RoleResources",
-    "bundle",
     "check_resources",
     "cluster_nodes",
     "parse_bytes",
@@ -138,11 +137,6 @@ def ray_options(resources: RoleResources) -> dict[str, Any]:
     if resources.custom:
         options["resources"] = dict(resources.custom)
     return options
-
-
-def bundle(resources: RoleResources) -> dict[str, float]:
-    """One placement-group bundle: what one actor reserves."""
-    return resources.demand()
 
 
 def _fmt(resource: str, amount: float) -> str:
@@ -260,13 +254,13 @@ def placed(
         return [dict(base) for _ in range(actors)], None
     if placement == "spread":
         return [{**base, "scheduling_strategy": "SPREAD"} for _ in range(actors)], None
-    group = placement_group([bundle(res)] * actors, strategy=_STRATEGIES[placement])
+    group = placement_group([res.demand()] * actors, strategy=_STRATEGIES[placement])
     ready, _ = ray.wait([group.ready()], timeout=wait)
     if not ready:
         remove_placement_group(group)
         raise ArenaError(
             f"Ray could not place {table}'s {actors} actors ({placement}, each "
-            f"{', '.join(_fmt(k, v) for k, v in bundle(res).items())}) within {wait:g} s: "
+            f"{', '.join(_fmt(k, v) for k, v in res.demand().items())}) within {wait:g} s: "
             "the cluster has the resources in all but not where this placement needs them; "
             'use placement = "spread" or "default", or fewer actors'
         )
