@@ -45,8 +45,13 @@ DEFAULT_BASE_URL: Final = "https://api.anthropic.com"
 _FINISH: Final = {"tool_use": "tool_calls", "max_tokens": "length", "end_turn": "stop"}
 
 
-def make_sdk(base_url: str, key: str, timeout: float, http_client: Any = None) -> Any:
-    """An ``AsyncAnthropic`` for one server, with the SDK's retries off (the client retries)."""
+def make_sdk(
+    base_url: str, key: str, timeout: float, http_client: Any = None, limit: int = 8
+) -> Any:
+    """An ``AsyncAnthropic`` for one server, with the SDK's retries off (the client retries).
+
+    ``limit`` (the calls in flight) is the client's to keep: the SDK's own pool is large enough.
+    """
     return anthropic.AsyncAnthropic(
         base_url=base_url, api_key=key, max_retries=0, timeout=timeout, http_client=http_client
     )

@@ -46,13 +46,15 @@ import os
 import re
 import time
 from collections import defaultdict, deque
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeVar
 from urllib.parse import urlsplit
 
 from coevo.agents.llm import anthropic_api, openai_api
 from coevo.agents.llm.environment import BASE_URL_VARIABLES, PROVIDERS, key_variable
+from coevo.agents.llm.template import Template, probe
+from coevo.agents.llm.text_tools import forced_tool, text_messages, with_text_calls
 from coevo.agents.llm.turns import (
     ERROR_PREFIX,
     ContextLengthError,
@@ -189,10 +191,19 @@ class LLMClient:
         reconnect: seconds to wait for a server that answered before and now refuses connections.
         token_ids: ask for token ids and log-probs (``auto``: yes for openai except
             api.openai.com, and no more once a server refuses them).
+        tool_protocol: how tools reach the model: ``native`` (the API's function
+            calling), ``text`` (described in the system text, calls written in tags:
+            :mod:`~coevo.agents.llm.text_tools`), ``auto`` (text when the server shows
+            its chat template ignores tools; openai only).
+        token_prompts: token in, token out for agent conversations
+            (:class:`~coevo.agents.llm.dialogue.Dialogue`): each turn's prompt is the
+            previous prompt, the sampled ids and the rendered messages since, sent as
+            token ids (``auto``: when the server renders chat templates, vLLM and SGLang,
+            and coevo can read the model's calls from its text).
         extra_body: more fields for every request body, as the server reads them
             (e.g. ``{"chat_template_kwargs": {"enable_thinking": false}}``; openai only).
         owner: what the client works for, for messages (``the solver 'llm-solver'``).
-        http_client: an ``httpx2.AsyncClient`` (tests pass a mock transport).
+        http_client: an ``httpx2.AsyncClient`` to send every request through (tests pass a mock transport).
         prices: dollars per million tokens by model-name prefix.
 
     Raises:
@@ -214,6 +225,8 @@ class LLMClient:
         max_retries: int = 4,
         reconnect: float = 60.0,
         token_ids: bool | Literal["auto"] = "auto",
+        tool_protocol: Literal["auto", "native", "text"] = "auto",
+        token_prompts: bool | Literal["auto"] = "auto",
         extra_body: dict[str, Any] | None = None,
         owner: str = "an LLM role",
         http_client: Any = None,
@@ -255,6 +268,19 @@ class LLMClient:
         self.http_client = http_client
         self.prices = dict(PRICES if provider == "anthropic" and prices is None else prices or {})
         self.servers = self._servers(base_url, endpoints, concurrency)
+        if provider != "openai" and (tool_protocol == "text" or token_prompts is True):
+            raise LLMConfigError(
+                f"{owner}: tool_protocol = 'text' and token_prompts = true are for the openai "
+                "provider (an OpenAI-compatible server)"
+            )
+        self.tool_protocol = tool_protocol
+        self.token_prompts_setting = token_prompts
+        self.protocol: Literal["native", "text"] = "text" if tool_protocol == "text" else "native"
+        """The protocol in use (``auto`` is settled by :meth:`connect`)."""
+        self.token_prompts = False
+        """Whether agent conversations go token in, token out (settled by :meth:`connect`)."""
+        self.template: Template | None = None
+        """What the server showed of its chat template (openai, after :meth:`connect`)."""
         self.token_ids = (
             token_ids
             if token_ids != "auto"
@@ -362,7 +388,45 @@ class LLMClient:
                     f"{self.owner}: the server at {shown(server.url)} does not serve the model "
                     f"{self.model!r}; it serves: {', '.join(served)}"
                 )
+        self._settle_protocol()
         return self.model
+
+    def _settle_protocol(self) -> None:
+        """Settle ``auto`` for the tool protocol and token prompts from what the first server shows."""
+        if self.template is not None:
+            return
+        first = self.servers[0]
+        wanted_tokens = self.token_prompts_setting
+        if openai_api.is_openai_itself(first.url) or (
+            self.tool_protocol != "auto" and wanted_tokens is False
+        ):
+            self.template = Template(renders=False, note="not asked")
+        else:
+            assert self.model is not None
+            self.template = probe(
+                first.url,
+                self._key(),
+                min(self.timeout, 10.0),
+                self.model,
+                self.extra_body.get("chat_template_kwargs"),
+            )
+        template = self.template
+        if self.tool_protocol == "auto":
+            self.protocol = "native" if template.describes_tools or not template.renders else "text"
+        readable = self.protocol == "text" or template.hermes_calls
+        if wanted_tokens is True and not (template.renders and readable):
+            why = (
+                template.note or "it renders no chat template on request"
+                if not template.renders
+                else "its chat template writes tool calls in a format coevo does not read "
+                "(the Hermes format, <tool_call>{...}</tool_call>); set tool_protocol = 'text'"
+            )
+            raise LLMConfigError(
+                f"{self.owner}: token_prompts = true needs a server that renders the chat "
+                f"template (vLLM, SGLang) and calls coevo can read; the server at "
+                f"{shown(first.url)} cannot: {why}"
+            )
+        self.token_prompts = bool(wanted_tokens) and template.renders and readable
 
     def load_adapter(self, name: str, path: str) -> None:
         """Have every server load the LoRA adapter at ``path`` as the model ``name``; calls name it from now on.
@@ -475,7 +539,7 @@ class LLMClient:
             for server in self.servers:
                 server.in_flight = 0
                 server.sdk = self.api.make_sdk(
-                    server.url, self._key(), self.timeout, self.http_client
+                    server.url, self._key(), self.timeout, self.http_client, server.limit
                 )
 
     def run(self, work: Coroutine[Any, Any, T]) -> T:
@@ -579,11 +643,14 @@ class LLMClient:
             self.connect()
         assert self.model is not None
         conversation = ([{"role": "system", "content": system}] if system else []) + list(messages)
+        text = self.protocol == "text" and bool(tools)
+        if text:
+            conversation = text_messages(conversation, tools, forced_tool(tool_choice))
         request = Request(
             model=self.model,
             messages=conversation,
-            tools=list(tools),
-            tool_choice=tool_choice,
+            tools=[] if text else list(tools),
+            tool_choice=None if text else tool_choice,
             max_tokens=max_tokens or self.max_tokens,
             sampling=self.sampling
             if seed is None
@@ -591,24 +658,72 @@ class LLMClient:
             token_ids=bool(self.token_ids),
             extra_body=self.extra_body,
         )
+        asked = [request]
+
+        def send(sdk: Any) -> Awaitable[Turn]:
+            return self.api.complete(sdk, asked[0])
+
+        def refused(exc: LLMCallError) -> bool:
+            """A server that refuses token ids: stop asking, and ask again without."""
+            if not (asked[0].token_ids and exc.status == 400 and _TOKEN_REFUSAL.search(str(exc))):
+                return False
+            self.token_ids = False
+            asked[0] = dataclasses.replace(asked[0], token_ids=False)
+            return True
+
+        turn = await self.call(send, role=role, task=task, again=refused)
+        if text:
+            turn = with_text_calls(turn, f"call_{sum(m['role'] == 'assistant' for m in messages)}_")
+        return turn
+
+    async def call(
+        self,
+        send: Callable[[Any], Awaitable[T]],
+        *,
+        role: str,
+        task: str,
+        again: Callable[[LLMCallError], bool] | None = None,
+        model_call: bool = True,
+    ) -> T:
+        """``send(connection)`` on a free server under the client's retry policy, accounted to ``role`` and ``task``.
+
+        Args:
+            send: the request, given a server's connection.
+            role: who spends it.
+            task: what it is spent on.
+            again: for an error status not worth retrying: whether to send again (having
+                changed the request), instead of failing.
+            model_call: the answer is a :class:`Turn` to account (False: a tokenize call).
+
+        Raises:
+            ContextLengthError: the conversation no longer fits the model.
+            LLMCallError: the call failed after the retries, or the answer is unusable.
+        """
         spent = self.usage[(role, task)]
         try:
-            turn = await self._call(request, spent)
+            answer = await self._call(send, spent, again)
         except ContextLengthError:
             raise  # the conversation outgrew the model: not a failed call
         except LLMCallError:
-            spent.failed_calls += 1
+            spent.failed_calls += model_call
             raise
-        self._account(role, task, turn)
-        return turn
+        if model_call:
+            assert isinstance(answer, Turn)
+            self._account(role, task, answer)
+        return answer
 
-    async def _call(self, request: Request, spent: Usage) -> Turn:
+    async def _call(
+        self,
+        send: Callable[[Any], Awaitable[T]],
+        spent: Usage,
+        again: Callable[[LLMCallError], bool] | None,
+    ) -> T:
         retries = 0
         while True:
             server = await self._acquire()
             rest = 0.0
             try:
-                turn = await self.api.complete(server.sdk, request)
+                turn = await send(server.sdk)
             except Transient as exc:
                 retries += 1
                 server.answered()  # an error status is an answer: the server is up
@@ -659,10 +774,8 @@ class LLMClient:
                 raise
             except LLMCallError as exc:
                 status = exc.status
-                if request.token_ids and status == 400 and _TOKEN_REFUSAL.search(str(exc)):
+                if again is not None and again(exc):
                     spent.retries += 1
-                    self.token_ids = False  # the servers do not give token ids: stop asking
-                    request = dataclasses.replace(request, token_ids=False)
                     continue
                 hint = f" (check the key in {self.key_variable})" if status in (401, 403) else ""
                 raise LLMCallError(self.redact(f"{exc}{hint}"), status) from None

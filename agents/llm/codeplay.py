@@ -31,9 +31,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from coevo.agents.llm.client import LLMClient
+from coevo.agents.llm.dialogue import Dialogue
 from coevo.agents.llm.solver import conversation as as_trajectory
 from coevo.agents.llm.solver import episode_sampling
-from coevo.agents.llm.turns import ContextLengthError, LLMCallError, Turn
+from coevo.agents.llm.turns import ContextLengthError, LLMCallError
 from coevo.agents.llm.user import GREETING, LLMUser, stopped
 from coevo.arena.codetask import CodeTaskSpec, code_reward
 from coevo.arena.codeworld import CodeWorlds
@@ -106,7 +107,10 @@ async def play_code(
     if simulated:
         messages.append({"role": "assistant", "content": GREETING})
     conversation: list[tuple[str, str]] = [("agent", GREETING)] if simulated else []
-    turns: list[Turn] = []
+    dialogue = Dialogue(
+        client, role="solver", task=task.task_id, messages=messages, tools=tools, seed=sampled
+    )
+    turns = dialogue.turns
     made: list[ToolCall] = []
     seen: list[Observation] = []
     said: list[str] = []
@@ -164,11 +168,7 @@ async def play_code(
         while stop is None and live.failed is None:
             if steps >= max_steps:
                 return ended(0, f"the step budget of {max_steps} ran out", finished=False)
-            turn = await client.create(
-                role="solver", task=task.task_id, messages=messages, tools=tools, seed=sampled
-            )
-            turns.append(turn)
-            messages.append(turn.message)
+            turn = await dialogue.turn()
             if turn.tool_calls:
                 bad += int(any(c.arguments is None for c in turn.tool_calls))
                 for request in turn.tool_calls:

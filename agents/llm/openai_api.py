@@ -1,23 +1,39 @@
-"""The Chat Completions API (the ``openai`` SDK): OpenAI itself, vLLM, SGLang, Ollama, any compatible server.
+"""The OpenAI-compatible wire format: OpenAI itself, vLLM, SGLang, Ollama, any compatible server.
 
-A :class:`~coevo.agents.llm.turns.Request` goes out as the API takes it;
-``top_k``, ``min_p`` and ``repetition_penalty`` and, when asked,
-``return_token_ids`` go in the request body where vLLM and SGLang read them.
-The request goes through the SDK's ``post`` (its HTTP, authentication and
-errors) as the JSON body the API takes, and the answer is read from its
-JSON, not through the SDK's typed models, which cost more per call than the
-rest of an episode. It comes back as a :class:`~coevo.agents.llm.turns.Turn`: the
-assistant message as it goes back into the conversation, its tool calls
-with their arguments parsed (or why they could not be), the finish reason,
-the usage when the server reported it, and the token ids and log-probs as
-vLLM and SGLang return them on ``"return_token_ids": true`` (the prompt's
-``prompt_token_ids`` beside the choices for vLLM, in the choice for SGLang;
-the completion's ``token_ids`` in the choice; ``logprobs.content[i].logprob``;
-a token written ``token_id:N`` is read as N). The SDK's own retries are off: the client's retry policy
-(:mod:`~coevo.agents.llm.client`) sees every failure, as a
+coevo speaks it over one ``httpx2`` client of its own, not through the
+``openai`` SDK: the SDK's cost per call changes several-fold between its
+major versions (``verifiers`` pins ``openai<3``), and token-in/token-out
+needs endpoints the SDK does not know (``/tokenize``, ``/v1/completions``
+with a token-id prompt). A :class:`Connection` is one server's pool of
+HTTP connections, the key in its ``Authorization`` header.
+
+* :func:`complete`: ``POST /chat/completions``. A
+  :class:`~coevo.agents.llm.turns.Request` goes out as the API takes it;
+  ``top_k``, ``min_p`` and ``repetition_penalty`` and, when asked,
+  ``return_token_ids`` go in the request body where vLLM and SGLang read
+  them. The answer is read from its JSON (pydantic's reader) as a
+  :class:`~coevo.agents.llm.turns.Turn`: the assistant message as it goes
+  back into the conversation, its tool calls with their arguments parsed
+  (or why they could not be), the finish reason, the usage when the server
+  reported it, and the token ids and log-probs as vLLM and SGLang return
+  them on ``"return_token_ids": true`` (the prompt's ``prompt_token_ids``
+  beside the choices for vLLM, in the choice for SGLang; the completion's
+  ``token_ids`` in the choice; ``logprobs.content[i].logprob``; a token
+  written ``token_id:N`` is read as N).
+* :func:`complete_tokens`: ``POST /completions`` with the prompt as a list
+  of token ids (token in, token out: vLLM, SGLang); the completion's text,
+  ids and log-probs come back.
+* :func:`tokenize_chat`: ``POST /tokenize`` (vLLM's, at the server's root):
+  a conversation rendered by the served model's chat template, as token ids.
+* :func:`models_now`, :func:`model_roots`, :func:`load_lora_adapter`: the
+  start-up checks and a trainer's adapters (no event loop).
+
+Every failure reaches the client's retry policy
+(:mod:`~coevo.agents.llm.client`) as a
 :class:`~coevo.agents.llm.turns.Transient` status, an
 :class:`~coevo.agents.llm.turns.Unreachable` server, or an
-:class:`~coevo.agents.llm.turns.LLMCallError` not worth retrying.
+:class:`~coevo.agents.llm.turns.LLMCallError` not worth retrying; no
+error carries the request (its headers hold the key).
 """
 
 from __future__ import annotations
@@ -28,10 +44,11 @@ from array import array
 from typing import Any, Final
 from urllib.parse import urlsplit
 
-import openai
+import httpx2
 from coevo.agents.llm.turns import (
     LLMCallError,
     Request,
+    TokenRequest,
     ToolCallRequest,
     Turn,
     Unreachable,
@@ -40,17 +57,23 @@ from coevo.agents.llm.turns import (
     root_cause,
     status_failure,
 )
-from pydantic_core import from_json
+from pydantic_core import from_json, to_json
 
 __all__ = [
     "API",
     "DEFAULT_BASE_URL",
+    "Connection",
     "complete",
+    "complete_tokens",
+    "detokenize_now",
     "is_openai_itself",
     "load_lora_adapter",
     "make_sdk",
     "model_roots",
     "models_now",
+    "server_root",
+    "tokenize_chat",
+    "tokenize_chat_now",
 ]
 
 API: Final = "the OpenAI-compatible server"
@@ -60,6 +83,7 @@ _EXTRA: Final = ("top_k", "min_p", "repetition_penalty")
 _NATIVE: Final = ("temperature", "top_p", "seed", "stop", "presence_penalty", "frequency_penalty")
 _CONTEXT: Final = re.compile(r"context length|maximum context|context window|too many tokens", re.I)
 _TOKEN_ID: Final = re.compile(r"token_id:(\d+)")
+_JSON: Final = "application/json"
 
 
 def is_openai_itself(base_url: str) -> bool:
@@ -67,40 +91,110 @@ def is_openai_itself(base_url: str) -> bool:
     return urlsplit(base_url).hostname == "api.openai.com"
 
 
-def make_sdk(base_url: str, key: str, timeout: float, http_client: Any = None) -> Any:
-    """An ``AsyncOpenAI`` for one server, with the SDK's retries off (the client retries)."""
-    return openai.AsyncOpenAI(
-        base_url=base_url, api_key=key, max_retries=0, timeout=timeout, http_client=http_client
-    )
+def server_root(base_url: str) -> str:
+    """The server's root, where vLLM serves ``/tokenize`` (``http://h:8000/v1`` → ``http://h:8000``)."""
+    return base_url.removesuffix("/").removesuffix("/v1")
 
 
-def _status_message(exc: openai.APIStatusError) -> str:
-    body = exc.body
-    if isinstance(body, dict):
-        inner = body.get("error", body)
+def _headers(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}", "Content-Type": _JSON, "Accept": _JSON}
+
+
+def _message_of(status: int, body: bytes) -> str:
+    """What an error answer says: its ``error.message`` (OpenAI, vLLM), ``detail`` (FastAPI), or its text."""
+    try:
+        value = json.loads(body)
+    except (ValueError, RecursionError):
+        value = None
+    if isinstance(value, dict):
+        inner = value.get("error", value.get("detail", value.get("message")))
         if isinstance(inner, dict) and inner.get("message"):
             return str(inner["message"])
         if isinstance(inner, str):
             return inner
-    return exc.message
+        if inner is not None:
+            return json.dumps(inner)[:500]
+    text = " ".join(body[:500].decode("utf-8", "replace").split())
+    return text or f"status {status}"
 
 
-def _failure(exc: Exception) -> Exception:
-    """The client's view of an SDK error."""
-    if isinstance(exc, openai.APIStatusError):
-        message = _status_message(exc)
-        return status_failure(
-            API,
-            exc.status_code,
-            message,
-            retry_after=retry_after(exc.response.headers),
-            too_long=bool(_CONTEXT.search(message)),
-        )
-    if isinstance(exc, openai.APITimeoutError):
+def _status_error(response: httpx2.Response) -> Exception:
+    """The client's view of an error status."""
+    message = _message_of(response.status_code, response.content)
+    return status_failure(
+        API,
+        response.status_code,
+        message,
+        retry_after=retry_after(response.headers),
+        too_long=bool(_CONTEXT.search(message)),
+    )
+
+
+def _transport_error(exc: Exception) -> Exception:
+    """The client's view of a request that got no answer (or could not be sent)."""
+    if isinstance(exc, httpx2.TimeoutException):
         return Unreachable("the request timed out", timeout=True)
-    if isinstance(exc, openai.APIConnectionError):
-        return Unreachable(root_cause(exc))
-    return LLMCallError(f"{API} answered with a malformed response: {type(exc).__name__}: {exc}")
+    if isinstance(exc, httpx2.TransportError):
+        return Unreachable(root_cause(exc) or type(exc).__name__)
+    return LLMCallError(f"{API} could not be asked: {type(exc).__name__}: {exc}")
+
+
+class Connection:
+    """One server's pool of HTTP connections (``httpx2``), keeping ``limit`` of them alive.
+
+    Args:
+        base_url: the server's base URL (``http://host:8000/v1``).
+        key: the key, sent as ``Authorization: Bearer``.
+        timeout: seconds per request.
+        http_client: an ``httpx2.AsyncClient`` to use instead (the caller's to close).
+        limit: connections kept open (the calls this server may have in flight).
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        key: str,
+        timeout: float,
+        http_client: Any = None,
+        limit: int = 64,
+    ):
+        self.base_url = base_url.rstrip("/")
+        self.root = server_root(self.base_url)
+        self.openai_itself = is_openai_itself(self.base_url)
+        self.headers = _headers(key)
+        self.owned = http_client is None
+        self.http: Any = http_client or httpx2.AsyncClient(
+            timeout=timeout,
+            limits=httpx2.Limits(max_connections=limit, max_keepalive_connections=limit),
+        )
+
+    async def post(self, url: str, body: dict[str, Any]) -> bytes:
+        """POST ``body`` as JSON to ``url``; the answer's bytes.
+
+        Raises:
+            Transient: a status worth retrying.
+            Unreachable: no answer came back.
+            LLMCallError: any other error status (``.status`` set).
+        """
+        try:
+            response = await self.http.post(url, content=to_json(body), headers=self.headers)
+        except httpx2.HTTPError as exc:
+            raise _transport_error(exc) from None
+        if response.status_code >= 400:
+            raise _status_error(response)
+        return bytes(response.content)
+
+    async def close(self) -> None:
+        """Close the connections (unless the client was the caller's)."""
+        if self.owned:
+            await self.http.aclose()
+
+
+def make_sdk(
+    base_url: str, key: str, timeout: float, http_client: Any = None, limit: int = 64
+) -> Connection:
+    """A :class:`Connection` to one server (what the client keeps per server and event loop)."""
+    return Connection(base_url, key, timeout, http_client, limit)
 
 
 def _an_object(text: Any) -> bool:
@@ -263,7 +357,7 @@ def _read(completion: dict[str, Any]) -> Turn:
     )
 
 
-async def complete(sdk: Any, request: Request) -> Turn:
+async def complete(connection: Connection, request: Request) -> Turn:
     """One Chat Completions call.
 
     Raises:
@@ -272,33 +366,232 @@ async def complete(sdk: Any, request: Request) -> Turn:
         ContextLengthError: the conversation no longer fits the model.
         LLMCallError: any other error status (``.status`` set), or a malformed answer.
     """
-    try:
-        # the SDK's HTTP, auth and errors, without its per-request transform and typed parse:
-        # at hundreds of calls a second those cost more than everything else coevo does
-        itself = is_openai_itself(str(sdk.base_url))
-        raw = await sdk.post("/chat/completions", body=_body(request, itself), cast_to=bytes)
-    except (openai.APIError, ValueError) as exc:
-        # `from None`: the SDK's errors carry the request, whose headers hold the key
-        raise _failure(exc) from None
+    body = _body(request, connection.openai_itself)
+    raw = await connection.post(f"{connection.base_url}/chat/completions", body)
     return _turn(raw)
+
+
+def _completion_body(request: TokenRequest) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "model": request.model,
+        "prompt": request.prompt_ids,
+        "max_tokens": request.max_tokens,
+        "logprobs": 0,  # the sampled token's log-probability, no alternatives
+        "return_token_ids": True,
+    }
+    sampling = request.sampling
+    body.update({k: v for k in _NATIVE if (v := getattr(sampling, k)) is not None})
+    body.update({k: v for k in _EXTRA if (v := getattr(sampling, k)) is not None})
+    # the chat template's settings were used to render the prompt; a completion takes none
+    body.update({k: v for k, v in request.extra_body.items() if k != "chat_template_kwargs"})
+    return body
+
+
+def _token_turn(raw: bytes, sent: list[int]) -> Turn:
+    """A ``/completions`` answer to a token prompt as a turn (no tool calls read yet: the caller's protocol reads them)."""
+    try:
+        completion = from_json(raw)
+    except (ValueError, RecursionError):
+        body = " ".join(raw[:200].decode("utf-8", "replace").split())[:80]
+        raise _malformed(f"not a completion: {body!r}") from None
+    try:
+        choice = completion["choices"][0]
+        text = choice.get("text")
+        if not isinstance(text, str):
+            raise TypeError("the choice has no text")
+        ids = _ints(choice.get("token_ids"))
+        scored = (choice.get("logprobs") or {}).get("token_logprobs")
+        logprobs = [float(v) for v in scored] if isinstance(scored, list) else None
+        echoed = _ints(choice.get("prompt_token_ids") or completion.get("prompt_token_ids"))
+        usage = completion.get("usage") or {}
+        given, taken = usage.get("prompt_tokens"), usage.get("completion_tokens")
+        finish = str(choice.get("finish_reason") or "stop")
+        model = str(completion.get("model") or "")
+    except (KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:
+        error = completion.get("error") if isinstance(completion, dict) else None
+        why = error.get("message", error) if isinstance(error, dict) else error
+        raise _malformed(
+            f"the error {str(why)[:200]!r}" if error else f"{type(exc).__name__}: {exc}"
+        ) from None
+    if ids is None:
+        raise LLMCallError(
+            f"{API} returned no token ids for a token prompt (token_prompts needs vLLM or SGLang "
+            "with return_token_ids; set token_prompts = false for this server)"
+        )
+    if echoed is not None and echoed != sent:
+        raise LLMCallError(
+            f"{API} changed the prompt's tokens ({len(sent)} sent, {len(echoed)} it saw): "
+            "token in, token out needs the prompt taken as given"
+        )
+    if logprobs is not None and len(logprobs) != len(ids):
+        logprobs = None
+    return Turn(
+        message={"role": "assistant", "content": text},
+        text=text,
+        tool_calls=[],
+        finish=finish,
+        model=model,
+        input_tokens=given if isinstance(given, int) else None,
+        output_tokens=taken if isinstance(taken, int) else None,
+        prompt_ids=list(sent),
+        completion_ids=ids,
+        logprobs=logprobs,
+    )
+
+
+async def complete_tokens(connection: Connection, request: TokenRequest) -> Turn:
+    """One ``/completions`` call whose prompt is token ids (token in, token out).
+
+    The turn's ``prompt_ids`` are the ids sent, its ``completion_ids`` and
+    ``logprobs`` the server's; its tool calls are left to the caller, which
+    knows the protocol the model writes them in.
+
+    Raises:
+        Transient: a status worth retrying.
+        Unreachable: no answer came back.
+        ContextLengthError: the prompt and the output budget exceed the model's context.
+        LLMCallError: any other error status, a malformed answer, or no token ids in it.
+    """
+    raw = await connection.post(f"{connection.base_url}/completions", _completion_body(request))
+    return _token_turn(raw, request.prompt_ids)
+
+
+def _tokenize_body(
+    model: str,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]] | None,
+    generation: bool,
+    template_kwargs: dict[str, Any] | None,
+) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": [_sent(m) for m in messages],
+        "add_generation_prompt": generation,
+        "add_special_tokens": False,  # the template writes every special token it wants
+    }
+    if tools:
+        body["tools"] = tools
+    if template_kwargs:
+        body["chat_template_kwargs"] = template_kwargs
+    return body
+
+
+def _tokens(raw: bytes) -> list[int]:
+    try:
+        tokens = _ints(json.loads(raw).get("tokens"))
+    except (ValueError, AttributeError, RecursionError):
+        tokens = None
+    if tokens is None:
+        raise _malformed("the /tokenize answer holds no list of tokens")
+    return tokens
+
+
+async def tokenize_chat(
+    connection: Connection,
+    model: str,
+    messages: list[dict[str, Any]],
+    *,
+    tools: list[dict[str, Any]] | None = None,
+    generation: bool = True,
+    template_kwargs: dict[str, Any] | None = None,
+) -> list[int]:
+    """``messages`` rendered by the served model's chat template, as token ids (vLLM's ``POST /tokenize``).
+
+    Args:
+        connection: the server.
+        model: the model whose template renders them.
+        messages: the conversation (Chat Completions format).
+        tools: the tools the template is to describe (None: none).
+        generation: end with the assistant's turn header (``add_generation_prompt``).
+        template_kwargs: the template's own settings (``chat_template_kwargs``).
+
+    Raises:
+        Transient, Unreachable, LLMCallError: as :func:`complete`.
+    """
+    body = _tokenize_body(model, messages, tools, generation, template_kwargs)
+    return _tokens(await connection.post(f"{connection.root}/tokenize", body))
+
+
+def tokenize_chat_now(
+    base_url: str,
+    key: str,
+    timeout: float,
+    model: str,
+    messages: list[dict[str, Any]],
+    *,
+    tools: list[dict[str, Any]] | None = None,
+    generation: bool = True,
+    template_kwargs: dict[str, Any] | None = None,
+) -> list[int]:
+    """:func:`tokenize_chat` without an event loop (start-up checks)."""
+    body = _tokenize_body(model, messages, tools, generation, template_kwargs)
+    return _tokens(_post_now(base_url, key, timeout, f"{server_root(base_url)}/tokenize", body))
+
+
+def detokenize_now(base_url: str, key: str, timeout: float, model: str, tokens: list[int]) -> str:
+    """The text of ``tokens`` (vLLM's ``POST /detokenize``; start-up checks)."""
+    raw = _post_now(
+        base_url,
+        key,
+        timeout,
+        f"{server_root(base_url)}/detokenize",
+        {"model": model, "tokens": tokens},
+    )
+    try:
+        text = json.loads(raw).get("prompt")
+    except (ValueError, AttributeError, RecursionError):
+        text = None
+    if not isinstance(text, str):
+        raise _malformed("the /detokenize answer holds no text")
+    return text
+
+
+def _post_now(base_url: str, key: str, timeout: float, url: str, body: dict[str, Any]) -> bytes:
+    try:
+        with _sync(base_url, key, timeout) as http:
+            response = http.post(url, content=to_json(body))
+    except httpx2.HTTPError as exc:
+        raise _transport_error(exc) from None
+    if response.status_code >= 400:
+        raise _status_error(response)
+    return bytes(response.content)
+
+
+def _sync(base_url: str, key: str, timeout: float) -> httpx2.Client:
+    return httpx2.Client(base_url=base_url.rstrip("/"), headers=_headers(key), timeout=timeout)
+
+
+def _get_models(base_url: str, key: str, timeout: float) -> list[dict[str, Any]]:
+    """``GET /models``: the model objects the server lists, in its order."""
+    try:
+        with _sync(base_url, key, timeout) as http:
+            response = http.get("/models")
+    except httpx2.HTTPError as exc:
+        raise _transport_error(exc) from None
+    if response.status_code >= 400:
+        raise _status_error(response)
+    try:
+        listed = json.loads(response.content)["data"]
+        if not isinstance(listed, list) or not all(
+            isinstance(m, dict) and isinstance(m.get("id"), str) for m in listed
+        ):
+            raise TypeError("data is not a list of models with ids")
+    except (ValueError, KeyError, TypeError, RecursionError) as exc:
+        raise _malformed(f"GET /models answered no list of models ({exc})") from None
+    return listed
 
 
 def models_now(base_url: str, key: str, timeout: float) -> list[str]:
     """The models the server serves (``GET /models``), in its order (start-up checks, no event loop)."""
-    with openai.OpenAI(base_url=base_url, api_key=key, max_retries=0, timeout=timeout) as sdk:
-        try:
-            return [m.id for m in sdk.models.list().data]
-        except (openai.APIError, ValueError) as exc:
-            raise _failure(exc) from None
+    return [m["id"] for m in _get_models(base_url, key, timeout)]
 
 
 def model_roots(base_url: str, key: str, timeout: float) -> dict[str, str | None]:
     """Each model the server serves → its ``root`` (vLLM: a LoRA adapter's folder, a model's name; None if unsaid)."""
-    with openai.OpenAI(base_url=base_url, api_key=key, max_retries=0, timeout=timeout) as sdk:
-        try:
-            return {m.id: getattr(m, "root", None) for m in sdk.models.list().data}
-        except (openai.APIError, ValueError) as exc:
-            raise _failure(exc) from None
+    return {
+        m["id"]: (m.get("root") if isinstance(m.get("root"), str) else None)
+        for m in _get_models(base_url, key, timeout)
+    }
 
 
 def load_lora_adapter(base_url: str, key: str, timeout: float, name: str, path: str) -> bool:
@@ -314,15 +607,16 @@ def load_lora_adapter(base_url: str, key: str, timeout: float, name: str, path: 
         LLMCallError: the server refused (its message; a 404 means it has no adapter endpoint).
         Unreachable: it could not be reached.
     """
-    with openai.OpenAI(base_url=base_url, api_key=key, max_retries=0, timeout=timeout) as sdk:
-        try:
-            sdk.post(
-                "/load_lora_adapter", body={"lora_name": name, "lora_path": path}, cast_to=bytes
+    try:
+        with _sync(base_url, key, timeout) as http:
+            response = http.post(
+                "/load_lora_adapter", content=to_json({"lora_name": name, "lora_path": path})
             )
-        except openai.APIStatusError as exc:
-            if exc.status_code == 400 and "already been loaded" in _status_message(exc):
-                return False
-            raise _failure(exc) from None
-        except (openai.APIError, ValueError) as exc:
-            raise _failure(exc) from None
+    except httpx2.HTTPError as exc:
+        raise _transport_error(exc) from None
+    if response.status_code >= 400:
+        failure = _status_error(response)
+        if response.status_code == 400 and "already been loaded" in str(failure):
+            return False
+        raise failure
     return True

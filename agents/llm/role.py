@@ -19,6 +19,11 @@ Every LLM role (``llm-*`` and ``claude*``) takes these settings in the
 ``max_retries``     retries of a failed call
 ``reconnect``       seconds to wait for a server that is restarting
 ``token_ids``       ask for token ids and log-probs (``auto``, true, false)
+``tool_protocol``   ``native`` function calling, ``text`` (tools in the system
+                    text, calls in ``<tool_call>`` tags), ``auto`` (text when the
+                    server's chat template ignores tools)
+``token_prompts``   token in, token out for agent conversations (``auto``:
+                    when the server renders chat templates: vLLM, SGLang)
 ``extra_body``      more request-body fields (``chat_template_kwargs``, ...; openai)
 ``policy_version``  how the policy is named in the log (default: the model)
 ==================  ================================================================
@@ -49,6 +54,8 @@ _CLIENT_SETTINGS: Final = (
     "max_retries",
     "reconnect",
     "token_ids",
+    "tool_protocol",
+    "token_prompts",
     "extra_body",
     "http_client",
 )
@@ -71,6 +78,11 @@ class LLMRole:
         max_retries: retries of a failed call.
         reconnect: seconds to wait for a server that answered before and now refuses connections.
         token_ids: ask the server for token ids and log-probs (``auto``: unless it is OpenAI's own API).
+        tool_protocol: how tools reach the model: ``native``, ``text`` (the text protocol of
+            :mod:`~coevo.agents.llm.text_tools`) or ``auto`` (text when the server shows its
+            chat template ignores tools).
+        token_prompts: token in, token out for agent conversations: ``auto`` (when the server
+            renders chat templates and coevo reads the model's calls), true (required), false.
         extra_body: more fields for every request body, as the server reads them (openai only),
             e.g. ``{chat_template_kwargs = {enable_thinking = false}}`` for Qwen3 on vLLM.
         policy_version: how the policy is named in the log (default: the model's name).
@@ -102,6 +114,8 @@ class LLMRole:
         max_retries: int = 4,
         reconnect: float = 60.0,
         token_ids: bool | Literal["auto"] = "auto",
+        tool_protocol: Literal["auto", "native", "text"] = "auto",
+        token_prompts: bool | Literal["auto"] = "auto",
         extra_body: dict[str, Any] | None = None,
         policy_version: str | None = None,
         http_client: Any = None,
@@ -119,6 +133,8 @@ class LLMRole:
             max_retries=max_retries,
             reconnect=reconnect,
             token_ids=token_ids,
+            tool_protocol=tool_protocol,
+            token_prompts=token_prompts,
             extra_body=extra_body,
             http_client=http_client,
         )

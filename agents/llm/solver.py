@@ -36,6 +36,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar, Final
 
 from coevo.agents.llm.client import LLMClient
+from coevo.agents.llm.dialogue import Dialogue
 from coevo.agents.llm.role import LLMRole
 from coevo.agents.llm.turns import ERROR_PREFIX, ContextLengthError, LLMCallError, Turn
 from coevo.agents.protocols import LearnStats
@@ -191,7 +192,10 @@ async def _play(
     ]
     made: list[ToolCall] = []
     seen: list[Observation] = []
-    turns: list[Turn] = []
+    dialogue = Dialogue(
+        client, role=role, task=task.task_id, messages=messages, tools=tools, seed=sampled
+    )
+    turns = dialogue.turns
     bad = reminded = 0
     unfinished = "the model stopped calling tools without submit"
 
@@ -206,15 +210,7 @@ async def _play(
     try:
         world.reset(task, max_steps=max_steps)
         while not world.done and len(made) + reminded < max_steps:
-            turn = await client.create(
-                role=role,
-                task=task.task_id,
-                messages=messages,
-                tools=tools,
-                seed=sampled,
-            )
-            turns.append(turn)
-            messages.append(turn.message)
+            turn = await dialogue.turn()
             if not turn.tool_calls:
                 bad += 1
                 if reminded == nudges:

@@ -29,6 +29,7 @@ __all__ = [
     "LLMConfigError",
     "Request",
     "Sampling",
+    "TokenRequest",
     "ToolCallRequest",
     "Transient",
     "Turn",
@@ -190,6 +191,25 @@ class Request:
     max_tokens: int = 1024
     sampling: Sampling = field(default_factory=Sampling)
     token_ids: bool = False
+    extra_body: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TokenRequest:
+    """One call with the prompt as token ids (token in, token out: ``/v1/completions`` of vLLM, SGLang).
+
+    Attributes:
+        model: the model (or adapter) name.
+        prompt_ids: the whole prompt, as the model is to see it.
+        max_tokens: the output budget of this call.
+        sampling: the sampling parameters.
+        extra_body: more fields for the request body, as the server reads them.
+    """
+
+    model: str
+    prompt_ids: list[int]
+    max_tokens: int = 1024
+    sampling: Sampling = field(default_factory=Sampling)
     extra_body: dict[str, Any] = field(default_factory=dict)
 
 
