@@ -54,7 +54,13 @@ from urllib.parse import urlsplit
 from coevo.agents.llm import anthropic_api, openai_api
 from coevo.agents.llm.environment import BASE_URL_VARIABLES, PROVIDERS, key_variable
 from coevo.agents.llm.template import Template, probe
-from coevo.agents.llm.text_tools import forced_tool, text_messages, with_text_calls
+from coevo.agents.llm.text_tools import (
+    CALL_OPEN,
+    forced_tool,
+    opened_with,
+    text_messages,
+    with_text_calls,
+)
 from coevo.agents.llm.turns import (
     ERROR_PREFIX,
     ContextLengthError,
@@ -281,6 +287,8 @@ class LLMClient:
         """Whether agent conversations go token in, token out (settled by :meth:`connect`)."""
         self.template: Template | None = None
         """What the server showed of its chat template (openai, after :meth:`connect`)."""
+        self.text_ids: dict[str, list[int]] = {}
+        """Texts the server has tokenized for token prompts (a required call's opening tag)."""
         self.token_ids = (
             token_ids
             if token_ids != "auto"
@@ -644,8 +652,15 @@ class LLMClient:
         assert self.model is not None
         conversation = ([{"role": "system", "content": system}] if system else []) + list(messages)
         text = self.protocol == "text" and bool(tools)
+        opened = text and tool_choice == "required"
+        extra = self.extra_body
         if text:
             conversation = text_messages(conversation, tools, forced_tool(tool_choice))
+        if opened:
+            # a call is required: the assistant's turn begins with the call's tag, and the
+            # model continues it (vLLM, SGLang)
+            conversation = [*conversation, {"role": "assistant", "content": CALL_OPEN}]
+            extra = {**extra, "continue_final_message": True, "add_generation_prompt": False}
         request = Request(
             model=self.model,
             messages=conversation,
@@ -656,7 +671,7 @@ class LLMClient:
             if seed is None
             else self.sampling.model_copy(update={"seed": seed}),
             token_ids=bool(self.token_ids),
-            extra_body=self.extra_body,
+            extra_body=extra,
         )
         asked = [request]
 
@@ -672,6 +687,8 @@ class LLMClient:
             return True
 
         turn = await self.call(send, role=role, task=task, again=refused)
+        if opened:
+            turn = opened_with(turn, CALL_OPEN)
         if text:
             turn = with_text_calls(turn, f"call_{sum(m['role'] == 'assistant' for m in messages)}_")
         return turn

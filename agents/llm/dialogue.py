@@ -39,7 +39,7 @@ from typing import Any, Final
 
 from coevo.agents.llm import openai_api
 from coevo.agents.llm.client import LLMClient
-from coevo.agents.llm.text_tools import text_messages, with_text_calls
+from coevo.agents.llm.text_tools import CALL_OPEN, opened_with, text_messages, with_text_calls
 from coevo.agents.llm.turns import LLMCallError, TokenRequest, Turn
 
 __all__ = ["Dialogue", "closing_tokens"]
@@ -72,6 +72,9 @@ class Dialogue:
         messages: the conversation so far (system first); the dialogue appends to this list.
         tools: the tools offered (OpenAI function tools).
         seed: the calls' sampling seed (None: the server's choice).
+        tool_choice: ``auto``, or ``required``: every turn must call a tool (natively, the
+            API's ``tool_choice``; in the text protocol, every turn opens with the call's tag,
+            a token the model does not sample).
 
     Attributes:
         messages: the conversation, in the Chat Completions format.
@@ -87,8 +90,10 @@ class Dialogue:
         messages: list[dict[str, Any]],
         tools: list[dict[str, Any]],
         seed: int | None,
+        tool_choice: str = "auto",
     ):
         self.client = client
+        self.tool_choice = tool_choice
         self.role = role
         self.task = task
         self.messages = messages
@@ -113,6 +118,7 @@ class Dialogue:
                 task=self.task,
                 messages=self.messages,
                 tools=self.tools,
+                tool_choice=None if self.tool_choice == "auto" else self.tool_choice,
                 seed=self.seed,
             )
         self.turns.append(turn)
@@ -146,6 +152,19 @@ class Dialogue:
         )
         return rendered
 
+    async def _text_ids(self, text: str) -> list[int]:
+        """``text``'s tokens, as the server's tokenizer reads it (asked once per client)."""
+        client = self.client
+        if text not in client.text_ids:
+
+            def send(connection: Any) -> Any:
+                return openai_api.tokenize_text(connection, client.model or "", text)
+
+            client.text_ids[text] = await client.call(
+                send, role=self.role, task=self.task, model_call=False
+            )
+        return client.text_ids[text]
+
     async def _between(self, since: list[dict[str, Any]]) -> list[int]:
         """The tokens after the last turn's text: its close, the messages since, the next turn's header."""
         last = self.turns[-1]
@@ -175,6 +194,9 @@ class Dialogue:
             prompt = await self._render(self.messages, tools=True)
         else:
             prompt = self._ids + await self._between(self.messages[self._covered :])
+        opening = self.client.protocol == "text" and self.tool_choice == "required"
+        if opening:
+            prompt = prompt + await self._text_ids(CALL_OPEN)
         request = TokenRequest(
             model=client.model,
             prompt_ids=prompt,
@@ -190,6 +212,8 @@ class Dialogue:
 
         turn: Turn = await client.call(send, role=self.role, task=self.task)
         self._ids = prompt + (turn.completion_ids or [])
+        if opening:
+            turn = opened_with(turn, CALL_OPEN)
         turn = with_text_calls(turn, f"call_{len(self.turns)}_")
         if turn.tool_calls and turn.finish == "stop":
             turn = dataclasses.replace(turn, finish="tool_calls")

@@ -74,6 +74,7 @@ __all__ = [
     "server_root",
     "tokenize_chat",
     "tokenize_chat_now",
+    "tokenize_text",
 ]
 
 API: Final = "the OpenAI-compatible server"
@@ -509,6 +510,12 @@ async def tokenize_chat(
         Transient, Unreachable, LLMCallError: as :func:`complete`.
     """
     body = _tokenize_body(model, messages, tools, generation, template_kwargs)
+    return _tokens(await connection.post(f"{connection.root}/tokenize", body))
+
+
+async def tokenize_text(connection: Connection, model: str, text: str) -> list[int]:
+    """``text`` as the served model's tokenizer reads it, with no special tokens added (``POST /tokenize``)."""
+    body = {"model": model, "prompt": text, "add_special_tokens": False}
     return _tokens(await connection.post(f"{connection.root}/tokenize", body))
 
 

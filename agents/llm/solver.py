@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import Any, ClassVar, Final
+from typing import Any, ClassVar, Final, Literal
 
 from coevo.agents.llm.client import LLMClient
 from coevo.agents.llm.dialogue import Dialogue
@@ -149,6 +149,7 @@ async def play(
     role: str = "solver",
     worlds: WorldPool | None = None,
     index: int = 0,
+    tool_choice: str = "auto",
 ) -> Episode:
     """One episode of ``task`` played by the model behind ``client`` (see the module docstring).
 
@@ -167,7 +168,9 @@ async def play(
     except Exception as exc:  # a fault of coevo's own: this episode fails, the batch goes on
         return failed_episode(task, seed, f"{type(exc).__name__}: {exc}", version)
     try:
-        return await _play(client, task, world, seed, version, max_steps, nudges, role, index)
+        return await _play(
+            client, task, world, seed, version, max_steps, nudges, role, index, tool_choice
+        )
     finally:
         pool.give_back(world)
 
@@ -182,6 +185,7 @@ async def _play(
     nudges: int,
     role: str,
     index: int,
+    tool_choice: str = "auto",
 ) -> Episode:
     assert isinstance(task.world, WorldSpec)
     sampled, sent = episode_sampling(client, seed, index)
@@ -193,7 +197,13 @@ async def _play(
     made: list[ToolCall] = []
     seen: list[Observation] = []
     dialogue = Dialogue(
-        client, role=role, task=task.task_id, messages=messages, tools=tools, seed=sampled
+        client,
+        role=role,
+        task=task.task_id,
+        messages=messages,
+        tools=tools,
+        seed=sampled,
+        tool_choice=tool_choice,
     )
     turns = dialogue.turns
     bad = reminded = 0
@@ -257,6 +267,9 @@ class LLMSolver(LLMRole):
             for the settings every LLM role takes).
         max_steps: tool calls per episode, ``submit`` included (a turn with no tool call counts).
         nudges: reminders to call a tool after a turn with none, per episode.
+        tool_choice: ``auto`` (the model may answer in text, and is reminded), or ``required``:
+            every turn calls a tool (the API's ``tool_choice``; in the text protocol each turn
+            opens with the ``<tool_call>`` tag, which small models need to call tools at all).
         **client: the settings every LLM role takes.
     """
 
@@ -264,11 +277,18 @@ class LLMSolver(LLMRole):
     name: ClassVar[str] = "llm-solver"
 
     def __init__(
-        self, model: str | None = None, *, max_steps: int = 16, nudges: int = 2, **client: Any
+        self,
+        model: str | None = None,
+        *,
+        max_steps: int = 16,
+        nudges: int = 2,
+        tool_choice: Literal["auto", "required"] = "auto",
+        **client: Any,
     ):
         super().__init__(model, **client)
         self.max_steps = max_steps
         self.nudges = nudges
+        self.tool_choice = tool_choice
         self.worlds = WorldPool()
 
     def policy_version(self) -> str:
@@ -305,6 +325,7 @@ class LLMSolver(LLMRole):
                         version=self.version,
                         max_steps=self.max_steps,
                         nudges=self.nudges,
+                        tool_choice=self.tool_choice,
                         worlds=self.worlds,
                         index=i,
                     )

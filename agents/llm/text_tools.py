@@ -43,6 +43,7 @@ __all__ = [
     "RESPONSE_OPEN",
     "example_call",
     "forced_tool",
+    "opened_with",
     "parse_tool_calls",
     "text_messages",
     "tools_text",
@@ -242,3 +243,9 @@ def with_text_calls(turn: Turn, prefix: str = "call_") -> Turn:
         ],
     }
     return dataclasses.replace(turn, message=message, tool_calls=calls)
+
+
+def opened_with(turn: Turn, opening: str) -> Turn:
+    """``turn``, whose text the model continued from ``opening`` (a required call's tag), with that opening put back."""
+    text = opening + (turn.text or "")
+    return dataclasses.replace(turn, text=text, message={**turn.message, "content": text})

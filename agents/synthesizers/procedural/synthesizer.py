@@ -31,6 +31,11 @@ class ProceduralSynthesizer:
             requests share a few worlds (what a long run wants); by default
             each request seed gets its own world.
         attempts: draws per task before giving up on a target.
+        tool_subset: when set, each task's world offers only the tools its
+            reference solution calls and ``tool_subset`` other tools of the
+            world (drawn with the task's seed): the same rows and schema behind
+            a short tool list, for small models, whose prompt the whole list
+            would fill (every such world is a record of its own, judged as any).
     """
 
     name = "procedural"
@@ -41,12 +46,16 @@ class ProceduralSynthesizer:
         *,
         world_pool: int | None = None,
         attempts: int = 400,
+        tool_subset: int | None = None,
     ):
         self.domains = [domain_named(d).name for d in domains] if domains else list(DOMAINS)
         if world_pool is not None and world_pool < 1:
             raise ValueError(f"world_pool must be at least 1, not {world_pool}")
+        if tool_subset is not None and tool_subset < 0:
+            raise ValueError(f"tool_subset must be at least 0, not {tool_subset}")
         self.world_pool = world_pool
         self.attempts = attempts
+        self.tool_subset = tool_subset
         self._samplers: OrderedDict[tuple[str, int], TaskSampler] = OrderedDict()
         self.misses: list[str] = []
 
@@ -67,6 +76,8 @@ class ProceduralSynthesizer:
         for key in ("world_pool", "attempts"):
             if given.get(key) is not None and given[key] < 1:
                 problems.append(f"{key} must be at least 1, not {given[key]}")
+        if given.get("tool_subset") is not None and given["tool_subset"] < 0:
+            problems.append(f"tool_subset must be at least 0, not {given['tool_subset']}")
         if problems:
             raise ConfigError(f"the synthesizer {cls.name!r}: " + "; ".join(problems))
 
@@ -125,7 +136,20 @@ class ProceduralSynthesizer:
         if request.level is not None:
             provenance["level"] = request.level
         try:
-            return sampler.sample(rng, target, attempts=self.attempts, provenance=provenance)
+            task = sampler.sample(rng, target, attempts=self.attempts, provenance=provenance)
         except Unfit as exc:
             self.misses.append(str(exc))
             return None
+        return task if self.tool_subset is None else narrowed(task, self.tool_subset, rng)
+
+
+def narrowed(task: TaskSpec, others: int, rng: random.Random) -> TaskSpec:
+    """``task`` in a copy of its world that offers only the tools its solution calls and ``others`` more."""
+    assert isinstance(task.world, WorldSpec)
+    called = {c.tool for c in task.solution}
+    rest = sorted(t.name for t in task.world.tools if t.name not in called)
+    kept = called | set(rng.sample(rest, min(others, len(rest))))
+    world = task.world.model_copy(
+        update={"id": None, "tools": [t for t in task.world.tools if t.name in kept]}
+    )
+    return task.model_copy(update={"id": None, "world": world})
