@@ -269,3 +269,52 @@ def test_answer_checks_keep_codes_exact_and_integers_exact() -> None:
     assert not passes(big, str(big), str(big - 1))
     assert passes("123.40", "'123.40'", "$123.4")
     assert not passes("123.40", "'123.40'", "123.4 or 124.4")
+
+
+# ---- short worlds and relays, for small models ------------------------------------------------
+
+
+def test_a_tool_subset_world_offers_the_solution_s_tools_and_that_many_more(cache) -> None:
+    """tool_subset = 1: each task's world keeps its solution's tools and one other; the Judge accepts every task."""
+    synth = ProceduralSynthesizer(["retail", "hr"], world_pool=2, tool_subset=1)
+    tasks = synth.propose(ProposalRequest(n=12, seed=4, level=2))
+    for task in tasks:
+        called = {c.tool for c in task.solution} - {"submit"}
+        offered = {t.name for t in task.world.tools}
+        assert called <= offered and len(offered - called) == 1, (called, offered)
+        assert not _rejections(task, cache), task.instruction
+    again = ProceduralSynthesizer(["retail", "hr"], world_pool=2, tool_subset=1)
+    assert [t.task_id for t in again.propose(ProposalRequest(n=12, seed=4, level=2))] == [
+        t.task_id for t in tasks
+    ]
+
+
+def test_a_relay_states_its_answer_and_is_one_submit_at_level_1(cache) -> None:
+    """relay_share = 1: every question becomes a relay: the answer in the instruction, submit alone, level 1, accepted."""
+    from coevo.arena.difficulty import task_level
+
+    synth = ProceduralSynthesizer(["retail"], world_pool=2, families=["question"], relay_share=1.0)
+    tasks = synth.propose(ProposalRequest(n=6, seed=1, level=2))
+    for task in tasks:
+        (only,) = task.solution
+        assert only.tool == "submit" and str(only.arguments["answer"]) in task.instruction
+        assert task_level(task) == 1 and task.provenance["relay"] is True
+        assert "plan" not in task.provenance
+        assert not _rejections(task, cache), task.instruction
+
+
+def test_the_synthesizer_s_families_are_drawn_when_a_request_names_none() -> None:
+    """families = [question]: a level's requests give questions only; a bad family is refused before a run."""
+    synth = ProceduralSynthesizer(["retail"], world_pool=2, families=["question"])
+    assert all(
+        t.features.get("question") for t in synth.propose(ProposalRequest(n=8, seed=0, level=1))
+    )
+
+    class Settings:
+        def arguments(self) -> dict:
+            return {"families": ["questions"], "relay_share": 2.0, "tool_subset": -1}
+
+    with pytest.raises(CoevoError) as refused:
+        ProceduralSynthesizer.preflight(Settings())
+    assert "questions" in str(refused.value) and "relay_share" in str(refused.value)
+    assert "tool_subset" in str(refused.value)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 from coevo.agents.protocols import ProposalRequest
 from coevo.agents.synthesizers.initial import initial_state
@@ -13,7 +13,7 @@ from coevo.agents.synthesizers.planner import Target, TaskSampler, Unfit
 from coevo.agents.synthesizers.procedural.domains import DOMAINS, domain_named
 from coevo.arena.errors import CoevoError, ConfigError
 from coevo.arena.seeding import derive_seed
-from coevo.arena.spec import TaskSpec, WorldSpec
+from coevo.arena.spec import SUBMIT, TaskSpec, ToolCall, WorldSpec
 
 __all__ = ["ProceduralSynthesizer"]
 
@@ -36,6 +36,12 @@ class ProceduralSynthesizer:
             world (drawn with the task's seed): the same rows and schema behind
             a short tool list, for small models, whose prompt the whole list
             would fill (every such world is a record of its own, judged as any).
+        families: the task families drawn when a request names none (default: every
+            family the level has).
+        relay_share: the share of question tasks made *relays* (:func:`relayed`): the
+            instruction states the answer and the reference solution is one call,
+            ``submit(answer)``: the protocol's smallest task (level 1, one step), for a
+            model that cannot make a tool call yet (0: none).
     """
 
     name = "procedural"
@@ -47,6 +53,8 @@ class ProceduralSynthesizer:
         world_pool: int | None = None,
         attempts: int = 400,
         tool_subset: int | None = None,
+        families: Sequence[str] | None = None,
+        relay_share: float = 0.0,
     ):
         self.domains = [domain_named(d).name for d in domains] if domains else list(DOMAINS)
         if world_pool is not None and world_pool < 1:
@@ -56,6 +64,10 @@ class ProceduralSynthesizer:
         self.world_pool = world_pool
         self.attempts = attempts
         self.tool_subset = tool_subset
+        if not 0.0 <= relay_share <= 1.0:
+            raise ValueError(f"relay_share must be between 0 and 1, not {relay_share}")
+        self.relay_share = relay_share
+        self.families = list(families) if families else None
         self._samplers: OrderedDict[tuple[str, int], TaskSampler] = OrderedDict()
         self.misses: list[str] = []
 
@@ -78,6 +90,13 @@ class ProceduralSynthesizer:
                 problems.append(f"{key} must be at least 1, not {given[key]}")
         if given.get("tool_subset") is not None and given["tool_subset"] < 0:
             problems.append(f"tool_subset must be at least 0, not {given['tool_subset']}")
+        if given.get("families"):
+            try:
+                Target.of(None, {}, given["families"])
+            except ValueError as exc:
+                problems.append(f"families: {exc}")
+        if not 0.0 <= given.get("relay_share", 0.0) <= 1.0:
+            problems.append(f"relay_share must be between 0 and 1, not {given['relay_share']}")
         if problems:
             raise ConfigError(f"the synthesizer {cls.name!r}: " + "; ".join(problems))
 
@@ -124,7 +143,7 @@ class ProceduralSynthesizer:
         domains = (
             [domain_named(d).name for d in request.domains] if request.domains else self.domains
         )
-        target = Target.of(request.level, request.features, request.families)
+        target = Target.of(request.level, request.features, request.families or self.families)
         rng = random.Random(derive_seed(request.seed, "task", index))
         domain = domains[rng.randrange(len(domains))]
         sampler = self.sampler(domain, self.world_seed(request.seed))
@@ -140,7 +159,45 @@ class ProceduralSynthesizer:
         except Unfit as exc:
             self.misses.append(str(exc))
             return None
-        return task if self.tool_subset is None else narrowed(task, self.tool_subset, rng)
+        if self.tool_subset is not None:
+            task = narrowed(task, self.tool_subset, rng)
+        if self.relay_share and task.features.get("question") and rng.random() < self.relay_share:
+            task = relayed(task)
+        return task
+
+
+RELAY_FEATURES: Final = {
+    "difficulty": 1.0,
+    "steps": 1,
+    "hops": 0,
+    "writes": 0,
+    "distractors": 0,
+    "branching": 0,
+    "result_rows": 0,
+    "aggregates": 0,
+    "question": 1,
+}
+"""A relay's measured features: one call (``submit``), nothing to find."""
+
+
+def relayed(task: TaskSpec) -> TaskSpec:
+    """A question ``task`` whose instruction states its answer: the reference solution is ``submit(answer)`` alone.
+
+    The verifier is the question's (so the answer is checked as before); the
+    world keeps its tools; the plan is dropped from the provenance (a relay is
+    no plan's realisation, and mutation operators leave it alone).
+    """
+    answer = str(task.solution[-1].arguments.get("answer", ""))
+    provenance = {k: v for k, v in task.provenance.items() if k != "plan"}
+    return task.model_copy(
+        update={
+            "id": None,
+            "instruction": f"{task.instruction} (The answer is {answer}: submit it.)",
+            "solution": [ToolCall(SUBMIT, {"answer": answer})],
+            "features": dict(RELAY_FEATURES),
+            "provenance": {**provenance, "relay": True},
+        }
+    )
 
 
 def narrowed(task: TaskSpec, others: int, rng: random.Random) -> TaskSpec:

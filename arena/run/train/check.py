@@ -24,6 +24,7 @@ import torch
 from coevo.arena.errors import ArenaError
 from coevo.arena.gamelog import GameLog
 from coevo.arena.run.train.policy import choose_device, load_model, token_logprobs
+from coevo.arena.run.train.sequences import sampled_temperature
 
 __all__ = ["Agreement", "check_logprobs", "main"]
 
@@ -71,7 +72,15 @@ def check_logprobs(
     table = log.read(
         "trajectories",
         gens=gens,
-        columns=["episode_id", "policy_version", "layout", "token_ids", "logprobs", "loss_mask"],
+        columns=[
+            "episode_id",
+            "policy_version",
+            "layout",
+            "token_ids",
+            "logprobs",
+            "loss_mask",
+            "sampling",
+        ],
     )
     rows = [r for r in table.to_pylist() if r["layout"] == "interleaved" and r["logprobs"]]
     if limit is not None:
@@ -119,12 +128,13 @@ def _agreement(
 ) -> Agreement:
     ids, mask, recorded = row["token_ids"], row["loss_mask"], row["logprobs"]
     positions = [i for i, m in enumerate(mask) if m and i > 0 and recorded[i] is not None]
+    temperature = sampled_temperature(row["sampling"])
     with torch.no_grad():
         if disabled:
             with scorer.disable_adapter():
-                again = token_logprobs(scorer, ids, positions, dtype=dtype)
+                again = token_logprobs(scorer, ids, positions, temperature=temperature, dtype=dtype)
         else:
-            again = token_logprobs(scorer, ids, positions, dtype=dtype)
+            again = token_logprobs(scorer, ids, positions, temperature=temperature, dtype=dtype)
     given = torch.tensor([recorded[i] for i in positions], dtype=torch.float32)
     gap = (given - again.cpu()).abs()
     return Agreement(

@@ -173,11 +173,12 @@ class LoRATrainer(BatchConsumer):
         loss = log_ratio = abs_log_ratio = kl = 0.0
         clipped = tokens = 0
         for sequence in order:
+            temperature = settings.temperature or sequence.temperature
             logp = token_logprobs(
                 self.model,
                 sequence.token_ids,
                 sequence.positions,
-                temperature=settings.temperature,
+                temperature=temperature,
                 dtype=settings.dtype,
             )
             old = torch.tensor(
@@ -193,7 +194,7 @@ class LoRATrainer(BatchConsumer):
                         self.model,
                         sequence.token_ids,
                         sequence.positions,
-                        temperature=settings.temperature,
+                        temperature=temperature,
                         dtype=settings.dtype,
                     )
             part = token_loss(

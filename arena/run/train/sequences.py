@@ -16,13 +16,14 @@ it, and the default is not to).
 
 from __future__ import annotations
 
+import json
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Sequence", "Skipped", "sequences_of"]
+__all__ = ["Sequence", "Skipped", "sampled_temperature", "sequences_of"]
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,7 @@ class Sequence:
         advantage: the advantage every one of its tokens is weighted by.
         episode_id: the rollout it comes from.
         policy_version: the policy that sampled it.
+        temperature: the temperature it was sampled at (its row's ``sampling``; 1 when unsaid).
     """
 
     token_ids: list[int]
@@ -45,6 +47,7 @@ class Sequence:
     advantage: float
     episode_id: str
     policy_version: str
+    temperature: float = 1.0
 
 
 @dataclass
@@ -111,9 +114,19 @@ def sequences_of(
     return out, skipped
 
 
+def sampled_temperature(sampling: Any) -> float:
+    """The temperature a row's ``sampling`` (JSON) records; 1 when it records none."""
+    try:
+        value = json.loads(sampling).get("temperature") if isinstance(sampling, str) else None
+    except (ValueError, AttributeError, RecursionError):
+        value = None
+    return float(value) if isinstance(value, (int, float)) and value > 0 else 1.0
+
+
 def _row_sequences(row: Mapping[str, Any], advantage: float) -> list[Sequence] | None:
     """A row's sequences (None: it has no token ids; empty: nothing under its mask)."""
     episode, version = str(row["episode_id"]), str(row["policy_version"])
+    temperature = sampled_temperature(row.get("sampling"))
     if row.get("layout") == "interleaved" and row.get("token_ids") is not None:
         ids = [int(t) for t in row["token_ids"]]
         mask = row.get("loss_mask") or [0] * len(ids)
@@ -122,7 +135,7 @@ def _row_sequences(row: Mapping[str, Any], advantage: float) -> list[Sequence] |
         if not positions:
             return []
         behaviour = [None if given[i] is None else float(given[i]) for i in positions]
-        return [Sequence(ids, positions, behaviour, advantage, episode, version)]
+        return [Sequence(ids, positions, behaviour, advantage, episode, version, temperature)]
     prompts, completions = row.get("turn_prompt_ids"), row.get("turn_completion_ids")
     if prompts is None or completions is None:
         return None
@@ -138,5 +151,5 @@ def _row_sequences(row: Mapping[str, Any], advantage: float) -> list[Sequence] |
             if logprobs is not None and len(logprobs) == len(completion)
             else [None] * len(completion)
         )
-        out.append(Sequence(ids, positions, behaviour, advantage, episode, version))
+        out.append(Sequence(ids, positions, behaviour, advantage, episode, version, temperature))
     return out

@@ -68,11 +68,12 @@ class TrainSettings(BaseModel):
         default="none",
         description="advantages as the batch gives them, or divided by their group's std",
     )
-    temperature: float = Field(
-        default=1.0,
+    temperature: float | None = Field(
+        default=None,
         gt=0,
-        description="the sampling temperature the log-probs are taken at (vLLM returns "
-        "log-probs at temperature 1 unless served with --logprobs-mode processed_logprobs)",
+        description="the temperature the policy's log-probs are taken at (default: each "
+        "rollout's own, from its sampling; vLLM records them at that temperature when "
+        "served with --logprobs-mode processed_logprobs, else at 1)",
     )
     max_length: int = Field(
         default=8192, ge=16, description="sequences longer than this are left out (and counted)"

