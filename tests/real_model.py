@@ -225,7 +225,11 @@ class VLLMServer:
             headers={"Content-Type": "application/json"},
         )
         with urllib.request.urlopen(request, timeout=600) as answer:
-            return json.loads(answer.read())
+            raw = answer.read()
+        try:
+            return json.loads(raw)
+        except ValueError:  # vLLM answers some routes (loading an adapter) in plain text
+            return {"text": raw.decode("utf-8", "replace")}
 
     def stop(self) -> None:
         """Stop the server and its workers (their whole process group)."""

@@ -85,11 +85,14 @@ def probe(
         return Template(renders=False, note=f"it renders no chat template on request ({exc})")
     try:
         described = render(hello, [PROBE_TOOL]) != plain
-        call = {
-            "id": "call_0",
-            "type": "function",
-            "function": {"name": "look_up_probe", "arguments": json.dumps({"key": "k1"})},
-        }
+    except (LLMCallError, Transient, Unreachable) as exc:
+        return Template(renders=True, note=f"its chat template could not render a tool ({exc})")
+    call = {
+        "id": "call_0",
+        "type": "function",
+        "function": {"name": "look_up_probe", "arguments": json.dumps({"key": "k1"})},
+    }
+    try:
         with_call = render(
             [*hello, {"role": "assistant", "content": "", "tool_calls": [call]}],
             [PROBE_TOOL] if described else None,
@@ -98,8 +101,8 @@ def probe(
     except (LLMCallError, Transient, Unreachable) as exc:
         return Template(
             renders=True,
-            describes_tools=True,
-            note=f"its chat template could not render a tool call ({exc})",
+            describes_tools=described,
+            note=f"how its chat template writes a tool call could not be read back ({exc})",
         )
     hermes = CALL_OPEN in text and "look_up_probe" in text.split(CALL_OPEN, 1)[1]
     return Template(renders=True, describes_tools=described, hermes_calls=hermes)
