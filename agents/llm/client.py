@@ -209,7 +209,7 @@ class LLMClient:
         extra_body: more fields for every request body, as the server reads them
             (e.g. ``{"chat_template_kwargs": {"enable_thinking": false}}``; openai only).
         owner: what the client works for, for messages (``the solver 'llm-solver'``).
-        http_client: an ``httpx2.AsyncClient`` to send every request through (tests pass a mock transport).
+        http_client: a client to send every request through: an ``aiohttp.ClientSession`` (openai), an ``httpx2.AsyncClient`` (anthropic; tests pass a mock transport).
         prices: dollars per million tokens by model-name prefix.
 
     Raises:

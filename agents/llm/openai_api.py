@@ -1,11 +1,12 @@
 """The OpenAI-compatible wire format: OpenAI itself, vLLM, SGLang, Ollama, any compatible server.
 
-coevo speaks it over one ``httpx2`` client of its own, not through the
-``openai`` SDK: the SDK's cost per call changes several-fold between its
-major versions (``verifiers`` pins ``openai<3``), and token-in/token-out
-needs endpoints the SDK does not know (``/tokenize``, ``/v1/completions``
-with a token-id prompt). A :class:`Connection` is one server's pool of
-HTTP connections, the key in its ``Authorization`` header.
+coevo speaks it itself (``aiohttp`` for the calls of a batch, ``httpx2`` for
+the start-up checks), not through the ``openai`` SDK: the SDK's cost per
+call changes several-fold between its major versions (``verifiers`` pins
+``openai<3``), and token-in/token-out needs endpoints the SDK does not know
+(``/tokenize``, ``/v1/completions`` with a token-id prompt). A
+:class:`Connection` is one server's pool of HTTP connections, the key in
+its ``Authorization`` header.
 
 * :func:`complete`: ``POST /chat/completions``. A
   :class:`~coevo.agents.llm.turns.Request` goes out as the API takes it;
@@ -39,11 +40,13 @@ error carries the request (its headers hold the key).
 from __future__ import annotations
 
 import json
+import os
 import re
 from array import array
 from typing import Any, Final
 from urllib.parse import urlsplit
 
+import aiohttp
 import httpx2
 from coevo.agents.llm.turns import (
     LLMCallError,
@@ -141,13 +144,19 @@ def _transport_error(exc: Exception) -> Exception:
 
 
 class Connection:
-    """One server's pool of HTTP connections (``httpx2``), keeping ``limit`` of them alive.
+    """One server's pool of HTTP connections (``aiohttp``), keeping ``limit`` of them alive.
+
+    aiohttp spends about half the CPU per request of ``httpx2`` (whose pool
+    looks at every connection for every request): at 64 rollouts in flight,
+    1.2 ms of coevo's CPU per model call against 2.0
+    (``benchmarks/bench_llm_rollouts.py``). The session is made in the event
+    loop of the first request (each batch of a role runs in a loop of its own).
 
     Args:
         base_url: the server's base URL (``http://host:8000/v1``).
         key: the key, sent as ``Authorization: Bearer``.
         timeout: seconds per request.
-        http_client: an ``httpx2.AsyncClient`` to use instead (the caller's to close).
+        http_client: an ``aiohttp.ClientSession`` to use instead (the caller's to close).
         limit: connections kept open (the calls this server may have in flight).
     """
 
@@ -164,10 +173,9 @@ class Connection:
         self.openai_itself = is_openai_itself(self.base_url)
         self.headers = _headers(key)
         self.owned = http_client is None
-        self.http: Any = http_client or httpx2.AsyncClient(
-            timeout=timeout,
-            limits=httpx2.Limits(max_connections=limit, max_keepalive_connections=limit),
-        )
+        self.timeout = timeout
+        self.limit = limit
+        self.http: Any = http_client
 
     async def post(self, url: str, body: dict[str, Any]) -> bytes:
         """POST ``body`` as JSON to ``url``; the answer's bytes.
@@ -177,18 +185,44 @@ class Connection:
             Unreachable: no answer came back.
             LLMCallError: any other error status (``.status`` set).
         """
+        if self.http is None:
+            self.http = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=self.limit),
+                timeout=aiohttp.ClientTimeout(total=self.timeout),
+            )
         try:
-            response = await self.http.post(url, content=to_json(body), headers=self.headers)
-        except httpx2.HTTPError as exc:
-            raise _transport_error(exc) from None
-        if response.status_code >= 400:
-            raise _status_error(response)
-        return bytes(response.content)
+            async with self.http.post(url, data=to_json(body), headers=self.headers) as response:
+                raw = await response.read()
+                status, headers = response.status, response.headers
+        except TimeoutError:
+            raise Unreachable("the request timed out", timeout=True) from None
+        except (aiohttp.ClientError, OSError) as exc:
+            raise Unreachable(_why_unanswered(exc)) from None
+        if status >= 400:
+            message = _message_of(status, raw)
+            raise status_failure(
+                API,
+                status,
+                message,
+                retry_after=retry_after(headers),
+                too_long=bool(_CONTEXT.search(message)),
+            )
+        return raw
 
     async def close(self) -> None:
-        """Close the connections (unless the client was the caller's)."""
-        if self.owned:
-            await self.http.aclose()
+        """Close the connections (unless the session was the caller's)."""
+        if self.owned and self.http is not None:
+            await self.http.close()
+        self.http = None if self.owned else self.http
+
+
+def _why_unanswered(exc: BaseException) -> str:
+    """What the operating system said under a connection error ("connection refused")."""
+    underneath = getattr(exc, "os_error", None)
+    for error in (underneath, exc):
+        if isinstance(error, OSError) and error.errno:
+            return os.strerror(error.errno).lower()
+    return root_cause(exc) or type(exc).__name__
 
 
 def make_sdk(

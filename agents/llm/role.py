@@ -86,7 +86,7 @@ class LLMRole:
         extra_body: more fields for every request body, as the server reads them (openai only),
             e.g. ``{chat_template_kwargs = {enable_thinking = false}}`` for Qwen3 on vLLM.
         policy_version: how the policy is named in the log (default: the model's name).
-        http_client: an ``httpx2.AsyncClient`` (tests pass one with a mock transport).
+        http_client: a client to send every request through: an ``aiohttp.ClientSession`` (openai), an ``httpx2.AsyncClient`` (anthropic; tests pass a mock transport).
 
     Raises:
         LLMConfigError: the key's variable is unset, a server cannot be reached, or it
