@@ -19,11 +19,42 @@ ids are the rollout (each turn a sample of its own).
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from collections.abc import Mapping, Sequence
+from typing import Any, Final, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["Interleaved", "Trajectory", "TurnTokens"]
+__all__ = ["Interleaved", "Trajectory", "TurnTokens", "carried_out_turns"]
+
+_FAILED: Final = "error: "
+"""How a tool message reporting a failed call begins (``Observation.text``)."""
+
+
+def carried_out_turns(messages: Sequence[Mapping[str, Any]]) -> tuple[int, int]:
+    """``(turns whose every call the world carried out, assistant turns)`` of a conversation.
+
+    A turn counts when it made at least one call and no answer to its calls
+    begins ``error: `` (a call that was not JSON, named no tool of the world,
+    missed a parameter, or that the world refused). The share is the first
+    thing a model that cannot call tools yet learns: the tiny real loop's
+    first signal (``coevo analyze``, ``coevo train --format-reward``).
+    """
+    carried = turns = 0
+    current: bool | None = None  # the turn being answered: None, no calls; True while all succeed
+    for message in messages:
+        role = message.get("role")
+        if role == "assistant":
+            if current:
+                carried += 1
+            turns += 1
+            current = True if message.get("tool_calls") else None
+        elif role == "tool" and current is not None:
+            content = message.get("content")
+            if isinstance(content, str) and content.startswith(_FAILED):
+                current = False
+    if current:
+        carried += 1
+    return carried, turns
 
 
 class _Model(BaseModel):

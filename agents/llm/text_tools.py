@@ -13,8 +13,9 @@ Hermes format that Qwen, Hermes and many fine-tunes were trained on:
 * the model calls a tool by writing a JSON object with ``name`` and
   ``arguments`` between ``<tool_call>`` and ``</tool_call>``; a turn may hold
   several calls; text outside the tags is the model's own (its reasoning);
-  a last call whose closing tag never came (the model stopped, or was cut
-  off) is read to the end of the text (:func:`parse_tool_calls`);
+  a call is the JSON object that follows the tag (what the model writes
+  after it, before the closing tag or without one, is not part of it);
+  a call whose JSON was cut off is a failed step (:func:`parse_tool_calls`);
 * each tool's result goes back as a user message ``<tool_response>...
   </tool_response>`` (the results of one turn in one message, in order), since
   many templates know no ``tool`` role (:func:`text_messages`).
@@ -59,6 +60,7 @@ _CALL: Final = re.compile(
     re.escape(CALL_OPEN) + r"(.*?)(?:" + re.escape(CALL_CLOSE) + r"|\Z)", re.S
 )
 _NAME: Final = re.compile(r'"name"\s*:\s*"([^"\\]{1,200})"')
+_DECODER: Final = json.JSONDecoder()
 
 
 def _placeholder(schema: Any) -> Any:
@@ -126,7 +128,10 @@ def parse_tool_calls(text: str | None, prefix: str = "call_") -> list[ToolCallRe
         written = found.group(1).strip()
         call_id = f"{prefix}{n}"
         try:
-            value = json.loads(written)
+            # the call is the JSON object after the tag; what a model writes after it (its guess
+            # of the result, more text) is not part of it
+            value, end = _DECODER.raw_decode(written)
+            written = written[:end]
         except (ValueError, RecursionError):
             named = _NAME.search(written)
             calls.append(

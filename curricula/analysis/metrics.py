@@ -30,7 +30,12 @@ episode rows take a fraction of a second), from the tables alone:
 * ``throughput``: per generation, episodes played and tasks accepted (tokens
   and dollars when a role reports them);
 * ``irt``: each solver version's ability and each task's difficulty, a Rasch
-  model fitted to the episodes (:mod:`~coevo.curricula.analysis.irt`).
+  model fitted to the episodes (:mod:`~coevo.curricula.analysis.irt`);
+* ``policies``: for an LLM Solver, per policy version (in the order played):
+  its generations, its rollouts and their mean reward, train and eval, and
+  the share of its turns whose calls the world carried out
+  (:func:`~coevo.arena.trajectory.carried_out_turns`): what a model that
+  cannot call tools yet learns first.
 """
 
 from __future__ import annotations
@@ -53,6 +58,7 @@ from coevo.arena.gamelog.corpus import CORPUS_MANIFEST, read_corpus
 from coevo.arena.gamelog.log import has_format
 from coevo.arena.novelty import TaskSignature, distinct_share, signature
 from coevo.arena.spec import TaskSpec, WorldSpec
+from coevo.arena.trajectory import carried_out_turns
 from coevo.curricula.analysis.irt import fit_rasch
 from coevo.curricula.analysis.passk import pass_k_of_log
 
@@ -562,6 +568,56 @@ def _irt(run: Run) -> dict[str, Any]:
     return fit_rasch(_played(run).select(["solver", "task_id", "reward"]))
 
 
+def _policies(run: Run) -> list[dict[str, Any]]:
+    """Per policy version that played (first played first): rollouts, reward and the share of turns carried out."""
+    table = run.tables.get("trajectories")
+    if table is None or not table.num_rows:
+        return []
+    rows = table.select(["gen", "policy_version", "purpose", "reward", "messages", "failure"])
+    out: dict[str, dict[str, Any]] = {}
+    for row in rows.to_pylist():
+        if row["failure"] is not None or row["purpose"] not in ("train", "eval"):
+            continue
+        mine = out.setdefault(
+            row["policy_version"],
+            {
+                "version": row["policy_version"],
+                "gens": [],
+                "train": [],
+                "eval": [],
+                "turns": [0, 0],
+            },
+        )
+        if row["gen"] not in mine["gens"]:
+            mine["gens"].append(row["gen"])
+        mine[row["purpose"]].append(row["reward"])
+        try:
+            messages = json.loads(row["messages"])
+        except (ValueError, RecursionError):
+            messages = []
+        carried, turns = carried_out_turns(messages if isinstance(messages, list) else [])
+        mine["turns"][0] += carried
+        mine["turns"][1] += turns
+
+    def mean(values: list[int]) -> float | None:
+        return sum(values) / len(values) if values else None
+
+    return [
+        {
+            "version": v["version"],
+            "first_gen": min(v["gens"]),
+            "last_gen": max(v["gens"]),
+            "train_rollouts": len(v["train"]),
+            "train_reward": mean(v["train"]),
+            "eval_rollouts": len(v["eval"]),
+            "eval_reward": mean(v["eval"]),
+            "turns": v["turns"][1],
+            "carried_out": v["turns"][0] / v["turns"][1] if v["turns"][1] else None,
+        }
+        for v in sorted(out.values(), key=lambda v: (min(v["gens"]), v["version"]))
+    ]
+
+
 def analyze(run: Run, *, irt: bool = True) -> dict[str, Any]:
     """Every metric of the module docstring, JSON-ready."""
     tasks = _tasks(run)
@@ -582,6 +638,7 @@ def analyze(run: Run, *, irt: bool = True) -> dict[str, Any]:
         "throughput": _throughput(run),
         "irt": _irt(run) if irt else None,
         "pass_k": _pass_k(run) if run.experiment.get("benchmark") else None,
+        "policies": _policies(run),
     }
 
 

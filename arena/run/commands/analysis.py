@@ -76,6 +76,27 @@ def _print_metrics(metrics: dict[str, Any]) -> None:
         "frontier: the curriculum's level; level_proposed: the mean level proposed; paid: "
         "the mean proposer reward of the proposals paid; div: the accepted tasks' diversity"
     )
+    policies = metrics.get("policies") or []
+    if policies:
+        print(
+            f"\n{'policy version':<28} {'gens':>7} {'train':>6} {'reward':>6} {'eval':>5} "
+            f"{'reward':>6} {'turns':>6} {'carried out':>11}"
+        )
+        for p in policies:
+            gens = (
+                f"{p['first_gen']}-{p['last_gen']}"
+                if p["last_gen"] > p["first_gen"]
+                else str(p["first_gen"])
+            )
+            print(
+                f"{p['version'][:28]:<28} {gens:>7} {p['train_rollouts']:>6} {f(p['train_reward']):>6} "
+                f"{p['eval_rollouts']:>5} {f(p['eval_reward']):>6} {p['turns']:>6} "
+                f"{'–' if p['carried_out'] is None else format(p['carried_out'], '.1%'):>11}"
+            )
+        print(
+            "carried out: the share of the model's turns whose every tool call the world carried out "
+            "(valid JSON, a tool it has, arguments it takes)"
+        )
     lineage = metrics.get("lineage") or {}
     if lineage:
         print(

@@ -49,7 +49,7 @@ from coevo.arena.run.train.policy import (
     trainable,
     with_adapter,
 )
-from coevo.arena.run.train.sequences import Sequence, sequences_of
+from coevo.arena.run.train.sequences import Sequence, sequences_of, with_format_reward
 from coevo.arena.run.train.settings import TrainSettings
 
 __all__ = ["LoRATrainer", "main"]
@@ -127,7 +127,11 @@ class LoRATrainer(BatchConsumer):
         assert self.model is not None and self.optimizer is not None
         started = time.monotonic()
         settings = self.settings
-        sequences, skipped = sequences_of(table.to_pylist(), scale=settings.scale)
+        rows = table.to_pylist()
+        carried_share = None
+        if settings.format_reward:
+            rows, carried_share = with_format_reward(rows, settings.format_reward)
+        sequences, skipped = sequences_of(rows, scale=settings.scale)
         long = [s for s in sequences if len(s.token_ids) > settings.max_length]
         sequences = [s for s in sequences if len(s.token_ids) <= settings.max_length]
         start = [p.detach().clone() for p in trainable(self.model).values()]
@@ -151,6 +155,7 @@ class LoRATrainer(BatchConsumer):
                 "too_long": len(long),
             },
             **figures,
+            "carried_out_share": carried_share,
             "lora_b_norm": lora_norms(self.model)["lora_b"],
             "adapter_change": change**0.5,
             "seconds": round(time.monotonic() - started, 3),
@@ -242,6 +247,8 @@ class LoRATrainer(BatchConsumer):
                 f"{entry['mean_abs_log_ratio']:.4f}, clipped {entry['clipped_fraction']:.1%}, "
                 f"grad norm {entry['grad_norm']:.3f})"
             )
+        if entry.get("carried_out_share") is not None:
+            line += f"; turns carried out {entry['carried_out_share']:.1%}"
         left = ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in skipped.items() if n)
         if left:
             line += f"; left out: {left}"

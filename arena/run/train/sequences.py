@@ -23,7 +23,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Sequence", "Skipped", "sampled_temperature", "sequences_of"]
+from coevo.arena.trajectory import carried_out_turns
+
+__all__ = ["Sequence", "Skipped", "sampled_temperature", "sequences_of", "with_format_reward"]
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,50 @@ def _group_scales(rows: list[Mapping[str, Any]]) -> dict[tuple[str, str], float]
 def _group(row: Mapping[str, Any]) -> tuple[str, str]:
     role = str(row.get("role") or "solver")
     return (role, "" if role == "proposer" else str(row["task_id"]))
+
+
+def _messages(row: Mapping[str, Any]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for column in ("prompt_messages", "completion_messages"):
+        try:
+            value = json.loads(row.get(column) or "[]")
+        except (ValueError, RecursionError):
+            value = []
+        out += [m for m in value if isinstance(m, dict)] if isinstance(value, list) else []
+    return out
+
+
+def with_format_reward(
+    rows: Iterable[Mapping[str, Any]], bonus: float
+) -> tuple[list[dict[str, Any]], float | None]:
+    """Rows paid ``bonus`` × the share of their turns the world carried out, their advantages made again.
+
+    A format reward, as DeepSeek-R1's: for a model that earns no task reward
+    yet (every group all 0, so no gradient), the share of turns whose calls
+    the world carried out (:func:`~coevo.arena.trajectory.carried_out_turns`)
+    is the signal it can learn first. Each row's ``reward`` becomes its own
+    plus the bonus, and its ``advantage`` that less its group's mean (solver
+    rows: their task's; proposer rows: all of them). The run's log keeps
+    coevo's reward; this is the trainer's.
+
+    Returns:
+        The rows, and the mean share of carried-out turns over them (None: no rows).
+    """
+    listed = [dict(r) for r in rows]
+    if not listed:
+        return listed, None
+    shares = []
+    for row in listed:
+        carried, turns = carried_out_turns(_messages(row))
+        shares.append(carried / turns if turns else 0.0)
+        row["reward"] = float(row["reward"]) + bonus * shares[-1]
+    groups: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for row in listed:
+        groups[_group(row)].append(row["reward"])
+    for row in listed:
+        members = groups[_group(row)]
+        row["advantage"] = row["reward"] - sum(members) / len(members)
+    return listed, sum(shares) / len(shares)
 
 
 def sequences_of(

@@ -75,6 +75,12 @@ class TrainSettings(BaseModel):
         "rollout's own, from its sampling; vLLM records them at that temperature when "
         "served with --logprobs-mode processed_logprobs, else at 1)",
     )
+    format_reward: float = Field(
+        default=0.0,
+        ge=0,
+        description="pay each rollout this times the share of its turns whose calls the world "
+        "carried out, on top of its reward (a format reward, for a model that earns none yet)",
+    )
     max_length: int = Field(
         default=8192, ge=16, description="sequences longer than this are left out (and counted)"
     )
