@@ -53,6 +53,7 @@ from urllib.parse import urlsplit
 
 from coevo.agents.llm import anthropic_api, openai_api
 from coevo.agents.llm.environment import BASE_URL_VARIABLES, PROVIDERS, key_variable
+from coevo.agents.llm.structured import structured
 from coevo.agents.llm.template import Template, probe
 from coevo.agents.llm.text_tools import (
     CALL_OPEN,
@@ -62,7 +63,6 @@ from coevo.agents.llm.text_tools import (
     with_text_calls,
 )
 from coevo.agents.llm.turns import (
-    ERROR_PREFIX,
     ContextLengthError,
     Endpoint,
     LLMCallError,
@@ -75,7 +75,7 @@ from coevo.agents.llm.turns import (
 )
 from coevo.arena.errors import ConfigError
 from coevo.arena.gamelog.rows import UsageRow
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 __all__ = ["PRICES", "LLMClient", "Usage", "backoff", "shown", "where"]
 
@@ -859,91 +859,15 @@ class LLMClient:
         repairs: int = 1,
         record: Callable[[list[dict[str, Any]], list[dict[str, Any]], Turn], None] | None = None,
     ) -> Model:
-        """A call whose answer must be ``model``: a forced tool with the model's JSON Schema.
-
-        ``record(new_messages, tools, turn)``, when given, is called after every
-        turn (each repair too) with the messages the conversation gained before
-        it (the system message and ``messages`` for the first, the feedback for
-        a repair), the tool offered and the turn: a caller keeps its rollout so.
-
-        Raises:
-            LLMCallError: the call failed, or after ``repairs`` answers sent back with
-                their problem the answer was still cut off, named another tool, was
-                text that is no JSON object, or did not validate; the message holds the
-                exact problem, ready to be fed back for a retry.
-        """
-        tool = name or model.__name__.lower()
-        tools = [
-            {
-                "type": "function",
-                "function": {
-                    "name": tool,
-                    "description": model.__doc__ or tool,
-                    "parameters": model.model_json_schema(),
-                },
-            }
-        ]
-        conversation = list(messages)
-        gained = [{"role": "system", "content": system}, *conversation]
-        for attempt in range(repairs + 1):
-            turn = await self.create(
-                role=role,
-                task=task,
-                system=system,
-                messages=conversation,
-                tools=tools,
-                tool_choice={"type": "function", "function": {"name": tool}},
-            )
-            if record is not None:
-                record(gained, tools, turn)
-            try:
-                return self._answer(model, tool, turn)
-            except LLMCallError as exc:
-                if attempt == repairs:
-                    raise
-                gained = _feedback(turn, f"{exc}; call {tool} again")
-                conversation += [turn.message, *gained]
-        raise AssertionError("unreachable")  # the loop returns or raises
-
-    def _answer(self, model: type[Model], tool: str, turn: Turn) -> Model:
-        calls = turn.tool_calls
-        if turn.finish == "length" and not (calls and calls[0].arguments is not None):
-            raise LLMCallError(
-                f"the answer was cut off at max_tokens ({self.max_tokens}) before {tool} was complete"
-            )
-        if not calls:
-            payload = _json_in(turn.text or "")
-            if payload is None:
-                raise LLMCallError(f"the answer called no tool; it must call {tool}")
-        elif calls[0].name != tool:
-            raise LLMCallError(f"the answer called {calls[0].name!r}; it must call {tool!r}")
-        elif calls[0].arguments is None:
-            raise LLMCallError(f"the {tool} input is not JSON: {calls[0].error}")
-        else:
-            payload = calls[0].arguments
-        try:
-            return model.model_validate(payload)
-        except ValidationError as exc:
-            raise LLMCallError(f"the {tool} input does not validate: {exc}") from exc
-
-
-def _feedback(turn: Turn, problem: str) -> list[dict[str, Any]]:
-    """Messages that answer ``turn`` with ``problem``: a tool error per call it made, or a user message."""
-    if turn.tool_calls:
-        return [
-            {"role": "tool", "tool_call_id": c.id, "content": ERROR_PREFIX + problem}
-            for c in turn.tool_calls
-        ]
-    return [{"role": "user", "content": problem}]
-
-
-def _json_in(text: str) -> dict[str, Any] | None:
-    """The JSON object a text answer holds (whole, or between its first ``{`` and last ``}``)."""
-    start, end = text.find("{"), text.rfind("}")
-    if start < 0 or end <= start:
-        return None
-    try:
-        value = json.loads(text[start : end + 1])
-    except json.JSONDecodeError:
-        return None
-    return value if isinstance(value, dict) else None
+        """A call whose answer must be ``model`` (:func:`coevo.agents.llm.structured.structured`)."""
+        return await structured(
+            self,
+            model,
+            role=role,
+            task=task,
+            system=system,
+            messages=messages,
+            name=name,
+            repairs=repairs,
+            record=record,
+        )

@@ -7,7 +7,11 @@ import json
 
 import pytest
 from coevo.arena.run.cli import main
-from coevo.arena.run.train.sequences import sampled_temperature, sequences_of
+from coevo.arena.run.train.sequences import (
+    sampled_temperature,
+    sequences_of,
+    with_format_reward,
+)
 from coevo.arena.run.train.settings import TrainSettings
 
 
@@ -127,3 +131,36 @@ def test_without_the_train_extra_coevo_train_says_how_to_get_it(tmp_path, capsys
     """The core install has no torch: coevo train exits 2 and names the extra to install."""
     assert main(["train", str(tmp_path), "--model", "m"]) == 2
     assert "pip install 'coevo[train]'" in capsys.readouterr().err
+
+
+def test_a_format_reward_pays_the_turns_carried_out_and_makes_the_advantages_again() -> None:
+    """Two rollouts of one task, both reward 0: one whose call worked, one whose call failed; the bonus separates them."""
+    worked = json.dumps(
+        [
+            {"role": "assistant", "content": "<tool_call>...", "tool_calls": [{"id": "c"}]},
+            {"role": "tool", "tool_call_id": "c", "content": "{}"},
+        ]
+    )
+    failed = worked.replace('"{}"', '"error: not JSON"')
+    rows = [
+        row(
+            episode_id="a",
+            reward=0.0,
+            advantage=0.0,
+            completion_messages=worked,
+            prompt_messages="[]",
+        ),
+        row(
+            episode_id="b",
+            reward=0.0,
+            advantage=0.0,
+            completion_messages=failed,
+            prompt_messages="[]",
+        ),
+    ]
+    shaped, share = with_format_reward(rows, 0.5)
+    assert share == 0.5
+    assert [r["reward"] for r in shaped] == [0.5, 0.0]
+    assert [r["advantage"] for r in shaped] == [0.25, -0.25]
+    assert [r["reward"] for r in rows] == [0.0, 0.0]  # the batch's rows are left as they were
+    assert len(sequences_of(shaped)[0]) == 2 and not sequences_of(rows)[0]

@@ -463,6 +463,16 @@ def test_three_generations_through_the_hand_off_advance_the_policy(monkeypatch, 
         line.startswith("trainer: 3 batches handed out; 3 policy versions played")
         for line in summary_lines(summary)
     )
+    from coevo.curricula.analysis import analyze, load_run
+
+    policies = analyze(load_run(str(run_dir)), irt=False)["policies"]
+    assert [(p["version"], p["first_gen"]) for p in policies] == [
+        ("base-model", 0),
+        ("reference-v1", 1),
+        ("reference-v2", 2),
+    ]
+    # the explorer calls a tool the world has, then submit: every turn is carried out
+    assert all(p["carried_out"] == 1.0 and p["train_rollouts"] > 0 for p in policies)
 
 
 @pytest.mark.slow

@@ -95,3 +95,25 @@ def test_a_trajectory_without_token_ids_keeps_its_conversation() -> None:
     row = TrajectoryRow.of(episode, "eval")
     assert row.layout is None and row.turn_prompt_ids is None
     assert (row.input_tokens, row.output_tokens, row.finish_reasons) == (40, 7, ["stop"])
+
+
+def test_a_turn_counts_as_carried_out_when_it_called_and_no_answer_was_an_error() -> None:
+    """Text, a failed call among several, and an unanswered call: only turns whose every call worked count."""
+    from coevo.arena.trajectory import carried_out_turns
+
+    calls = [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]
+    conversation = [
+        {"role": "system", "content": "s"},
+        {"role": "user", "content": "u"},
+        {"role": "assistant", "content": None, "tool_calls": calls * 2},
+        {"role": "tool", "tool_call_id": "c", "content": "{}"},
+        {"role": "tool", "tool_call_id": "c", "content": "error: unknown tool"},
+        {"role": "assistant", "content": "I think it is gold."},
+        {"role": "user", "content": "error: answer with a tool call"},
+        {"role": "assistant", "content": None, "tool_calls": calls},
+        {"role": "tool", "tool_call_id": "c", "content": '{"rows": []}'},
+        {"role": "assistant", "content": None, "tool_calls": calls},
+        {"role": "tool", "tool_call_id": "c", "content": "submitted"},
+    ]
+    assert carried_out_turns(conversation) == (2, 4)
+    assert carried_out_turns([]) == (0, 0)

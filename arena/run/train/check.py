@@ -25,6 +25,7 @@ from coevo.arena.errors import ArenaError
 from coevo.arena.gamelog import GameLog
 from coevo.arena.run.train.policy import choose_device, load_model, token_logprobs
 from coevo.arena.run.train.sequences import sampled_temperature
+from peft import PeftModel
 
 __all__ = ["Agreement", "check_logprobs", "main"]
 
@@ -109,8 +110,6 @@ def check_logprobs(
                     f"the adapter of {version} ({path}, the run's policies table) holds no "
                     "adapter_model.safetensors"
                 )
-            from peft import PeftModel
-
             if peft_model is None:
                 peft_model = PeftModel.from_pretrained(base, path, adapter_name=version)
             else:

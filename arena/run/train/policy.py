@@ -25,7 +25,9 @@ from typing import Any
 import torch
 from coevo.arena.errors import ArenaError
 from coevo.arena.run.train.settings import TrainSettings
+from peft import LoraConfig, PeftModel, get_peft_model
 from safetensors.torch import load_file, save_file
+from transformers import AutoModelForCausalLM
 
 __all__ = [
     "choose_device",
@@ -59,8 +61,6 @@ def load_model(folder: str, device: torch.device) -> Any:
     Raises:
         ArenaError: the folder holds no Hugging Face model in safetensors.
     """
-    from transformers import AutoModelForCausalLM
-
     where = Path(folder)
     if not (where / "config.json").is_file() or not any(where.glob("*.safetensors")):
         raise ArenaError(
@@ -86,8 +86,6 @@ def with_adapter(model: Any, settings: TrainSettings, adapter: str | None) -> An
     Raises:
         ArenaError: ``adapter`` holds no ``adapter_model.safetensors`` (a ``.bin`` is a pickle).
     """
-    from peft import LoraConfig, PeftModel, get_peft_model
-
     if adapter is not None:
         where = Path(adapter)
         if (

