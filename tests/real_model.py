@@ -204,14 +204,19 @@ class VLLMServer:
         deadline = time.monotonic() + startup
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(f"vLLM exited ({self.process.returncode}):\n{self.tail()}")
+                raise RuntimeError(
+                    f"vLLM exited ({self.process.returncode}; {self.log}):\n{self.tail()}"
+                )
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=2):
                     return
             except (urllib.error.URLError, OSError):
                 time.sleep(1.0)
-        self.stop()
-        raise RuntimeError(f"vLLM did not answer /health within {startup:g} s:\n{self.tail()}")
+        tail = self.tail()
+        self.stop(keep_log=True)
+        raise RuntimeError(
+            f"vLLM did not answer /health within {startup:g} s ({self.log}):\n{tail}"
+        )
 
     def tail(self, lines: int = 40) -> str:
         """The end of the server's log."""
@@ -231,8 +236,8 @@ class VLLMServer:
         except ValueError:  # vLLM answers some routes (loading an adapter) in plain text
             return {"text": raw.decode("utf-8", "replace")}
 
-    def stop(self) -> None:
-        """Stop the server and its workers (their whole process group)."""
+    def stop(self, *, keep_log: bool = False) -> None:
+        """Stop the server and its workers (their whole process group); its log goes unless kept."""
         if self.process.poll() is None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.process.pid, signal.SIGTERM)
@@ -242,6 +247,8 @@ class VLLMServer:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait(timeout=30)
+        if not keep_log:
+            self.log.unlink(missing_ok=True)
 
 
 def coevo(*args: str | Path, **kwargs) -> subprocess.CompletedProcess[str]:
