@@ -7,5 +7,5 @@
   mutation operators);
 * :mod:`coevo.agents.judges`: the mechanical Judge role.
 
-The conformance checker for any role is :func:`coevo.arena.testing.check_role`.
+The conformance checker for any role is :func:`coevo.run.testing.check_role`.
 """

@@ -2,7 +2,7 @@
 
 Plugin authors run it in their own tests::
 
-    from coevo.arena.testing import check_role   # the public path; implemented in coevo.agents.conformance
+    from coevo.run.testing import check_role   # the public path; implemented in coevo.agents.conformance
 
     def test_my_solver_conforms():
         check_role(MySolver(lr=0.1))   # raises RoleCheckError (an AssertionError) listing every problem

@@ -50,7 +50,7 @@ format (:mod:`coevo.arena.state`: JSON and numpy arrays, never pickle), so a
 checkpoint from someone else is safe to load. A role without ``Stateful`` is
 not checkpointed: a resumed run starts it afresh and says so.
 
-:func:`coevo.arena.testing.check_role` checks an object against its
+:func:`coevo.run.testing.check_role` checks an object against its
 protocol and every capability it has.
 """
 

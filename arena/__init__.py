@@ -1,8 +1,11 @@
-"""coevo.arena: the task runtime — task format, SQL worlds, verifier, the Judge's checks, the game log.
+"""coevo.arena: the task runtime — task format, SQL and code worlds, verifier, the Judge's checks, the game log.
 
 The bottom floor (``docs/architecture.md``): everything else builds on it, and
-it imports nothing above it. The run — experiments, the loop on Ray, the
-command line — is the sub-package :mod:`coevo.arena.run`, on the top floor.
+it imports nothing above it. It holds what a task needs to be played and
+checked (worlds, verifiers, the Judge, the sandbox, τ²-bench's runtime and
+reader) and the record of play (the game log, and :mod:`coevo.arena.analysis`,
+which reads it). The run — experiments, the loop on Ray, the command line,
+the interfaces — is the package :mod:`coevo.run`, on the top floor.
 
 The public names are re-exported here::
 

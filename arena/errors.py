@@ -127,11 +127,11 @@ class ConformanceError(CoevoError, AssertionError):
 
 
 class RoleCheckError(ConformanceError):
-    """A role does not conform to its protocol (:func:`coevo.arena.testing.check_role`)."""
+    """A role does not conform to its protocol (:func:`coevo.run.testing.check_role`)."""
 
 
 class CurriculumCheckError(ConformanceError):
-    """A curriculum does not conform to its contract (:func:`coevo.arena.testing.check_curriculum`)."""
+    """A curriculum does not conform to its contract (:func:`coevo.run.testing.check_curriculum`)."""
 
 
 class LogError(CoevoError):

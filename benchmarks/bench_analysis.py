@@ -4,7 +4,7 @@
 
 Builds a game log of that size in a temporary run directory (synthetic rows
 in the real schema, committed generation by generation with manifests), then
-times reading it and each metric of :func:`coevo.curricula.analysis.analyze`
+times reading it and each metric of :func:`coevo.arena.analysis.analyze`
 and the lineage graph. The baseline, measured in the same run, is a plain
 pyarrow read of the episodes table: the metrics should cost a small multiple
 of just reading the rows.
@@ -21,9 +21,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
+from coevo.arena.analysis import metrics as analysis
+from coevo.arena.analysis.lineage import lineage_graph, lineage_summary
 from coevo.arena.gamelog import SCHEMAS, GameLog, RunDir
-from coevo.curricula.analysis import metrics as analysis
-from coevo.curricula.analysis.lineage import lineage_graph, lineage_summary
 
 
 def _table(name: str, columns: dict[str, object]) -> pa.Table:

@@ -34,7 +34,7 @@ AIM = 1.8
 
 _DRIVER = """
 import json, resource, sys
-from coevo.arena.run.cli import main
+from coevo.run.cli import main
 status = main(sys.argv[1:] + ["--json"])
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 print(json.dumps({"status": status, "peak_mib": peak}))

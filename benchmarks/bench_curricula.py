@@ -36,8 +36,8 @@ from typing import Any
 
 import ray
 from coevo.arena.gamelog import GameLog
-from coevo.arena.run.experiment import load_experiment
-from coevo.arena.run.loop import run_experiment
+from coevo.run.experiment import load_experiment
+from coevo.run.loop import run_experiment
 
 SETUPS = ("uniform", "plr", "accel", "target-band", "learned-synth", "learned-synth+plr")
 

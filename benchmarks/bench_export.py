@@ -20,8 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from coevo.curricula.analysis import load_run
-from coevo.curricula.analysis.export import export_run
+from coevo.arena.analysis import load_run
+from coevo.arena.analysis.export import export_run
 
 LAYOUTS = (
     ("jsonl, worlds inline (baseline)", "jsonl", True),

@@ -43,8 +43,8 @@ from coevo.agents.llm.solver import LLMSolver  # noqa: E402
 from coevo.agents.protocols import ProposalRequest  # noqa: E402
 from coevo.agents.synthesizers.procedural import ProceduralSynthesizer  # noqa: E402
 from coevo.arena.gamelog import TrajectoryRow  # noqa: E402
-from coevo.arena.run.trainer import BATCH_SCHEMA, FolderTransport  # noqa: E402
 from coevo.arena.spec import TaskSpec  # noqa: E402
+from coevo.run.trainer import BATCH_SCHEMA, FolderTransport  # noqa: E402
 
 from tests import real_model  # noqa: E402
 

@@ -125,8 +125,8 @@ def tau2_rows(checkout: str, calls: int) -> list[tuple[str, float, float]]:
     import json
     import sys
 
-    from coevo.arena.interfaces.tau2 import read_domain
-    from coevo.arena.interfaces.tau2_import import TAU2, import_domain
+    from coevo.arena.tau2 import read_domain
+    from coevo.arena.tau2_import import TAU2, import_domain
 
     domain = read_domain(checkout, "airline")
     spec = import_domain(domain).worlds[0]

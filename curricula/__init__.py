@@ -1,4 +1,4 @@
-"""coevo.curricula: what the Solver trains on next, and the analysis of game logs.
+"""coevo.curricula: what the Solver trains on next.
 
 * :mod:`~coevo.curricula.base`: the curriculum contract and the state every curriculum keeps;
 * one module per curriculum (:mod:`~coevo.curricula.uniform`, the template;
@@ -6,5 +6,7 @@
 * :mod:`~coevo.curricula.registry`: curricula by name, built-ins and ``coevo.curricula`` plugins;
 * :mod:`~coevo.curricula.scorers`, :mod:`~coevo.curricula.rebuild` (the curriculum from the log alone),
   :mod:`~coevo.curricula.conformance` (``check_curriculum``);
-* :mod:`~coevo.curricula.analysis`: metrics, lineage, reports and exports, from the log only.
+
+The analysis of game logs (metrics, lineage, reports, exports) reads the log
+only, so it lives with the log on the bottom floor: :mod:`coevo.arena.analysis`.
 """

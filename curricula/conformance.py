@@ -2,7 +2,7 @@
 
 Plugin authors run it in their own tests::
 
-    from coevo.arena.testing import check_curriculum
+    from coevo.run.testing import check_curriculum
 
     def test_my_curriculum_conforms():
         check_curriculum(MyCurriculum)   # raises CurriculumCheckError listing every problem

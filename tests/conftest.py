@@ -59,7 +59,7 @@ SMALL_RUN = (
 @pytest.fixture(scope="session")
 def finished_small_run(ray_cluster, tmp_path_factory):
     """A finished run of :data:`SMALL_RUN`, made once by `coevo run` (tests copy it before changing it)."""
-    from coevo.arena.run.cli import main
+    from coevo.run.cli import main
 
     where = tmp_path_factory.mktemp("finished")
     toml = where / "tiny.toml"

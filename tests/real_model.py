@@ -140,7 +140,7 @@ def model() -> Path:
         if not (MODEL / "config.json").is_file():
             partial = HOME / "smollm2.partial"
             _run("rm", "-rf", partial)
-            _run(interpreter, "-m", "coevo.arena.run.cli", "tiny-model", "--out", partial)
+            _run(interpreter, "-m", "coevo.run.cli", "tiny-model", "--out", partial)
             partial.rename(MODEL)
     return MODEL
 
@@ -254,7 +254,7 @@ class VLLMServer:
 def coevo(*args: str | Path, **kwargs) -> subprocess.CompletedProcess[str]:
     """``coevo ARGS`` in the real environment (the trainer's side, as a user runs it)."""
     return subprocess.run(
-        [str(python()), "-m", "coevo.arena.run.cli", *[str(a) for a in args]],
+        [str(python()), "-m", "coevo.run.cli", *[str(a) for a in args]],
         capture_output=True,
         text=True,
         env={**os.environ, **OFFLINE},

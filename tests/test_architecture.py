@@ -16,14 +16,21 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-FOLDERS = {"arena": "coevo.arena", "agents": "coevo.agents", "curricula": "coevo.curricula"}
+FOLDERS = {
+    "arena": "coevo.arena",
+    "agents": "coevo.agents",
+    "curricula": "coevo.curricula",
+    "run": "coevo.run",
+}
+FLOORS = ["coevo.run", "coevo.curricula", "coevo.agents", "coevo.arena"]
+"""The floors, top to bottom: a folder each."""
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 
 # Imports inside functions are for start-up speed in the command line's dispatch, for the
 # registries' lazy loading of plugins, and for optional heavy dependencies (each commented).
 LAZY_ALLOWED = (
-    "arena/run/cli.py",
-    "arena/run/commands/",
+    "run/cli.py",
+    "run/commands/",
     "agents/registry.py",
     "curricula/registry.py",
 )
@@ -77,31 +84,49 @@ def test_an_upward_import_breaks_the_contract_and_names_the_modules(tmp_path):
         out.write("\nfrom coevo.agents import protocols as _upward  # noqa: E402\n")
     result = _lint_imports(tmp_path, env_path=str(tmp_path))
     assert result.returncode != 0, "an upward import must break the floors contract"
-    assert "coevo.arena.verifier is not allowed to import coevo.agents" in result.stdout
+    assert "coevo.arena is not allowed to import coevo.agents" in result.stdout
     assert "coevo.arena.verifier -> coevo.agents.protocols" in result.stdout
 
 
-def test_every_runtime_module_is_in_the_bottom_floor():
-    """Every module of arena/ outside the run, the interfaces and the public test helpers is listed in the bottom floor."""
+def test_the_contracts_name_packages_and_each_folder_is_a_floor():
+    """The floors contract names the four top-level packages, in order; no contract lists modules."""
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
-    floors = next(c for c in config["contracts"] if c["id"] == "floors")["layers"]
-    bottom = {name.strip() for name in floors[-1].split(":")}
-    runtime = {
-        name
-        for name, path in _modules()
-        if name.startswith("coevo.arena.")
-        and not name.startswith(
-            ("coevo.arena.run", "coevo.arena.testing", "coevo.arena.interfaces")
-        )
-        and path.name != "__init__.py"
-    }
-
-    def listed(name: str) -> bool:
-        return any(name == b or name.startswith(b + ".") for b in bottom)
-
-    assert {m for m in runtime if not listed(m)} == set(), "list these in the bottom floor"
+    assert sorted(config["root_packages"]) == sorted(FLOORS)
+    floors = next(c for c in config["contracts"] if c["id"] == "floors")
+    assert floors["layers"] == FLOORS
     packages = {name for name, path in _modules() if path.name == "__init__.py"}
-    assert bottom - runtime - packages == set(), "these modules of the bottom floor do not exist"
+    named = []
+    for contract in config["contracts"]:
+        for key in ("layers", "source_modules", "forbidden_modules", "containers"):
+            for entry in contract.get(key, []):
+                named += [part.strip() for part in re.split(r"[|:]", entry)]
+        containers = contract.get("containers", [""])
+        named = [
+            f"{c}.{n}" if c and not n.startswith("coevo") else n for n in named for c in containers
+        ]
+    assert {n for n in named if n not in packages} == set(), "contracts name packages only"
+
+
+def test_the_analysis_reads_the_log_without_building_a_world_or_judging():
+    """Nothing `coevo.arena.analysis` imports, directly or not, builds a world or runs the Judge."""
+    import grimp
+
+    graph = grimp.build_graph("coevo.arena", cache_dir=None)
+    for target in ("coevo.arena.world", "coevo.arena.judge"):
+        chains = graph.find_shortest_chains(
+            importer="coevo.arena.analysis", imported=target, as_packages=True
+        )
+        assert not chains, f"analysis reaches {target}: {sorted(chains)}"
+
+
+def test_no_entry_point_points_up_a_floor():
+    """Each runtime entry point lies on the floor of the code that loads it (code worlds' runtimes: the task runtime)."""
+    entry_points = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]
+    loader_floor = {"coevo.runtimes": "coevo.arena"}
+    assert set(entry_points) <= set(loader_floor), "say which floor loads each entry-point group"
+    for group, points in entry_points.items():
+        for name, target in points.items():
+            assert target.startswith(loader_floor[group] + "."), f"{group} {name} = {target}"
 
 
 def _lazy_imports(path: Path) -> list[tuple[int, str, bool]]:
@@ -179,7 +204,7 @@ for line in sys.stdin:
 """
 
 
-TRAIN_EXTRA_PACKAGE = "coevo.arena.run.train."
+TRAIN_EXTRA_PACKAGE = "coevo.run.train."
 """The modules of `coevo train` that import torch, transformers or peft (the train extra)."""
 TRAIN_EXTRA = {"torch", "transformers", "peft", "safetensors", "gguf"}
 

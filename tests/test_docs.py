@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from coevo.agents.registry import REGISTRY
 from coevo.arena.gamelog import markdown_table
-from coevo.arena.testing import check_role
+from coevo.run.testing import check_role
 
 from tests.factories import plugin_on_path
 
@@ -151,7 +151,7 @@ def test_benchmark_figures_in_the_docs_name_the_counts_the_scripts_use() -> None
 
 def test_the_run_page_explains_every_column_of_the_live_table() -> None:
     """docs/arena.md has a row per column of `coevo run`'s table, with the meaning `coevo run --help` gives."""
-    from coevo.arena.run.columns import COLUMNS
+    from coevo.run.columns import COLUMNS
 
     page = (ROOT / "docs" / "arena.md").read_text()
     missing = [name for name, _, _, meaning in COLUMNS if f"| `{name}` | {meaning} |" not in page]

@@ -57,7 +57,7 @@ PUBLIC = {
         "EpisodeError",
         "Problem",
     ],
-    "coevo.arena.testing": [
+    "coevo.run.testing": [
         "check_role",
         "role_problems",
         "sample_tasks",
@@ -93,9 +93,9 @@ PUBLIC = {
     "coevo.arena.seeding": ["derive_seed"],
     "coevo.arena.difficulty": ["LEVELS", "difficulty", "task_level"],
     "coevo.arena.rendering": ["SYSTEM", "tool_definitions", "openai_tools", "prompt"],
-    "coevo.arena.run.experiment": ["Experiment", "load_experiment", "recorded_experiment"],
-    "coevo.arena.run.loop": ["run_experiment", "resume_run", "summarize", "Arena"],
-    "coevo.arena.run.cli": ["main"],
+    "coevo.run.experiment": ["Experiment", "load_experiment", "recorded_experiment"],
+    "coevo.run.loop": ["run_experiment", "resume_run", "summarize", "Arena"],
+    "coevo.run.cli": ["main"],
     "coevo.agents.protocols": [
         "Synthesizer",
         "Solver",
@@ -117,8 +117,8 @@ PUBLIC = {
     "coevo.agents.world_models": ["IRTWorldModel"],
     "coevo.curricula.base": ["Curriculum", "CurriculumConfig", "GenerationPlan", "Mutation"],
     "coevo.curricula.registry": ["CURRICULA", "curriculum_config", "make_curriculum"],
-    "coevo.curricula.analysis": ["load_run", "analyze", "Run"],
-    "coevo.curricula.analysis.export": [
+    "coevo.arena.analysis": ["load_run", "analyze", "Run"],
+    "coevo.arena.analysis.export": [
         "export_run",
         "task_row",
         "read_tasks",
@@ -128,8 +128,8 @@ PUBLIC = {
         "EXPORT_FORMAT",
     ],
     "coevo.arena.examples": ["EXAMPLES", "bundled", "find_bundled", "example_tasks"],
-    "coevo.arena.run.tracking": ["TrackingConfig", "Tracking"],
-    "coevo.arena.run.summary": ["summarize", "summary_lines"],
+    "coevo.run.tracking": ["TrackingConfig", "Tracking"],
+    "coevo.run.summary": ["summarize", "summary_lines"],
     "coevo.curricula.rebuild": ["curriculum_from_log"],
 }
 
@@ -146,9 +146,9 @@ def test_the_public_names_import_from_their_documented_module(module: str) -> No
 
 
 def test_the_console_script_is_the_cli_main() -> None:
-    """`coevo` (pyproject's console script) is coevo.arena.run.cli:main."""
+    """`coevo` (pyproject's console script) is coevo.run.cli:main."""
     import tomllib
     from pathlib import Path
 
     scripts = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
-    assert scripts["project"]["scripts"]["coevo"] == "coevo.arena.run.cli:main"
+    assert scripts["project"]["scripts"]["coevo"] == "coevo.run.cli:main"

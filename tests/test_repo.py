@@ -39,7 +39,7 @@ def test_every_dependency_is_declared():
     """Third-party modules imported by the package are declared in pyproject.toml."""
     pyproject = (ROOT / "pyproject.toml").read_text()
     imported = set()
-    for folder in ("arena", "agents", "curricula"):
+    for folder in ("arena", "agents", "curricula", "run"):
         for path in (ROOT / folder).rglob("*.py"):
             for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
                 if isinstance(node, ast.Import):
@@ -70,7 +70,7 @@ def test_mypy_passes():
 
 
 def test_every_package_is_in_the_wheel():
-    """Every folder with an __init__.py under arena/, agents/, curricula/, experiments/ is listed in pyproject's packages."""
+    """Every folder with an __init__.py under arena/, agents/, curricula/, run/, experiments/ is listed in pyproject's packages."""
     import tomllib
 
     listed = set(
@@ -80,6 +80,7 @@ def test_every_package_is_in_the_wheel():
         "arena": "coevo.arena",
         "agents": "coevo.agents",
         "curricula": "coevo.curricula",
+        "run": "coevo.run",
         "experiments": "coevo.experiments",
     }
     found = {
@@ -88,7 +89,7 @@ def test_every_package_is_in_the_wheel():
         for init in (ROOT / folder).rglob("__init__.py")
     }
     # a plugin package is installed under its own top-level name (package-dir maps it)
-    plugins = {"coevo.arena.interfaces.coevo_verifiers": "coevo_verifiers"}
+    plugins = {"coevo.run.interfaces.coevo_verifiers": "coevo_verifiers"}
     found = {plugins.get(name, name) for name in found}
     assert found - listed == set(), "add these packages to [tool.setuptools] packages"
     assert listed - found == set(), "these listed packages do not exist"

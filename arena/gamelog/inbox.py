@@ -1,7 +1,7 @@
 """The inbox: rollouts an external trainer drove come back into the run, one Parquet part at a time.
 
 A trainer that plays coevo's tasks through an environment library (the
-``verifiers`` environment, :mod:`coevo.arena.interfaces.verifiers_env`)
+``verifiers`` environment, :mod:`coevo.run.interfaces.verifiers_env`)
 writes what it played to ``RUN_DIR/inbox/<part_id>.parquet``; the loop, at
 the start of each generation, ingests the parts it has not ingested yet (in
 name order), replays each rollout's calls in the task's world, verifies them

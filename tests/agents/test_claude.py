@@ -11,7 +11,7 @@ import httpx2
 import pytest
 from coevo.agents.claude.client import ClaudeCallError, ClaudeClient, ClaudeConfigError, redact
 from coevo.agents.claude.roles import ClaudeSolver
-from coevo.arena.testing import check_role, sample_tasks
+from coevo.run.testing import check_role, sample_tasks
 from pydantic import BaseModel
 
 from tests.agents.fake_anthropic import FakeMessages, error, message, tool_use
@@ -257,7 +257,7 @@ def test_the_key_is_redacted_from_anything_logged() -> None:
 
 def test_a_claude_run_without_a_key_fails_at_once(monkeypatch, tmp_path, capsys) -> None:
     """`coevo run experiments/claude-solver.toml` with no key exits 2 before Ray starts or the run directory exists, naming the variable."""
-    from coevo.arena.run.cli import main
+    from coevo.run.cli import main
 
     monkeypatch.delenv("ANTHROPIC_API_KEY")
     assert main(["run", "experiments/claude-solver.toml", "--out", str(tmp_path / "r")]) == 2
@@ -270,8 +270,8 @@ def test_a_claude_run_without_a_key_fails_at_once(monkeypatch, tmp_path, capsys)
 def test_a_claude_run_goes_end_to_end_against_a_loopback_fake(monkeypatch, tmp_path) -> None:
     """With ANTHROPIC_BASE_URL at a loopback fake, the arena runs generations with Claude as the Solver."""
     from coevo.arena.gamelog import GameLog
-    from coevo.arena.run.experiment import load_experiment
-    from coevo.arena.run.loop import run_experiment
+    from coevo.run.experiment import load_experiment
+    from coevo.run.loop import run_experiment
 
     from tests.agents.fake_anthropic import LoopbackServer, heuristic_agent
 
@@ -326,7 +326,7 @@ def judge_policy(tasks, *, ambiguous: bool = False, solve: bool = True) -> Any:
 def test_the_claude_judge_proves_solvable_and_accepts_clear_tasks() -> None:
     """Mechanical checks pass, k attempts earn 1, the review finds one reading: accepted, with reasons."""
     from coevo.agents.claude.roles import ClaudeJudge
-    from coevo.arena.testing import broken_task
+    from coevo.run.testing import broken_task
 
     tasks = sample_tasks()
     fake = FakeMessages(judge_policy(tasks))
@@ -538,9 +538,9 @@ def test_a_world_that_does_not_build_is_sent_back_with_the_errors() -> None:
 def test_claude_toml_runs_end_to_end_against_a_loopback_fake(monkeypatch, tmp_path) -> None:
     """experiments/claude.toml (Claude synthesizer and judge, offline solver) runs generations against the fake."""
     from coevo.arena.gamelog import GameLog, RunDir
-    from coevo.arena.run.display import EventLog
-    from coevo.arena.run.experiment import load_experiment
-    from coevo.arena.run.loop import run_experiment
+    from coevo.run.display import EventLog
+    from coevo.run.experiment import load_experiment
+    from coevo.run.loop import run_experiment
 
     from tests.agents.fake_anthropic import LoopbackServer
 
@@ -608,7 +608,7 @@ def test_a_malformed_response_body_is_a_recorded_failure() -> None:
 def test_events_never_hold_the_key(tmp_path) -> None:
     """The structlog redaction processor replaces the key in every event field before it is written."""
     from coevo.arena.gamelog import RunDir
-    from coevo.arena.run.display import EventLog
+    from coevo.run.display import EventLog
 
     events = EventLog(RunDir(str(tmp_path)), console=None)
     events("role_failed", error=f"401 for key {KEY}", detail={"header": f"x-api-key: {KEY}"})
@@ -695,7 +695,7 @@ def test_a_world_model_whose_calls_all_failed_raises() -> None:
 
 def _run_cli(args: list[str], capsys) -> tuple[int, str, dict[str, Any]]:
     """`coevo run ... --json` in this process: the status, standard error and the JSON summary."""
-    from coevo.arena.run.cli import main
+    from coevo.run.cli import main
 
     status = main([*args, "--json"])
     captured = capsys.readouterr()
@@ -710,7 +710,7 @@ def _events(run_dir) -> list[dict[str, Any]]:
 @pytest.mark.usefixtures("ray_cluster")
 def test_an_api_outage_ends_the_run_non_zero_with_the_cause(monkeypatch, tmp_path, capsys) -> None:
     """claude.toml with every connection refused: the failures are counted, each generation is an error event, exit 3 names the cause."""
-    from coevo.arena.run.commands import EXIT_ROLE_FAILED
+    from coevo.run.commands import EXIT_ROLE_FAILED
 
     from tests.agents.fake_anthropic import closed_port_url
 
@@ -760,7 +760,7 @@ def test_a_solver_whose_every_call_fails_ends_the_run_non_zero(
     monkeypatch, tmp_path, capsys
 ) -> None:
     """Claude as the Solver against a server that answers an HTML page (200) or a 500, in turn: every episode fails, exit 3."""
-    from coevo.arena.run.commands import EXIT_ROLE_FAILED
+    from coevo.run.commands import EXIT_ROLE_FAILED
 
     from tests.agents.fake_anthropic import LoopbackServer, html_page
 

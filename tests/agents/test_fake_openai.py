@@ -18,7 +18,7 @@ import pytest
 from coevo.arena import World
 from coevo.arena.rendering import SYSTEM, openai_tools, tool_definitions
 from coevo.arena.spec import SUBMIT, TaskSpec, ToolCall
-from coevo.arena.testing import sample_tasks
+from coevo.run.testing import sample_tasks
 
 from tests.agents.fake_openai import (
     END,

@@ -18,8 +18,8 @@ from coevo.arena.difficulty import task_level
 from coevo.arena.errors import CoevoError, ConfigError, StateError
 from coevo.arena.outcomes import Episode, Reward, Verdict
 from coevo.arena.spec import TaskSpec, ToolCall
-from coevo.arena.testing import check_role
 from coevo.curricula.objectives import ProposerConfig, proposal_feedback
+from coevo.run.testing import check_role
 
 from tests.agents.databases import build_library
 

@@ -13,7 +13,7 @@ from coevo.agents.synthesizers.procedural import ProceduralSynthesizer
 from coevo.agents.world_models import IRTWorldModel
 from coevo.arena import Episode, Observation, TaskSpec, ToolCall
 from coevo.arena.errors import CoevoError
-from coevo.arena.testing import check_role, sample_tasks
+from coevo.run.testing import check_role, sample_tasks
 
 DOMAINS = ["retail", "hr"]
 
@@ -293,7 +293,7 @@ def test_a_group_that_all_succeeds_or_all_fails_teaches_nothing(tasks) -> None:
 
 def test_broken_worlds_give_a_recorded_failure(tasks) -> None:
     """A task whose world cannot be built is a reward-0 episode whose reason says why; the batch goes on."""
-    from coevo.arena.testing import broken_task
+    from coevo.run.testing import broken_task
 
     episodes = LinearPGSolver().attempt([broken_task(), *sample_tasks()], seed=0)
     assert episodes[0].reward.value == 0

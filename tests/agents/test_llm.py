@@ -14,7 +14,7 @@ from coevo.agents.llm.turns import LLMCallError, LLMConfigError
 from coevo.agents.llm.world_model import LLMWorldModel
 from coevo.agents.protocols import ProposalRequest
 from coevo.arena.gamelog.rows import TrajectoryRow
-from coevo.arena.testing import check_role, sample_tasks
+from coevo.run.testing import check_role, sample_tasks
 
 from tests.agents.fake_openai import (
     ExplorerPolicy,
@@ -425,7 +425,7 @@ def test_openai_solver_toml_runs_with_a_malformed_model_and_logs_its_trajectorie
 ) -> None:
     """experiments/openai-solver.toml from the SDK's variables alone, against a model whose every turn is malformed: three generations, exit 0, every episode 0 and none a failure, one trajectory per episode, and the key in no file."""
     from coevo.arena.gamelog import GameLog
-    from coevo.arena.run.cli import main
+    from coevo.run.cli import main
 
     with FakeOpenAI(MalformedPolicy(), models=["policy-v0"], api_key=KEY) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.url)
@@ -477,8 +477,8 @@ def test_openai_solver_toml_runs_with_a_malformed_model_and_logs_its_trajectorie
 def test_selfhosted_toml_runs_every_role_on_one_model(monkeypatch, tmp_path) -> None:
     """experiments/selfhosted.toml: the model writes, judges, plays and predicts; tasks are accepted, episodes earn 1, predictions are the model's."""
     from coevo.arena.gamelog import GameLog
-    from coevo.arena.run.experiment import load_experiment
-    from coevo.arena.run.loop import run_experiment
+    from coevo.run.experiment import load_experiment
+    from coevo.run.loop import run_experiment
 
     tasks = sample_tasks()
     staged = [synth_answers(t) for t in tasks]
@@ -542,7 +542,7 @@ def test_openai_solver_stops_before_anything_starts_with_a_clear_error(
     monkeypatch, tmp_path, capsys, setup: str, expected: list[str]
 ) -> None:
     """An unreachable server, an unset key and a model the server does not serve each stop `coevo run` with exit 2, naming what to fix, before a run directory exists."""
-    from coevo.arena.run.cli import main
+    from coevo.run.cli import main
 
     monkeypatch.chdir(tmp_path)
     with FakeOpenAI(models=["policy-v0"]) as server:
@@ -651,7 +651,7 @@ def test_a_key_pasted_where_its_variable_s_name_goes_is_never_shown(
     monkeypatch, tmp_path, capsys
 ) -> None:
     """api_key_env = the key itself, or the key given as a setting: exit 2, and no message quotes it."""
-    from coevo.arena.run.cli import main
+    from coevo.run.cli import main
 
     secret = "sk-trial-secret-123"
     monkeypatch.setenv("OPENAI_API_KEY", secret)

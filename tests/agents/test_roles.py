@@ -13,7 +13,7 @@ from coevo.agents.registry import REGISTRY, Registry, RoleInfo
 from coevo.arena import Episode, Observation, Reward, TaskSpec, Verdict
 from coevo.arena.errors import RegistryError, RoleCheckError
 from coevo.arena.examples import example_tasks
-from coevo.arena.testing import check_role, role_problems
+from coevo.run.testing import check_role, role_problems
 
 from tests.arena.test_cli import coevo
 from tests.factories import plugin_on_path

@@ -14,7 +14,7 @@ from coevo.agents.registry import REGISTRY
 from coevo.agents.search import search_solve
 from coevo.agents.synthesizers.procedural import ProceduralSynthesizer
 from coevo.arena import CheckSpec, TaskSpec, ToolCall, World
-from coevo.arena.testing import check_role
+from coevo.run.testing import check_role
 
 
 @pytest.fixture(scope="module")

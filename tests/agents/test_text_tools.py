@@ -17,7 +17,7 @@ from coevo.agents.llm.text_tools import (
     tools_text,
 )
 from coevo.arena.rendering import openai_tools, tool_definitions
-from coevo.arena.testing import sample_tasks
+from coevo.run.testing import sample_tasks
 from hypothesis import given
 from hypothesis import strategies as st
 

@@ -16,7 +16,7 @@ from coevo.agents.world_models import (
 )
 from coevo.arena import Episode, TaskSpec, World
 from coevo.arena.calibration import brier, expected_calibration_error, reliability
-from coevo.arena.testing import check_role
+from coevo.run.testing import check_role
 
 from tests.agents.policies import guess_rows
 

@@ -17,10 +17,10 @@ from typing import Any
 import pyarrow.dataset as ds
 import pytest
 from coevo.agents.llm.user import GREETING, GUIDELINES
+from coevo.arena.analysis.export import read_tasks
 from coevo.arena.codetask import CodeTaskSpec, read_code_tasks
 from coevo.arena.gamelog import GameLog
-from coevo.arena.run.cli import main
-from coevo.curricula.analysis.export import read_tasks
+from coevo.run.cli import main
 
 from tests.agents.fake_anthropic import LoopbackServer, message
 from tests.agents.fake_openai import FakeOpenAI, Reply, calls, text
@@ -181,8 +181,8 @@ def test_the_user_simulator_can_be_claude_and_a_run_resumes_at_the_next_trial(
     ray_cluster, pool, tmp_path, monkeypatch
 ) -> None:
     from coevo.arena.gamelog import GameLog as Log
-    from coevo.arena.run.benchmark import run_benchmark
-    from coevo.arena.run.experiment import load_experiment
+    from coevo.run.benchmark import run_benchmark
+    from coevo.run.experiment import load_experiment
 
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-fake")
@@ -259,8 +259,8 @@ def test_a_solver_actor_killed_mid_trial_is_restarted_and_the_log_is_complete(
     import time
 
     import ray
-    from coevo.arena.run.benchmark import run_benchmark
-    from coevo.arena.run.experiment import load_experiment
+    from coevo.run.benchmark import run_benchmark
+    from coevo.run.experiment import load_experiment
 
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     killed: list[int] = []

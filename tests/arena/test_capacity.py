@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 from coevo.arena.errors import ArenaError, ExperimentError
-from coevo.arena.run.capacity import ACTOR_MEMORY, ACTORS_PER_CPU, MAX_ACTORS, check_capacity
-from coevo.arena.run.experiment import load_experiment
+from coevo.run.capacity import ACTOR_MEMORY, ACTORS_PER_CPU, MAX_ACTORS, check_capacity
+from coevo.run.experiment import load_experiment
 
 QUICKSTART = "experiments/quickstart.toml"
 
@@ -29,7 +29,7 @@ def test_the_memory_of_the_cluster_bounds_the_actors() -> None:
 def test_too_many_actors_for_the_session_s_ray_are_refused_before_any_starts(tmp_path) -> None:
     """On the 2-CPU test Ray, 20 Solver actors are refused with its capacity and the fix; no actor or record is made."""
     import ray
-    from coevo.arena.run.loop import run_experiment
+    from coevo.run.loop import run_experiment
 
     resources = ray.cluster_resources()
     check_capacity(load_experiment(QUICKSTART), resources)  # the quickstart fits
@@ -48,7 +48,7 @@ def test_too_many_actors_for_the_session_s_ray_are_refused_before_any_starts(tmp
 @pytest.mark.usefixtures("ray_cluster")
 def test_coevo_run_with_too_many_actors_exits_2_with_one_line(tmp_path, capsys) -> None:
     """`coevo run --set solver.actors=20` on the test Ray: exit 2, `coevo run: ...` naming the capacity, no traceback."""
-    from coevo.arena.run.cli import main
+    from coevo.run.cli import main
 
     status = main(["run", QUICKSTART, "--set", "solver.actors=20", "--out", str(tmp_path / "r")])
     err = capsys.readouterr().err

@@ -27,7 +27,7 @@ def coevo(
     paths = [p for p in (env_path, str(Path(__file__).resolve().parents[2])) if p]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(paths))
     return subprocess.run(
-        [sys.executable, "-m", "coevo.arena.run.cli", *args],
+        [sys.executable, "-m", "coevo.run.cli", *args],
         input=stdin,
         capture_output=True,
         text=True,
@@ -48,7 +48,7 @@ def _limit_memory(limit: int) -> None:
 def address_space() -> int:
     """Bytes of address space `coevo check` reserves on the examples (pyarrow and numpy reserve most of it)."""
     script = (
-        "import sys; from coevo.arena.run.cli import main; main(['check', sys.argv[1], '--json']); "
+        "import sys; from coevo.run.cli import main; main(['check', sys.argv[1], '--json']); "
         "print(next(l for l in open('/proc/self/status') if l.startswith('VmPeak')).split()[1])"
     )
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
@@ -151,7 +151,7 @@ def test_check_streams_an_endless_stdin_in_bounded_memory(address_space):
         stderr=subprocess.DEVNULL,
     ) as zeros:
         check = subprocess.run(
-            [sys.executable, "-m", "coevo.arena.run.cli", "check", "-", "--json"],
+            [sys.executable, "-m", "coevo.run.cli", "check", "-", "--json"],
             stdin=zeros.stdout,
             capture_output=True,
             text=True,

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 from coevo.arena.examples import EXAMPLES
-from coevo.arena.run.cli import main
-from coevo.arena.run.summary import summary_lines
+from coevo.run.cli import main
+from coevo.run.summary import summary_lines
 
 
 def test_version_prints_the_installed_version(capsys) -> None:
@@ -30,7 +30,7 @@ def test_bare_coevo_prints_help_not_an_error(capsys) -> None:
 
 def test_every_command_has_a_description_in_its_help(capsys) -> None:
     """Every subcommand's --help has a description paragraph, not only the usage line."""
-    from coevo.arena.run.cli import build_parser
+    from coevo.run.cli import build_parser
 
     parser = build_parser()
     commands = parser._subparsers._group_actions[0].choices  # type: ignore[union-attr]

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from coevo.arena.run.cli import main
+from coevo.run.cli import main
 
 QUICKSTART = "experiments/quickstart.toml"
 COEVO = Path(sys.executable).with_name("coevo")
@@ -87,7 +87,7 @@ def test_a_bad_setting_is_refused_when_the_experiment_is_loaded(
 def test_a_boolean_is_not_an_integer_anywhere_in_the_experiment() -> None:
     """`true` for a count is refused in [run], a role table, [eval], [ray], a role's config and the curriculum."""
     from coevo.arena.errors import ExperimentError
-    from coevo.arena.run.experiment import load_experiment
+    from coevo.run.experiment import load_experiment
 
     for key in (
         "run.seed",

@@ -140,7 +140,7 @@ def test_a_run_on_two_nodes_survives_losing_the_worker_node(tmp_path) -> None:
             [
                 sys.executable,
                 "-m",
-                "coevo.arena.run.cli",
+                "coevo.run.cli",
                 "run",
                 str(toml),
                 "--out",

@@ -18,8 +18,8 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
-from coevo.arena.run.cli import main
-from coevo.arena.run.corpus import CORPUS_TABLES, near_duplicate_key
+from coevo.run.cli import main
+from coevo.run.corpus import CORPUS_TABLES, near_duplicate_key
 
 from tests.agents.databases import build_library, build_shop
 
@@ -72,7 +72,7 @@ def test_two_workers_and_a_build_killed_with_kill_9_give_the_same_corpus(
 ) -> None:
     """kill -9 of the builder after its first commits; the same command again reuses them and ends the same."""
     out = tmp_path / "killed"
-    command = [sys.executable, "-m", "coevo.arena.run.cli", "corpus", "build", "--out", str(out)]
+    command = [sys.executable, "-m", "coevo.run.cli", "corpus", "build", "--out", str(out)]
     command += [*SMALL, "--workers", "2"]
     env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
     builder = subprocess.Popen(command, env=env, start_new_session=True, stderr=subprocess.PIPE)

@@ -10,8 +10,8 @@ import pytest
 from coevo.arena.errors import ExperimentError, RegistryError
 from coevo.arena.examples import EXAMPLES, SHOP, bundled, find_bundled
 from coevo.arena.examples.shop import build_shop
-from coevo.arena.run.cli import main
-from coevo.arena.run.experiment import load_experiment
+from coevo.run.cli import main
+from coevo.run.experiment import load_experiment
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from coevo.arena.examples import EXAMPLES, bundled, find_bundled
-from coevo.arena.run.cli import main
+from coevo.run.cli import main
 
 
 def test_examples_lists_every_bundled_file_with_its_path_and_description(

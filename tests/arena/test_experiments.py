@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from coevo.arena.run.experiment import ExperimentError, load_experiment, parse_overrides
+from coevo.run.experiment import ExperimentError, load_experiment, parse_overrides
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -98,7 +98,7 @@ def test_a_record_is_written_committed_and_read_back(tmp_path) -> None:
 
 def test_a_log_written_by_schema_1_still_reads() -> None:
     """A run directory from 383f438 (schema 1): every table reads, with today's columns, and analysis runs."""
-    from coevo.curricula.analysis import analyze, load_run
+    from coevo.arena.analysis import analyze, load_run
 
     log = GameLog(str(V1_RUN))
     assert [m["schema_version"] for m in log.manifests()] == [1, 1]

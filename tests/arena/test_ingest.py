@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from coevo.arena.gamelog import GameLog
 from coevo.arena.gamelog.inbox import write_part
-from coevo.arena.run.experiment import load_experiment
-from coevo.arena.run.ingest import MAX_CALLS, Inbox, known_tasks
-from coevo.arena.run.loop import resume_run, run_experiment
 from coevo.arena.spec import TaskSpec
+from coevo.run.experiment import load_experiment
+from coevo.run.ingest import MAX_CALLS, Inbox, known_tasks
+from coevo.run.loop import resume_run, run_experiment
 
 from tests.conftest import SMALL_RUN
 

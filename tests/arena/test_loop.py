@@ -11,8 +11,8 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from coevo.arena.gamelog import SCHEMAS, GameLog
-from coevo.arena.run.experiment import load_experiment
-from coevo.arena.run.loop import ArenaError, resume_run, run_experiment
+from coevo.run.experiment import load_experiment
+from coevo.run.loop import ArenaError, resume_run, run_experiment
 
 pytestmark = pytest.mark.usefixtures("ray_cluster")
 
@@ -222,7 +222,7 @@ def test_a_driver_killed_with_sigkill_resumes_to_the_same_log(tmp_path) -> None:
     run_dir = tmp_path / "killed"
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
     driver = subprocess.Popen(
-        [sys.executable, "-m", "coevo.arena.run.cli", "run", str(toml), "--out", str(run_dir)],
+        [sys.executable, "-m", "coevo.run.cli", "run", str(toml), "--out", str(run_dir)],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -236,7 +236,7 @@ def test_a_driver_killed_with_sigkill_resumes_to_the_same_log(tmp_path) -> None:
     driver.wait()
     assert GameLog(str(run_dir)).last_generation() < 3, "killed before the end"
     done = subprocess.run(
-        [sys.executable, "-m", "coevo.arena.run.cli", "resume", str(run_dir)],
+        [sys.executable, "-m", "coevo.run.cli", "resume", str(run_dir)],
         env=env,
         capture_output=True,
         text=True,

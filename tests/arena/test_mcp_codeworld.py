@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from coevo.arena.codetask import CodeTaskSpec
 from coevo.arena.codeworld import CodeWorlds
-from coevo.arena.interfaces.mcp_codeworld import CodeTaskServer
-from coevo.arena.interfaces.tau2 import read_domain
-from coevo.arena.interfaces.tau2_import import import_domain
+from coevo.arena.tau2 import read_domain
+from coevo.arena.tau2_import import import_domain
+from coevo.run.interfaces.mcp_codeworld import CodeTaskServer
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from tests.arena.tau2_runnable import build_runnable_checkout
@@ -80,7 +80,7 @@ def test_coevo_serve_runs_an_imported_task_over_stdio(kiosk, tmp_path) -> None:
         command=sys.executable,
         args=[
             "-m",
-            "coevo.arena.run.cli",
+            "coevo.run.cli",
             "serve",
             str(out),
             "--task",
@@ -115,7 +115,7 @@ def test_coevo_serve_refuses_a_task_the_judge_rejects_and_asks_which_task(kiosk,
     base = [
         sys.executable,
         "-m",
-        "coevo.arena.run.cli",
+        "coevo.run.cli",
         "serve",
         str(out),
         "--code",

@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 from coevo.arena import TaskSpec
 from coevo.arena.examples import EXAMPLES
-from coevo.arena.interfaces.mcp_server import EPISODES_FILE, EpisodeRecorder, TaskServer
 from coevo.arena.judge import WorldCache, assess_task
 from coevo.arena.outcomes import Episode
-from coevo.arena.run.cli import main
-from coevo.arena.testing import sample_tasks
+from coevo.run.cli import main
+from coevo.run.interfaces.mcp_server import EPISODES_FILE, EpisodeRecorder, TaskServer
+from coevo.run.testing import sample_tasks
 from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
@@ -88,7 +88,7 @@ def test_over_stdio_the_solution_earns_1_and_the_episode_is_recorded(
         command=sys.executable,
         args=[
             "-m",
-            "coevo.arena.run.cli",
+            "coevo.run.cli",
             "serve",
             str(EXAMPLES),
             "--task",

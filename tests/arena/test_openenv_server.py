@@ -26,7 +26,7 @@ Examples = tuple[list[TaskSpec], dict[str, WorldSpec]]
 def url() -> Iterator[str]:
     """The example tasks served by OpenEnv's FastAPI app under uvicorn, on a free loopback port."""
     import uvicorn
-    from coevo.arena.interfaces.openenv_server import TaskPool, create_openenv_app
+    from coevo.run.interfaces.openenv_server import TaskPool, create_openenv_app
 
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
@@ -149,7 +149,7 @@ def test_the_server_passes_openenv_runtime_validation(url: str) -> None:
 
 def test_a_task_whose_world_is_missing_is_refused(examples: Examples) -> None:
     """The pool reads tasks as data and names a world reference it cannot resolve."""
-    from coevo.arena.interfaces.openenv_server import TaskPool
+    from coevo.run.interfaces.openenv_server import TaskPool
 
     with pytest.raises(RecordError, match="does not define"):
         TaskPool(examples[0][:1], {})
@@ -159,8 +159,8 @@ def test_a_session_keeps_clones_of_the_worlds_it_played_last_only(
     examples: Examples, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A session holds at most worlds_per_session clones: the least recently played is closed, and cloned anew if played again."""
-    from coevo.arena.interfaces.openenv_server import CoevoEnvironment, TaskPool, ToolResult
     from coevo.arena.world import World
+    from coevo.run.interfaces.openenv_server import CoevoEnvironment, TaskPool, ToolResult
     from openenv.core.env_server.mcp_types import CallToolAction
 
     tasks, _ = examples
@@ -192,7 +192,7 @@ def test_a_session_keeps_clones_of_the_worlds_it_played_last_only(
 
 def test_reset_arguments_of_a_wrong_type_or_name_are_refused_by_name() -> None:
     """reset names the argument of a wrong type, and refuses a name it does not take (suggesting the close one)."""
-    from coevo.arena.interfaces.openenv_server import CoevoEnvironment, TaskPool
+    from coevo.run.interfaces.openenv_server import CoevoEnvironment, TaskPool
 
     env = CoevoEnvironment(TaskPool.from_source(EXAMPLES))
     refused: dict[str, dict[str, object]] = {

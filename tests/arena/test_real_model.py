@@ -20,7 +20,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from coevo.arena.gamelog import GameLog
-from coevo.arena.run.trainer import BATCH_SCHEMA, FolderTransport
+from coevo.run.trainer import BATCH_SCHEMA, FolderTransport
 
 from tests import real_model
 
@@ -46,7 +46,7 @@ def _trainer(run: Path, log: Path, *extra: str) -> subprocess.Popen:
         [
             str(real_model.python()),
             "-m",
-            "coevo.arena.run.cli",
+            "coevo.run.cli",
             "train",
             str(run),
             "--model",
@@ -74,7 +74,7 @@ def loop(vllm_server, tmp_path_factory) -> dict:
     command = [
         sys.executable,
         "-m",
-        "coevo.arena.run.cli",
+        "coevo.run.cli",
         "run",
         "tiny-real",
         "--out",
@@ -164,7 +164,7 @@ def test_recorded_log_probs_agree_with_a_forward_pass_of_the_version_that_played
 def test_a_trainer_killed_between_batches_trains_every_batch_once(loop) -> None:
     """After kill -9 and a restart, the journal holds each batch once, every batch is announced, and the restart said where it resumed."""
     folder = FolderTransport(str(loop["run"] / "trainer"))
-    from coevo.arena.run.consumer import journal
+    from coevo.run.consumer import journal
 
     trained = [e["batch_id"] for e in journal(folder, "lora")]
     assert trained == [f"batch-{g:06d}" for g in range(GENERATIONS)]
@@ -226,7 +226,7 @@ def test_a_train_step_on_real_rollouts_changes_the_adapter_and_vllm_plays_the_ne
     script = (
         "import json, sys, torch\n"
         "from peft import PeftModel\n"
-        "from coevo.arena.run.train.policy import load_model, token_logprobs\n"
+        "from coevo.run.train.policy import load_model, token_logprobs\n"
         "ids = json.loads(sys.argv[3])\n"
         "model = PeftModel.from_pretrained(load_model(sys.argv[1], torch.device('cpu')), sys.argv[2])\n"
         "with torch.no_grad():\n"

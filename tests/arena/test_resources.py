@@ -7,8 +7,8 @@ import time
 import pytest
 from coevo.arena.errors import ArenaError, ExperimentError
 from coevo.arena.gamelog import GameLog
-from coevo.arena.run.experiment import load_experiment
-from coevo.arena.run.resources import RoleResources, check_resources, parse_bytes
+from coevo.run.experiment import load_experiment
+from coevo.run.resources import RoleResources, check_resources, parse_bytes
 
 QUICKSTART = "experiments/quickstart.toml"
 SMALL = [
@@ -62,7 +62,7 @@ def test_what_no_node_can_hold_or_the_cluster_lacks_is_refused_with_the_table() 
 
 @pytest.mark.usefixtures("ray_cluster")
 def test_a_run_refuses_a_custom_resource_the_cluster_lacks_before_any_actor(tmp_path) -> None:
-    from coevo.arena.run.loop import run_experiment
+    from coevo.run.loop import run_experiment
 
     exp = load_experiment(QUICKSTART, [*SMALL, 'solver.resources.custom={"a100"=1}'])
     with pytest.raises(ArenaError, match=r"no node .* solver actor.*1 a100"):
@@ -74,7 +74,7 @@ def test_a_run_refuses_a_custom_resource_the_cluster_lacks_before_any_actor(tmp_
 def test_actors_reserve_what_their_tables_say_and_a_packed_placement_group_runs(tmp_path) -> None:
     """Solvers reserving 0.5 CPU each in a PACK placement group, judges spread: the run completes; Ray saw the reservations."""
     import ray
-    from coevo.arena.run.loop import run_experiment
+    from coevo.run.loop import run_experiment
 
     exp = load_experiment(
         QUICKSTART,

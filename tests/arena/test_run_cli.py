@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from coevo.arena.run.cli import main
+from coevo.run.cli import main
 
 SMALL = (
     '[run]\nname = "tiny"\nseed = 2\ngenerations = 2\nrollouts = 2\nchunk = 8\n'
@@ -75,7 +75,7 @@ def test_a_local_run_prints_no_ray_token_warning(tmp_path) -> None:
         [
             sys.executable,
             "-m",
-            "coevo.arena.run.cli",
+            "coevo.run.cli",
             "run",
             str(toml),
             "--out",

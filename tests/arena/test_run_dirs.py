@@ -16,8 +16,8 @@ import pytest
 from coevo.arena.errors import LogError
 from coevo.arena.gamelog import STALE_SECONDS, GameLog, RunDir, RunLock, diagnose
 from coevo.arena.gamelog.lock import LOCK_NAME, LockInfo, read_lock
-from coevo.arena.run.cli import main
-from coevo.arena.run.experiment import load_experiment
+from coevo.run.cli import main
+from coevo.run.experiment import load_experiment
 
 from tests.conftest import SMALL_RUN
 

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 from coevo.arena.gamelog import GameLog
-from coevo.arena.run.columns import COLUMNS
-from coevo.arena.run.display import GenerationTable
-from coevo.arena.run.loop import GenerationReport
+from coevo.run.columns import COLUMNS
+from coevo.run.display import GenerationTable
+from coevo.run.loop import GenerationReport
 from rich.console import Console
 
 from tests.conftest import SMALL_RUN

@@ -48,7 +48,7 @@ def test_two_runs_with_different_seeds_share_no_curriculum_draw():
 
 def test_accel_mutation_seeds_follow_the_run_seed():
     """ACCEL's mutations of the same parents get other seeds under another run seed (they used not to)."""
-    from coevo.arena.testing import curriculum_tasks
+    from coevo.run.testing import curriculum_tasks
 
     tasks = curriculum_tasks(8)
     seeds = {}

@@ -7,13 +7,13 @@ from typing import Any
 import pytest
 from coevo.arena.gamelog import SCHEMAS, GameLog
 from coevo.arena.outcomes import CheckResult, Episode, Reward, Verdict
-from coevo.arena.run.experiment import load_experiment
-from coevo.arena.run.loop import resume_run, run_experiment
-from coevo.arena.run.selfplay import Watch, WatchConfig
-from coevo.arena.run.summary import summarize, summary_lines
 from coevo.arena.spec import ToolCall
 from coevo.curricula.objectives import ProposerConfig, proposal_feedback, proposer_reward
 from coevo.curricula.scorers import learnability
+from coevo.run.experiment import load_experiment
+from coevo.run.loop import resume_run, run_experiment
+from coevo.run.selfplay import Watch, WatchConfig
+from coevo.run.summary import summarize, summary_lines
 
 pytestmark = pytest.mark.usefixtures("ray_cluster")
 

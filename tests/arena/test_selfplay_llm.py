@@ -22,7 +22,8 @@ from coevo.arena.gamelog import (
 )
 from coevo.arena.judge import WorldCache, assess_task
 from coevo.arena.rendering import SYSTEM as SOLVER_SYSTEM
-from coevo.arena.run.trainer import (
+from coevo.run.testing import check_role, sample_tasks
+from coevo.run.trainer import (
     BATCH_SCHEMA,
     FolderTransport,
     Handoff,
@@ -30,7 +31,6 @@ from coevo.arena.run.trainer import (
     batch_id,
     training_batch,
 )
-from coevo.arena.testing import check_role, sample_tasks
 
 from tests.agents.fake_openai import FakeOpenAI, ProposerPolicy, Reply, call
 
@@ -286,7 +286,7 @@ def _reference_trainer(run_dir: Path) -> subprocess.Popen:
         [
             sys.executable,
             "-m",
-            "coevo.arena.run.cli",
+            "coevo.run.cli",
             "reference-trainer",
             str(run_dir),
             "--poll",
@@ -318,8 +318,8 @@ def test_one_served_model_proposes_and_solves_and_the_batches_hold_both_roles(
     monkeypatch, tmp_path
 ) -> None:
     """experiments/self-play.toml on one fake model with the reference trainer: each batch has solver and proposer rows, marked, paid from the proposals table, advantages summing to 0 per role; a rejected task only as a proposer row; the proposer plays the trainer's policy."""
-    from coevo.arena.run.experiment import load_experiment
-    from coevo.arena.run.loop import run_experiment
+    from coevo.run.experiment import load_experiment
+    from coevo.run.loop import run_experiment
 
     drafts = [
         ProposerPolicy.draft_of(sample_tasks()[0]),
@@ -398,8 +398,8 @@ def test_no_broken_or_hostile_proposal_reaches_the_solver_or_a_solver_row(
     monkeypatch, tmp_path
 ) -> None:
     """A proposer whose drafts are broken or hostile: the Judge rejects every one, the Solver never plays one (its server never sees their instruction), the batch holds them only as penalised proposer rows; the run completes and counts the rejections."""
-    from coevo.arena.run.experiment import load_experiment
-    from coevo.arena.run.loop import run_experiment
+    from coevo.run.experiment import load_experiment
+    from coevo.run.loop import run_experiment
 
     good = [ProposerPolicy.draft_of(sample_tasks()[0]), ProposerPolicy.draft_of(sample_tasks()[1])]
     hostile = [_variant(name, change) for name, change in HOSTILE.items()]

@@ -19,12 +19,12 @@ from typing import Any
 
 import pytest
 from coevo.arena.codeworld import CodeWorlds
-from coevo.arena.interfaces.tau2 import read_domain
-from coevo.arena.interfaces.tau2_import import audit, import_domain, static_findings
+from coevo.arena.tau2 import read_domain
+from coevo.arena.tau2_import import audit, import_domain, static_findings
 
 from tests.arena.tau2_runnable import build_runnable_checkout
 
-COEVO = [sys.executable, "-m", "coevo.arena.run.cli"]
+COEVO = [sys.executable, "-m", "coevo.run.cli"]
 REAL = Path(
     os.environ.get("COEVO_TAU2_CHECKOUT", "/nonexistent/tau2-bench")
 )  # minutes per domain: opt in

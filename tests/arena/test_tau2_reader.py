@@ -9,7 +9,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 from coevo.arena.errors import CoevoError, RecordError
-from coevo.arena.interfaces.tau2 import (
+from coevo.arena.tau2 import (
     RewardType,
     StructuredUserInstructions,
     Task,

@@ -21,9 +21,9 @@ from coevo.arena.gamelog import (
     UsageRow,
     VerdictRow,
 )
-from coevo.arena.run.experiment import Experiment, load_experiment, recorded_experiment
-from coevo.arena.run.loop import GenerationReport
-from coevo.arena.run.tracking import (
+from coevo.run.experiment import Experiment, load_experiment, recorded_experiment
+from coevo.run.loop import GenerationReport
+from coevo.run.tracking import (
     METRICS,
     RECORD,
     Tracking,
@@ -130,7 +130,7 @@ def test_coevo_run_with_a_missing_tracker_stops_before_the_run_directory_or_ray(
 ):
     """`coevo run` whose [tracking] needs a package that is missing: exit 2, the pip command, no run directory, no Ray."""
     import ray
-    from coevo.arena.run.cli import main
+    from coevo.run.cli import main
 
     monkeypatch.setitem(sys.modules, "mlflow", None)
     monkeypatch.setattr(ray, "init", lambda *a, **k: pytest.fail("Ray was started"))
@@ -363,7 +363,7 @@ TRACKED = SMALL_RUN.replace("generations = 3", "generations = 2").replace(
 
 
 def _run(tmp_path: Path, name: str, tracking: str) -> tuple[int, Path]:
-    from coevo.arena.run.cli import main
+    from coevo.run.cli import main
 
     toml = tmp_path / f"{name}.toml"
     toml.write_text(TRACKED + tracking)

@@ -6,13 +6,13 @@ import importlib.util
 import json
 
 import pytest
-from coevo.arena.run.cli import main
-from coevo.arena.run.train.sequences import (
+from coevo.run.cli import main
+from coevo.run.train.sequences import (
     sampled_temperature,
     sequences_of,
     with_format_reward,
 )
-from coevo.arena.run.train.settings import TrainSettings
+from coevo.run.train.settings import TrainSettings
 
 
 def row(**given) -> dict:

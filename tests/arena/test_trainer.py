@@ -17,9 +17,9 @@ import pyarrow as pa
 import pytest
 from coevo.arena.errors import ArenaError, LogError
 from coevo.arena.gamelog import GameLog, GenerationRecord, TaskRow, TrajectoryRow
-from coevo.arena.run.reference_trainer import JOURNAL, ReferenceTrainer, TrainerSettings, journal
-from coevo.arena.run.summary import summarize, summary_lines
-from coevo.arena.run.trainer import (
+from coevo.run.reference_trainer import JOURNAL, ReferenceTrainer, TrainerSettings, journal
+from coevo.run.summary import summarize, summary_lines
+from coevo.run.trainer import (
     BATCH_SCHEMA,
     Announcement,
     FolderTransport,
@@ -380,7 +380,7 @@ def _reference_trainer(
         [
             sys.executable,
             "-m",
-            "coevo.arena.run.cli",
+            "coevo.run.cli",
             "reference-trainer",
             str(run_dir),
             "--poll",
@@ -421,7 +421,7 @@ def _assert_each_batch_trained_once_and_equal_to_the_log(run_dir: Path, generati
 @pytest.mark.usefixtures("ray_cluster")
 def test_three_generations_through_the_hand_off_advance_the_policy(monkeypatch, tmp_path) -> None:
     """experiments/openai-trainer.toml with the reference trainer as a process: batches out, LoRA versions loaded and played, in strict order."""
-    from coevo.arena.run.cli import main
+    from coevo.run.cli import main
 
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     run_dir = tmp_path / "run"
@@ -463,7 +463,7 @@ def test_three_generations_through_the_hand_off_advance_the_policy(monkeypatch, 
         line.startswith("trainer: 3 batches handed out; 3 policy versions played")
         for line in summary_lines(summary)
     )
-    from coevo.curricula.analysis import analyze, load_run
+    from coevo.arena.analysis import analyze, load_run
 
     policies = analyze(load_run(str(run_dir)), irt=False)["policies"]
     assert [(p["version"], p["first_gen"]) for p in policies] == [
@@ -479,7 +479,7 @@ def test_three_generations_through_the_hand_off_advance_the_policy(monkeypatch, 
 @pytest.mark.usefixtures("ray_cluster")
 def test_staleness_never_exceeds_k_with_a_trainer_a_batch_behind(monkeypatch, tmp_path) -> None:
     """k = 1 and a trainer that announces batch n only once batch n + 1 is out: from generation 2 on, every generation plays the policy trained through n − 2, never older; every rollout is played."""
-    from coevo.arena.run.cli import main
+    from coevo.run.cli import main
 
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     run_dir = tmp_path / "run"
@@ -524,8 +524,8 @@ def test_a_trainer_killed_mid_run_and_started_again_trains_every_batch_once(
     monkeypatch, tmp_path
 ) -> None:
     """kill -9 of the reference trainer after its first announcement; a new one picks up; the run finishes."""
-    from coevo.arena.run.experiment import load_experiment
-    from coevo.arena.run.loop import run_experiment
+    from coevo.run.experiment import load_experiment
+    from coevo.run.loop import run_experiment
 
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     run_dir = tmp_path / "run"
@@ -569,7 +569,7 @@ def test_a_driver_killed_mid_run_resumes_and_every_batch_is_handed_out_once(tmp_
             [
                 sys.executable,
                 "-m",
-                "coevo.arena.run.cli",
+                "coevo.run.cli",
                 "run",
                 "openai-trainer",
                 "--out",
@@ -587,7 +587,7 @@ def test_a_driver_killed_mid_run_resumes_and_every_batch_is_handed_out_once(tmp_
             assert GameLog(str(run_dir)).last_generation() < 3
             resumed = subprocess.run(
                 # spelt otherwise than `coevo run` was given it: the same run
-                [sys.executable, "-m", "coevo.arena.run.cli", "resume", f"{run_dir}/"],
+                [sys.executable, "-m", "coevo.run.cli", "resume", f"{run_dir}/"],
                 env=env,
                 capture_output=True,
                 text=True,
@@ -608,7 +608,7 @@ def test_a_driver_killed_mid_run_resumes_and_every_batch_is_handed_out_once(tmp_
 
 def _queue_trainer(name: str, seen_before: list[str]) -> list[str]:
     """A trainer in the cluster: takes every queued batch, drops ids it trained on already, announces."""
-    from coevo.arena.run.trainer import QueueTransport
+    from coevo.run.trainer import QueueTransport
 
     queue = QueueTransport(name, create=False)
     trained = list(seen_before)
@@ -685,7 +685,7 @@ def test_a_trainer_that_never_announces_ends_the_run_resumably_with_exit_status_
     monkeypatch, tmp_path, capsys
 ) -> None:
     """trainer.timeout runs out: exit 4, generation 0 committed, the message says how to resume; the reference trainer then lets `coevo resume` finish."""
-    from coevo.arena.run.cli import main
+    from coevo.run.cli import main
 
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     run_dir = tmp_path / "run"
@@ -744,8 +744,8 @@ def test_a_run_hands_its_batches_to_a_trainer_in_the_cluster_over_the_ray_queue(
     """transport = "ray-queue": every generation waits for the queue's announcement and logs the policy it names."""
     import threading
 
-    from coevo.arena.run.experiment import load_experiment
-    from coevo.arena.run.loop import run_experiment
+    from coevo.run.experiment import load_experiment
+    from coevo.run.loop import run_experiment
 
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     name = f"coevo-queue-{os.getpid()}"
@@ -776,8 +776,8 @@ def test_a_driver_stopped_between_its_last_commit_and_its_hand_out_hands_it_out_
 ) -> None:
     """The window no kill can aim at: the last generation committed, its batch not handed out. `coevo resume` of the finished run hands it out (without Ray), and the trainer trains each batch once (an earlier generation's case: test_a_batch_committed_but_not_handed_out_goes_out_when_the_run_resumes)."""
     stopped_after = 2
-    from coevo.arena.run.cli import main
-    from coevo.arena.run.trainer import Handoff
+    from coevo.run.cli import main
+    from coevo.run.trainer import Handoff
 
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     run_dir = tmp_path / "run"
@@ -810,10 +810,8 @@ def test_a_driver_stopped_between_its_last_commit_and_its_hand_out_hands_it_out_
 
 def test_the_protocol_page_holds_the_batch_columns_of_the_schema() -> None:
     """docs/trainer.md contains batch_markdown() verbatim, and every column carries its description in the file."""
-    from coevo.arena.run.trainer import batch_markdown
+    from coevo.run.trainer import batch_markdown
 
     page = (Path(__file__).resolve().parents[2] / "docs" / "trainer.md").read_text()
-    assert batch_markdown() in page, (
-        "paste coevo.arena.run.trainer.batch_markdown() into docs/trainer.md"
-    )
+    assert batch_markdown() in page, "paste coevo.run.trainer.batch_markdown() into docs/trainer.md"
     assert all(f.metadata and f.metadata.get(b"description") for f in BATCH_SCHEMA)

@@ -15,12 +15,15 @@ from typing import Any
 import pytest
 import verifiers.v1 as vf
 from coevo.arena import TaskSpec, ToolCall, World, WorldSpec, write_records
+from coevo.arena.analysis import load_run
+from coevo.arena.analysis.export import export_run
 from coevo.arena.errors import CoevoError, LogError
 from coevo.arena.gamelog import GameLog
 from coevo.arena.gamelog.inbox import list_parts, read_part
-from coevo.arena.interfaces import verifiers_env
-from coevo.arena.interfaces.sources import accepted_tasks, source_kind
-from coevo.arena.interfaces.verifiers_env import (
+from coevo.arena.limits import DEFAULT_LIMITS
+from coevo.run.interfaces import verifiers_env
+from coevo.run.interfaces.sources import accepted_tasks, source_kind
+from coevo.run.interfaces.verifiers_env import (
     PLUGIN_ID,
     CoevoEnv,
     CoevoHarness,
@@ -33,10 +36,7 @@ from coevo.arena.interfaces.verifiers_env import (
     replay,
     trace_calls,
 )
-from coevo.arena.limits import DEFAULT_LIMITS
-from coevo.arena.run.loop import resume_run
-from coevo.curricula.analysis import load_run
-from coevo.curricula.analysis.export import export_run
+from coevo.run.loop import resume_run
 from verifiers.v1.cli.eval.runner import run_eval
 from verifiers.v1.configs.cli.eval import EvalConfig, RunConfig
 from verifiers.v1.utils.loaders import environment_class, harness_class, taskset_class

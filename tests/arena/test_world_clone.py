@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from coevo.arena import World
-from coevo.arena.testing import sample_tasks
+from coevo.run.testing import sample_tasks
 
 
 def test_a_clone_plays_like_the_original_and_keeps_its_state_to_itself() -> None:

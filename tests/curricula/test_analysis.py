@@ -9,14 +9,14 @@ from pathlib import Path
 import networkx as nx
 import pytest
 from coevo.arena import World
+from coevo.arena.analysis import analyze, load_run, mastered_level
+from coevo.arena.analysis.export import compile_where, export_run, read_tasks, task_row
+from coevo.arena.analysis.lineage import lineage_graph, lineage_summary, write_graphml
 from coevo.arena.errors import CoevoError
 from coevo.arena.gamelog import GameLog, GenerationRecord, ProposalRow, TaskRow, WorldRow
 from coevo.arena.novelty import distinct_share, diversity
-from coevo.arena.run.experiment import load_experiment
-from coevo.arena.run.loop import run_experiment
-from coevo.curricula.analysis import analyze, load_run, mastered_level
-from coevo.curricula.analysis.export import compile_where, export_run, read_tasks, task_row
-from coevo.curricula.analysis.lineage import lineage_graph, lineage_summary, write_graphml
+from coevo.run.experiment import load_experiment
+from coevo.run.loop import run_experiment
 
 OLD_LOG = str(Path(__file__).resolve().parents[1] / "data" / "logs" / "v1-383f438")
 """A run directory of game-log schema 1 (before the proposals table), kept by the repository."""
@@ -162,7 +162,7 @@ def test_where_is_safe_and_explains_itself() -> None:
 
 def test_a_row_inlines_a_world_only_when_it_has_one() -> None:
     """task_row keeps the world by id; asked to inline it, it refuses a task whose world is only an id."""
-    from coevo.arena.testing import sample_tasks
+    from coevo.run.testing import sample_tasks
 
     task = sample_tasks()[0]
     row = task_row(task, gen=3)
@@ -242,7 +242,7 @@ def test_diversity_is_the_logged_pool_diversity_of_the_accepted_tasks(run) -> No
 
 def test_a_learning_synthesizer_s_design_choices_are_shared_out_per_generation(tmp_path) -> None:
     """Each choice point's drawn values get their share of the proposals that drew a design; mutations and undesigned tasks are left out."""
-    from coevo.arena.testing import sample_tasks
+    from coevo.run.testing import sample_tasks
 
     def designed(task, family, hops):
         design = {"drawn": {"family": family, "hops": hops}, "offered": {}}

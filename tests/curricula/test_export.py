@@ -8,10 +8,8 @@ from pathlib import Path
 
 import pytest
 from coevo.arena import World
-from coevo.arena.errors import CoevoError
-from coevo.arena.run.cli import main
-from coevo.curricula.analysis import load_run
-from coevo.curricula.analysis.export import (
+from coevo.arena.analysis import load_run
+from coevo.arena.analysis.export import (
     EXPORT_FORMAT,
     MANIFEST,
     TASK_FIELDS,
@@ -24,6 +22,8 @@ from coevo.curricula.analysis.export import (
     read_worlds,
     task_from_row,
 )
+from coevo.arena.errors import CoevoError
+from coevo.run.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 LOG = ROOT / "tests" / "data" / "logs" / "v1-383f438"
@@ -181,7 +181,7 @@ def test_the_docs_list_every_column_of_both_tables() -> None:
     page = (ROOT / "docs" / "analysis.md").read_text()
     assert markdown_tables() in page, (
         "docs/analysis.md is out of date: paste in the output of "
-        "coevo.curricula.analysis.export.markdown_tables() under 'Training data'"
+        "coevo.arena.analysis.export.markdown_tables() under 'Training data'"
     )
 
 

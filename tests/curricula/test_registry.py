@@ -10,10 +10,10 @@ from typing import ClassVar
 import pytest
 from coevo.arena.errors import CurriculumCheckError, RegistryError
 from coevo.arena.spec import TaskSpec
-from coevo.arena.testing import check_curriculum, curriculum_problems
 from coevo.curricula.base import CurriculumConfig
 from coevo.curricula.registry import CURRICULA, curriculum_config, make_curriculum
 from coevo.curricula.uniform import Uniform
+from coevo.run.testing import check_curriculum, curriculum_problems
 
 from tests.factories import plugin_on_path
 

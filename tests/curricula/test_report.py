@@ -8,7 +8,7 @@ import subprocess
 from html.parser import HTMLParser
 
 import pytest
-from coevo.curricula.analysis.report import FIGURES, render_report
+from coevo.arena.analysis.report import FIGURES, render_report
 
 from tests.curricula.test_analysis import (
     OLD_LOG,

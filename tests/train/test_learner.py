@@ -7,15 +7,15 @@ from pathlib import Path
 
 import pytest
 import torch
-from coevo.arena.run.consumer import ConsumerSettings
-from coevo.arena.run.train.learner import LoRATrainer
-from coevo.arena.run.train.policy import (
+from coevo.run.consumer import ConsumerSettings
+from coevo.run.train.learner import LoRATrainer
+from coevo.run.train.policy import (
     load_model,
     token_logprobs,
     trainable,
     with_adapter,
 )
-from coevo.arena.run.train.settings import TrainSettings
+from coevo.run.train.settings import TrainSettings
 
 from tests.train.conftest import batch_row, make_run, offer
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 import torch
-from coevo.arena.run.train.objective import token_loss
+from coevo.run.train.objective import token_loss
 
 
 def test_on_fresh_data_the_ratio_is_1_and_the_gradient_is_the_advantage_per_token() -> None:

@@ -1,0 +1,647 @@
+"""Analysing game logs: a run's tables, and the metrics a researcher looks at first.
+
+    run = load_run("runs/quickstart")
+    metrics = analyze(run)          # JSON-ready: per generation, per level, per check ...
+
+Everything is computed with Arrow group-bys over the whole log (a million
+episode rows take a fraction of a second), from the tables alone:
+
+* ``success``: per generation, success on train and on eval; and per level
+  and per domain (joining episodes to their tasks);
+* ``mastered``: per generation, the level up to which eval success stays at
+  or above 0.5 (linear between the last such level and the next one below);
+* ``frontier``: per generation, the curriculum's level, as the loop logged it
+  (the live table's ``frontier`` column; each curriculum has its own measure);
+* ``pool``: per generation, the accepted tasks' domains, families,
+  distinct worlds and distinct schemas;
+* ``proposals``: per generation, what was proposed (the ``proposals``
+  table): the share of each level, family and proposer, the accepted share,
+  the mean proposer reward and observed success, the flaky count, and the
+  share of each value a learning Synthesizer drew at each choice point of its
+  designs (``provenance["design"]``);
+* ``diversity``: per generation, the accepted pool's diversity as the loop
+  logged it and its share of distinct signatures
+  (:mod:`coevo.arena.novelty`);
+* ``rejections``: per generation and per check, how many proposals failed it
+  and at what rate;
+* ``calibration``: per generation, the World model's Brier score and expected
+  calibration error on the training episodes of tasks it predicted; and the
+  reliability table over the whole run;
+* ``throughput``: per generation, episodes played and tasks accepted (tokens
+  and dollars when a role reports them);
+* ``irt``: each solver version's ability and each task's difficulty, a Rasch
+  model fitted to the episodes (:mod:`~coevo.arena.analysis.irt`);
+* ``policies``: for an LLM Solver, per policy version (in the order played):
+  its generations, its rollouts and their mean reward, train and eval, and
+  the share of its turns whose calls the world carried out
+  (:func:`~coevo.arena.trajectory.carried_out_turns`): what a model that
+  cannot call tools yet learns first.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from coevo.arena.analysis.irt import fit_rasch
+from coevo.arena.analysis.passk import pass_k_of_log
+from coevo.arena.calibration import brier, expected_calibration_error, reliability
+from coevo.arena.codetask import CODETASK_FORMAT
+from coevo.arena.errors import CoevoError
+from coevo.arena.gamelog import SCHEMAS, GameLog, RunDir
+from coevo.arena.gamelog.corpus import CORPUS_MANIFEST, read_corpus
+from coevo.arena.gamelog.log import has_format
+from coevo.arena.novelty import TaskSignature, distinct_share, signature
+from coevo.arena.spec import TaskSpec, WorldSpec
+from coevo.arena.trajectory import carried_out_turns
+
+__all__ = ["Run", "analyze", "load_run", "mastered_level"]
+
+
+@dataclass
+class Run:
+    """A run's game log, read whole.
+
+    Attributes:
+        run_dir: where it is.
+        experiment: the experiment it ran (as recorded), as a dict.
+        tables: every table of the log (pyarrow, with a ``gen`` column).
+    """
+
+    run_dir: str
+    experiment: dict[str, Any]
+    tables: dict[str, pa.Table] = field(default_factory=dict)
+
+    def __getitem__(self, name: str) -> pa.Table:
+        return self.tables[name]
+
+    def to_pandas(self, name: str) -> Any:
+        """The table as a pandas DataFrame (needs the ``frames`` extra)."""
+        try:
+            import pandas  # noqa: F401  (optional: the "frames" extra)
+        except ImportError as exc:
+            raise CoevoError("to_pandas needs pandas: pip install 'coevo[frames]'") from exc
+        return self.tables[name].to_pandas()
+
+    def to_polars(self, name: str) -> Any:
+        """The table as a polars DataFrame (needs the ``frames`` extra)."""
+        try:
+            import polars  # optional: the "frames" extra
+        except ImportError as exc:
+            raise CoevoError("to_polars needs polars: pip install 'coevo[frames]'") from exc
+        return polars.from_arrow(self.tables[name])
+
+    @property
+    def generations(self) -> int:
+        """Committed generations."""
+        return self.tables["generations"].num_rows
+
+
+def load_run(run_dir: str) -> Run:
+    """Read every table of the run in ``run_dir`` (committed generations only), or of a corpus (its committed shards).
+
+    Raises:
+        CoevoError: the directory holds no run, or its ``experiment.json`` is not a record.
+    """
+    run = RunDir(run_dir)
+    if not run.exists("experiment.json") and run.exists(CORPUS_MANIFEST):
+        # a corpus (coevo corpus build): the game log's tables, its shards as generations
+        manifest, tables = read_corpus(run_dir)
+        return Run(run_dir, {"run": {"name": "corpus"}, "corpus": manifest}, tables)
+    if not run.exists("experiment.json"):
+        raise CoevoError(run.no_run(run_dir))
+    try:
+        experiment = json.loads(run.read_bytes("experiment.json"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise CoevoError(
+            f"{run_dir}/experiment.json cannot be read: it is not JSON ({exc}); "
+            "the run's record is damaged"
+        ) from exc
+    if not isinstance(experiment, dict):
+        raise CoevoError(
+            f"{run_dir}/experiment.json cannot be read: it is not an experiment record "
+            "(a JSON object of tables); the run's record is damaged"
+        )
+    log = GameLog(run)
+    tables = {name: log.read(name) for name in SCHEMAS}
+    return Run(run_dir, experiment, tables)
+
+
+def _rows(table: pa.Table) -> list[dict[str, Any]]:
+    return table.to_pylist()
+
+
+def _tasks(run: Run) -> pa.Table:
+    """One row per task id (the first time it was logged): level, domain, family, world."""
+    tasks = run["tasks"].select(
+        ["task_id", "level", "domain", "family", "world_id", "source", "gen"]
+    )
+    if tasks.num_rows == 0:
+        return tasks
+    _, first = np.unique(tasks.column("task_id").to_numpy(zero_copy_only=False), return_index=True)
+    return tasks.take(pa.array(np.sort(first)))
+
+
+def _mean_by(table: pa.Table, keys: list[str], value: str) -> list[dict[str, Any]]:
+    if table.num_rows == 0:
+        return []
+    grouped = table.group_by(keys).aggregate([(value, "mean"), (value, "count")])
+    rows = grouped.to_pylist()
+    out = [
+        {**{k: r[k] for k in keys}, "success": r[f"{value}_mean"], "episodes": r[f"{value}_count"]}
+        for r in rows
+    ]
+    return sorted(out, key=lambda r: tuple((r[k] is None, r[k]) for k in keys))
+
+
+def _played(run: Run) -> pa.Table:
+    """The episodes the Solver played: one it could not play (``failure``) measures nothing."""
+    episodes = run["episodes"]
+    return episodes.filter(pc.is_null(episodes.column("failure")))
+
+
+def _success(run: Run, tasks: pa.Table) -> dict[str, Any]:
+    episodes = _played(run)
+    train = episodes.filter(pc.equal(episodes.column("purpose"), "train"))
+    train = train.append_column("value", pc.cast(train.column("reward"), pa.float64()))
+    evals = run["evals"]
+    failed = run["episodes"].filter(pc.invert(pc.is_null(run["episodes"].column("failure"))))
+    evals = evals.filter(
+        pc.invert(pc.is_in(evals.column("episode_id"), value_set=failed.column("episode_id")))
+    )
+    evals = evals.append_column("value", pc.cast(evals.column("reward"), pa.float64()))
+    joined = train.select(["task_id", "gen", "value"]).join(
+        tasks.select(["task_id", "level", "domain"]), keys="task_id", join_type="left outer"
+    )
+    return {
+        "train": _mean_by(train, ["gen"], "value"),
+        "eval": _mean_by(evals, ["gen"], "value"),
+        "train_by_level": _mean_by(joined, ["gen", "level"], "value"),
+        "train_by_domain": _mean_by(joined, ["gen", "domain"], "value"),
+        "eval_by_level": _mean_by(evals, ["gen", "level"], "value"),
+        "eval_by_domain": _mean_by(evals, ["gen", "domain"], "value"),
+    }
+
+
+def mastered_level(by_level: dict[int, float]) -> float | None:
+    """The level up to which success stays at or above 0.5, going up from the easiest (None if it starts below).
+
+    Levels are taken in order while success stays at or above 0.5; the
+    mastered level is the last of them plus the fraction of the way to the
+    next level at which a straight line between the two crosses 0.5. A higher
+    level that happens to be above 0.5 again does not move it. A Solver at or
+    above 0.5 everywhere has mastered the highest level.
+    """
+    levels = sorted(by_level)
+    if not levels or by_level[levels[0]] < 0.5:
+        return None
+    last = levels[0]
+    for level in levels[1:]:
+        if by_level[level] < 0.5:
+            s0, s1 = by_level[last], by_level[level]
+            return float(last + (s0 - 0.5) / (s0 - s1) * (level - last))
+        last = level
+    return float(last)
+
+
+def _mastered(eval_by_level: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    by_gen: dict[int, dict[int, float]] = {}
+    for row in eval_by_level:
+        if row["level"] is not None:
+            by_gen.setdefault(row["gen"], {})[row["level"]] = row["success"]
+    return [{"gen": g, "mastered": mastered_level(levels)} for g, levels in sorted(by_gen.items())]
+
+
+def _frontier(run: Run) -> list[dict[str, Any]]:
+    """The curriculum's level per generation, as the loop logged it."""
+    generations = run["generations"].select(["gen", "frontier"]).to_pylist()
+    return sorted(generations, key=lambda r: r["gen"])
+
+
+def _schemas(run: Run) -> dict[str, str]:
+    """World id → a digest of its schema (the CREATE statements): worlds of one schema share it."""
+    out = {}
+    worlds = run["worlds"]
+    for world_id, spec in zip(
+        worlds.column("world_id").to_pylist(), worlds.column("spec").to_pylist(), strict=True
+    ):
+        schema = json.loads(spec).get("schema", [])
+        out[world_id] = hashlib.sha256(json.dumps(schema).encode()).hexdigest()[:16]
+    return out
+
+
+def _pool(run: Run, tasks: pa.Table) -> list[dict[str, Any]]:
+    schemas = _schemas(run)
+    verdicts = run["verdicts"]
+    accepted = verdicts.filter(verdicts.column("accepted")).select(["task_id", "gen"])
+    joined = accepted.join(
+        tasks.select(["task_id", "domain", "family", "world_id"]),
+        keys="task_id",
+        join_type="left outer",
+    )
+    out = []
+    for gen in sorted(set(joined.column("gen").to_pylist())):
+        part = joined.filter(pc.equal(joined.column("gen"), gen))
+        domains = pc.value_counts(part.column("domain")).to_pylist()
+        families = pc.value_counts(part.column("family")).to_pylist()
+        out.append(
+            {
+                "gen": gen,
+                "accepted": part.num_rows,
+                "domains": {d["values"]: d["counts"] for d in domains if d["values"] is not None},
+                "families": {f["values"]: f["counts"] for f in families if f["values"] is not None},
+                "worlds": len(set(part.column("world_id").to_pylist())),
+                "schemas": len({schemas.get(w, w) for w in part.column("world_id").to_pylist()}),
+            }
+        )
+    return out
+
+
+def _proposer(version: str) -> str:
+    """Who proposed, without the policy version: ``learned-synth@12`` → ``learned-synth``."""
+    return version.split("@", 1)[0]
+
+
+def _shares(proposals: pa.Table, key: str) -> list[dict[str, Any]]:
+    """Per generation and value of ``key``: its proposals and their share of the generation's."""
+    if proposals.num_rows == 0:
+        return []
+    totals = Counter(proposals.column("gen").to_pylist())
+    counts = proposals.group_by(["gen", key]).aggregate([([], "count_all")]).to_pylist()
+    out = [
+        {
+            "gen": r["gen"],
+            key: r[key],
+            "proposals": r["count_all"],
+            "share": r["count_all"] / totals[r["gen"]],
+        }
+        for r in counts
+    ]
+    return sorted(out, key=lambda r: (r["gen"], r[key] is None, r[key] or 0))
+
+
+def _per_generation(run: Run, proposals: pa.Table) -> list[dict[str, Any]]:
+    """One row per generation that proposed: counts, accepted share, rewards, observed success."""
+    grouped = proposals.group_by("gen").aggregate(
+        [
+            ([], "count_all"),
+            ("accepted", "sum"),
+            ("proposer_reward", "mean"),
+            ("p_hat", "mean"),  # nulls (not played) are left out
+            ("p_hat", "count"),
+            ("flaky", "count"),
+            ("novelty", "mean"),
+            ("level", "mean"),
+        ]
+    )
+    played = proposals.filter(pc.invert(pc.is_null(proposals.column("p_hat"))))
+    played_reward = {
+        r["gen"]: r["proposer_reward_mean"]
+        for r in played.group_by("gen").aggregate([("proposer_reward", "mean")]).to_pylist()
+    }
+    trained = {r["gen"]: r["trained_level"] for r in _rows(run["generations"])}
+    proposers: dict[int, Counter[str]] = {}
+    objectives: dict[int, str] = {}
+    for gen, version, objective in zip(
+        proposals.column("gen").to_pylist(),
+        proposals.column("proposer").to_pylist(),
+        proposals.column("objective").to_pylist(),
+        strict=True,
+    ):
+        proposers.setdefault(gen, Counter())[_proposer(version)] += 1
+        objectives.setdefault(gen, objective)
+    out = [
+        {
+            "gen": r["gen"],
+            "proposed": r["count_all"],
+            "accepted": r["accepted_sum"],
+            "accepted_share": r["accepted_sum"] / r["count_all"],
+            "proposer_reward": r["proposer_reward_mean"],
+            "played": r["p_hat_count"],
+            "proposer_reward_played": played_reward.get(r["gen"]),
+            "p_hat": r["p_hat_mean"],
+            "flaky": r["flaky_count"],
+            "novelty": r["novelty_mean"],
+            "level": r["level_mean"],
+            "trained_level": trained.get(r["gen"]),
+            "objective": objectives[r["gen"]],
+            "proposers": dict(sorted(proposers[r["gen"]].items())),
+        }
+        for r in grouped.to_pylist()
+    ]
+    return sorted(out, key=lambda r: r["gen"])
+
+
+def _by_proposer(proposals: pa.Table) -> list[dict[str, Any]]:
+    """Per generation and proposer (version dropped): proposals, accepted share, mean reward and level."""
+    named = proposals.append_column(
+        "who", pa.array([_proposer(v) for v in proposals.column("proposer").to_pylist()])
+    )
+    grouped = named.group_by(["gen", "who"]).aggregate(
+        [([], "count_all"), ("accepted", "sum"), ("proposer_reward", "mean"), ("level", "mean")]
+    )
+    out = [
+        {
+            "gen": r["gen"],
+            "proposer": r["who"],
+            "proposals": r["count_all"],
+            "accepted_share": r["accepted_sum"] / r["count_all"],
+            "proposer_reward": r["proposer_reward_mean"],
+            "level": r["level_mean"],
+        }
+        for r in grouped.to_pylist()
+    ]
+    return sorted(out, key=lambda r: (r["gen"], r["proposer"]))
+
+
+def _designs(run: Run) -> dict[str, Mapping[str, Any]]:
+    """Task id → the design a learning Synthesizer drew for it (``provenance["design"]["drawn"]``), where one did."""
+    tasks = run["tasks"]
+    if tasks.num_rows == 0:
+        return {}
+    # only a record that mentions a design is parsed: most logs have none
+    tasks = tasks.filter(pc.match_substring(tasks.column("spec"), '"design"'))
+    out: dict[str, Mapping[str, Any]] = {}
+    for task_id, spec in zip(
+        tasks.column("task_id").to_pylist(), tasks.column("spec").to_pylist(), strict=True
+    ):
+        if task_id in out:
+            continue
+        design = (json.loads(spec).get("provenance") or {}).get("design")
+        drawn = design.get("drawn") if isinstance(design, Mapping) else None
+        if isinstance(drawn, Mapping):
+            out[task_id] = drawn
+    return out
+
+
+def _design_shares(run: Run, proposals: pa.Table) -> list[dict[str, Any]]:
+    """Per generation, choice point and value: the Synthesizer's own proposals that drew it, and their share.
+
+    The share is of the generation's proposals whose design has that point; a
+    mutation keeps its parent's design, so mutations are left out.
+    """
+    designs = _designs(run)
+    if not designs:
+        return []
+    counts: Counter[tuple[int, str, Any]] = Counter()
+    totals: Counter[tuple[int, str]] = Counter()
+    for gen, task_id, version in zip(
+        proposals.column("gen").to_pylist(),
+        proposals.column("task_id").to_pylist(),
+        proposals.column("proposer").to_pylist(),
+        strict=True,
+    ):
+        drawn = designs.get(task_id)
+        if drawn is None or version == "mutation":
+            continue
+        for point, value in drawn.items():
+            value = value if isinstance(value, str | int | float | bool) else json.dumps(value)
+            counts[(gen, point, value)] += 1
+            totals[(gen, point)] += 1
+    out = [
+        {"gen": g, "point": p, "value": v, "proposals": n, "share": n / totals[(g, p)]}
+        for (g, p, v), n in counts.items()
+    ]
+    return sorted(out, key=lambda r: (r["gen"], r["point"], str(r["value"])))
+
+
+def _proposals(run: Run) -> dict[str, Any]:
+    """What each generation proposed (the ``proposals`` table; empty for a log without it)."""
+    proposals = run["proposals"]
+    if proposals.num_rows == 0:
+        return {
+            "per_generation": [],
+            "by_level": [],
+            "by_family": [],
+            "by_proposer": [],
+            "design": [],
+        }
+    return {
+        "per_generation": _per_generation(run, proposals),
+        "by_level": _shares(proposals, "level"),
+        "by_family": _shares(proposals, "family"),
+        "by_proposer": _by_proposer(proposals),
+        "design": _design_shares(run, proposals),
+    }
+
+
+def _signatures(run: Run, task_ids: set[str]) -> dict[str, TaskSignature]:
+    """Task id → its novelty signature, for ``task_ids`` (each record and world parsed once)."""
+    wanted = pa.array(sorted(task_ids), type=pa.string())
+    tasks = run["tasks"].filter(pc.is_in(run["tasks"].column("task_id"), value_set=wanted))
+    worlds = run["worlds"]
+    world_specs = dict(
+        zip(worlds.column("world_id").to_pylist(), worlds.column("spec").to_pylist(), strict=True)
+    )
+    parsed: dict[str, WorldSpec] = {}
+    out: dict[str, TaskSignature] = {}
+    for task_id, spec in zip(
+        tasks.column("task_id").to_pylist(), tasks.column("spec").to_pylist(), strict=True
+    ):
+        if task_id in out or has_format(spec, CODETASK_FORMAT):
+            continue  # a benchmark run's code tasks have no SQL signature
+        task = TaskSpec.model_validate_json(spec)
+        world_id = str(task.world)
+        if world_id not in parsed and world_id in world_specs:
+            parsed[world_id] = WorldSpec.model_validate_json(world_specs[world_id])
+        out[task_id] = signature(task, parsed)
+    return out
+
+
+def _diversity(run: Run) -> list[dict[str, Any]]:
+    """Per generation: the accepted pool's diversity as logged, and its share of distinct signatures."""
+    verdicts = run["verdicts"]
+    accepted = verdicts.filter(verdicts.column("accepted")).select(["task_id", "gen"])
+    by_gen: dict[int, list[str]] = {}
+    for task_id, gen in zip(
+        accepted.column("task_id").to_pylist(), accepted.column("gen").to_pylist(), strict=True
+    ):
+        by_gen.setdefault(gen, []).append(task_id)
+    signatures = _signatures(run, {t for ids in by_gen.values() for t in ids})
+    out = []
+    for r in sorted(_rows(run["generations"]), key=lambda r: r["gen"]):
+        sigs = [signatures[t] for t in by_gen.get(r["gen"], []) if t in signatures]
+        out.append(
+            {
+                "gen": r["gen"],
+                "accepted": len(sigs),
+                "pool_diversity": r.get("pool_diversity"),
+                "distinct_share": distinct_share(sigs) if sigs else None,
+            }
+        )
+    return out
+
+
+def _rejections(run: Run) -> list[dict[str, Any]]:
+    verdicts = run["verdicts"]
+    if verdicts.num_rows == 0:
+        return []
+    totals = {
+        r["gen"]: r["count_all"]
+        for r in verdicts.group_by("gen").aggregate([([], "count_all")]).to_pylist()
+    }
+    exploded = pa.table(
+        {
+            "gen": pc.list_parent_indices(verdicts.column("failed")),
+            "check": pc.list_flatten(verdicts.column("failed")),
+        }
+    )
+    gens = verdicts.column("gen").to_numpy()
+    exploded = exploded.set_column(0, "gen", pa.array(gens[exploded.column("gen").to_numpy()]))
+    grouped = exploded.group_by(["gen", "check"]).aggregate([([], "count_all")]).to_pylist()
+    out = [
+        {
+            "gen": r["gen"],
+            "check": r["check"],
+            "failed": r["count_all"],
+            "rate": r["count_all"] / totals[r["gen"]],
+        }
+        for r in grouped
+    ]
+    return sorted(out, key=lambda r: (r["gen"], -r["failed"], r["check"]))
+
+
+def _calibration(run: Run) -> dict[str, Any]:
+    episodes = _played(run)
+    train = episodes.filter(pc.equal(episodes.column("purpose"), "train"))
+    joined = train.select(["task_id", "gen", "reward"]).join(
+        run["predictions"].select(["task_id", "gen", "p"]),
+        keys=["task_id", "gen"],
+        join_type="inner",
+    )
+    per_gen = []
+    for gen in sorted(set(joined.column("gen").to_pylist())):
+        part = joined.filter(pc.equal(joined.column("gen"), gen))
+        p = part.column("p").to_pylist()
+        o = part.column("reward").to_pylist()
+        per_gen.append(
+            {
+                "gen": gen,
+                "brier": brier(p, o),
+                "ece": expected_calibration_error(p, o),
+                "episodes": len(p),
+            }
+        )
+    p_all = joined.column("p").to_pylist()
+    o_all = joined.column("reward").to_pylist()
+    table = [
+        {"predicted": mean_p, "observed": observed, "count": n}
+        for mean_p, observed, n in (reliability(p_all, o_all) if p_all else [])
+    ]
+    return {"per_generation": per_gen, "reliability": table}
+
+
+def _throughput(run: Run) -> list[dict[str, Any]]:
+    spent: dict[int, dict[str, float]] = {}
+    usage = run["usage"]
+    if usage.num_rows:
+        grouped = usage.group_by("gen").aggregate(
+            [("input_tokens", "sum"), ("output_tokens", "sum"), ("dollars", "sum")]
+        )
+        for r in grouped.to_pylist():
+            spent[r["gen"]] = {
+                "tokens": r["input_tokens_sum"] + r["output_tokens_sum"],
+                "dollars": r["dollars_sum"],
+            }
+    return [
+        {
+            "gen": r["gen"],
+            "episodes": r["train_episodes"],
+            "accepted": r["accepted"],
+            "proposed": r["proposed"],
+            "tokens": spent.get(r["gen"], {}).get("tokens"),
+            "dollars": spent.get(r["gen"], {}).get("dollars"),
+        }
+        for r in sorted(_rows(run["generations"]), key=lambda r: r["gen"])
+    ]
+
+
+def _irt(run: Run) -> dict[str, Any]:
+    """Abilities per solver version and difficulty per task, fitted to the run's episodes."""
+    return fit_rasch(_played(run).select(["solver", "task_id", "reward"]))
+
+
+def _policies(run: Run) -> list[dict[str, Any]]:
+    """Per policy version that played (first played first): rollouts, reward and the share of turns carried out."""
+    table = run.tables.get("trajectories")
+    if table is None or not table.num_rows:
+        return []
+    rows = table.select(["gen", "policy_version", "purpose", "reward", "messages", "failure"])
+    out: dict[str, dict[str, Any]] = {}
+    for row in rows.to_pylist():
+        if row["failure"] is not None or row["purpose"] not in ("train", "eval"):
+            continue
+        mine = out.setdefault(
+            row["policy_version"],
+            {
+                "version": row["policy_version"],
+                "gens": [],
+                "train": [],
+                "eval": [],
+                "turns": [0, 0],
+            },
+        )
+        if row["gen"] not in mine["gens"]:
+            mine["gens"].append(row["gen"])
+        mine[row["purpose"]].append(row["reward"])
+        try:
+            messages = json.loads(row["messages"])
+        except (ValueError, RecursionError):
+            messages = []
+        carried, turns = carried_out_turns(messages if isinstance(messages, list) else [])
+        mine["turns"][0] += carried
+        mine["turns"][1] += turns
+
+    def mean(values: list[int]) -> float | None:
+        return sum(values) / len(values) if values else None
+
+    return [
+        {
+            "version": v["version"],
+            "first_gen": min(v["gens"]),
+            "last_gen": max(v["gens"]),
+            "train_rollouts": len(v["train"]),
+            "train_reward": mean(v["train"]),
+            "eval_rollouts": len(v["eval"]),
+            "eval_reward": mean(v["eval"]),
+            "turns": v["turns"][1],
+            "carried_out": v["turns"][0] / v["turns"][1] if v["turns"][1] else None,
+        }
+        for v in sorted(out.values(), key=lambda v: (min(v["gens"]), v["version"]))
+    ]
+
+
+def analyze(run: Run, *, irt: bool = True) -> dict[str, Any]:
+    """Every metric of the module docstring, JSON-ready."""
+    tasks = _tasks(run)
+    success = _success(run, tasks)
+    return {
+        "run_dir": run.run_dir,
+        "name": run.experiment.get("run", {}).get("name"),
+        "curriculum": run.experiment.get("curriculum", {}).get("name"),
+        "generations": run.generations,
+        "success": success,
+        "mastered": _mastered(success["eval_by_level"]),
+        "frontier": _frontier(run),
+        "pool": _pool(run, tasks),
+        "proposals": _proposals(run),
+        "diversity": _diversity(run),
+        "rejections": _rejections(run),
+        "calibration": _calibration(run),
+        "throughput": _throughput(run),
+        "irt": _irt(run) if irt else None,
+        "pass_k": _pass_k(run) if run.experiment.get("benchmark") else None,
+        "policies": _policies(run),
+    }
+
+
+def _pass_k(run: Run) -> dict[str, Any]:
+    """A benchmark run's pass^k over its trials, overall and per domain (:mod:`~coevo.arena.analysis.passk`)."""
+    return pass_k_of_log(run["episodes"], run["evals"])

@@ -1,0 +1,398 @@
+"""A self-contained HTML report of one or more runs (plots as embedded PNG, tables; no external resources).
+
+    coevo report runs/uniform runs/plr runs/target-band --out report.html
+
+Figures, each with every run side by side:
+
+1. success against training episodes (train, and the held-out eval);
+2. the level mastered (eval success at or above 0.5) and the curriculum's frontier, by generation;
+3. eval success per level and generation (a heat map per run);
+4. rejection reasons (proposals failing each check);
+5. calibration: the World model's predictions against the outcomes;
+6. the proposal distribution: each level's share of a generation's proposals
+   (stacked bars, a panel per run), with the curriculum's frontier, the mean
+   level trained on and the mean level proposed overlaid;
+7. the accepted pool's diversity and the mean proposer reward, by generation;
+
+and a table per run: generations, episodes, final eval success, accepted
+tasks, mutations and the lineage summary.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+from collections import defaultdict
+from typing import Any
+
+from coevo.arena.analysis.lineage import lineage_graph, lineage_summary
+from coevo.arena.analysis.metrics import analyze, load_run
+
+__all__ = ["FIGURES", "render_report"]
+
+FIGURES = (
+    ("success", "Success against training episodes"),
+    (
+        "mastered",
+        "Level mastered (eval success ≥ 0.5) and the curriculum's frontier, by generation",
+    ),
+    ("heatmap", "Eval success per level and generation"),
+    ("rejections", "Rejection reasons"),
+    ("calibration", "World-model calibration"),
+    ("proposals", "Proposal distribution by generation"),
+    ("diversity", "Pool diversity and proposer reward by generation"),
+)
+"""The report's figures: (id, title), in order."""
+
+
+def _png(figure: Any) -> str:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
+    import matplotlib.pyplot as plt  # heavy: loaded only when a report is drawn (see _figures)
+
+    plt.close(figure)
+    return base64.b64encode(buffer.getvalue()).decode()
+
+
+def _label(metrics: dict[str, Any]) -> str:
+    name = metrics.get("name") or "run"
+    return f"{name} ({metrics.get('curriculum')}) — {metrics['run_dir']}"
+
+
+def _figures(runs: list[dict[str, Any]]) -> dict[str, str]:
+    # matplotlib is heavy and choosing its backend is global: both happen only when a report is drawn
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt  # after the backend is chosen
+
+    out: dict[str, str] = {}
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.8))
+    for m in runs:
+        cumulative, total = {}, 0
+        for row in m["throughput"]:
+            total += row["episodes"] or 0
+            cumulative[row["gen"]] = total
+        train = m["success"]["train"]
+        left.plot(
+            [cumulative[r["gen"]] for r in train], [r["success"] for r in train], label=m["legend"]
+        )
+        evals = m["success"]["eval"]
+        right.plot(
+            [cumulative[r["gen"]] for r in evals],
+            [r["success"] for r in evals],
+            marker="o",
+            label=m["legend"],
+        )
+    for ax, title in ((left, "train"), (right, "held-out eval")):
+        ax.set_title(title)
+        ax.set_xlabel("training episodes")
+        ax.set_ylabel("success")
+        ax.set_ylim(-0.02, 1.02)
+        ax.legend(fontsize=8)
+    out["success"] = _png(fig)
+
+    fig, ax = plt.subplots(figsize=(6.5, 3.8))
+    for m in runs:
+        points = [(r["gen"], r["mastered"]) for r in m["mastered"]]
+        (line,) = ax.plot(
+            [g for g, _ in points],
+            [v if v is not None else 0.0 for _, v in points],
+            marker="o",
+            label=f"{m['legend']}: mastered",
+        )
+        frontier = [(r["gen"], r["frontier"]) for r in m["frontier"] if r["frontier"] is not None]
+        ax.plot(
+            [g for g, _ in frontier],
+            [v for _, v in frontier],
+            linestyle="--",
+            color=line.get_color(),
+            label=f"{m['legend']}: curriculum's frontier",
+        )
+    ax.set_xlabel("generation")
+    ax.set_ylabel("level (mastered: 0 when none)")
+    ax.legend(fontsize=8)
+    out["mastered"] = _png(fig)
+
+    fig, axes = plt.subplots(1, len(runs), figsize=(5.2 * len(runs), 3.6), squeeze=False)
+    for ax, m in zip(axes[0], runs, strict=True):
+        rows = [r for r in m["success"]["eval_by_level"] if r["level"] is not None]
+        gens = sorted({r["gen"] for r in rows})
+        levels = sorted({r["level"] for r in rows})
+        grid = [[float("nan")] * len(gens) for _ in levels]
+        for r in rows:
+            grid[levels.index(r["level"])][gens.index(r["gen"])] = r["success"]
+        image = ax.imshow(
+            grid or [[0.0]], aspect="auto", origin="lower", vmin=0, vmax=1, cmap="viridis"
+        )
+        ax.set_xticks(range(len(gens)), [str(g) for g in gens], fontsize=7)
+        ax.set_yticks(range(len(levels)), [str(lv) for lv in levels])
+        ax.set_xlabel("generation")
+        ax.set_ylabel("level")
+        ax.set_title(m["legend"], fontsize=9)
+        fig.colorbar(image, ax=ax, fraction=0.046)
+    out["heatmap"] = _png(fig)
+
+    fig, ax = plt.subplots(figsize=(6.5, 3.8))
+    checks = sorted({r["check"] for m in runs for r in m["rejections"]})
+    width = 0.8 / max(1, len(runs))
+    for i, m in enumerate(runs):
+        totals: dict[str, int] = defaultdict(int)
+        for r in m["rejections"]:
+            totals[r["check"]] += r["failed"]
+        ax.bar(
+            [c + i * width for c in range(len(checks))],
+            [totals[c] for c in checks],
+            width,
+            label=m["legend"],
+        )
+    ax.set_xticks(
+        [c + 0.4 - width / 2 for c in range(len(checks))], checks, rotation=30, ha="right"
+    )
+    ax.set_ylabel("proposals failing the check")
+    if checks:
+        ax.legend(fontsize=8)
+    else:
+        ax.set_axis_off()
+        ax.text(
+            0.5, 0.5, "no proposal was rejected", ha="center", va="center", transform=ax.transAxes
+        )
+    out["rejections"] = _png(fig)
+
+    fig, ax = plt.subplots(figsize=(4.6, 4.2))
+    ax.plot([0, 1], [0, 1], color="grey", linestyle="--", linewidth=1)
+    for m in runs:
+        table = m["calibration"]["reliability"]
+        ax.plot(
+            [r["predicted"] for r in table],
+            [r["observed"] for r in table],
+            marker="o",
+            label=m["legend"],
+        )
+    ax.set_xlabel("predicted P(success)")
+    ax.set_ylabel("observed success")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.legend(fontsize=8)
+    out["calibration"] = _png(fig)
+    out["proposals"] = _png(_proposal_figure(plt, runs))
+    out["diversity"] = _png(_diversity_figure(plt, runs))
+    return out
+
+
+NO_PROPOSALS = "no proposals recorded\n(a log from before the proposals table)"
+"""What a panel says for a run whose log has no ``proposals`` table."""
+
+
+def _proposal_figure(plt: Any, runs: list[dict[str, Any]]) -> Any:
+    """Each level's share of the proposals, stacked per generation, with the levels the run played at."""
+    from matplotlib import patheffects  # after the backend is chosen (see _figures)
+
+    halo = [patheffects.withStroke(linewidth=3, foreground="white")]  # lines stay legible on bars
+    fig, axes = plt.subplots(1, len(runs), figsize=(5.6 * len(runs), 4.6), squeeze=False)
+    fig.subplots_adjust(wspace=0.45)  # room for each panel's level axis
+    for ax, m in zip(axes[0], runs, strict=True):
+        ax.set_title(m["legend"], fontsize=9)
+        by_level = m["proposals"]["by_level"]
+        if not by_level:
+            ax.set_axis_off()
+            ax.text(0.5, 0.5, NO_PROPOSALS, ha="center", va="center", transform=ax.transAxes)
+            continue
+        gens = sorted({r["gen"] for r in by_level})
+        levels = sorted({r["level"] for r in by_level}, key=lambda lv: (lv is None, lv or 0))
+        share = {(r["gen"], r["level"]): r["share"] for r in by_level}
+        known = [lv for lv in levels if lv is not None]
+        colours = plt.get_cmap("viridis")
+        bottom = [0.0] * len(gens)
+        for level in levels:
+            heights = [share.get((g, level), 0.0) for g in gens]
+            colour = (
+                "#bbbbbb"
+                if level is None
+                else colours(0.15 + 0.7 * known.index(level) / max(1, len(known) - 1))
+            )
+            ax.bar(
+                gens,
+                heights,
+                bottom=bottom,
+                width=0.85,
+                color=colour,
+                alpha=0.8,
+                label="no level" if level is None else f"level {level}",
+            )
+            bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
+        ax.set_xlabel("generation")
+        ax.set_ylabel("share of proposals")
+        ax.set_ylim(0, 1)
+        levels_ax = ax.twinx()
+        frontier = [(r["gen"], r["frontier"]) for r in m["frontier"] if r["frontier"] is not None]
+        per_gen = m["proposals"]["per_generation"]
+        lines = (
+            (frontier, "--", "curriculum's frontier"),
+            (
+                [(r["gen"], r["trained_level"]) for r in per_gen if r["trained_level"] is not None],
+                "-",
+                "mean level trained on",
+            ),
+            (
+                [(r["gen"], r["level"]) for r in per_gen if r["level"] is not None],
+                ":",
+                "mean level proposed",
+            ),
+        )
+        for points, style, label in lines:
+            levels_ax.plot(
+                [g for g, _ in points],
+                [v for _, v in points],
+                linestyle=style,
+                color="black" if style != ":" else "crimson",
+                marker="." if style != "--" else None,
+                label=label,
+                path_effects=halo,
+            )
+        top = max([*known, *(v for points, _, _ in lines for _, v in points)], default=1)
+        levels_ax.set_ylim(0.5, top + 0.5)
+        levels_ax.set_ylabel("level")
+        levels_ax.yaxis.get_major_locator().set_params(integer=True)
+        ax.xaxis.get_major_locator().set_params(integer=True)
+        handles, labels = ax.get_legend_handles_labels()
+        more, more_labels = levels_ax.get_legend_handles_labels()
+        ax.legend(  # below the panel, so panels side by side do not cover each other
+            handles[::-1] + more,
+            labels[::-1] + more_labels,
+            fontsize=7,
+            ncol=2,
+            loc="upper center",
+            bbox_to_anchor=(0.5, -0.16),
+        )
+    return fig
+
+
+def _diversity_figure(plt: Any, runs: list[dict[str, Any]]) -> Any:
+    """The accepted pool's diversity (and distinct share) and the mean proposer reward, a line per run."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig.subplots_adjust(wspace=0.25)
+    for i, m in enumerate(runs):
+        colour = f"C{i}"  # one colour per run in both panels
+        series = (
+            (left, "pool_diversity", m["diversity"], "-", "diversity"),
+            (left, "distinct_share", m["diversity"], "--", "distinct signatures"),
+            (right, "proposer_reward", m["proposals"]["per_generation"], "-", "every proposal"),
+            (
+                right,
+                "proposer_reward_played",
+                m["proposals"]["per_generation"],
+                "--",
+                "proposals played",
+            ),
+        )
+        for ax, key, rows, style, what in series:
+            points = [(r["gen"], r[key]) for r in rows if r[key] is not None]
+            if points:
+                ax.plot(
+                    [g for g, _ in points],
+                    [v for _, v in points],
+                    linestyle=style,
+                    marker="o" if style == "-" else None,
+                    color=colour,
+                    label=f"{m['legend']}: {what}",
+                )
+    for ax, ylabel, empty in (
+        (left, "pool diversity, distinct share", "no accepted pool to measure"),
+        (right, "mean proposer reward", NO_PROPOSALS),
+    ):
+        ax.set_xlabel("generation")
+        ax.set_ylabel(ylabel)
+        if ax.lines:
+            ax.legend(fontsize=8)
+        else:
+            ax.set_axis_off()
+            ax.text(0.5, 0.5, empty, ha="center", va="center", transform=ax.transAxes)
+    objectives = sorted(
+        {r["objective"] for m in runs for r in m["proposals"]["per_generation"][-1:]}
+    )
+    objective = f" ({', '.join(objectives)})" if objectives else ""
+    left.set_title(
+        "the accepted pool:\ndiversity (solid), distinct signatures (dashed)", fontsize=9
+    )
+    right.set_title(
+        f"mean proposer reward{objective}:\n"
+        "every proposal (solid), those the Solver played (dashed)",
+        fontsize=9,
+    )
+    for ax in (left, right):
+        ax.xaxis.get_major_locator().set_params(integer=True)  # generations are whole
+    return fig
+
+
+def _summary_rows(runs: list[dict[str, Any]]) -> str:
+    head = (
+        "<tr><th>run</th><th>generations</th><th>training episodes</th><th>final eval</th>"
+        "<th>accepted</th><th>mutations</th><th>lineage depth</th><th>learnable tasks (from mutations)</th></tr>"
+    )
+    body = []
+    for m in runs:
+        evals = m["success"]["eval"]
+        lineage = m["lineage"]
+        final = f"{evals[-1]['success']:.2f}" if evals else "–"
+        body.append(
+            "<tr>"
+            f"<td>{html.escape(_label(m))}</td><td>{m['generations']}</td>"
+            f"<td>{sum(r['episodes'] or 0 for r in m['throughput'])}</td><td>{final}</td>"
+            f"<td>{sum(r['accepted'] or 0 for r in m['throughput'])}</td><td>{lineage['mutations']}</td>"
+            f"<td>{lineage['max_depth']}</td>"
+            f"<td>{lineage['learnable_tasks']} ({lineage['learnable_from_mutation']})</td>"
+            "</tr>"
+        )
+    return f"<table>{head}{''.join(body)}</table>"
+
+
+_STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1180px; color: #222; }
+h1 { font-size: 1.5em; } h2 { font-size: 1.15em; margin-top: 1.8em; }
+table { border-collapse: collapse; font-size: 0.9em; }
+th, td { border: 1px solid #ccc; padding: 4px 8px; text-align: right; }
+th:first-child, td:first-child { text-align: left; }
+img { max-width: 100%; }
+"""
+
+
+def render_report(run_dirs: list[str], out: str) -> dict[str, bytes]:
+    """Write the report of ``run_dirs`` to ``out``; returns its figures, id → PNG (in :data:`FIGURES` order).
+
+    Raises:
+        CoevoError: a directory holds no run.
+    """
+    runs = []
+    for run_dir in run_dirs:
+        run = load_run(run_dir)
+        metrics = analyze(run, irt=False)
+        metrics["name"] = metrics.get("name") or run_dir
+        metrics["run_dir"] = run_dir
+        metrics["lineage"] = lineage_summary(lineage_graph(run))
+        runs.append(metrics)
+    names = [m["name"] for m in runs]
+    for (
+        m
+    ) in runs:  # runs of one experiment file share its name: the legends tell them apart by folder
+        m["legend"] = f"{m['name']} ({m['run_dir']})" if names.count(m["name"]) > 1 else m["name"]
+    images = _figures(runs)
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8"><title>coevo report</title>',
+        f"<style>{_STYLE}</style></head><body>",
+        "<h1>coevo report</h1>",
+        "<p>" + "<br>".join(html.escape(_label(m)) for m in runs) + "</p>",
+        "<h2>Runs</h2>",
+        _summary_rows(runs),
+    ]
+    for key, title in FIGURES:
+        parts.append(f'<h2 id="{key}">{html.escape(title)}</h2>')
+        parts.append(
+            f'<img id="figure-{key}" alt="{html.escape(title)}" src="data:image/png;base64,{images[key]}">'
+        )
+    parts.append("</body></html>")
+    with open(out, "w", encoding="utf-8") as handle:
+        handle.write("\n".join(parts) + "\n")
+    return {key: base64.b64decode(images[key]) for key, _ in FIGURES}

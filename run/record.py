@@ -1,0 +1,147 @@
+"""A generation's rows: what the loop (:mod:`coevo.run.loop`) commits for it, made from its :class:`Generation`."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from coevo.arena.calibration import brier
+from coevo.arena.difficulty import task_level
+from coevo.arena.gamelog import (
+    EpisodeRow,
+    EvalRow,
+    GenerationRecord,
+    GenerationRow,
+    PredictionRow,
+    TaskRow,
+    TrajectoryRow,
+    UpdateRow,
+    VerdictRow,
+    WorldRow,
+)
+from coevo.arena.spec import TaskSpec, WorldSpec
+from coevo.run.generation import Generation, Proposals, rejection_counts
+from coevo.run.trainer import policy_row
+
+__all__ = ["generation_record", "summary_row"]
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def generation_record(
+    done: Generation,
+    *,
+    seed: int,
+    eval_tasks: Sequence[TaskSpec],
+    logged_worlds: set[str],
+    frontier: Any,
+    policies: bool,
+) -> GenerationRecord:
+    """The generation's rows of every table but ``usage``.
+
+    Args:
+        done: the generation, every phase filled.
+        seed: the run's seed (the proposer's rollouts' ids).
+        eval_tasks: the held-out suite (generation 0 logs it first).
+        logged_worlds: the world ids already logged; the new ones are added.
+        frontier: the curriculum's frontier now.
+        policies: whether a trainer hands policies (a ``policies`` row).
+    """
+    record = GenerationRecord(done.gen)
+    _log_proposals(record, done.proposals, eval_tasks, logged_worlds)
+    version = done.version
+    predictions = dict(zip([t.task_id for t in done.accepted], done.predicted, strict=True))
+    record.predictions = [
+        PredictionRow(task_id=t, version=version, p=float(p)) for t, p in predictions.items()
+    ]
+    record.episodes = [EpisodeRow.of(e, "train") for e in done.episodes]
+    record.episodes += [EpisodeRow.of(e, "eval") for e in done.evals]
+    external = done.external.episodes
+    record.episodes += [EpisodeRow.of(e, "external") for e in external]
+    record.trajectories = [
+        TrajectoryRow.of(e, purpose)
+        for purpose, played in (
+            ("train", done.episodes),
+            ("eval", done.evals),
+            ("external", external),
+        )
+        for e in played
+        if e.trajectory is not None
+    ] + done.proposer_rows(seed)
+    record.ingested = done.external.rows
+    by_id = {t.task_id: t for t in eval_tasks}
+    record.evals = [EvalRow.of(e, by_id.get(e.task_id)) for e in done.evals]
+    extra = done.stats.extra or {}
+    record.updates = (
+        [
+            UpdateRow(
+                version=done.learnt_from,
+                episodes=done.stats.episodes,
+                loss=done.stats.loss,
+                success=extra.get("success"),
+                entropy=extra.get("entropy"),
+                skipped=extra.get("skipped"),
+            )
+        ]
+        if done.learnt_from is not None
+        else []
+    )
+    record.generations = [summary_row(done, predictions, frontier)]
+    record.proposals = done.scored.rows
+    if policies:
+        record.policies = [
+            policy_row(done.gen, done.version, done.policy, done.episodes, done.paid_rollouts())
+        ]
+    return record
+
+
+def summary_row(done: Generation, predictions: dict[str, float], frontier: Any) -> GenerationRow:
+    """The ``generations`` row: what the generation proposed, accepted, trained and learnt."""
+    proposals, episodes, evals = done.proposals, done.episodes, done.evals
+    played = [e for e in episodes if not e.failure]
+    scored = [e for e in evals if not e.failure]
+    fresh = [(predictions[e.task_id], e.reward.value) for e in played if e.task_id in predictions]
+    return GenerationRow(
+        proposed=len(proposals.tasks),
+        accepted=len(done.accepted),
+        rejected=sum(not v.accepted for v in proposals.verdicts),
+        mutations=proposals.sources.count("mutation"),
+        trained_tasks=len(done.batch),
+        train_episodes=len(episodes),
+        train_success=_mean([e.reward.value for e in played]),
+        eval_success=_mean([e.reward.value for e in scored]),
+        frontier=frontier,
+        proposer_reward=done.scored.reward,
+        pool_diversity=done.scored.diversity,
+        accepted_level=_mean([lv for t in done.accepted if (lv := task_level(t)) is not None]),
+        trained_level=_mean([lv for t in done.batch if (lv := task_level(t)) is not None]),
+        brier=brier([p for p, _ in fresh], [o for _, o in fresh]) if fresh else None,
+        version=done.version,
+        rejections=json.dumps(
+            dict(rejection_counts(proposals.verdicts).most_common(5)), sort_keys=True
+        ),
+        failures=done.failures + sum(bool(e.failure) for e in [*episodes, *evals]),
+    )
+
+
+def _log_proposals(
+    record: GenerationRecord,
+    proposals: Proposals,
+    eval_tasks: Sequence[TaskSpec],
+    logged_worlds: set[str],
+) -> None:
+    """The generation's worlds, tasks and verdicts (generation 0 logs the eval suite first)."""
+    tasks, sources = proposals.tasks, proposals.sources
+    if record.gen == 0:
+        tasks = [*eval_tasks, *tasks]
+        sources = ["eval"] * len(eval_tasks) + sources
+    for task in tasks:
+        world = task.world
+        if isinstance(world, WorldSpec) and world.world_id not in logged_worlds:
+            logged_worlds.add(world.world_id)
+            record.worlds.append(WorldRow.of(world))
+    record.tasks = [TaskRow.of(t, s) for t, s in zip(tasks, sources, strict=True)]
+    record.verdicts = [VerdictRow.of(v) for v in proposals.verdicts]

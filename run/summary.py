@@ -1,0 +1,215 @@
+"""The figures a run ends with, read back from its game log, and the lines that show them.
+
+Kept apart from :mod:`~coevo.run.loop` (which loads Ray) so that a
+finished run is answered at once: ``coevo resume`` of a run with nothing
+left to do, and ``coevo run`` into a finished run directory, read the log and
+print this without starting Ray.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Any
+
+from coevo.arena.gamelog import GameLog, RunDir
+from coevo.run.selfplay import Watch, WatchConfig
+
+__all__ = ["summarize", "summary_lines"]
+
+
+def summarize(run_dir: str) -> dict[str, Any]:
+    """The figures a run ends with, read back from its game log."""
+    log = GameLog(run_dir)
+    rows = log.read("generations").to_pylist()
+    policies = log.read("policies").to_pylist()
+    ingested = log.read("ingested").to_pylist()
+    evals = [(r["gen"], r["eval_success"]) for r in rows if r["eval_success"] is not None]
+    levels = [r["trained_level"] for r in rows if r["trained_level"] is not None]
+    third = max(1, len(levels) // 3)
+    rejections: Counter[str] = Counter()
+    for row in rows:
+        rejections.update(json.loads(row["rejections"] or "{}"))
+    return {
+        "run_dir": run_dir,
+        "generations": len(rows),
+        "episodes": sum(r["train_episodes"] for r in rows),
+        "eval_success_first": evals[0][1] if evals else None,
+        "eval_success_last": evals[-1][1] if evals else None,
+        "trained_level_first_third": sum(levels[:third]) / third if levels else None,
+        "trained_level_last_third": sum(levels[-third:]) / third if levels else None,
+        "train_success_last": rows[-1]["train_success"] if rows else None,
+        "proposed": sum(r["proposed"] for r in rows),
+        "rejected": sum(r["rejected"] for r in rows),
+        "accepted": sum(r["accepted"] for r in rows),
+        "failures": sum(r["failures"] for r in rows),
+        "top_rejections": dict(rejections.most_common(5)),
+        # the trainer hand-off (a [trainer] table): the versions played, in order, and the lag
+        "policy_versions": list(dict.fromkeys(p["version"] for p in policies)),
+        "max_staleness_seen": max((p["staleness"] for p in policies), default=None),
+        "batches_handed_out": len(policies),
+        # rollouts an external trainer drove, from the inbox
+        "external_episodes": sum(r["episodes"] for r in ingested),
+        "external_rejected": sum(r["rejected"] + (r["error"] is not None) for r in ingested),
+        "external_disagreed": sum(r["disagreed"] for r in ingested),
+        **_proposer(log.read("proposals").to_pylist()),
+        "stalls": _stalls(run_dir, rows),
+        **_eval_suite(run_dir, log),
+    }
+
+
+def _eval_suite(run_dir: str, log: GameLog) -> dict[str, Any]:
+    """The held-out suite's size, and what the experiment asked for (``eval.per_level`` × levels)."""
+    made = sum(
+        s == "eval" for s in log.read("tasks", columns=["source"]).column("source").to_pylist()
+    )
+    try:
+        recorded = json.loads(RunDir(run_dir).read_bytes("experiment.json"))
+        config = recorded.get("eval") or {}
+        asked = None if recorded.get("benchmark") else config["per_level"] * len(config["levels"])
+    except (OSError, ValueError, KeyError, TypeError):
+        asked = None
+    return {"eval_tasks": made, "eval_asked": asked}
+
+
+def _proposer(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """What the proposals earned: the objective, the mean reward, and how many were flaky."""
+    middle = [r for r in rows if r["p_hat"] is not None and 0 < r["p_hat"] < 1]
+    paid = [r["proposer_reward"] for r in rows if r["proposer_reward"] is not None]
+    return {
+        "objective": rows[-1]["objective"] if rows else None,
+        "proposer_reward": sum(paid) / len(paid) if paid else None,
+        "proposals_scored": len(rows),
+        "proposals_flaky": sum(r["flaky"] is not None for r in rows),
+        "proposals_middle": len(middle),
+        "proposals_middle_flaky": sum(r["flaky"] is not None for r in middle),
+    }
+
+
+def _stalls(run_dir: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The watch's plateau and collapse events, found again from the ``generations`` rows."""
+    try:
+        recorded = json.loads(RunDir(run_dir).read_bytes("experiment.json")).get("watch") or {}
+        watch = Watch(WatchConfig.model_validate(recorded))
+    except (OSError, ValueError):
+        watch = Watch(WatchConfig())
+    found = []
+    for row in rows:
+        for name, fields in watch.observe(
+            row["gen"], row["eval_success"], row.get("pool_diversity")
+        ):
+            found.append({"event": name, **fields})
+    return found
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def _figure(value: Any) -> str:
+    if value is None:
+        return "–"
+    return f"{value:.2f}" if isinstance(value, float) else str(value)
+
+
+def _benchmark_lines(summary: dict[str, Any], passes: dict[str, Any]) -> list[str]:
+    """A benchmark run's summary: the pool, the trials, pass^k overall and per domain."""
+    lines = [
+        f"{_plural(summary['generations'], 'trial')} of {_plural(summary['accepted'], 'task')} "
+        f"({summary['rejected']} rejected), {_plural(summary['episodes'], 'episode')}; "
+        f"{_plural(summary['failures'], 'role failure')} recorded",
+        "pass^k: " + (", ".join(f"k={k} {_figure(v)}" for k, v in passes["pass_k"].items()) or "–"),
+    ]
+    lines += [
+        f"  {domain}: {_plural(table['tasks'], 'task')}, "
+        + ", ".join(f"k={k} {_figure(v)}" for k, v in table["pass_k"].items())
+        for domain, table in passes["domains"].items()
+    ]
+    if passes["failed"]:
+        lines.append(
+            f"{_plural(passes['failed'], 'episode')} the Solver could not play (left out of pass^k)"
+        )
+    asked, made = summary.get("eval_asked"), summary.get("eval_tasks")
+    if asked and made is not None and made < asked:
+        lines.append(
+            f"eval suite: {made} of the {asked} tasks asked for (the synthesizer made or the "
+            "Judge accepted no more): eval success is measured on those"
+        )
+    if summary.get("top_rejections"):
+        checks = ", ".join(f"{name} {n}" for name, n in summary["top_rejections"].items())
+        lines.append(f"rejections by check: {checks}")
+    lines.append(f"game log: {str(summary['run_dir']).rstrip('/')}/log")
+    return lines
+
+
+def summary_lines(summary: dict[str, Any]) -> list[str]:
+    """The summary as the lines ``coevo run`` ends with (each at most about 80 characters)."""
+    passes = summary.get("pass_k")
+    if passes is not None:  # a benchmark run: trials, not training
+        return _benchmark_lines(summary, passes)
+    lines = [
+        f"{_plural(summary['generations'], 'generation')}, "
+        f"{_plural(summary['episodes'], 'training episode')}, "
+        f"{_plural(summary['failures'], 'role failure')} recorded",
+        f"tasks: {summary['accepted']} accepted, {summary['rejected']} rejected",
+        f"eval success {_figure(summary['eval_success_first'])} → "
+        f"{_figure(summary['eval_success_last'])}; level trained on "
+        f"{_figure(summary['trained_level_first_third'])} → "
+        f"{_figure(summary['trained_level_last_third'])} (first → last third)",
+    ]
+    if summary["generations"] and not summary["accepted"]:
+        lines.append("no task was accepted, so nothing was trained")
+        if not summary.get("proposed", summary["rejected"]):
+            lines.append("the synthesizer proposed none: see synthesis_attempt in events.jsonl")
+    asked, made = summary.get("eval_asked"), summary.get("eval_tasks")
+    if asked and made is not None and made < asked:
+        lines.append(
+            f"eval suite: {made} of the {asked} tasks asked for (the synthesizer made or the "
+            "Judge accepted no more): eval success is measured on those"
+        )
+    if summary.get("top_rejections"):
+        checks = ", ".join(f"{name} {n}" for name, n in summary["top_rejections"].items())
+        lines.append(f"rejections by check: {checks}")
+    for role, failing in summary.get("roles_failing", {}).items():
+        gens = failing["generations"]
+        lines.append(
+            f"{role}: every call failed in {_plural(len(gens), 'generation')} "
+            f"({', '.join(map(str, gens[:8]))}{', …' if len(gens) > 8 else ''}); "
+            f"{failing['failed']} of {failing['calls']} calls failed, the last: {failing['error']}"
+        )
+    versions = summary.get("policy_versions") or []
+    if versions:
+        shown = " → ".join(versions if len(versions) <= 4 else [versions[0], "…", *versions[-2:]])
+        lines.append(
+            f"trainer: {summary['batches_handed_out']} "
+            f"batch{'es' * (summary['batches_handed_out'] != 1)} handed out; "
+            f"{_plural(len(versions), 'policy version')} played ({shown}); staleness at most "
+            f"{summary['max_staleness_seen']}"
+        )
+    if summary.get("external_episodes") or summary.get("external_rejected"):
+        lines.append(
+            f"inbox: {_plural(summary['external_episodes'], 'external episode')} ingested, "
+            f"{_plural(summary['external_rejected'], 'rollout or part')} rejected, "
+            f"{summary.get('external_disagreed', 0)} scored otherwise by its producer "
+            "(the ingested table)"
+        )
+    if summary.get("objective"):
+        lines.append(
+            f"proposer ({summary['objective']}): mean reward "
+            f"{_figure(summary['proposer_reward'])}; {summary['proposals_flaky']} of "
+            f"{summary['proposals_scored']} proposals flaky ({summary['proposals_middle_flaky']} of the "
+            f"{summary['proposals_middle']} at 0 < p̂ < 1)"
+        )
+    for stall in summary.get("stalls", []):
+        if stall["event"] == "plateau":
+            lines.append(
+                f"plateau: eval success flat at {stall['eval_success']:.2f} from generation "
+                f"{stall['since']} to {stall['gen']}"
+            )
+        else:
+            lines.append(
+                f"collapse: pool diversity {stall['diversity']:.2f} at generation {stall['gen']}, "
+                f"{stall['share']:.0%} of its best"
+            )
+    lines.append(f"game log: {str(summary['run_dir']).rstrip('/')}/log")
+    return lines
