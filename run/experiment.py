@@ -163,10 +163,14 @@ class RayConfig(_Table):
     Attributes:
         address: a cluster address; empty: start Ray on this machine.
         num_cpus: CPUs for a local Ray (empty: all).
+        in_process: play every role in this process, without Ray: the same log, no worker
+            processes, no restarts, placement or cluster (a debugger, tests;
+            :mod:`coevo.run.actors`).
     """
 
     address: str = ""
     num_cpus: int | None = Field(default=None, ge=1, le=4096)
+    in_process: bool = False
 
 
 class BenchmarkConfig(_Table):
@@ -469,6 +473,7 @@ def _validated(
         experiment.role_settings()
         _trainable(experiment)
         _benchmark(experiment)
+        _in_process(experiment)
     except ExperimentError as exc:
         raise ExperimentError(f"{label} {verb} not {what}:\n  {exc}") from exc
     return experiment
@@ -498,6 +503,26 @@ def _benchmark(experiment: Experiment) -> None:
             bench.user_settings()
         except CoevoError as exc:
             raise ExperimentError(str(exc)) from exc
+
+
+def _in_process(experiment: Experiment) -> None:
+    """With ``[ray] in_process``: nothing that needs Ray (a cluster, the Ray queue's hand-off).
+
+    Raises:
+        ExperimentError: what needs Ray, and the way on.
+    """
+    if not experiment.ray.in_process:
+        return
+    if experiment.ray.address:
+        raise ExperimentError(
+            "ray.in_process plays every role in this process, ray.address joins a cluster: "
+            "choose one"
+        )
+    if experiment.trainer is not None and experiment.trainer.transport == "ray-queue":
+        raise ExperimentError(
+            'trainer.transport = "ray-queue" hands batches over a Ray queue, and ray.in_process runs '
+            'without Ray: use trainer.transport = "folder", or leave ray.in_process out'
+        )
 
 
 def _trainable(experiment: Experiment) -> None:

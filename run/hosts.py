@@ -1,6 +1,7 @@
 """A role inside a Ray actor, one host per kind: every call batched, every failure a recorded outcome.
 
-A host is a plain class (the arena wraps it with ``ray.remote``); it builds
+A host is a plain class (the arena wraps it with ``ray.remote``, or calls it
+in process: :mod:`coevo.run.actors`); it builds
 its role from the registry in the actor's own process and turns whatever the
 role raises into data the game log can hold:
 
@@ -94,6 +95,12 @@ def _busy(method: _F) -> _F:
     return timed  # type: ignore[return-value]  # the wrapper keeps the method's signature
 
 
+def _resolved(ref: Any) -> Any:
+    """The value of a reference the loop passed inside a list (a Ray ref, or in-process its holder)."""
+    # duck-typed: coevo.run.actors.LocalRef (that module imports this one)
+    return ref.result() if hasattr(ref, "result") else ray.get(ref)
+
+
 def _error(exc: BaseException) -> str:
     frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
     where = f" at {os.path.basename(frame.filename)}:{frame.lineno}" if frame else ""
@@ -183,7 +190,7 @@ class SynthesizerHost(_Host):
         (loaded once per ``version``), or empty.
         """
         if state and version != self._version and isinstance(self.role, Stateful):
-            self.role.set_state(ray.get(state[0]))
+            self.role.set_state(_resolved(state[0]))
             self._version = version
         out: list[tuple[list[TaskSpec], str | None]] = []
         for request in requests:
@@ -286,7 +293,7 @@ class SolverHost(_Host):
     ) -> list[Episode]:
         """Episodes of ``tasks`` with the learner's weights ``state`` (a one-item list holding a Ray ref, or empty)."""
         if state and version != self._version and isinstance(self.role, Stateful):
-            self.role.set_state(ray.get(state[0]))
+            self.role.set_state(_resolved(state[0]))
             self._version = version
         try:
             episodes = list(self.role.attempt(list(tasks), seed))

@@ -31,7 +31,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -53,11 +52,10 @@ from coevo.arena.seeding import derive_seed
 from coevo.arena.spec import TaskSpec, WorldSpec
 from coevo.curricula.base import Curriculum, GenerationPlan
 from coevo.curricula.registry import make_curriculum
-from coevo.run.capacity import check_cluster
+from coevo.run.actors import Actors, start_actors
 from coevo.run.connection import connect
 from coevo.run.experiment import (
     Experiment,
-    RoleTable,
     check_environment,
     ray_address,
     recorded_experiment,
@@ -73,8 +71,8 @@ from coevo.run.generation import (
     plan_of,
     rejection_counts,
 )
-from coevo.run.hosts import remote_host
 from coevo.run.ingest import Inbox, known_tasks
+from coevo.run.inprocess import get
 from coevo.run.overlap import (
     DEFERRED_FILE,
     Background,
@@ -84,7 +82,6 @@ from coevo.run.overlap import (
 )
 from coevo.run.pool import ActorPool, Calls, Lost
 from coevo.run.record import generation_record
-from coevo.run.resources import placed, ray_options
 from coevo.run.selfplay import ProposalScoring, Watch
 from coevo.run.summary import summarize
 from coevo.run.trainer import (
@@ -93,8 +90,6 @@ from coevo.run.trainer import (
     announced_policy,
     batch_id,
 )
-from ray.util.placement_group import remove_placement_group
-from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 __all__ = [
     "Arena",
@@ -164,41 +159,16 @@ class Arena:
         self.deferred: Deferred | None = None  # the last generation's step, run beside this one's
         self.updating: Any = None  # the World model's update in flight (a Ray ref)
         self.timeline: list[tuple[str, float, float]] | None = None  # a list: busy intervals
-        self.groups: list[Any] = []  # the placement groups the role tables asked for
+        self.actors: Actors | None = None  # made in start
 
     # ---- actors -------------------------------------------------------------------------
 
     def _start_actors(self) -> None:
-        check_cluster(self.exp)  # before any actor: Ray would wait forever for what is not there
-        here = ray.get_runtime_context().get_node_id()
-        settings = self.exp.role_settings()
-
-        def actors(table: str, n: int, restarts: bool) -> list[Any]:
-            role: RoleTable = getattr(self.exp, table)
-            info = REGISTRY.get(role.name)
-            if restarts:
-                each, group = placed(table, n, role.resources, role.placement)
-                self.groups += [group] if group is not None else []
-                each = [{**o, "max_restarts": 4, "max_task_retries": 4} for o in each]
-            else:
-                # stateful singletons (the learner, the World model) live on the driver's node:
-                # losing another node must not lose their state
-                affinity = NodeAffinitySchedulingStrategy(here, soft=False)
-                each = [{**ray_options(role.resources), "scheduling_strategy": affinity}] * n
-            env = {k: os.environ[k] for k in info.env(settings[table]).passed if k in os.environ}
-            host = remote_host(info.kind)
-            return [host.options(**o).remote(role.name, role.config, env) for o in each]
-
-        exp = self.exp
-        self.synth = ActorPool("synthesizer", actors("synthesizer", exp.synthesizer.actors, True))
-        self.judges = ActorPool("judge", actors("judge", exp.judge.actors, True))
-        self.solvers = ActorPool("solver", actors("solver", exp.solver.actors, True))
-        self.learner = actors("solver", 1, False)[0]
-        self.model = actors("world_model", 1, False)[0]
-        # what the Synthesizer can do, from its class (no call: a constructor error is the pool's)
-        able = set(REGISTRY.get(exp.synthesizer.name).capabilities)
-        if {"learns", "stateful"} <= able:
-            self.synth_learner = actors("synthesizer", 1, False)[0]
+        self.actors = start_actors(self.exp)
+        a = self.actors
+        self.synth, self.judges, self.solvers = a.synth, a.judges, a.solvers
+        self.learner, self.model, self.synth_learner = a.learner, a.model, a.synth_learner
+        able = set(REGISTRY.get(self.exp.synthesizer.name).capabilities)
         self.synth_follows = {"reports-trajectories", "stateful"} <= able and "learns" not in able
 
     @property
@@ -208,14 +178,7 @@ class Arena:
     @property
     def _labelled(self) -> list[tuple[str, Any]]:
         """Every actor with its label in the events (``solver-0``, ``learner``, ...)."""
-        return [
-            *((f"synthesizer-{i}", a) for i, a in enumerate(self.synth.actors)),
-            *((f"judge-{i}", a) for i, a in enumerate(self.judges.actors)),
-            *((f"solver-{i}", a) for i, a in enumerate(self.solvers.actors)),
-            ("learner", self.learner),
-            ("world_model", self.model),
-            *([("synthesizer-learner", self.synth_learner)] if self.synth_learner else []),
-        ]
+        return self.actors.labelled
 
     # ---- pieces of a generation ---------------------------------------------------------
 
@@ -446,7 +409,7 @@ class Arena:
         solver_state = self._read_state(base, files.get("solver"), "solver")
         if solver_state is not None:
             self._restore(self.learner, solver_state, gen, files["solver"])
-            self.state_ref = ray.put(solver_state)
+            self.state_ref = self.actors.put(solver_state)
             self.version = version
         model_state = self._read_state(base, files.get("world_model"), "world_model")
         if model_state is not None:
@@ -470,7 +433,7 @@ class Arena:
     def _proposing(self) -> tuple[int | None, Any, str]:
         """What proposes now: the learner's version, its state (a Ray ref) and its name."""
         learner = self.synth_learner
-        name = ray.get(learner.policy_version.remote()) if learner else self.exp.synthesizer.name
+        name = get(learner.policy_version.remote()) if learner else self.exp.synthesizer.name
         return (self.synth_version, self.synth_ref, name)
 
     def _load_proposer(
@@ -484,10 +447,10 @@ class Arena:
         learnt = self._read_state(base, files.get("synthesizer"), "synthesizer")
         if learnt is not None:
             self._restore(self.synth_learner, learnt, gen, files["synthesizer"])
-            self.synth_ref = ray.put(learnt)
+            self.synth_ref = self.actors.put(learnt)
             self.synth_version = synth.get("version")
         name = files.get("synthesizer_proposing")
-        ref = ray.put(self.run.read_bytes(*base, name)) if name else None
+        ref = self.actors.put(self.run.read_bytes(*base, name)) if name else None
         self.next_proposing = (synth.get("proposing_version"), ref, synth.get("proposer", ""))
         return self.next_proposing
 
@@ -500,9 +463,10 @@ class Arena:
 
     def _restore(self, actor: Any, state: bytes, gen: int, name: str) -> None:
         try:
-            ray.get(actor.set_state.remote(state))
-        except ray.exceptions.RayTaskError as exc:
-            cause = exc.cause if isinstance(exc.cause, StateError) else exc
+            get(actor.set_state.remote(state))
+        except Exception as exc:  # Ray's RayTaskError, or in-process the role's own error
+            cause = getattr(exc, "cause", exc)
+            cause = cause if isinstance(cause, StateError) else exc
             raise self._unloadable(gen, name, f"cannot be loaded ({cause})") from exc
 
     def _tasks_from_log(self) -> dict[str, TaskSpec]:
@@ -555,7 +519,7 @@ class Arena:
         if self.deferred is not None:
             # overlap: the update on gen - 1 is taken after these predictions, beside solving
             self.updating = self.model.update.remote(self.deferred.update)
-        done.predicted, error = ray.get(predicting)
+        done.predicted, error = get(predicting)
         done.calls.record("world model", error or None)
         if error:
             done.failures += 1
@@ -580,7 +544,7 @@ class Arena:
             done.policy = self.handoff.policy
             clock.lap("trainer")
         # the version that plays this generation: predictions, the update and the summary say it
-        done.version = ray.get(self.learner.policy_version.remote())
+        done.version = get(self.learner.policy_version.remote())
         done.batch = self.curriculum.batch(gen)
         attempts = self._attempts(gen, done.batch, "train", self.exp.run.rollouts)
         behind = self.deferred  # overlap: gen - 1's learner step runs beside these rollouts
@@ -599,7 +563,7 @@ class Arena:
         if stepping is not None:
             self._learnt(done, stepping, behind.gen if behind else gen)
         clock.lap("learn")
-        model_error = ray.get(self.updating) if self.updating is not None else None
+        model_error = get(self.updating) if self.updating is not None else None
         self.updating = None
         done.calls.record("world model", model_error or None)
         if model_error:
@@ -612,14 +576,14 @@ class Arena:
 
     def _learnt(self, done: Generation, stepping: Any, through: int) -> None:
         """Take the learner's step (a Ray ref) on generation ``through``'s episodes: its stats, and its state for the Solvers."""
-        done.stats, new_state, learn_error = ray.get(stepping)
+        done.stats, new_state, learn_error = get(stepping)
         done.learnt_from = done.version
         done.calls.record("learner", learn_error or None)
         if learn_error:
             done.failures += 1
             self.events("learner_failed", gen=done.gen, error=learn_error)
         if new_state is not None and self.handoff is None:  # with a trainer, the trainer's policies
-            self.state_ref = ray.put(new_state)
+            self.state_ref = self.actors.put(new_state)
             self.version = through
 
     def _busy(self, started: float) -> dict[str, float]:
@@ -644,13 +608,13 @@ class Arena:
         )
         if self.synth_learner is None:
             return
-        _stats, state, error = ray.get(self.synth_learner.learn.remote(done.scored.feedback))
+        _stats, state, error = get(self.synth_learner.learn.remote(done.scored.feedback))
         done.calls.record("synthesizer", error or None)
         if error:
             done.failures += 1
             self.events("synthesizer_learn_failed", gen=done.gen, error=error)
         elif state is not None:
-            self.synth_ref = ray.put(state)
+            self.synth_ref = self.actors.put(state)
             self.synth_version = done.gen
 
     def _adopt(self, policy: Announcement, gen: int) -> None:
@@ -658,8 +622,8 @@ class Arena:
         assert self.handoff is not None
         self.handoff.load(policy, self.exp.solver.name, self.exp.role_settings()["solver"], gen)
         state = policy_state(policy.served_as, policy.version)
-        ray.get(self.learner.set_state.remote(state))
-        self.state_ref = ray.put(state)
+        get(self.learner.set_state.remote(state))
+        self.state_ref = self.actors.put(state)
         self.version = policy.trained_through
         if self.synth_follows:  # self-play: the Synthesizer proposes with the policy too
             self.synth_ref, self.synth_version = self.state_ref, policy.trained_through
@@ -735,7 +699,7 @@ class Arena:
         base = ("checkpoints", f"gen={record.gen}")
         files: dict[str, str | None] = {}
         for table, actor in (("solver", self.learner), ("world_model", self.model)):
-            state = ray.get(actor.get_state.remote())
+            state = get(actor.get_state.remote())
             files[table] = None if state is None else f"{table}.state"
             if state is not None:
                 self.run.write_bytes(state, *base, f"{table}.state")
@@ -779,23 +743,21 @@ class Arena:
         """A learning Synthesizer's checkpoint: its learner's state, and the state the pending proposals used."""
         if self.synth_learner is None:
             return {}
-        state = ray.get(self.synth_learner.get_state.remote())
+        state = get(self.synth_learner.get_state.remote())
         files["synthesizer"] = "synthesizer.state"
         self.run.write_bytes(state, *base, "synthesizer.state")
         version, ref, proposer = self.next_proposing
         if ref is not None:
             files["synthesizer_proposing"] = "synthesizer-proposing.state"
-            self.run.write_bytes(ray.get(ref), *base, "synthesizer-proposing.state")
+            self.run.write_bytes(get(ref), *base, "synthesizer-proposing.state")
         return {"version": self.synth_version, "proposing_version": version, "proposer": proposer}
 
     def close(self) -> None:
         """Stop the background judging and the actors."""
         if self.background is not None:
             self.background.close()
-        for actor in self._every_actor:
-            ray.kill(actor)
-        for group in self.groups:
-            remove_placement_group(group)
+        if self.actors is not None:
+            self.actors.close()
 
 
 def run_experiment(
@@ -852,7 +814,9 @@ def _run_locked(
     stop_after: int | None,
     on_start: Callable[[Arena], None] | None,
 ) -> RunSummary:
-    started = connect(ray_address(address, experiment), experiment.ray.num_cpus)
+    started = not experiment.ray.in_process and connect(
+        ray_address(address, experiment), experiment.ray.num_cpus
+    )
     arena = Arena(experiment, lock.run, on_generation=on_generation, events=events, lock=lock)
     reports: list[GenerationReport] = []
     try:

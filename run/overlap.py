@@ -33,10 +33,10 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Final
 
-import ray
 from coevo.arena.errors import ArenaError
 from coevo.arena.outcomes import Episode
 from coevo.arena.spec import TaskSpec
+from coevo.run.inprocess import get, wait
 from ray.exceptions import GetTimeoutError, RayActorError
 
 __all__ = [
@@ -139,14 +139,14 @@ def drain_busy(
 ) -> dict[str, list[Interval]]:
     """Every actor's busy intervals since the last drain, by label; an actor that does not answer within ``timeout`` seconds (all told) is left out."""
     refs = {label: actor.drain_busy.remote() for label, actor in actors}
-    ready, _ = ray.wait(list(refs.values()), num_returns=len(refs), timeout=timeout)
+    ready, _ = wait(list(refs.values()), num_returns=len(refs), timeout=timeout)
     answered = set(ready)
     out: dict[str, list[Interval]] = {}
     for label, ref in refs.items():
         if ref not in answered:
             continue  # a restarting actor: its share is unknown, not zero
         try:
-            out[label] = [(float(s), float(e)) for s, e in ray.get(ref)]
+            out[label] = [(float(s), float(e)) for s, e in get(ref)]
         except (RayActorError, GetTimeoutError, ArenaError):
             continue  # a dead actor: the same
     return out

@@ -24,8 +24,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-import ray
 from coevo.arena.errors import ArenaError
+from coevo.run.inprocess import get
 from ray.exceptions import ActorUnavailableError, RayActorError
 
 __all__ = ["RETRY", "ActorPool", "Calls", "Lost", "RetryPolicy", "creation_error"]
@@ -70,7 +70,7 @@ def _retrying(
         if attempt:
             time.sleep(policy.pause * attempt)
         try:
-            return ray.get(submit(attempt)), None
+            return get(submit(attempt)), None
         except (RayActorError, ActorUnavailableError) as exc:
             last = exc
             if creation_error(exc) is not None:

@@ -14,17 +14,19 @@ from coevo.arena.gamelog import SCHEMAS, GameLog
 from coevo.run.experiment import load_experiment
 from coevo.run.loop import ArenaError, resume_run, run_experiment
 
-pytestmark = pytest.mark.usefixtures("ray_cluster")
-
-
 def experiment(**overrides: Any):
+    """A small experiment, its roles in this process (``ray__in_process=False``: on Ray)."""
     base: dict[str, Any] = {
+        "ray": {"in_process": True},
+        "judge": {"config": {"isolate": False}},
         "run": {"seed": 11, "generations": 3, "rollouts": 2, "chunk": 8},
         "synthesizer": {"name": "procedural", "config": {"domains": ["retail"], "world_pool": 2}},
         "solver": {"name": "linear-pg", "actors": 2, "config": {"lr": 0.2}},
         "curriculum": {"name": "plr", "tasks_per_gen": 6, "min_fill": 4, "levels": [1, 2]},
         "eval": {"levels": [1, 2], "per_level": 3, "every": 2},
     }
+    if "judge__name" in overrides:
+        base["judge"] = {}  # isolation is the built-in Judge's setting
     for key, value in overrides.items():
         section, _, name = key.partition("__")
         base.setdefault(section, {})[name] = value
@@ -81,9 +83,10 @@ def test_the_curriculum_is_rebuilt_from_the_log_alone(tmp_path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("ray_cluster")
 def test_same_seed_same_log_and_resume_continues_it(tmp_path) -> None:
-    """Two runs with one seed write equal logs; a run stopped after gen 1 and resumed writes the same log again."""
-    run_experiment(experiment(), str(tmp_path / "a"))
+    """Two runs with one seed write equal logs, one on Ray and one in process; a run stopped after gen 1 and resumed writes the same log again."""
+    run_experiment(experiment(ray__in_process=False), str(tmp_path / "a"))
     run_experiment(experiment(), str(tmp_path / "b"))
     first, second = tables(tmp_path / "a"), tables(tmp_path / "b")
     assert first == second
@@ -163,6 +166,7 @@ def test_half_written_generations_are_invisible(tmp_path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("ray_cluster")
 def test_a_killed_solver_actor_is_restarted_and_the_log_is_unchanged(tmp_path) -> None:
     """SIGKILL of a Solver actor's process after generation 0: Ray restarts it, the batch is retried, same log."""
     import ray
@@ -179,7 +183,10 @@ def test_a_killed_solver_actor_is_restarted_and_the_log_is_unchanged(tmp_path) -
             killed.append(pids[0])
 
     run_experiment(
-        experiment(), str(tmp_path / "k"), on_start=remember_pids, on_generation=kill_a_solver
+        experiment(ray__in_process=False),
+        str(tmp_path / "k"),
+        on_start=remember_pids,
+        on_generation=kill_a_solver,
     )
     assert killed
     run_experiment(experiment(), str(tmp_path / "ref"))
@@ -217,7 +224,7 @@ def test_a_driver_killed_with_sigkill_resumes_to_the_same_log(tmp_path) -> None:
         '[solver]\nname = "linear-pg"\nactors = 2\nconfig = { lr = 0.2 }\n'
         '[curriculum]\nname = "plr"\ntasks_per_gen = 6\nmin_fill = 4\nlevels = [1, 2]\n'
         "[eval]\nlevels = [1, 2]\nper_level = 3\nevery = 2\n"
-        "[ray]\nnum_cpus = 2\n"
+        "[judge]\nconfig = { isolate = false }\n[ray]\nin_process = true\n"
     )
     run_dir = tmp_path / "killed"
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
@@ -327,6 +334,8 @@ def test_an_accel_run_resumes_to_the_same_log_when_its_parents_were_forgotten(tm
             "curriculum.tasks_per_gen=16",
             "run.generations=8",
             "eval.per_level=2",
+            "ray.in_process=true",
+            "judge.config.isolate=false",
         ],
     )
     run_experiment(exp, str(tmp_path / "whole"))

@@ -1,0 +1,142 @@
+"""Where the roles play: Ray actors, or hosts in this process (``[ray] in_process``).
+
+A run's roles are hosts (:mod:`coevo.run.hosts`), each called the way a Ray
+actor is: ``actor.method.remote(*args)`` gives a reference, :func:`get`
+gives its value. With Ray (the default) a host is an actor in a process of
+its own, restarted when it dies, placed as its role table asks. With
+``[ray] in_process = true`` every host is an object in the driver's process
+(:class:`LocalActor`): no Ray, no worker processes, one call at a time per
+host as on Ray, each call run when it is made; the arguments and the result
+are deep copies, as Ray's transport makes them, so a role never shares an
+object with the loop. The log is the same either way (a test compares them);
+what only Ray gives is restarts, placement, resources and clusters, so an
+in-process run is for debugging with a debugger, and for tests.
+
+:mod:`coevo.run.inprocess` holds the in-process hosts and the functions that
+take a reference of either kind; :meth:`Actors.put` makes the reference the
+run's actors take.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import ray
+from coevo.agents.registry import REGISTRY
+from coevo.arena.errors import ArenaError
+from coevo.run.capacity import check_cluster
+from coevo.run.experiment import Experiment, RoleTable
+from coevo.run.hosts import host_for, remote_host
+from coevo.run.inprocess import LocalActor, LocalRef, kill
+from coevo.run.pool import ActorPool
+from coevo.run.resources import placed, ray_options
+from ray.util.placement_group import remove_placement_group
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+__all__ = ["Actors", "start_actors"]
+
+
+@dataclass
+class Actors:
+    """A run's actors: a pool per role that scales, and the stateful singletons.
+
+    Attributes:
+        synth, judges, solvers: the pools.
+        learner: the Solver's learner.
+        model: the World model.
+        synth_learner: a Synthesizer that learns: its learner (else None).
+        in_process: hosts in this process, not Ray actors.
+        groups: the placement groups made for the role tables.
+    """
+
+    synth: ActorPool
+    judges: ActorPool
+    solvers: ActorPool
+    learner: Any
+    model: Any
+    synth_learner: Any
+    in_process: bool
+    groups: list[Any] = field(default_factory=list)
+
+    def put(self, value: Any) -> Any:
+        """A reference to ``value`` that these actors take (Ray's object store, or in-process)."""
+        return LocalRef(value) if self.in_process else ray.put(value)
+
+    @property
+    def labelled(self) -> list[tuple[str, Any]]:
+        """Every actor with its label in the events (``solver-0``, ``learner``, ...)."""
+        return [
+            *((f"synthesizer-{i}", a) for i, a in enumerate(self.synth.actors)),
+            *((f"judge-{i}", a) for i, a in enumerate(self.judges.actors)),
+            *((f"solver-{i}", a) for i, a in enumerate(self.solvers.actors)),
+            ("learner", self.learner),
+            ("world_model", self.model),
+            *([("synthesizer-learner", self.synth_learner)] if self.synth_learner else []),
+        ]
+
+    def close(self) -> None:
+        """Kill the actors and remove their placement groups."""
+        for _, actor in self.labelled:
+            kill(actor)
+        for group in self.groups:
+            remove_placement_group(group)
+
+
+def _in_process(table: str, role: RoleTable, kind: str, env: dict[str, str]) -> LocalActor:
+    """A host of ``role`` in this process; a constructor that raises is named as the pool names it."""
+    try:
+        return LocalActor(host_for(kind)(role.name, role.config, env))
+    except Exception as exc:  # the role's own error, whatever its class: say it as Ray's path does
+        raise ArenaError(
+            f"the {table} could not be made, its constructor raised: {exc} "
+            "(a setting in its table of the experiment file, or its environment)"
+        ) from exc
+
+
+def start_actors(exp: Experiment) -> Actors:
+    """Start every actor of ``exp`` (on Ray, joined already; or in this process).
+
+    Raises:
+        ArenaError: the cluster cannot hold the role tables (Ray), or a role cannot be made
+            (in-process; on Ray the pool says so at the first call).
+    """
+    in_process = exp.ray.in_process
+    groups: list[Any] = []
+    if not in_process:
+        check_cluster(exp)  # before any actor: Ray would wait forever for what is not there
+        here = ray.get_runtime_context().get_node_id()
+    settings = exp.role_settings()
+
+    def actors(table: str, n: int, restarts: bool) -> list[Any]:
+        role: RoleTable = getattr(exp, table)
+        info = REGISTRY.get(role.name)
+        env = {k: os.environ[k] for k in info.env(settings[table]).passed if k in os.environ}
+        if in_process:
+            return [_in_process(table, role, info.kind, env) for _ in range(n)]
+        if restarts:
+            each, group = placed(table, n, role.resources, role.placement)
+            groups.extend([group] if group is not None else [])
+            each = [{**o, "max_restarts": 4, "max_task_retries": 4} for o in each]
+        else:
+            # stateful singletons (the learner, the World model) live on the driver's node:
+            # losing another node must not lose their state
+            affinity = NodeAffinitySchedulingStrategy(here, soft=False)
+            each = [{**ray_options(role.resources), "scheduling_strategy": affinity}] * n
+        host = remote_host(info.kind)
+        return [host.options(**o).remote(role.name, role.config, env) for o in each]
+
+    # what the Synthesizer can do, from its class (no call: a constructor error is the pool's)
+    able = set(REGISTRY.get(exp.synthesizer.name).capabilities)
+    learns = {"learns", "stateful"} <= able
+    return Actors(
+        synth=ActorPool("synthesizer", actors("synthesizer", exp.synthesizer.actors, True)),
+        judges=ActorPool("judge", actors("judge", exp.judge.actors, True)),
+        solvers=ActorPool("solver", actors("solver", exp.solver.actors, True)),
+        learner=actors("solver", 1, False)[0],
+        model=actors("world_model", 1, False)[0],
+        synth_learner=actors("synthesizer", 1, False)[0] if learns else None,
+        in_process=in_process,
+        groups=groups,
+    )
