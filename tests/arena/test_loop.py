@@ -14,6 +14,7 @@ from coevo.arena.gamelog import SCHEMAS, GameLog
 from coevo.run.experiment import load_experiment
 from coevo.run.loop import ArenaError, resume_run, run_experiment
 
+
 def experiment(**overrides: Any):
     """A small experiment, its roles in this process (``ray__in_process=False``: on Ray)."""
     base: dict[str, Any] = {
