@@ -36,7 +36,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import ray
-from coevo.agents.llm.solver import policy_state
+from coevo.agents.llm.policy import policy_state
 from coevo.agents.protocols import ProposalRequest
 from coevo.agents.registry import REGISTRY
 from coevo.arena.errors import ArenaError, LogError, StateError

@@ -240,3 +240,31 @@ def test_every_module_imports_on_its_own(name, fresh_importer):
         assert missing and missing.group(1) in TRAIN_EXTRA, result["error"]
         return
     assert result["status"] == 0, result["error"]
+
+
+_LOADED = """
+import sys
+{imports}
+print("loaded:", ",".join(sorted(m for m in {heavy!r} if m in sys.modules)))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "imports",
+    [
+        "import coevo.run.hosts",
+        "import coevo.run.loop",
+        "from coevo.run.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass",
+    ],
+    ids=["hosts", "loop", "coevo --help"],
+)
+def test_the_run_starts_without_pandas_or_the_llm_sdks(imports):
+    """What every actor imports (hosts), the loop and `coevo --help` load no pandas, no LLM SDK, no HTTP client."""
+    heavy = ("pandas", "anthropic", "openai", "aiohttp", "httpx2", "torch", "matplotlib")
+    code = _LOADED.format(imports=imports, heavy=heavy)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines()[-1] == "loaded: ", done.stdout[-500:]

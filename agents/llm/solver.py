@@ -33,19 +33,19 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import Any, ClassVar, Final, Literal
+from typing import Any, ClassVar, Literal
 
 from coevo.agents.llm.client import LLMClient
 from coevo.agents.llm.dialogue import Dialogue
+from coevo.agents.llm.policy import POLICY_STATE, policy_state, read_policy_state
 from coevo.agents.llm.role import LLMRole
 from coevo.agents.llm.turns import ERROR_PREFIX, ContextLengthError, LLMCallError, Turn
 from coevo.agents.protocols import LearnStats
-from coevo.arena.errors import SpecError, StateError
+from coevo.arena.errors import SpecError
 from coevo.arena.outcomes import Episode, Observation, failed_episode
 from coevo.arena.rendering import SYSTEM, openai_tools, tool_definitions
 from coevo.arena.seeding import derive_seed
 from coevo.arena.spec import TaskSpec, ToolCall, WorldSpec
-from coevo.arena.state import pack_state, unpack_state
 from coevo.arena.trajectory import Trajectory
 from coevo.arena.world import World, WorldPool
 
@@ -59,31 +59,6 @@ __all__ = [
     "policy_state",
     "read_policy_state",
 ]
-
-POLICY_STATE: Final = "llm-policy"
-"""The ``role`` of an LLM Solver's state: which served model plays, and how its episodes are signed."""
-
-
-def policy_state(model: str, version: str) -> bytes:
-    """An LLM Solver's state (``coevo.state/1``): play ``model`` and sign the episodes ``version``.
-
-    The trainer hand-off makes one for each policy a trainer announces and
-    gives it to every Solver actor; checkpoints keep it, so a resumed run plays
-    the policy it played last.
-    """
-    return pack_state(POLICY_STATE, 1, {"model": model, "policy_version": version})
-
-
-def read_policy_state(state: bytes) -> tuple[str, str]:
-    """The model and the policy version of an LLM Solver's state.
-
-    Raises:
-        StateError: not an LLM Solver's state (naming what it is).
-    """
-    meta = unpack_state(state, role=POLICY_STATE, versions=(1,)).meta
-    if not isinstance(meta.get("model"), str) or not isinstance(meta.get("policy_version"), str):
-        raise StateError(f"the {POLICY_STATE!r} state names no model or no policy version")
-    return meta["model"], meta["policy_version"]
 
 
 def _nudge(turn: Turn, max_tokens: int) -> str:

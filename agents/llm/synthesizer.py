@@ -45,8 +45,8 @@ import re
 from typing import Any, ClassVar
 
 from coevo.agents.llm.client import LLMClient
+from coevo.agents.llm.policy import policy_state, read_policy_state
 from coevo.agents.llm.role import LLMRole
-from coevo.agents.llm.solver import policy_state, read_policy_state
 from coevo.agents.llm.turns import LLMCallError, Turn
 from coevo.agents.protocols import ProposalRequest
 from coevo.arena.errors import SpecError

@@ -13,7 +13,6 @@ import json
 from typing import Any, Final
 
 import pyarrow as pa
-import pyarrow.dataset as ds
 from coevo.arena.errors import CoevoError
 from coevo.arena.gamelog.rows import SCHEMAS
 from coevo.arena.gamelog.rundir import RunDir
@@ -54,6 +53,9 @@ def read_corpus(folder: str) -> tuple[dict[str, Any], dict[str, pa.Table]]:
         raise CoevoError(f"{folder}/{CORPUS_MANIFEST} is not JSON ({exc})") from exc
     if not isinstance(manifest, dict) or manifest.get("format") != CORPUS_FORMAT:
         raise CoevoError(f"{folder}/{CORPUS_MANIFEST} is not a {CORPUS_FORMAT} manifest")
+    # lazy: pyarrow.dataset loads pandas (half a second), which most users of this module never need
+    import pyarrow.dataset as ds
+
     tables = {}
     for name, schema in SCHEMAS.items():
         with_gen = schema.append(pa.field("gen", pa.int32()))

@@ -35,7 +35,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 import pyarrow as pa
-import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 from coevo.arena.codetask import CODETASK_FORMAT, CodeTaskSpec
 from coevo.arena.codeworld import CODEWORLD_FORMAT
@@ -425,7 +424,10 @@ class GameLog:
                     raise LogError(_damage_message(self.run.uri, manifest["gen"], problem)) from exc
             raise
 
-    def _dataset(self, files: list[str], table: str) -> ds.Dataset:
+    def _dataset(self, files: list[str], table: str) -> Any:
+        # lazy: pyarrow.dataset loads pandas (half a second), which writing the log never needs
+        import pyarrow.dataset as ds
+
         return ds.dataset(
             files,
             schema=_schema(table),

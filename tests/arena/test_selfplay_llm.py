@@ -141,7 +141,7 @@ def test_a_self_play_synthesizer_hands_the_judge_its_drafts_that_fail_their_chec
 
 def test_a_synthesizer_plays_a_trainer_s_policy_only_in_self_play() -> None:
     """set_state of an LLM policy switches a self-play Synthesizer's model and version; any other keeps its own."""
-    from coevo.agents.llm.solver import policy_state
+    from coevo.agents.llm.policy import policy_state
 
     with FakeOpenAI(models=["base", "adapter-v1"], api_key=KEY) as server:
         follows = LLMSynthesizer(base_url=server.url, self_play=True)
