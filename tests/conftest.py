@@ -7,7 +7,7 @@ import importlib.util
 import pytest
 from coevo.arena import TaskSpec, WorldSpec
 
-from tests.factories import load_examples
+from tests.factories import IN_PROCESS_TOML, load_examples
 
 # The trainer's own tests need the train extra (torch); where it is missing they run in the
 # real-model environment instead (tests/arena/test_real_model.py starts them there).
@@ -51,13 +51,13 @@ SMALL_RUN = (
     '[run]\nname = "tiny"\nseed = 5\ngenerations = 3\nrollouts = 2\nchunk = 8\n'
     '[synthesizer]\nname = "procedural"\nconfig = { domains = ["retail"], world_pool = 2 }\n'
     '[curriculum]\nname = "uniform"\ntasks_per_gen = 4\nlevels = [1]\n'
-    "[eval]\nlevels = [1]\nper_level = 2\nevery = 1\n"
+    "[eval]\nlevels = [1]\nper_level = 2\nevery = 1\n" + IN_PROCESS_TOML
 )
-"""A small experiment: three generations of four tasks on the session's Ray."""
+"""A small experiment: three generations of four tasks, its roles in this process."""
 
 
 @pytest.fixture(scope="session")
-def finished_small_run(ray_cluster, tmp_path_factory):
+def finished_small_run(tmp_path_factory):
     """A finished run of :data:`SMALL_RUN`, made once by `coevo run` (tests copy it before changing it)."""
     from coevo.run.cli import main
 

@@ -18,6 +18,17 @@ from coevo.curricula.registry import CURRICULA
 
 EXAMPLES = Path(str(resources.files("coevo.arena.examples") / "examples.jsonl"))
 
+# Runs in tests play their roles in this process with the Judge unisolated (docs/testing.md):
+# the log is the same as on Ray (tests/arena/test_loop.py compares them); the tests of what
+# only Ray or the isolated Judge does (kills, placement, capacity, clusters, the Ray queue,
+# isolation) leave these out.
+IN_PROCESS_SETS = ("ray.in_process=true", "judge.config.isolate=false")
+"""``--set`` overrides (or ``load_experiment`` ones) for a run in this process."""
+IN_PROCESS_FLAGS = tuple(x for pair in (("--set", s) for s in IN_PROCESS_SETS) for x in pair)
+"""The same as command-line flags."""
+IN_PROCESS_TOML = "[ray]\nin_process = true\n[judge]\nconfig = { isolate = false }\n"
+"""The same as experiment-file tables (for a file with neither ``[ray]`` nor ``[judge]``)."""
+
 
 def load_examples() -> tuple[list[TaskSpec], dict[str, WorldSpec]]:
     return load_records(EXAMPLES)

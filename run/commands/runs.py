@@ -32,6 +32,8 @@ def _starting(args: argparse.Namespace, experiment: Any) -> str:
     from coevo.run.experiment import ray_address
 
     address = ray_address(args.address, experiment)
+    if experiment.ray.in_process:
+        return "starting the roles in this process (ray.in_process: no Ray)"
     if address:
         where = f"joining the Ray cluster at {address}"
     else:

@@ -111,7 +111,6 @@ def test_rollouts_are_replayed_and_scored_by_coevo_not_by_the_producer(run_copy)
 
 
 @pytest.mark.slow
-@pytest.mark.usefixtures("ray_cluster")
 def test_a_run_ingests_each_part_once_into_its_log_and_its_curriculum_across_a_crash(
     tmp_path,
 ) -> None:

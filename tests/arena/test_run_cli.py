@@ -7,6 +7,8 @@ import json
 import pytest
 from coevo.run.cli import main
 
+from tests.factories import IN_PROCESS_TOML
+
 SMALL = (
     '[run]\nname = "tiny"\nseed = 2\ngenerations = 2\nrollouts = 2\nchunk = 8\n'
     '[synthesizer]\nname = "procedural"\nconfig = { domains = ["retail"], world_pool = 2 }\n'
@@ -15,13 +17,12 @@ SMALL = (
 )
 
 
-@pytest.mark.usefixtures("ray_cluster")
 def test_run_prints_a_row_per_generation_logs_events_and_ends_with_a_summary(
     tmp_path, capsys
 ) -> None:
     """The table has one row per generation; events.jsonl has start, generations, end; --json prints the summary."""
     toml = tmp_path / "tiny.toml"
-    toml.write_text(SMALL)
+    toml.write_text(SMALL + IN_PROCESS_TOML)
     out = tmp_path / "run"
     assert main(["run", str(toml), "--out", str(out), "--json"]) == 0
     captured = capsys.readouterr()

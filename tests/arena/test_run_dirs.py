@@ -249,7 +249,6 @@ def test_manifests_record_size_checksum_and_rows_of_every_file(run) -> None:
         assert set(manifest["rows"]) == set(manifest["parts"])
 
 
-@pytest.mark.usefixtures("ray_cluster")
 def test_a_truncated_part_stops_resume_and_the_readers_with_one_line(run, tmp_path, capsys) -> None:
     """`truncate -s 100` of a committed part: resume adds nothing; analyze, export and report exit 2 naming it."""
     part = run / "log" / "episodes" / "gen=1" / "part-0.parquet"
@@ -274,7 +273,6 @@ def test_a_truncated_part_stops_resume_and_the_readers_with_one_line(run, tmp_pa
         assert "generation 1" in line and "gen=1/part-0.parquet is truncated" in line, line
 
 
-@pytest.mark.usefixtures("ray_cluster")
 def test_a_checkpoint_that_fails_its_checksum_stops_resume(run, capsys) -> None:
     """Bytes changed in place (same size) in the checkpoint resume loads: exit 2, naming the file and the checksum."""
     state = run / "checkpoints" / "gen=2" / "world_model.state"
@@ -292,7 +290,6 @@ def test_a_checkpoint_that_fails_its_checksum_stops_resume(run, capsys) -> None:
     assert len(_manifests(run)) == 3
 
 
-@pytest.mark.usefixtures("ray_cluster")
 def test_doctor_finds_damage_and_repair_truncates_to_what_resume_replays(
     run, finished, capsys
 ) -> None:
@@ -325,7 +322,6 @@ def test_doctor_finds_damage_and_repair_truncates_to_what_resume_replays(
     assert _tables(run) == _tables(finished), "the repaired run resumes to the log it had"
 
 
-@pytest.mark.usefixtures("ray_cluster")
 def test_raising_generations_then_resume_extends_a_finished_run(run, capsys) -> None:
     """A finished run, `run.generations` raised in experiment.json: resume adds the new generations, after a dead holder's lock."""
     recorded = json.loads((run / "experiment.json").read_text())
@@ -351,7 +347,6 @@ class _Payload:
         return (open, (str(self.marker), "w"))
 
 
-@pytest.mark.usefixtures("ray_cluster")
 @pytest.mark.parametrize(
     ("planted", "rewrite_manifest"),
     [("every file", False), ("every file", True), ("role states", True)],

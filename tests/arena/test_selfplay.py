@@ -15,13 +15,13 @@ from coevo.run.loop import resume_run, run_experiment
 from coevo.run.selfplay import Watch, WatchConfig
 from coevo.run.summary import summarize, summary_lines
 
-pytestmark = pytest.mark.usefixtures("ray_cluster")
-
 COUNTING = "tests.arena.selfplay_roles:CountingSynthesizer"
 
 
 def experiment(**overrides: Any):
     base: dict[str, Any] = {
+        "ray": {"in_process": True},
+        "judge": {"config": {"isolate": False}},
         "run": {"seed": 3, "generations": 4, "rollouts": 2, "chunk": 8},
         "synthesizer": {"name": "procedural", "config": {"domains": ["retail"], "world_pool": 2}},
         "solver": {"name": "linear-pg", "actors": 2, "config": {"lr": 0.2}},

@@ -372,7 +372,7 @@ def _run(tmp_path: Path, name: str, tracking: str) -> tuple[int, Path]:
 
 
 @pytest.fixture(scope="module")
-def tracked_run(ray_cluster, tmp_path_factory):
+def tracked_run(tmp_path_factory):
     """Two generations of the small experiment, sent to TensorBoard and to MLflow (a file store)."""
     with pytest.MonkeyPatch.context() as patch:
         _isolate_mlflow(patch)

@@ -32,6 +32,7 @@ from coevo.run.trainer import (
 )
 
 from tests.agents.fake_openai import ExplorerPolicy, FakeOpenAI
+from tests.factories import IN_PROCESS_FLAGS
 
 KEY = "sk-fake-trainer-key"
 
@@ -370,6 +371,8 @@ TRAINER_RUN = [
     "--set",
     "trainer.timeout=120",
 ]
+IN_PROCESS_RUN = [*TRAINER_RUN, *IN_PROCESS_FLAGS]
+"""The same, its roles in this process (the folder transport needs no Ray)."""
 
 
 def _reference_trainer(
@@ -418,7 +421,6 @@ def _assert_each_batch_trained_once_and_equal_to_the_log(run_dir: Path, generati
 
 
 @pytest.mark.slow
-@pytest.mark.usefixtures("ray_cluster")
 def test_three_generations_through_the_hand_off_advance_the_policy(monkeypatch, tmp_path) -> None:
     """experiments/openai-trainer.toml with the reference trainer as a process: batches out, LoRA versions loaded and played, in strict order."""
     from coevo.run.cli import main
@@ -431,7 +433,7 @@ def test_three_generations_through_the_hand_off_advance_the_policy(monkeypatch, 
         try:
             assert trainer.stdout is not None
             waiting = trainer.stdout.readline()
-            code = main(["run", "openai-trainer", "--out", str(run_dir), *TRAINER_RUN])
+            code = main(["run", "openai-trainer", "--out", str(run_dir), *IN_PROCESS_RUN])
             output, _ = trainer.communicate(timeout=60)
             output = waiting + output
         finally:
@@ -476,7 +478,6 @@ def test_three_generations_through_the_hand_off_advance_the_policy(monkeypatch, 
 
 
 @pytest.mark.slow
-@pytest.mark.usefixtures("ray_cluster")
 def test_staleness_never_exceeds_k_with_a_trainer_a_batch_behind(monkeypatch, tmp_path) -> None:
     """k = 1 and a trainer that announces batch n only once batch n + 1 is out: from generation 2 on, every generation plays the policy trained through n − 2, never older; every rollout is played."""
     from coevo.run.cli import main
@@ -488,7 +489,7 @@ def test_staleness_never_exceeds_k_with_a_trainer_a_batch_behind(monkeypatch, tm
         trainer = _reference_trainer(run_dir, "--lag", "1")
         try:
             sets = ["--set", "run.generations=5", "--set", "run.max_staleness=1"]
-            code = main(["run", "openai-trainer", "--out", str(run_dir), *TRAINER_RUN, *sets])
+            code = main(["run", "openai-trainer", "--out", str(run_dir), *IN_PROCESS_RUN, *sets])
             output, _ = trainer.communicate(timeout=60)
         finally:
             trainer.kill()
@@ -519,7 +520,6 @@ def _wait_for(path: Path, process: subprocess.Popen, seconds: float = 240) -> No
 
 
 @pytest.mark.slow
-@pytest.mark.usefixtures("ray_cluster")
 def test_a_trainer_killed_mid_run_and_started_again_trains_every_batch_once(
     monkeypatch, tmp_path
 ) -> None:
@@ -543,7 +543,7 @@ def test_a_trainer_killed_mid_run_and_started_again_trains_every_batch_once(
                 restarted.append(_reference_trainer(run_dir))
 
         restarted: list[subprocess.Popen] = []
-        experiment = load_experiment("openai-trainer", [*TRAINER_RUN[1::2], "run.generations=4"])
+        experiment = load_experiment("openai-trainer", [*IN_PROCESS_RUN[1::2], "run.generations=4"])
         try:
             summary = run_experiment(experiment, str(run_dir), on_generation=kill_then_restart)
             output, _ = restarted[0].communicate(timeout=60)
@@ -680,7 +680,6 @@ def test_the_folder_transport_works_on_an_object_store_uri() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.usefixtures("ray_cluster")
 def test_a_trainer_that_never_announces_ends_the_run_resumably_with_exit_status_4(
     monkeypatch, tmp_path, capsys
 ) -> None:
@@ -691,7 +690,7 @@ def test_a_trainer_that_never_announces_ends_the_run_resumably_with_exit_status_
     run_dir = tmp_path / "run"
     with FakeOpenAI(ExplorerPolicy(2), models=["base-model"], api_key=KEY) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.url)
-        sets = [*TRAINER_RUN, "--set", "trainer.timeout=1.5"]
+        sets = [*IN_PROCESS_RUN, "--set", "trainer.timeout=1.5"]
         code = main(["run", "openai-trainer", "--out", str(run_dir), *sets])
         err = capsys.readouterr().err
         assert code == 4
@@ -770,7 +769,6 @@ def test_a_run_hands_its_batches_to_a_trainer_in_the_cluster_over_the_ray_queue(
 
 
 @pytest.mark.slow
-@pytest.mark.usefixtures("ray_cluster")
 def test_a_driver_stopped_between_its_last_commit_and_its_hand_out_hands_it_out_on_resume(
     monkeypatch, tmp_path
 ) -> None:
@@ -794,7 +792,7 @@ def test_a_driver_stopped_between_its_last_commit_and_its_hand_out_hands_it_out_
         try:
             with monkeypatch.context() as patched:
                 patched.setattr(Handoff, "hand_out", stop_before_handing_out)
-                code = main(["run", "openai-trainer", "--out", str(run_dir), *TRAINER_RUN])
+                code = main(["run", "openai-trainer", "--out", str(run_dir), *IN_PROCESS_RUN])
             assert code == 130
             assert GameLog(str(run_dir)).last_generation() == stopped_after
             assert not (
