@@ -491,7 +491,7 @@ def build_world(seed: int, knobs: AirlineKnobs = DEFAULT_KNOBS) -> WorldSpec:
     return make_world(
         "airline",
         SCHEMA,
-        {
+        *_split({
             "airports": (["id", "code", "name", "city", "country"], airports),
             "passengers": (
                 ["id", "name", "email", "ff_number", "home_city", "tier", "miles", "joined_on"],
@@ -532,7 +532,7 @@ def build_world(seed: int, knobs: AirlineKnobs = DEFAULT_KNOBS) -> WorldSpec:
                 ["id", "booking_id", "reason", "requested_on", "amount_cents", "status"],
                 refunds,
             ),
-        },
+        }),
         TOOLS,
     )
 
@@ -992,3 +992,7 @@ DOMAIN = Domain(
     catalog=CATALOG,
     knobs=DEFAULT_KNOBS,
 )
+
+
+def _split(tables):  # temporary, during the restructuring
+    return {k: v[0] for k, v in tables.items()}, {k: v[1] for k, v in tables.items()}

@@ -474,7 +474,7 @@ def build_world(seed: int, knobs: ClinicKnobs = DEFAULT_KNOBS) -> WorldSpec:
     return make_world(
         "clinic",
         SCHEMA,
-        {
+        *_split({
             "insurers": (["id", "name", "payer_code", "claims_phone"], insurers),
             "patients": (
                 [
@@ -528,7 +528,7 @@ def build_world(seed: int, knobs: ClinicKnobs = DEFAULT_KNOBS) -> WorldSpec:
                 ["id", "appointment_id", "drug", "dose", "refills", "status"],
                 prescriptions,
             ),
-        },
+        }),
         TOOLS,
     )
 
@@ -991,3 +991,7 @@ DOMAIN = Domain(
     catalog=CATALOG,
     knobs=DEFAULT_KNOBS,
 )
+
+
+def _split(tables):  # temporary, during the restructuring
+    return {k: v[0] for k, v in tables.items()}, {k: v[1] for k, v in tables.items()}

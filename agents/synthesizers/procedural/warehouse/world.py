@@ -475,7 +475,7 @@ def build_world(seed: int, knobs: WarehouseKnobs = DEFAULT_KNOBS) -> WorldSpec:
     return make_world(
         "warehouse",
         SCHEMA,
-        {
+        *_split({
             "suppliers": (
                 [
                     "id",
@@ -543,7 +543,7 @@ def build_world(seed: int, knobs: WarehouseKnobs = DEFAULT_KNOBS) -> WorldSpec:
                 ["id", "stock_level_id", "requested_on", "status", "counted_qty", "counted_on"],
                 cycle_counts,
             ),
-        },
+        }),
         TOOLS,
     )
 
@@ -1047,3 +1047,7 @@ DOMAIN = Domain(
     catalog=CATALOG,
     knobs=DEFAULT_KNOBS,
 )
+
+
+def _split(tables):  # temporary, during the restructuring
+    return {k: v[0] for k, v in tables.items()}, {k: v[1] for k, v in tables.items()}

@@ -688,7 +688,7 @@ def build_world(seed: int, knobs: HrKnobs = DEFAULT_KNOBS) -> WorldSpec:
     return make_world(
         "hr",
         SCHEMA,
-        {
+        *_split({
             "departments": (
                 ["id", "code", "name", "location", "cost_center", "head_id"],
                 departments,
@@ -768,7 +768,7 @@ def build_world(seed: int, knobs: HrKnobs = DEFAULT_KNOBS) -> WorldSpec:
                 ],
                 changes,
             ),
-        },
+        }),
         TOOLS,
     )
 
@@ -1273,3 +1273,7 @@ DOMAIN = Domain(
     catalog=CATALOG,
     knobs=DEFAULT_KNOBS,
 )
+
+
+def _split(tables):  # temporary, during the restructuring
+    return {k: v[0] for k, v in tables.items()}, {k: v[1] for k, v in tables.items()}

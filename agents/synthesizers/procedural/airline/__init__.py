@@ -1,0 +1,5 @@
+"""temporary"""
+
+from coevo.agents.synthesizers.procedural.airline.world import DOMAIN
+
+__all__ = ["DOMAIN"]
