@@ -34,7 +34,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from coevo.agents.synthesizers.catalog import Catalog
 from coevo.agents.synthesizers.procedural.names import EMAIL_DOMAINS, FIRST_NAMES, LAST_NAMES
@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "NOW",
+    "TODAY",
     "Domain",
     "People",
     "day",
@@ -90,6 +91,10 @@ class Domain:
 def day(offset: int) -> str:
     """The ISO date ``offset`` days from the fixed clock (negative: in the past)."""
     return (NOW.date() + timedelta(days=offset)).isoformat()
+
+
+TODAY: Final = day(0)
+"""The fixed clock's date (ISO)."""
 
 
 def next_weekday(offset: int) -> int:

@@ -1,17 +1,4 @@
-"""HR and payroll: departments, employees and their line managers, leave, expenses, payslips.
-
-The hidden state an agent has to uncover: which of two employees with the
-same name is meant (their job titles tell them apart), who someone's line
-manager or department head is, which leave request is "the most recently
-submitted one", whether a leave request is still pending (cancel it) or
-already approved (request its cancellation from the manager instead, a row in
-``leave_cancellations``), whether an expense claim is within the 1000.00
-approval limit (approve it) or above it (escalate it to finance), whether an
-employee has another emergency contact (only then may one be removed), and
-what a payslip shows. A department head sits in the department they lead;
-walks never return to a row they have been on, so "the department of the
-head of Finance" is never asked.
-"""
+"""The HR world: its knobs, the departments and bands it is staffed from, and one small generator a table."""
 
 from __future__ import annotations
 
@@ -19,162 +6,93 @@ import random
 import re
 from dataclasses import dataclass
 from datetime import date, timedelta
-from typing import Any
+from typing import Any, Final, NamedTuple
 
-from coevo.agents.synthesizers.catalog import Action, Anchor, Attribute, Catalog, Filter, Hop, Order
 from coevo.agents.synthesizers.procedural.base import (
     NOW,
-    Domain,
+    TODAY,
     People,
     day,
     make_world,
-    read_tool,
+    next_weekday,
+    renumber,
     stamp,
-    write_tool,
+    weighted,
 )
+from coevo.agents.synthesizers.procedural.hr.schema import (
+    APPROVAL_LIMIT_CENTS,
+    CLAIM_CATEGORIES,
+    CLAIM_STATUSES,
+    COLUMNS,
+    LEAVE_STATUSES,
+    LEAVE_TYPES,
+    RAISE_REASONS,
+    RELATIONSHIPS,
+    SCHEMA,
+)
+from coevo.agents.synthesizers.procedural.hr.tools import TOOLS
 from coevo.agents.synthesizers.procedural.names import CITIES, COMPANY_WORDS, FIRST_NAMES
 from coevo.arena.seeding import derive_seed
 from coevo.arena.spec import WorldSpec
 
-TODAY = day(0)
+__all__ = ["DEFAULT_KNOBS", "DEPARTMENTS", "Department", "HrKnobs", "build_world"]
+
 FIRST_EMPLOYEE_ID = 101
 """Employee ids start here (as in an HR system that was migrated), never near a stated percentage."""
-APPROVAL_LIMIT_CENTS = 100_000
-"""Expense claims above this need finance sign-off (they are escalated, not approved)."""
-
-LEAVE_TYPES = ("annual", "sick", "parental", "unpaid", "bereavement", "study")
-LEAVE_STATUSES = ("pending", "approved", "rejected", "cancelled")
-CLAIM_CATEGORIES = ("travel", "accommodation", "meals", "training", "equipment", "mileage")
-CLAIM_STATUSES = ("pending", "approved", "escalated", "rejected", "paid")
-EMPLOYEE_STATUSES = ("active", "on leave", "terminated")
-RAISE_REASONS = ("annual review", "promotion", "market adjustment", "retention")
-RELATIONSHIPS = ("spouse", "partner", "parent", "sibling", "friend", "child")
 
 
-def _in(values: tuple[str, ...]) -> str:
-    return ", ".join(f"'{v}'" for v in values)
+class Department(NamedTuple):
+    """A department as the world staffs it."""
+
+    name: str
+    code: str
+    head: str
+    """The head's title (the CEO for the Executive Office)."""
+    lead: str
+    """The title of its one or two team leads."""
+    staff: tuple[str, ...]
+    """The staff's titles, commonest first."""
+    size: int
+    """How many people it has, head and leads included."""
 
 
-SCHEMA = [
-    "CREATE TABLE departments(id INTEGER PRIMARY KEY, code TEXT NOT NULL UNIQUE, name TEXT NOT NULL UNIQUE, "
-    "location TEXT NOT NULL, cost_center TEXT NOT NULL UNIQUE, head_id INTEGER REFERENCES employees(id))",
-    "CREATE TABLE employees(id INTEGER PRIMARY KEY, employee_number TEXT NOT NULL UNIQUE, name TEXT NOT NULL, "
-    "work_email TEXT NOT NULL UNIQUE, department_id INTEGER NOT NULL REFERENCES departments(id), "
-    "manager_id INTEGER REFERENCES employees(id), job_title TEXT NOT NULL, hire_date TEXT NOT NULL, "
-    f"status TEXT NOT NULL DEFAULT 'active' CHECK (status IN ({_in(EMPLOYEE_STATUSES)})), "
-    "termination_date TEXT, salary_cents INTEGER NOT NULL CHECK (salary_cents > 0), "
-    "CHECK ((status = 'terminated') = (termination_date IS NOT NULL)), "
-    "CHECK (manager_id IS NULL OR manager_id <> id))",
-    "CREATE TABLE emergency_contacts(id INTEGER PRIMARY KEY, employee_id INTEGER NOT NULL REFERENCES employees(id), "
-    "priority INTEGER NOT NULL CHECK (priority >= 1), name TEXT NOT NULL, "
-    f"relationship TEXT NOT NULL CHECK (relationship IN ({_in(RELATIONSHIPS)})), phone TEXT NOT NULL, "
-    "confirmed_on TEXT, UNIQUE (employee_id, priority))",
-    "CREATE TABLE leave_requests(id INTEGER PRIMARY KEY, employee_id INTEGER NOT NULL REFERENCES employees(id), "
-    f"leave_type TEXT NOT NULL CHECK (leave_type IN ({_in(LEAVE_TYPES)})), start_date TEXT NOT NULL, "
-    "end_date TEXT NOT NULL, days INTEGER NOT NULL CHECK (days > 0), "
-    f"status TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ({_in(LEAVE_STATUSES)})), "
-    "requested_on TEXT NOT NULL, decided_on TEXT, CHECK (end_date >= start_date))",
-    "CREATE TABLE leave_cancellations(id INTEGER PRIMARY KEY, leave_id INTEGER NOT NULL REFERENCES leave_requests(id), "
-    "requested_on TEXT NOT NULL DEFAULT (date('now')), "
-    "status TEXT NOT NULL DEFAULT 'open' CHECK (status IN ('open', 'confirmed', 'declined')))",
-    "CREATE TABLE expense_claims(id INTEGER PRIMARY KEY, employee_id INTEGER NOT NULL REFERENCES employees(id), "
-    f"category TEXT NOT NULL CHECK (category IN ({_in(CLAIM_CATEGORIES)})), description TEXT NOT NULL, "
-    "amount_cents INTEGER NOT NULL CHECK (amount_cents > 0), submitted_on TEXT NOT NULL, "
-    f"status TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ({_in(CLAIM_STATUSES)})), decided_on TEXT)",
-    "CREATE TABLE payslips(id INTEGER PRIMARY KEY, employee_id INTEGER NOT NULL REFERENCES employees(id), "
-    "period TEXT NOT NULL, gross_cents INTEGER NOT NULL CHECK (gross_cents > 0), "
-    "tax_cents INTEGER NOT NULL CHECK (tax_cents >= 0), pension_cents INTEGER NOT NULL CHECK (pension_cents >= 0), "
-    "net_cents INTEGER NOT NULL, paid_on TEXT NOT NULL, UNIQUE (employee_id, period), "
-    "CHECK (net_cents = gross_cents - tax_cents - pension_cents))",
-    "CREATE TABLE salary_changes(id INTEGER PRIMARY KEY, employee_id INTEGER NOT NULL REFERENCES employees(id), "
-    "effective_on TEXT NOT NULL, old_salary_cents INTEGER NOT NULL CHECK (old_salary_cents > 0), "
-    "new_salary_cents INTEGER NOT NULL CHECK (new_salary_cents > 0), reason TEXT NOT NULL)",
-    "CREATE INDEX employees_by_department ON employees(department_id, hire_date)",
-    "CREATE INDEX contacts_by_employee ON emergency_contacts(employee_id, priority)",
-    "CREATE INDEX leave_by_employee ON leave_requests(employee_id, start_date)",
-    "CREATE INDEX claims_by_employee ON expense_claims(employee_id, submitted_on)",
-    "CREATE INDEX salary_changes_by_employee ON salary_changes(employee_id, effective_on)",
-    # leave requests
-    "CREATE TRIGGER leave_cancel_only_pending BEFORE UPDATE OF status ON leave_requests "
-    "WHEN new.status = 'cancelled' AND old.status <> 'pending' "
-    "BEGIN SELECT RAISE(ABORT, 'only a pending leave request can be cancelled directly; for approved leave, "
-    "request its cancellation so the manager can release the days'); END",
-    "CREATE TRIGGER leave_cancellation_request_not_pending BEFORE INSERT ON leave_cancellations "
-    "WHEN (SELECT status FROM leave_requests WHERE id = new.leave_id) = 'pending' "
-    "BEGIN SELECT RAISE(ABORT, 'this leave request is still pending; cancel it directly instead'); END",
-    "CREATE TRIGGER leave_cancellation_request_only_approved BEFORE INSERT ON leave_cancellations "
-    "WHEN (SELECT status FROM leave_requests WHERE id = new.leave_id) IS NOT 'approved' "
-    "AND (SELECT status FROM leave_requests WHERE id = new.leave_id) IS NOT 'pending' "
-    "BEGIN SELECT RAISE(ABORT, 'only approved leave can have its cancellation requested'); END",
-    "CREATE TRIGGER leave_cancellation_request_not_started BEFORE INSERT ON leave_cancellations "
-    "WHEN (SELECT start_date FROM leave_requests WHERE id = new.leave_id) <= date('now') "
-    "BEGIN SELECT RAISE(ABORT, 'this leave has already started or been taken and can no longer be cancelled'); END",
-    "CREATE TRIGGER leave_cancellation_request_once BEFORE INSERT ON leave_cancellations "
-    "WHEN EXISTS (SELECT 1 FROM leave_cancellations WHERE leave_id = new.leave_id AND status = 'open') "
-    "BEGIN SELECT RAISE(ABORT, 'a cancellation of this leave has already been requested and is awaiting "
-    "the manager'); END",
-    # expense claims
-    "CREATE TRIGGER claim_approve_only_pending BEFORE UPDATE OF status ON expense_claims "
-    "WHEN new.status = 'approved' AND old.status <> 'pending' "
-    "BEGIN SELECT RAISE(ABORT, 'only a pending expense claim can be approved'); END",
-    "CREATE TRIGGER claim_approval_limit BEFORE UPDATE OF status ON expense_claims "
-    f"WHEN new.status = 'approved' AND new.amount_cents > {APPROVAL_LIMIT_CENTS} "
-    "BEGIN SELECT RAISE(ABORT, 'claims over 1000.00 need finance sign-off; escalate the claim to finance instead'); END",
-    "CREATE TRIGGER claim_escalate_only_over_limit BEFORE UPDATE OF status ON expense_claims "
-    f"WHEN new.status = 'escalated' AND (old.status <> 'pending' OR old.amount_cents <= {APPROVAL_LIMIT_CENTS}) "
-    "BEGIN SELECT RAISE(ABORT, 'only pending claims over 1000.00 are escalated to finance; "
-    "approve smaller claims directly'); END",
-    # salaries
-    "CREATE TRIGGER no_raise_after_termination BEFORE INSERT ON salary_changes "
-    "WHEN (SELECT status FROM employees WHERE id = new.employee_id) IS NOT 'active' "
-    "AND (SELECT status FROM employees WHERE id = new.employee_id) IS NOT 'on leave' "
-    "BEGIN SELECT RAISE(ABORT, 'salary changes can only be made for current employees'); END",
-    # emergency contacts
-    "CREATE TRIGGER keep_one_emergency_contact BEFORE DELETE ON emergency_contacts "
-    "WHEN (SELECT count(*) FROM emergency_contacts WHERE employee_id = old.employee_id) <= 1 "
-    "BEGIN SELECT RAISE(ABORT, 'every employee must keep at least one emergency contact; "
-    "add another contact before removing this one'); END",
-]
-
-# name, code, head title (the CEO for the Executive Office), lead title, staff titles (commonest
-# first), size
-DEPARTMENTS: tuple[tuple[str, str, str, str, tuple[str, ...], int], ...] = (
-    (
+DEPARTMENTS: Final = (
+    Department(
         "Executive Office",
         "EXE",
-        "Chief Executive Officer",
-        "Chief Operating Officer",
-        ("Executive Assistant", "Chief Financial Officer"),
-        4,
+        head="Chief Executive Officer",
+        lead="Chief Operating Officer",
+        staff=("Executive Assistant", "Chief Financial Officer"),
+        size=4,
     ),
-    (
+    Department(
         "Finance",
         "FIN",
-        "Head of Finance",
-        "Finance Manager",
-        (
+        head="Head of Finance",
+        lead="Finance Manager",
+        staff=(
             "Accountant",
             "Senior Accountant",
             "Financial Analyst",
             "Payroll Specialist",
             "Accounts Payable Clerk",
         ),
-        14,
+        size=14,
     ),
-    (
+    Department(
         "Human Resources",
         "HRM",
-        "Head of People",
-        "HR Manager",
-        ("HR Generalist", "Recruiter", "HR Business Partner", "HR Coordinator"),
-        10,
+        head="Head of People",
+        lead="HR Manager",
+        staff=("HR Generalist", "Recruiter", "HR Business Partner", "HR Coordinator"),
+        size=10,
     ),
-    (
+    Department(
         "Engineering",
         "ENG",
-        "VP of Engineering",
-        "Engineering Manager",
-        (
+        head="VP of Engineering",
+        lead="Engineering Manager",
+        staff=(
             "Software Engineer",
             "Senior Software Engineer",
             "QA Engineer",
@@ -182,72 +100,73 @@ DEPARTMENTS: tuple[tuple[str, str, str, str, tuple[str, ...], int], ...] = (
             "Data Engineer",
             "Staff Engineer",
         ),
-        32,
+        size=32,
     ),
-    (
+    Department(
         "Sales",
         "SAL",
-        "Head of Sales",
-        "Sales Manager",
-        (
+        head="Head of Sales",
+        lead="Sales Manager",
+        staff=(
             "Account Executive",
             "Sales Development Representative",
             "Account Manager",
             "Sales Operations Analyst",
         ),
-        24,
+        size=24,
     ),
-    (
+    Department(
         "Marketing",
         "MKT",
-        "Head of Marketing",
-        "Marketing Manager",
-        (
+        head="Head of Marketing",
+        lead="Marketing Manager",
+        staff=(
             "Marketing Specialist",
             "Content Strategist",
             "Marketing Coordinator",
             "Product Marketing Manager",
         ),
-        12,
+        size=12,
     ),
-    (
+    Department(
         "Customer Support",
         "SUP",
-        "Head of Customer Support",
-        "Support Team Lead",
-        ("Support Agent", "Senior Support Agent", "Technical Support Engineer"),
-        22,
+        head="Head of Customer Support",
+        lead="Support Team Lead",
+        staff=("Support Agent", "Senior Support Agent", "Technical Support Engineer"),
+        size=22,
     ),
-    (
+    Department(
         "Operations",
         "OPS",
-        "Head of Operations",
-        "Operations Manager",
-        (
+        head="Head of Operations",
+        lead="Operations Manager",
+        staff=(
             "Operations Analyst",
             "Office Manager",
             "Procurement Specialist",
             "Facilities Coordinator",
         ),
-        12,
+        size=12,
     ),
-    (
+    Department(
         "Legal",
         "LEG",
-        "General Counsel",
-        "Legal Manager",
-        ("Legal Counsel", "Paralegal", "Compliance Officer"),
-        6,
+        head="General Counsel",
+        lead="Legal Manager",
+        staff=("Legal Counsel", "Paralegal", "Compliance Officer"),
+        size=6,
     ),
-    (
+    Department(
         "Product",
         "PRD",
-        "Head of Product",
-        "Product Lead",
-        ("Product Manager", "Product Designer", "UX Researcher"),
-        12,
+        head="Head of Product",
+        lead="Product Lead",
+        staff=("Product Manager", "Product Designer", "UX Researcher"),
+        size=12,
     ),
 )
+"""The departments, in the order they are staffed (the Executive Office first)."""
 
 SALARY_BANDS: dict[str, tuple[int, int]] = {
     "head": (135, 195),
@@ -303,14 +222,22 @@ CLAIM_TEMPLATES: dict[str, tuple[tuple[str, int, int], ...]] = {
 }
 PHONE_CODES = ("+351", "+49", "+44", "+33", "+34", "+1", "+46", "+31", "+39", "+254")
 
+EMPLOYEE_STATUS_WEIGHTS = {"active": 86, "on leave": 6, "terminated": 8}
+"""A staff member's status (a head or a lead is active)."""
+LEAVE_TYPE_WEIGHTS = (55, 18, 3, 4, 3, 6)
+"""The weights of :data:`LEAVE_TYPES` in an established employee's leave requests."""
+LEAVE_STATUS_WEIGHTS = {
+    "joiner": (95, 5, 0, 0),
+    "upcoming": (45, 43, 8, 4),
+    "past": (0, 80, 10, 10),
+}
+"""The weights of :data:`LEAVE_STATUSES` of a recent joiner's leave, and of others' upcoming and past leave."""
+CLAIM_CATEGORY_WEIGHTS = {"joiner": (1, 0, 1, 0, 12, 0), "established": (5, 3, 5, 2, 3, 2)}
+"""The weights of :data:`CLAIM_CATEGORIES`: a recent joiner mostly claims home-office equipment."""
+RAISE_REASON_WEIGHTS = (6, 2, 2, 1)
+"""The weights of :data:`RAISE_REASONS`."""
 
 _MONDAY = -NOW.date().weekday()  # the day offset of this week's Monday
-
-
-def _weekday(offset: int) -> int:
-    """Move a day offset forward to the next weekday (Monday to Friday)."""
-    position = (offset - _MONDAY) % 7  # 0 is a Monday
-    return offset + (7 - position if position >= 5 else 0)
 
 
 def _working_days(start: int, end: int) -> int:
@@ -346,6 +273,11 @@ def _month_start(offset: int) -> str:
 
 def _slug(text: str) -> str:
     return re.sub(r"[^a-z]", "", text.lower())
+
+
+def _offset(iso: str) -> int:
+    """The day offset of an ISO date from the fixed clock."""
+    return (date.fromisoformat(iso) - NOW.date()).days
 
 
 @dataclass(frozen=True)
@@ -385,40 +317,75 @@ def build_world(seed: int, knobs: HrKnobs = DEFAULT_KNOBS) -> WorldSpec:
     """
     rng = random.Random(derive_seed("hr", "world", seed))
     people = People(rng, twin_share=knobs.twin_share)
-    company = COMPANY_WORDS[seed % len(COMPANY_WORDS)].lower()
-    email_domain = f"{company}.com"
-    departments: list[list[Any]] = []
-    employees: list[list[Any]] = []
-    emails: set[str] = set()
-    numbers = rng.sample(range(10_000, 100_000), 200)
-    cost_centers = rng.sample(range(100, 1000), len(DEPARTMENTS))
-    chiefs: list[int] = []
+    staff = _Staff(rng, people, f"{COMPANY_WORDS[seed % len(COMPANY_WORDS)].lower()}.com")
+    departments = _departments(rng, staff, knobs)
+    contacts = _Contacts(rng, people, knobs)
+    pay = _Pay(rng, knobs)
+    leave = _Leave(rng, knobs)
+    claims = _Claims(rng, knobs)
+    for row in staff.rows:
+        employee = _Employee.of(row)
+        contacts.add(employee)
+        pay.add(employee)
+        leave.add(employee)
+        claims.add(employee)
+    # ids in the order rows were made (leave and claims by date, as a real system would have them)
+    leave_rows = renumber(sorted(leave.rows, key=lambda r: (r[7], r[1])))
+    rows = {
+        "departments": departments,
+        "employees": staff.rows,
+        "emergency_contacts": contacts.rows,
+        "leave_requests": leave_rows,
+        "expense_claims": renumber(sorted(claims.rows, key=lambda r: (r[5], r[1]))),
+        "payslips": renumber(pay.payslips),
+        "leave_cancellations": _cancellations(rng, leave_rows),
+        "salary_changes": renumber(sorted(pay.changes, key=lambda r: (r[2], r[1]))),
+    }
+    return make_world("hr", SCHEMA, COLUMNS, rows, TOOLS)
 
-    def add_employee(
-        dept: int, title: str, manager: int | None, band: str, tenure: tuple[int, int]
-    ) -> int:
-        eid = FIRST_EMPLOYEE_ID + len(employees)
-        name = people.name()
+
+class _Staff:
+    """The employees, hired one by one: a unique work email and employee number each."""
+
+    def __init__(self, rng: random.Random, people: People, email_domain: str):
+        self.rng = rng
+        self.people = people
+        self.email_domain = email_domain
+        self.rows: list[list[Any]] = []
+        self.emails: set[str] = set()
+        self.numbers = rng.sample(range(10_000, 100_000), 200)
+
+    def _email(self, name: str) -> str:
         first, *rest = name.lower().split()
         local = f"{_slug(first)}.{_slug(''.join(rest))}"
-        address, n = f"{local}@{email_domain}", 1
-        while address in emails:
+        address, n = f"{local}@{self.email_domain}", 1
+        while address in self.emails:
             n += 1
-            address = f"{local}{n}@{email_domain}"
-        emails.add(address)
+            address = f"{local}{n}@{self.email_domain}"
+        self.emails.add(address)
+        return address
+
+    def hire(
+        self, dept: int, title: str, manager: int | None, band: str, tenure: tuple[int, int]
+    ) -> int:
+        """Add an employee; ``band`` names the salary band, ``tenure`` the range of days since hiring."""
+        rng = self.rng
+        eid = FIRST_EMPLOYEE_ID + len(self.rows)
+        name = self.people.name()
+        address = self._email(name)
         lo, hi = SALARY_BANDS.get(band, SALARY_BANDS.get(title, (45, 75)))
         hired = -rng.randint(*tenure)
         status = "active"
         terminated: str | None = None
         if manager is not None and band not in ("head", "lead"):
-            status = rng.choices(EMPLOYEE_STATUSES, [86, 6, 8])[0]
+            status = weighted(rng, EMPLOYEE_STATUS_WEIGHTS)
             if status == "terminated":
                 hired = min(hired, -120)
                 terminated = day(rng.randint(hired + 60, -10))
-        employees.append(
+        self.rows.append(
             [
                 eid,
-                f"E{numbers[len(employees)]}",
+                f"E{self.numbers[len(self.rows)]}",
                 name,
                 address,
                 dept,
@@ -432,244 +399,339 @@ def build_world(seed: int, knobs: HrKnobs = DEFAULT_KNOBS) -> WorldSpec:
         )
         return eid
 
-    for n, (name, code, head, lead, staff, size) in enumerate(DEPARTMENTS, start=1):
-        departments.append([n, code, name, rng.choice(CITIES[:16]), f"CC-{cost_centers[n - 1]}"])
-        # a department head sits in the department they lead and reports to a chief; the
-        # Executive Office's head is the CEO, who reports to the board
+
+def _departments(rng: random.Random, staff: _Staff, knobs: HrKnobs) -> list[list[Any]]:
+    """The departments, each staffed as it is made: its head, one or two leads, their team.
+
+    A department head sits in the department they lead and reports to a chief;
+    the Executive Office's head is the CEO, who reports to the board.
+    """
+    cost_centers = rng.sample(range(100, 1000), len(DEPARTMENTS))
+    chiefs: list[int] = []
+    departments: list[list[Any]] = []
+    for n, dept in enumerate(DEPARTMENTS, start=1):
+        row = [n, dept.code, dept.name, rng.choice(CITIES[:16]), f"CC-{cost_centers[n - 1]}"]
+        departments.append(row)
         boss = chiefs[rng.randrange(len(chiefs))] if chiefs else None
-        head_id = add_employee(n, head, boss, "head", (400, 3600))
-        departments[-1].append(head_id if chiefs else None)
+        head_id = staff.hire(n, dept.head, boss, "head", (400, 3600))
+        row.append(head_id if chiefs else None)
         if not chiefs:
             chiefs.append(head_id)
         managers = [head_id]
-        for _ in range(1 if size < 20 else 2):
-            managers.append(add_employee(n, lead, head_id, "lead", (300, 3000)))
+        for _ in range(1 if dept.size < 20 else 2):
+            managers.append(staff.hire(n, dept.lead, head_id, "lead", (300, 3000)))
         if n == 1:
             chiefs.append(managers[1])
-        weights = [len(staff) - i + 1 for i in range(len(staff))]
-        for _ in range(size - len(managers)):
-            title = rng.choices(staff, weights)[0]
-            if title.startswith("Chief") and any(e[6] == title for e in employees):
-                title = staff[0]
-            joined_lately = rng.random() < knobs.recent_joiner_share
-            tenure = (20, 110) if joined_lately else (110, 3000)
-            eid = add_employee(n, title, rng.choice(managers), title, tenure)
-            if title.startswith("Chief"):
-                chiefs.append(eid)
+        chiefs += _team(rng, staff, n, dept, managers, knobs)
+    return departments
 
-    contacts: list[list[Any]] = []
-    leave: list[list[Any]] = []
-    claims: list[list[Any]] = []
-    payslips: list[list[Any]] = []
-    changes: list[list[Any]] = []
-    periods = _pay_dates(knobs.payslip_months)
-    for emp in employees:
-        eid, name, status, salary = emp[0], emp[2], emp[8], emp[10]
-        hired = (date.fromisoformat(emp[7]) - NOW.date()).days
-        last = (date.fromisoformat(emp[9]) - NOW.date()).days if emp[9] else 0
-        surname = name.split(" ", 1)[1]
 
-        # emergency contacts
-        for priority in range(1, rng.choice(knobs.contacts_per_employee) + 1):
+def _team(
+    rng: random.Random,
+    staff: _Staff,
+    n: int,
+    dept: Department,
+    managers: list[int],
+    knobs: HrKnobs,
+) -> list[int]:
+    """Department ``n``'s staff under its managers; returns the chiefs among them (one of each title)."""
+    chiefs = []
+    weights = [len(dept.staff) - i + 1 for i in range(len(dept.staff))]
+    for _ in range(dept.size - len(managers)):
+        title = rng.choices(dept.staff, weights)[0]
+        if title.startswith("Chief") and any(e[6] == title for e in staff.rows):
+            title = dept.staff[0]
+        joined_lately = rng.random() < knobs.recent_joiner_share
+        tenure = (20, 110) if joined_lately else (110, 3000)
+        eid = staff.hire(n, title, rng.choice(managers), title, tenure)
+        if title.startswith("Chief"):
+            chiefs.append(eid)
+    return chiefs
+
+
+@dataclass(frozen=True)
+class _Employee:
+    """What an employee's other rows are drawn from (days are offsets from the clock)."""
+
+    id: int
+    name: str
+    status: str
+    salary: int
+    hired: int
+    last: int
+    """The last day employed: the termination date, or today."""
+
+    @classmethod
+    def of(cls, row: list[Any]) -> _Employee:
+        last = _offset(row[9]) if row[9] else 0
+        return cls(row[0], row[2], row[8], row[10], _offset(row[7]), last)
+
+    @property
+    def surname(self) -> str:
+        return self.name.split(" ", 1)[1]
+
+    @property
+    def joiner(self) -> bool:
+        """A recent joiner: only upcoming leave, mostly still pending, and a few claims."""
+        return self.hired > -110
+
+
+class _Contacts:
+    """Emergency contacts: one to three an employee, in priority order."""
+
+    def __init__(self, rng: random.Random, people: People, knobs: HrKnobs):
+        self.rng = rng
+        self.people = people
+        self.knobs = knobs
+        self.rows: list[list[Any]] = []
+
+    def add(self, emp: _Employee) -> None:
+        rng = self.rng
+        for priority in range(1, rng.choice(self.knobs.contacts_per_employee) + 1):
             relationship = rng.choice(RELATIONSHIPS[:5] if priority == 1 else RELATIONSHIPS)
             family = relationship in ("parent", "sibling", "child") or (
                 relationship == "spouse" and rng.random() < 0.5
             )
-            last_name = surname if family else people.name().split(" ", 1)[1]
-            contacts.append(
+            last_name = emp.surname if family else self.people.name().split(" ", 1)[1]
+            self.rows.append(
                 [
-                    len(contacts) + 1,
-                    eid,
+                    len(self.rows) + 1,
+                    emp.id,
                     priority,
                     f"{rng.choice(FIRST_NAMES)} {last_name}",
                     relationship,
                     _phone(rng.choice(PHONE_CODES), rng.randrange(200_000_000, 1_000_000_000)),
                     None
                     if rng.random() < 0.2
-                    else day(rng.randint(min(max(hired, -1000), last - 1), last - 1)),
+                    else day(rng.randint(min(max(emp.hired, -1000), emp.last - 1), emp.last - 1)),
                 ]
             )
 
-        # salary history, newest change first, walking back from today's salary
-        new = salary
+
+def _salary_on(when: str, start: int, history: list[tuple[str, int]]) -> int:
+    """The salary paid on ``when``: ``start`` before the first change of ``history`` (newest first)."""
+    current = start
+    for effective, value in reversed(history):
+        if effective <= when:
+            current = value
+    return current
+
+
+class _Pay:
+    """Salary changes (at most one a month) and the payslips of the last months of employment."""
+
+    def __init__(self, rng: random.Random, knobs: HrKnobs):
+        self.rng = rng
+        self.knobs = knobs
+        self.periods = _pay_dates(knobs.payslip_months)
+        self.changes: list[list[Any]] = []
+        self.payslips: list[list[Any]] = []
+
+    def add(self, emp: _Employee) -> None:
+        start, history = self._history(emp)
+        self._payslips(emp, start, history)
+
+    def _history(self, emp: _Employee) -> tuple[int, list[tuple[str, int]]]:
+        """Salary changes, newest first, walking back from today's salary; returns the first salary and the history."""
+        rng = self.rng
         months: list[str] = []
-        for _ in range(rng.choice(knobs.salary_changes_per_employee)):
+        for _ in range(rng.choice(self.knobs.salary_changes_per_employee)):
             effective = (
-                _month_start(rng.randint(hired + 30, last - 1)) if hired + 30 < last else None
+                _month_start(rng.randint(emp.hired + 30, emp.last - 1))
+                if emp.hired + 30 < emp.last
+                else None
             )
-            if effective is None or effective in months or effective <= day(hired):
+            if effective is None or effective in months or effective <= day(emp.hired):
                 continue
             months.append(effective)
+        new = emp.salary
         history: list[tuple[str, int]] = []  # (effective_on, salary from then on)
         for effective in sorted(months, reverse=True):
-            reason = rng.choices(RAISE_REASONS, [6, 2, 2, 1])[0]
+            reason = rng.choices(RAISE_REASONS, RAISE_REASON_WEIGHTS)[0]
             pct = rng.randint(8, 15) if reason == "promotion" else rng.randint(2, 7)
             old = round(new / (1 + pct / 100) / 100) * 100
-            changes.append([0, eid, effective, old, new, reason])
+            self.changes.append([0, emp.id, effective, old, new, reason])
             history.append((effective, new))
             new = old
+        return new, history
 
-        def salary_on(when: str, start: int = new, steps: list[tuple[str, int]] = history) -> int:
-            current = start
-            for effective, value in reversed(steps):
-                if effective <= when:
-                    current = value
-            return current
-
-        # payslips for the last six months of employment
-        for period, paid, offset in periods:
-            if offset < hired + 20 or offset > last:
+    def _payslips(self, emp: _Employee, start: int, history: list[tuple[str, int]]) -> None:
+        rng = self.rng
+        for period, paid, offset in self.periods:
+            if offset < emp.hired + 20 or offset > emp.last:
                 continue
-            gross = round(salary_on(paid) / 12)
+            gross = round(_salary_on(paid, start, history) / 12)
             if rng.random() < 0.08:
                 gross += rng.randrange(20000, 150000, 500)
             rate = 0.16 + min(gross / 2_500_000, 0.2)
             tax = round(gross * rate)
             pension = round(gross * 0.05)
-            payslips.append(
-                [
-                    0,
-                    eid,
-                    period,
-                    gross,
-                    tax,
-                    pension,
-                    gross - tax - pension,
-                    paid,
-                ]
+            self.payslips.append(
+                [0, emp.id, period, gross, tax, pension, gross - tax - pension, paid]
             )
 
-        # leave requests: approved, pending and cancellation-requested leave never overlap
+
+class _Leave:
+    """Leave requests: approved, pending and cancellation-requested leave never overlap."""
+
+    def __init__(self, rng: random.Random, knobs: HrKnobs):
+        self.rng = rng
+        self.knobs = knobs
+        self.rows: list[list[Any]] = []
+
+    def add(self, emp: _Employee) -> None:
+        rng = self.rng
         taken: list[tuple[int, int]] = []
-        horizon = last if status == "terminated" else 150
-        joiner = hired > -110  # a recent joiner: only upcoming leave, mostly still pending
-        count = rng.choice([2, 2, 2, 3] if joiner else knobs.leave_requests_per_employee)
-        if status == "on leave":
-            start = _weekday(max(-rng.randint(5, 60), hired + 5))
-            end = rng.randint(20, 90)
-            kind = rng.choice(["parental", "parental", "unpaid"])
-            requested = max(start - rng.randint(20, 60), hired)
-            leave.append(
-                [
-                    0,
-                    eid,
-                    kind,
-                    day(start),
-                    day(end),
-                    _working_days(start, end),
-                    "approved",
-                    stamp(requested, rng.randint(480, 1080)),
-                    day(min(requested + rng.randint(1, 5), 0)),
-                ]
-            )
-            taken.append((start, end))
+        count = rng.choice([2, 2, 2, 3] if emp.joiner else self.knobs.leave_requests_per_employee)
+        if emp.status == "on leave":
+            taken.append(self._current(emp))
         for _ in range(count):
-            kind = "annual" if joiner else rng.choices(LEAVE_TYPES, [55, 18, 3, 4, 3, 6])[0]
-            length = {
-                "annual": rng.choice([1, 2, 3, 4, 5, 8, 10, 12, 15]),
-                "sick": rng.randint(1, 4),
-                "parental": rng.randint(20, 60),
-                "unpaid": rng.randint(1, 10),
-                "bereavement": rng.randint(2, 5),
-                "study": rng.randint(1, 3),
-            }[kind]
-            low = 3 if joiner else max(hired + 10, -260)
-            # sick and bereavement leave is recorded once taken
-            high = (min(horizon, -1) if kind in ("sick", "bereavement") else horizon) - length
-            if low > high:
-                continue
-            start = _weekday(rng.randint(low, high))
-            end = start + length - 1
-            future = start > 0
-            status_weights = (
-                [95, 5, 0, 0] if joiner else [45, 43, 8, 4] if future else [0, 80, 10, 10]
-            )
-            state = rng.choices(LEAVE_STATUSES, status_weights)[0]
-            if kind == "sick":
-                state = "approved"
-            active = state in ("pending", "approved")
-            if active and any(s <= end and e >= start for s, e in taken):
-                continue
-            if active:
-                taken.append((start, end))
-            if state == "pending":
-                requested = -rng.randint(0, 20)
-            elif kind == "sick":
-                requested = min(end + 1, 0)
-            else:
-                requested = min(max(start - rng.randint(7, 70), hired), -1)
-            decided = (
-                day(min(requested + rng.randint(1, 5), 0))
-                if state in ("approved", "rejected")
-                else None
-            )
-            leave.append(
-                [
-                    0,
-                    eid,
-                    kind,
-                    day(start),
-                    day(end),
-                    _working_days(start, end),
-                    state,
-                    stamp(requested, rng.randint(480, 1080 if requested < 0 else 700)),
-                    decided,
-                ]
-            )
+            self._request(emp, taken)
 
-        # expense claims
-        for _ in range(rng.choice([2, 2, 2, 3] if joiner else knobs.expense_claims_per_employee)):
-            # a recent joiner mostly claims the home-office equipment they were told to buy
-            category = rng.choices(
-                CLAIM_CATEGORIES, [1, 0, 1, 0, 12, 0] if joiner else [5, 3, 5, 2, 3, 2]
-            )[0]
-            text, lo, hi = rng.choice(CLAIM_TEMPLATES[category])
-            amount = rng.randint(lo * 100, min(hi, 950 if joiner else hi) * 100)
-            low = max(hired + 7, -300)
-            high = last if status == "terminated" else 0
-            if low > high:
-                continue
-            submitted = rng.randint(
-                max(low, high - 20) if joiner or rng.random() < 0.25 else low, high
-            )
-            recent = submitted > -21 and status != "terminated"
-            big = amount > APPROVAL_LIMIT_CENTS
-            if joiner:
-                state = "pending" if rng.random() < 0.9 else "approved"
-            elif recent:
-                state = rng.choices(CLAIM_STATUSES, [75, 0 if big else 12, 20 if big else 0, 6, 0])[
-                    0
-                ]
-            else:
-                state = rng.choices(CLAIM_STATUSES, [0, 0 if big else 8, 3 if big else 0, 12, 75])[
-                    0
-                ]
-            decided = (
-                None
-                if state in ("pending", "escalated")
-                else day(min(submitted + rng.randint(1, 9), 0))
-            )
-            claims.append(
-                [
-                    0,
-                    eid,
-                    category,
-                    text.format(city=rng.choice(CITIES)),
-                    amount,
-                    day(submitted),
-                    state,
-                    decided,
-                ]
-            )
+    def _current(self, emp: _Employee) -> tuple[int, int]:
+        """The approved leave an employee on leave is on; returns its first and last day."""
+        rng = self.rng
+        start = next_weekday(max(-rng.randint(5, 60), emp.hired + 5))
+        end = rng.randint(20, 90)
+        kind = rng.choice(["parental", "parental", "unpaid"])
+        requested = max(start - rng.randint(20, 60), emp.hired)
+        self.rows.append(
+            [
+                0,
+                emp.id,
+                kind,
+                day(start),
+                day(end),
+                _working_days(start, end),
+                "approved",
+                stamp(requested, rng.randint(480, 1080)),
+                day(min(requested + rng.randint(1, 5), 0)),
+            ]
+        )
+        return start, end
 
-    # ids in the order rows were made (leave and claims by date, as a real system would have them)
-    leave.sort(key=lambda r: (r[7], r[1]))
-    claims.sort(key=lambda r: (r[5], r[1]))
-    changes.sort(key=lambda r: (r[2], r[1]))
-    for rows in (leave, claims, payslips, changes):
-        for n, row in enumerate(rows, start=1):
-            row[0] = n
-    # cancellations of approved leave: a few still open, the confirmed ones left the leave cancelled
+    def _length(self) -> dict[str, int]:
+        """A length in days for every kind of leave (all drawn, whichever is used)."""
+        rng = self.rng
+        return {
+            "annual": rng.choice([1, 2, 3, 4, 5, 8, 10, 12, 15]),
+            "sick": rng.randint(1, 4),
+            "parental": rng.randint(20, 60),
+            "unpaid": rng.randint(1, 10),
+            "bereavement": rng.randint(2, 5),
+            "study": rng.randint(1, 3),
+        }
+
+    def _request(self, emp: _Employee, taken: list[tuple[int, int]]) -> None:
+        """One leave request, unless it would not fit or would overlap active leave."""
+        rng = self.rng
+        kind = "annual" if emp.joiner else rng.choices(LEAVE_TYPES, LEAVE_TYPE_WEIGHTS)[0]
+        length = self._length()[kind]
+        horizon = emp.last if emp.status == "terminated" else 150
+        low = 3 if emp.joiner else max(emp.hired + 10, -260)
+        # sick and bereavement leave is recorded once taken
+        high = (min(horizon, -1) if kind in ("sick", "bereavement") else horizon) - length
+        if low > high:
+            return
+        start = next_weekday(rng.randint(low, high))
+        end = start + length - 1
+        when = "joiner" if emp.joiner else "upcoming" if start > 0 else "past"
+        state = rng.choices(LEAVE_STATUSES, LEAVE_STATUS_WEIGHTS[when])[0]
+        if kind == "sick":
+            state = "approved"
+        active = state in ("pending", "approved")
+        if active and any(s <= end and e >= start for s, e in taken):
+            return
+        if active:
+            taken.append((start, end))
+        requested = self._requested_on(emp, kind, state, start, end)
+        decided = (
+            day(min(requested + rng.randint(1, 5), 0))
+            if state in ("approved", "rejected")
+            else None
+        )
+        self.rows.append(
+            [
+                0,
+                emp.id,
+                kind,
+                day(start),
+                day(end),
+                _working_days(start, end),
+                state,
+                stamp(requested, rng.randint(480, 1080 if requested < 0 else 700)),
+                decided,
+            ]
+        )
+
+    def _requested_on(self, emp: _Employee, kind: str, state: str, start: int, end: int) -> int:
+        """The day a request was made: lately if pending, after the fact for sick leave, else ahead."""
+        if state == "pending":
+            return -self.rng.randint(0, 20)
+        if kind == "sick":
+            return min(end + 1, 0)
+        return min(max(start - self.rng.randint(7, 70), emp.hired), -1)
+
+
+class _Claims:
+    """Expense claims; those over the approval limit are escalated rather than approved."""
+
+    def __init__(self, rng: random.Random, knobs: HrKnobs):
+        self.rng = rng
+        self.knobs = knobs
+        self.rows: list[list[Any]] = []
+
+    def add(self, emp: _Employee) -> None:
+        count = self.rng.choice(
+            [2, 2, 2, 3] if emp.joiner else self.knobs.expense_claims_per_employee
+        )
+        for _ in range(count):
+            self._claim(emp)
+
+    def _claim(self, emp: _Employee) -> None:
+        rng = self.rng
+        weights = CLAIM_CATEGORY_WEIGHTS["joiner" if emp.joiner else "established"]
+        category = rng.choices(CLAIM_CATEGORIES, weights)[0]
+        text, lo, hi = rng.choice(CLAIM_TEMPLATES[category])
+        amount = rng.randint(lo * 100, min(hi, 950 if emp.joiner else hi) * 100)
+        low = max(emp.hired + 7, -300)
+        high = emp.last if emp.status == "terminated" else 0
+        if low > high:
+            return
+        submitted = rng.randint(
+            max(low, high - 20) if emp.joiner or rng.random() < 0.25 else low, high
+        )
+        state = self._status(emp, submitted, amount > APPROVAL_LIMIT_CENTS)
+        decided = (
+            None
+            if state in ("pending", "escalated")
+            else day(min(submitted + rng.randint(1, 9), 0))
+        )
+        self.rows.append(
+            [
+                0,
+                emp.id,
+                category,
+                text.format(city=rng.choice(CITIES)),
+                amount,
+                day(submitted),
+                state,
+                decided,
+            ]
+        )
+
+    def _status(self, emp: _Employee, submitted: int, big: bool) -> str:
+        """A claim's status: a recent one mostly pending, an older one mostly paid."""
+        rng = self.rng
+        if emp.joiner:
+            return "pending" if rng.random() < 0.9 else "approved"
+        if submitted > -21 and emp.status != "terminated":
+            return rng.choices(CLAIM_STATUSES, [75, 0 if big else 12, 20 if big else 0, 6, 0])[0]
+        return rng.choices(CLAIM_STATUSES, [0, 0 if big else 8, 3 if big else 0, 12, 75])[0]
+
+
+def _cancellations(rng: random.Random, leave: list[list[Any]]) -> list[list[Any]]:
+    """Cancellations of approved leave: a few still open; the confirmed ones left the leave cancelled."""
     cancellations: list[list[Any]] = []
     for row in leave:
         status, decided, start = row[6], row[8], row[3]
@@ -678,602 +740,8 @@ def build_world(seed: int, knobs: HrKnobs = DEFAULT_KNOBS) -> WorldSpec:
         elif status == "approved" and start <= TODAY and rng.random() < 0.02:
             cancellations.append([0, row[0], decided, "declined"])
         elif status == "cancelled" and rng.random() < 0.5:  # approved first, then cancelled
-            requested = (date.fromisoformat(row[7][:10]) - NOW.date()).days
+            requested = _offset(row[7][:10])
             row[8] = day(min(requested + rng.randint(1, 3), 0))
             asked = day(min(requested + rng.randint(4, 20), 0))
             cancellations.append([0, row[0], max(asked, row[8]), "confirmed"])
-    cancellations.sort(key=lambda r: (r[2], r[1]))
-    for n, row in enumerate(cancellations, start=1):
-        row[0] = n
-    return make_world(
-        "hr",
-        SCHEMA,
-        *_split({
-            "departments": (
-                ["id", "code", "name", "location", "cost_center", "head_id"],
-                departments,
-            ),
-            "employees": (
-                [
-                    "id",
-                    "employee_number",
-                    "name",
-                    "work_email",
-                    "department_id",
-                    "manager_id",
-                    "job_title",
-                    "hire_date",
-                    "status",
-                    "termination_date",
-                    "salary_cents",
-                ],
-                employees,
-            ),
-            "emergency_contacts": (
-                ["id", "employee_id", "priority", "name", "relationship", "phone", "confirmed_on"],
-                contacts,
-            ),
-            "leave_requests": (
-                [
-                    "id",
-                    "employee_id",
-                    "leave_type",
-                    "start_date",
-                    "end_date",
-                    "days",
-                    "status",
-                    "requested_on",
-                    "decided_on",
-                ],
-                leave,
-            ),
-            "expense_claims": (
-                [
-                    "id",
-                    "employee_id",
-                    "category",
-                    "description",
-                    "amount_cents",
-                    "submitted_on",
-                    "status",
-                    "decided_on",
-                ],
-                claims,
-            ),
-            "payslips": (
-                [
-                    "id",
-                    "employee_id",
-                    "period",
-                    "gross_cents",
-                    "tax_cents",
-                    "pension_cents",
-                    "net_cents",
-                    "paid_on",
-                ],
-                payslips,
-            ),
-            "leave_cancellations": (
-                ["id", "leave_id", "requested_on", "status"],
-                cancellations,
-            ),
-            "salary_changes": (
-                [
-                    "id",
-                    "employee_id",
-                    "effective_on",
-                    "old_salary_cents",
-                    "new_salary_cents",
-                    "reason",
-                ],
-                changes,
-            ),
-        }),
-        TOOLS,
-    )
-
-
-ID = {"type": "integer", "minimum": 1}
-EMPLOYEE_COLUMNS = (
-    "e.id, e.employee_number, e.name, e.work_email, e.job_title, e.department_id, d.name AS department, "
-    "e.manager_id, e.hire_date, e.status, printf('%.2f', e.salary_cents / 100.0) AS annual_salary"
-)
-LEAVE_COLUMNS = (
-    "id, employee_id, leave_type, start_date, end_date, days, status, requested_on, decided_on, "
-    "EXISTS (SELECT 1 FROM leave_cancellations c WHERE c.leave_id = leave_requests.id "
-    "AND c.status = 'open') AS cancellation_pending"
-)
-CLAIM_COLUMNS = (
-    "id, employee_id, category, description, printf('%.2f', amount_cents / 100.0) AS amount, "
-    "submitted_on, status, decided_on"
-)
-TOOLS = [
-    read_tool(
-        "find_employee",
-        "Look an employee up by work email or by employee number (case-insensitive).",
-        {
-            "email": {"type": "string", "description": "The employee's work email address."},
-            "employee_number": {
-                "type": "string",
-                "description": "The employee number, like E12345.",
-            },
-        },
-        f"SELECT {EMPLOYEE_COLUMNS} FROM employees e JOIN departments d ON d.id = e.department_id "
-        "WHERE lower(e.work_email) = lower(trim(:email)) OR upper(e.employee_number) = upper(trim(:employee_number))",
-        required=[],
-    ),
-    read_tool(
-        "search_employees",
-        "Find employees whose name contains the given text (at most 20, current and former).",
-        {"name": {"type": "string", "minLength": 2}},
-        f"SELECT {EMPLOYEE_COLUMNS} FROM employees e JOIN departments d ON d.id = e.department_id "
-        "WHERE e.name LIKE '%' || :name || '%' ORDER BY e.name, e.id LIMIT 20",
-    ),
-    read_tool(
-        "get_employee",
-        "An employee's record by id.",
-        {"employee_id": ID},
-        f"SELECT {EMPLOYEE_COLUMNS}, e.termination_date FROM employees e "
-        "JOIN departments d ON d.id = e.department_id WHERE e.id = :employee_id",
-    ),
-    read_tool(
-        "find_department",
-        "Find departments whose name contains the given text.",
-        {"name": {"type": "string", "minLength": 2}},
-        "SELECT id, code, name, location, cost_center, head_id FROM departments "
-        "WHERE name LIKE '%' || :name || '%' ORDER BY name",
-    ),
-    read_tool(
-        "get_department",
-        "A department's details by id, with its current headcount.",
-        {"department_id": ID},
-        "SELECT d.id, d.code, d.name, d.location, d.cost_center, d.head_id, "
-        "(SELECT count(*) FROM employees e WHERE e.department_id = d.id AND e.status <> 'terminated') AS headcount "
-        "FROM departments d WHERE d.id = :department_id",
-    ),
-    read_tool(
-        "list_department_employees",
-        "The employees of a department (current and former), longest-serving first, optionally only one status.",
-        {
-            "department_id": ID,
-            "status": {"type": "string", "enum": list(EMPLOYEE_STATUSES)},
-        },
-        f"SELECT {EMPLOYEE_COLUMNS} FROM employees e JOIN departments d ON d.id = e.department_id "
-        "WHERE e.department_id = :department_id AND (:status IS NULL OR e.status = :status) "
-        "ORDER BY e.hire_date, e.id LIMIT 50",
-        required=["department_id"],
-    ),
-    read_tool(
-        "list_leave_requests",
-        "An employee's leave requests, most recently submitted first, optionally only one status.",
-        {"employee_id": ID, "status": {"type": "string", "enum": list(LEAVE_STATUSES)}},
-        f"SELECT {LEAVE_COLUMNS} FROM leave_requests WHERE employee_id = :employee_id "
-        "AND (:status IS NULL OR status = :status) ORDER BY requested_on DESC, id DESC LIMIT 50",
-        required=["employee_id"],
-    ),
-    read_tool(
-        "list_expense_claims",
-        "An employee's expense claims, newest first, optionally only one status.",
-        {"employee_id": ID, "status": {"type": "string", "enum": list(CLAIM_STATUSES)}},
-        f"SELECT {CLAIM_COLUMNS} FROM expense_claims WHERE employee_id = :employee_id "
-        "AND (:status IS NULL OR status = :status) ORDER BY submitted_on DESC, id DESC LIMIT 50",
-        required=["employee_id"],
-    ),
-    read_tool(
-        "list_payslips",
-        "An employee's payslips, latest pay period first (at most 24).",
-        {"employee_id": ID},
-        "SELECT id, employee_id, period, printf('%.2f', gross_cents / 100.0) AS gross_pay, "
-        "printf('%.2f', tax_cents / 100.0) AS income_tax, printf('%.2f', pension_cents / 100.0) AS pension, "
-        "printf('%.2f', net_cents / 100.0) AS net_pay, paid_on FROM payslips "
-        "WHERE employee_id = :employee_id ORDER BY period DESC LIMIT 24",
-    ),
-    read_tool(
-        "list_emergency_contacts",
-        "An employee's emergency contacts in priority order (1 = call first).",
-        {"employee_id": ID},
-        "SELECT id, employee_id, priority, name, relationship, phone, confirmed_on FROM emergency_contacts "
-        "WHERE employee_id = :employee_id ORDER BY priority",
-    ),
-    read_tool(
-        "get_salary_history",
-        "An employee's salary changes, most recent first.",
-        {"employee_id": ID},
-        "SELECT id, employee_id, effective_on, printf('%.2f', old_salary_cents / 100.0) AS old_salary, "
-        "printf('%.2f', new_salary_cents / 100.0) AS new_salary, reason FROM salary_changes "
-        "WHERE employee_id = :employee_id ORDER BY effective_on DESC, id DESC LIMIT 50",
-    ),
-    write_tool(
-        "cancel_leave_request",
-        "Cancel a leave request that is still pending.",
-        {"leave_id": ID},
-        [
-            "UPDATE leave_requests SET status = 'cancelled' WHERE id = :leave_id",
-            f"SELECT {LEAVE_COLUMNS} FROM leave_requests WHERE id = :leave_id",
-        ],
-    ),
-    write_tool(
-        "request_leave_cancellation",
-        "Ask the manager to cancel approved leave that has not started yet "
-        "(the leave stays approved until they confirm).",
-        {"leave_id": ID},
-        [
-            "INSERT INTO leave_cancellations(leave_id) VALUES (:leave_id)",
-            "SELECT id, leave_id, requested_on, status FROM leave_cancellations "
-            "WHERE id = (SELECT max(id) FROM leave_cancellations)",
-        ],
-    ),
-    write_tool(
-        "approve_expense_claim",
-        "Approve a pending expense claim of at most 1000.00 for payment.",
-        {"claim_id": ID},
-        [
-            "UPDATE expense_claims SET status = 'approved', decided_on = date('now') WHERE id = :claim_id",
-            f"SELECT {CLAIM_COLUMNS} FROM expense_claims WHERE id = :claim_id",
-        ],
-    ),
-    write_tool(
-        "escalate_expense_claim",
-        "Send a pending expense claim over 1000.00 to finance for sign-off.",
-        {"claim_id": ID},
-        [
-            "UPDATE expense_claims SET status = 'escalated' WHERE id = :claim_id",
-            f"SELECT {CLAIM_COLUMNS} FROM expense_claims WHERE id = :claim_id",
-        ],
-    ),
-    write_tool(
-        "apply_salary_raise",
-        "Raise an employee's annual salary by a percentage (rounded to the cent) from today, "
-        "and record the change in their salary history.",
-        {
-            "employee_id": ID,
-            "percent": {"type": "integer", "minimum": 1, "maximum": 25},
-            "reason": {"type": "string", "enum": list(RAISE_REASONS)},
-        },
-        [
-            "INSERT INTO salary_changes(employee_id, effective_on, old_salary_cents, new_salary_cents, reason) "
-            "SELECT id, date('now'), salary_cents, CAST(round(salary_cents * (100 + :percent) / 100.0) AS INTEGER), "
-            ":reason FROM employees WHERE id = :employee_id",
-            "UPDATE employees SET salary_cents = (SELECT new_salary_cents FROM salary_changes "
-            "WHERE id = (SELECT max(id) FROM salary_changes)) WHERE id = :employee_id",
-            "SELECT id, employee_id, effective_on, printf('%.2f', old_salary_cents / 100.0) AS old_salary, "
-            "printf('%.2f', new_salary_cents / 100.0) AS new_salary, reason FROM salary_changes "
-            "WHERE id = (SELECT max(id) FROM salary_changes) AND employee_id = :employee_id",
-        ],
-    ),
-    write_tool(
-        "remove_emergency_contact",
-        "Remove one of an employee's emergency contacts (everyone must keep at least one).",
-        {"contact_id": ID},
-        ["DELETE FROM emergency_contacts WHERE id = :contact_id"],
-    ),
-    write_tool(
-        "confirm_emergency_contact",
-        "Record that an emergency contact's details were checked with the employee today.",
-        {"contact_id": ID},
-        [
-            "UPDATE emergency_contacts SET confirmed_on = date('now') WHERE id = :contact_id",
-            "SELECT id, employee_id, priority, name, relationship, phone, confirmed_on FROM emergency_contacts "
-            "WHERE id = :contact_id",
-        ],
-    ),
-]
-
-STATUS = Filter(column="status", words="{value}")
-
-CATALOG = Catalog(
-    keys={
-        t: "id"
-        for t in (
-            "departments",
-            "employees",
-            "emergency_contacts",
-            "leave_requests",
-            "expense_claims",
-            "payslips",
-            "salary_changes",
-            "leave_cancellations",
-        )
-    },
-    anchors=(
-        Anchor(
-            table="employees",
-            tool="find_employee",
-            param="email",
-            column="work_email",
-            phrase="{name} ({work_email})",
-        ),
-        Anchor(
-            table="employees",
-            tool="find_employee",
-            param="employee_number",
-            column="employee_number",
-            phrase="{name} (employee no. {employee_number})",
-        ),
-        Anchor(
-            table="employees",
-            tool="search_employees",
-            param="name",
-            column="name",
-            phrase="{name} ({job_title})",
-            disambiguate=("job_title",),
-        ),
-        Anchor(
-            table="departments",
-            tool="find_department",
-            param="name",
-            column="name",
-            phrase="the {name} department",
-        ),
-    ),
-    hops=(
-        Hop(
-            source="departments",
-            target="employees",
-            fk="department_id",
-            tool="list_department_employees",
-            param="department_id",
-            noun="employee",
-            plural="employees",
-            of="in",
-            orders=(
-                Order(
-                    expr="CASE WHEN status <> 'terminated' THEN hire_date END",
-                    highest="most recently hired",
-                    lowest="longest-serving",
-                ),
-                Order(
-                    expr="CASE WHEN status <> 'terminated' THEN salary_cents END",
-                    highest="highest-paid",
-                    lowest="lowest-paid",
-                ),
-            ),
-            filters=(
-                Filter(column="status", words="active", value="active"),
-                Filter(column="job_title", words="titled {value}", after=True),
-            ),
-        ),
-        Hop(
-            source="employees",
-            target="departments",
-            fk="department_id",
-            tool="get_department",
-            param="department_id",
-            noun="department",
-            plural="departments",
-            down=False,
-        ),
-        Hop(
-            source="departments",
-            target="employees",
-            fk="head_id",
-            tool="get_employee",
-            param="employee_id",
-            noun="head",
-            plural="heads",
-            down=False,
-        ),
-        Hop(
-            source="employees",
-            target="employees",
-            fk="manager_id",
-            tool="get_employee",
-            param="employee_id",
-            noun="line manager",
-            plural="line managers",
-            down=False,
-        ),
-        Hop(
-            source="employees",
-            target="leave_requests",
-            fk="employee_id",
-            tool="list_leave_requests",
-            param="employee_id",
-            noun="leave request",
-            plural="leave requests",
-            of="from",
-            orders=(
-                Order(
-                    expr="requested_on",
-                    highest="most recently submitted",
-                    lowest="earliest-submitted",
-                ),
-                Order(expr="days", highest="longest", lowest="shortest"),
-            ),
-            filters=(STATUS, Filter(column="leave_type", words="{value}")),
-        ),
-        Hop(
-            source="employees",
-            target="expense_claims",
-            fk="employee_id",
-            tool="list_expense_claims",
-            param="employee_id",
-            noun="expense claim",
-            plural="expense claims",
-            of="from",
-            orders=(
-                Order(expr="submitted_on", highest="most recent", lowest="oldest"),
-                Order(expr="amount_cents", highest="largest", lowest="smallest"),
-            ),
-            filters=(STATUS, Filter(column="category", words="{value}")),
-        ),
-        Hop(
-            source="employees",
-            target="payslips",
-            fk="employee_id",
-            tool="list_payslips",
-            param="employee_id",
-            noun="payslip",
-            plural="payslips",
-            orders=(Order(expr="period", highest="latest", lowest="earliest"),),
-            limit=24,
-        ),
-        Hop(
-            source="employees",
-            target="emergency_contacts",
-            fk="employee_id",
-            tool="list_emergency_contacts",
-            param="employee_id",
-            noun="emergency contact",
-            plural="emergency contacts",
-            orders=(Order(expr="priority", highest="lowest-priority", lowest="primary"),),
-        ),
-    ),
-    attributes=(
-        Attribute(table="employees", expr="job_title", phrase="the job title"),
-        Attribute(
-            table="employees", expr="hire_date", phrase="the hire date", hint="as YYYY-MM-DD"
-        ),
-        Attribute(
-            table="employees",
-            expr="printf('%.2f', salary_cents / 100.0)",
-            phrase="the annual salary",
-            hint="as shown, like 64250.00",
-        ),
-        Attribute(table="employees", expr="employee_number", phrase="the employee number"),
-        Attribute(table="employees", expr="work_email", phrase="the work email address"),
-        Attribute(table="departments", expr="code", phrase="the department code"),
-        Attribute(table="departments", expr="cost_center", phrase="the cost center"),
-        Attribute(table="departments", expr="location", phrase="the location"),
-        Attribute(table="leave_requests", expr="status", phrase="the status"),
-        Attribute(
-            table="leave_requests",
-            expr="days",
-            phrase="the number of working days",
-            hint="as a number",
-        ),
-        Attribute(
-            table="leave_requests", expr="start_date", phrase="the start date", hint="as YYYY-MM-DD"
-        ),
-        Attribute(table="leave_requests", expr="leave_type", phrase="the leave type"),
-        Attribute(
-            table="expense_claims",
-            expr="printf('%.2f', amount_cents / 100.0)",
-            phrase="the amount",
-            hint="as shown, like 123.45",
-        ),
-        Attribute(table="expense_claims", expr="status", phrase="the status"),
-        Attribute(table="expense_claims", expr="description", phrase="the description"),
-        Attribute(
-            table="payslips",
-            expr="printf('%.2f', net_cents / 100.0)",
-            phrase="the net pay",
-            hint="as shown, like 3120.50",
-        ),
-        Attribute(
-            table="payslips",
-            expr="printf('%.2f', tax_cents / 100.0)",
-            phrase="the income tax",
-            hint="as shown, like 812.40",
-        ),
-        Attribute(
-            table="payslips", expr="paid_on", phrase="the payment date", hint="as YYYY-MM-DD"
-        ),
-        Attribute(table="emergency_contacts", expr="phone", phrase="the phone number"),
-        Attribute(table="emergency_contacts", expr="name", phrase="the name"),
-        Attribute(table="emergency_contacts", expr="relationship", phrase="the relationship"),
-    ),
-    actions=(
-        Action(
-            name="cancel_leave",
-            table="leave_requests",
-            tool="cancel_leave_request",
-            args={"leave_id": "key"},
-            when="status = 'pending'",
-            ask="cancel {target}",
-            check="SELECT status = 'cancelled' FROM leave_requests WHERE id = {target}",
-            frame={"leave_requests": {"where": "id = {key}", "columns": ["status"]}},
-            instead="just cancel it instead",
-            blocked="if it has already been approved",
-        ),
-        Action(
-            name="request_leave_cancellation",
-            table="leave_requests",
-            tool="request_leave_cancellation",
-            args={"leave_id": "key"},
-            when=f"status = 'approved' AND start_date > '{TODAY}' AND NOT EXISTS (SELECT 1 FROM "
-            "{db}leave_cancellations c WHERE c.leave_id = leave_requests.id AND c.status = 'open')",
-            ask="request the cancellation of {target}",
-            check="SELECT count(*) = 1 FROM leave_cancellations WHERE leave_id = {target} AND status = 'open' "
-            "AND id NOT IN (SELECT id FROM {db}leave_cancellations)",
-            frame={"leave_cancellations": "id > {last[leave_cancellations]} AND leave_id = {key}"},
-            instead="request its cancellation instead",
-            blocked="if it is still awaiting approval",
-        ),
-        Action(
-            name="approve_claim",
-            table="expense_claims",
-            tool="approve_expense_claim",
-            args={"claim_id": "key"},
-            when=f"status = 'pending' AND amount_cents <= {APPROVAL_LIMIT_CENTS}",
-            ask="approve {target}",
-            check="SELECT status = 'approved' FROM expense_claims WHERE id = {target}",
-            frame={"expense_claims": {"where": "id = {key}", "columns": ["status", "decided_on"]}},
-            instead="approve it instead",
-            blocked="if it is over the 1000.00 approval limit",
-        ),
-        Action(
-            name="escalate_claim",
-            table="expense_claims",
-            tool="escalate_expense_claim",
-            args={"claim_id": "key"},
-            when=f"status = 'pending' AND amount_cents > {APPROVAL_LIMIT_CENTS}",
-            ask="escalate {target} to finance for sign-off",
-            check="SELECT status = 'escalated' FROM expense_claims WHERE id = {target}",
-            frame={"expense_claims": {"where": "id = {key}", "columns": ["status"]}},
-            instead="escalate it to finance instead",
-            blocked="if it is within the 1000.00 approval limit",
-        ),
-        Action(
-            name="raise_salary",
-            table="employees",
-            tool="apply_salary_raise",
-            args={"employee_id": "key", "percent": "choice:percent", "reason": "choice:reason"},
-            when="status IN ('active', 'on leave')",
-            ask="raise the salary of {target} by {percent}%, with the reason '{reason}'",
-            check="SELECT e.salary_cents = CAST(round(i.salary_cents * (100 + {percent}) / 100.0) AS INTEGER) "
-            "AND (SELECT count(*) FROM salary_changes s WHERE s.employee_id = e.id AND s.reason = {reason} "
-            "AND s.old_salary_cents = i.salary_cents AND s.new_salary_cents = e.salary_cents "
-            "AND s.id NOT IN (SELECT id FROM {db}salary_changes)) = 1 "
-            "FROM employees e JOIN {db}employees i ON i.id = e.id WHERE e.id = {target}",
-            frame={
-                "employees": {"where": "id = {key}", "columns": ["salary_cents"]},
-                "salary_changes": "id > {last[salary_changes]} AND employee_id = {key} AND reason = {reason}",
-            },
-            choices={"percent": (3, 4, 5, 6, 8, 10), "reason": RAISE_REASONS},
-        ),
-        Action(
-            name="remove_contact",
-            table="emergency_contacts",
-            tool="remove_emergency_contact",
-            args={"contact_id": "key"},
-            when="(SELECT count(*) FROM {db}emergency_contacts c WHERE c.employee_id = emergency_contacts.employee_id) > 1",
-            ask="remove {target}",
-            check="SELECT NOT EXISTS (SELECT 1 FROM emergency_contacts WHERE id = {target})",
-            frame={"emergency_contacts": "id = {key}"},
-            bulk=False,
-        ),
-        Action(
-            name="confirm_contact",
-            table="emergency_contacts",
-            tool="confirm_emergency_contact",
-            args={"contact_id": "key"},
-            when=f"confirmed_on IS NOT '{TODAY}'",
-            ask="record that {target} has been confirmed as up to date",
-            check=f"SELECT confirmed_on = '{TODAY}' FROM emergency_contacts WHERE id = {{target}}",
-            frame={"emergency_contacts": {"where": "id = {key}", "columns": ["confirmed_on"]}},
-        ),
-    ),
-)
-
-DOMAIN = Domain(
-    name="hr",
-    description="HR and payroll: departments, employees and line managers, leave, expense claims, payslips, salaries",
-    build_world=build_world,
-    catalog=CATALOG,
-    knobs=DEFAULT_KNOBS,
-)
-
-
-def _split(tables):  # temporary, during the restructuring
-    return {k: v[0] for k, v in tables.items()}, {k: v[1] for k, v in tables.items()}
+    return renumber(sorted(cancellations, key=lambda r: (r[2], r[1])))
