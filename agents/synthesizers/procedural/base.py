@@ -67,7 +67,7 @@ NOW = datetime(2026, 11, 29, 12, 0, 0)
 
 @dataclass(frozen=True, kw_only=True)
 class Domain:
-    """A procedural domain (its module's ``DOMAIN``).
+    """A procedural domain (its package's ``DOMAIN``).
 
     Attributes:
         name: the domain's name (``--domain``).
@@ -76,7 +76,7 @@ class Domain:
         catalog: how the planner makes tasks in this domain's worlds.
         knobs: the numbers that shape the domain's worlds (row counts, the share
             of same-name twins, list lengths): an instance of the frozen
-            dataclass the domain module declares (``RetailKnobs``, ...), whose
+            dataclass the domain's ``world.py`` declares (``RetailKnobs``, ...), whose
             fields are documented there; :attr:`build_world` builds with these.
     """
 
