@@ -1,31 +1,40 @@
 """What a procedural domain is: the knobs of its worlds, a seeded world builder, the catalog of its tasks.
 
-Each domain module (``retail.py``, ``airline.py``, ...) defines one
-:class:`Domain`. ``retail.py`` is the template new domains copy:
+Each domain is a package (``retail/``, ``airline/``, ...) that defines one
+:class:`Domain`. ``retail/`` is the template new domains copy, one module a part:
 
-* the schema;
-* its **knobs**: a frozen dataclass (``RetailKnobs``) of the numbers that
-  shape a world (how many rows of each kind, the share of same-name "twins"
-  that act as distractors, the draw pools of list lengths), one docstring per
-  field, with the domain's values as defaults, and ``DEFAULT_KNOBS``, an
-  instance of it;
-* ``build_world(seed, knobs=DEFAULT_KNOBS)``, which fills the schema with
-  realistic rows, deterministic by seed, reading every such number from the
-  knobs rather than writing it inline;
-* the tools, and the :class:`~coevo.agents.synthesizers.catalog.Catalog` that
+* ``schema.py``: the ``SCHEMA`` (CREATE statements), the value sets its CHECKs,
+  tools and catalog share, and ``COLUMNS``, each table's columns in the order
+  its rows are written;
+* ``world.py``: its **knobs**, a frozen dataclass (``RetailKnobs``) of the
+  numbers that shape a world (how many rows of each kind, the share of
+  same-name "twins" that act as distractors, the draw pools of list lengths),
+  one docstring per field, with the domain's values as defaults, and
+  ``DEFAULT_KNOBS``, an instance of it; the reference data rows are drawn from
+  (product names, airports, departments); and ``build_world(seed,
+  knobs=DEFAULT_KNOBS)``, which fills the schema with realistic rows,
+  deterministic by seed, one small generator a table (or a group of tables
+  made together), reading every such number from the knobs rather than
+  writing it inline;
+* ``tools.py``: the ``TOOLS``;
+* ``catalog.py``: the :class:`~coevo.agents.synthesizers.catalog.Catalog` that
   tells the planner how to name rows, walk foreign keys, ask and act;
-* ``DOMAIN``, the :class:`Domain` record of all of these.
+* ``__init__.py``: ``DOMAIN``, the :class:`Domain` record of all of these.
+
+This module holds what the domains share: the fixed clock and its dates, the
+people drawer, the tool constructors, the draw-until-new and renumbering
+helpers, and :func:`make_world`.
 """
 
 from __future__ import annotations
 
 import random
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from coevo.agents.synthesizers.catalog import Catalog
 from coevo.agents.synthesizers.procedural.names import EMAIL_DOMAINS, FIRST_NAMES, LAST_NAMES
@@ -34,7 +43,23 @@ from coevo.arena.spec import TableData, ToolSpec, WorldSpec
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
-__all__ = ["NOW", "Domain", "People", "day", "make_world", "read_tool", "stamp", "write_tool"]
+__all__ = [
+    "NOW",
+    "TODAY",
+    "Domain",
+    "People",
+    "day",
+    "draw_new",
+    "make_world",
+    "next_weekday",
+    "read_tool",
+    "renumber",
+    "stamp",
+    "weighted",
+    "write_tool",
+]
+
+T = TypeVar("T")
 
 NOW = datetime(2026, 11, 29, 12, 0, 0)
 """Every procedural world's fixed clock."""
@@ -42,7 +67,7 @@ NOW = datetime(2026, 11, 29, 12, 0, 0)
 
 @dataclass(frozen=True, kw_only=True)
 class Domain:
-    """A procedural domain (its module's ``DOMAIN``).
+    """A procedural domain (its package's ``DOMAIN``).
 
     Attributes:
         name: the domain's name (``--domain``).
@@ -51,7 +76,7 @@ class Domain:
         catalog: how the planner makes tasks in this domain's worlds.
         knobs: the numbers that shape the domain's worlds (row counts, the share
             of same-name twins, list lengths): an instance of the frozen
-            dataclass the domain module declares (``RetailKnobs``, ...), whose
+            dataclass the domain's ``world.py`` declares (``RetailKnobs``, ...), whose
             fields are documented there; :attr:`build_world` builds with these.
     """
 
@@ -66,6 +91,16 @@ class Domain:
 def day(offset: int) -> str:
     """The ISO date ``offset`` days from the fixed clock (negative: in the past)."""
     return (NOW.date() + timedelta(days=offset)).isoformat()
+
+
+TODAY: Final = day(0)
+"""The fixed clock's date (ISO)."""
+
+
+def next_weekday(offset: int) -> int:
+    """The day offset ``offset`` moved forward to the next weekday (Monday to Friday; unchanged if one)."""
+    weekday = (NOW.weekday() + offset) % 7
+    return offset + (7 - weekday if weekday >= 5 else 0)
 
 
 def stamp(offset_days: int, minutes: int) -> str:
@@ -153,19 +188,41 @@ def write_tool(
     )
 
 
+def draw_new(draw: Callable[[], T], taken: set[T]) -> T:
+    """A value of ``draw()`` not in ``taken`` (drawn again until it is new), added to ``taken``."""
+    value = draw()
+    while value in taken:
+        value = draw()
+    taken.add(value)
+    return value
+
+
+def weighted(rng: random.Random, weights: Mapping[T, float]) -> T:
+    """A key of ``weights`` drawn with the chance its weight gives it (one ``rng.choices`` draw)."""
+    return rng.choices(list(weights), list(weights.values()))[0]
+
+
+def renumber(rows: list[list[Any]]) -> list[list[Any]]:
+    """``rows`` with their first column (the id) set to 1, 2, 3, ... in their order (in place)."""
+    for n, row in enumerate(rows, start=1):
+        row[0] = n
+    return rows
+
+
 def make_world(
     domain: str,
     schema: Sequence[str],
-    tables: dict[str, tuple[Sequence[str], list[list[Any]]]],
+    columns: Mapping[str, Sequence[str]],
+    rows: Mapping[str, list[list[Any]]],
     tools: Sequence[ToolSpec],
 ) -> WorldSpec:
-    """A world record from a schema, rows per table (columns, rows) and tools."""
+    """A world record from a schema, each table's columns and rows (in the order of ``columns``) and tools."""
     return WorldSpec(
         domain=domain,
         now=NOW.isoformat(),
         schema_sql=list(schema),
         data={
-            name: TableData(columns=list(cols), rows=rows) for name, (cols, rows) in tables.items()
+            name: TableData(columns=list(cols), rows=rows[name]) for name, cols in columns.items()
         },
         tools=list(tools),
     )

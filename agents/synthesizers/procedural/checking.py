@@ -23,6 +23,7 @@ from coevo.agents.synthesizers.planner import FAMILY_LEVELS, Target, TaskSampler
 from coevo.agents.synthesizers.procedural.base import Domain
 from coevo.arena.judge import CHECK_NAMES, WorldCache, assess_task
 from coevo.arena.seeding import derive_seed
+from coevo.arena.spec import TaskSpec, WorldSpec
 from coevo.arena.world import World
 
 __all__ = ["check_domain", "stated_numbers"]
@@ -65,7 +66,7 @@ def check_domain(domain: Domain, *, seeds: Sequence[int] = (1, 2), per_level: in
     if not is_dataclass(domain.knobs) or isinstance(domain.knobs, type):
         problems.append(
             f"DOMAIN.knobs is {domain.knobs!r}; record an instance of the domain's knobs "
-            "dataclass (like retail.py's RetailKnobs: the numbers that shape its worlds)"
+            "dataclass (like retail's RetailKnobs: the numbers that shape its worlds)"
         )
     cache = WorldCache()
     try:
@@ -84,34 +85,41 @@ def check_domain(domain: Domain, *, seeds: Sequence[int] = (1, 2), per_level: in
                         except Unfit as exc:
                             problems.append(f"{where}: {exc}")
                             break
-                        verdict = assess_task(task, cache)
-                        bad = {
-                            name: r.reason
-                            for name, r in verdict.checks.items()
-                            if name in CHECK_NAMES[:-1] and r.passed is not True
-                        }
-                        if bad:
-                            problems.append(f"{where}: {task.instruction}\n    {bad}")
-                        writes = {t.name for t in spec.tools if t.effect == "write"}
-                        stated = stated_numbers(task.instruction)
-                        for call in task.solution:
-                            for name, value in call.arguments.items():
-                                if (
-                                    call.tool in writes
-                                    and isinstance(value, int)
-                                    and value in stated
-                                    and name.endswith("id")
-                                ):
-                                    problems.append(
-                                        f"{where}: {task.instruction}\n    key {name}={value} of a write is stated in the instruction"
-                                    )
+                        problems += _task_problems(task, spec, cache, where)
     finally:
         cache.close()
     return problems
 
 
+def _task_problems(task: TaskSpec, spec: WorldSpec, cache: WorldCache, where: str) -> list[str]:
+    """The Judge's mechanical checks ``task`` fails, and the keys of its writes its instruction states."""
+    problems: list[str] = []
+    verdict = assess_task(task, cache)
+    bad = {
+        name: r.reason
+        for name, r in verdict.checks.items()
+        if name in CHECK_NAMES[:-1] and r.passed is not True
+    }
+    if bad:
+        problems.append(f"{where}: {task.instruction}\n    {bad}")
+    writes = {t.name for t in spec.tools if t.effect == "write"}
+    stated = stated_numbers(task.instruction)
+    for call in task.solution:
+        for name, value in call.arguments.items():
+            if (
+                call.tool in writes
+                and isinstance(value, int)
+                and value in stated
+                and name.endswith("id")
+            ):
+                problems.append(
+                    f"{where}: {task.instruction}\n    key {name}={value} of a write is stated in the instruction"
+                )
+    return problems
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Check the domain module named on the command line; exit 1 on any problem."""
+    """Check the domain named on the command line (its package, with a ``DOMAIN``); exit 1 on any problem."""
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) != 1:
         print(

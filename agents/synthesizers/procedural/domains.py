@@ -1,10 +1,10 @@
-"""The registry of procedural domains: every domain module's ``DOMAIN``, by name.
+"""The registry of procedural domains: every domain package's ``DOMAIN``, by name.
 
-To add a domain, copy ``retail.py`` (schema, knobs dataclass and
-``DEFAULT_KNOBS``, ``build_world(seed, knobs)``, tools, catalog, ``DOMAIN``;
-see :mod:`.base`), give its knobs the numbers your world needs, and add its
-``DOMAIN`` here; the registry-wide test then checks every family at every
-level against the Judge.
+To add a domain, copy the ``retail/`` package (``schema.py``; ``world.py``
+with the knobs dataclass, ``DEFAULT_KNOBS`` and ``build_world(seed, knobs)``;
+``tools.py``; ``catalog.py``; ``DOMAIN`` in ``__init__.py``; see :mod:`.base`),
+give its knobs the numbers your world needs, and add its ``DOMAIN`` here; the
+registry-wide test then checks every family at every level against the Judge.
 """
 
 from __future__ import annotations
