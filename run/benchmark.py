@@ -70,10 +70,11 @@ from coevo.arena.gamelog.rows import (
 )
 from coevo.arena.outcomes import JUDGE_FAILED_PREFIX, CheckResult, Episode, Verdict
 from coevo.arena.seeding import derive_seed
-from coevo.run.connection import connect
+from coevo.run.connection import ray_for
 from coevo.run.experiment import BenchmarkConfig, Experiment, ray_address
 from coevo.run.failures import RoleTally
 from coevo.run.generation import GenerationReport, RunSummary, rejection_counts
+from coevo.run.inprocess import LocalActor, get, kill
 from coevo.run.pool import ActorPool, Lost
 
 __all__ = [
@@ -463,45 +464,47 @@ def run_benchmark(
         tasks = read_pool(lock.run.uri)
     if not resume:
         lock.run.write_bytes(exp.model_dump_json(indent=1).encode(), "experiment.json")
-    started = connect(ray_address(address, exp), exp.ray.num_cpus)
     say = events or (lambda name, **fields: None)
-    host: Any = ray.remote(BenchmarkHost)
-    env = _environment(exp)
+    args = (exp.solver.name, exp.solver.config, bench.user, bench, lock.run.uri, _environment(exp))
     actors: list[Any] = []
     run: _Benchmark | None = None
     reports: list[GenerationReport] = []
-    try:
-        actors = [
-            host.options(num_cpus=0, max_restarts=4, max_task_retries=4).remote(
-                exp.solver.name, exp.solver.config, bench.user, bench, lock.run.uri, env
-            )
-            for _ in range(exp.solver.actors)
-        ]
-        ray.get([a.pid.remote() for a in actors])  # built: the pool read, the servers answered
-        if on_start is not None:
-            on_start(actors)
-        run = _Benchmark(exp, log, lock, ActorPool("solver", actors), tasks, say)
-        if last >= 0:
-            verdicts = log.read("verdicts", columns=["task_id", "accepted"]).to_pylist()
-            run.accepted = [r["task_id"] for r in verdicts if r["accepted"] and r["task_id"]]
-        for gen in range(last + 1, exp.run.generations):
-            if stop_after is not None and len(reports) >= stop_after:
-                break
-            report = run.trial(gen)
-            reports.append(report)
-            if on_generation is not None:
-                on_generation(report)
-    finally:
-        for actor in actors:
-            try:
-                ray.get(actor.close.remote(), timeout=30)
-            except Exception as exc:  # the run's outcome stands; the workers end with the actor
-                print(f"coevo: a Solver actor did not close cleanly: {exc}", file=sys.stderr)
-            ray.kill(actor)
-        if started:
-            ray.shutdown()
+    with ray_for(ray_address(address, exp), exp.ray.num_cpus, in_process=exp.ray.in_process):
+        try:
+            if exp.ray.in_process:
+                actors = [LocalActor(BenchmarkHost(*args)) for _ in range(exp.solver.actors)]
+            else:
+                host: Any = ray.remote(BenchmarkHost)
+                options = {"num_cpus": 0, "max_restarts": 4, "max_task_retries": 4}
+                actors = [host.options(**options).remote(*args) for _ in range(exp.solver.actors)]
+            get([a.pid.remote() for a in actors])  # built: the pool read, the servers answered
+            if on_start is not None:
+                on_start(actors)
+            run = _Benchmark(exp, log, lock, ActorPool("solver", actors), tasks, say)
+            if last >= 0:
+                verdicts = log.read("verdicts", columns=["task_id", "accepted"]).to_pylist()
+                run.accepted = [r["task_id"] for r in verdicts if r["accepted"] and r["task_id"]]
+            for gen in range(last + 1, exp.run.generations):
+                if stop_after is not None and len(reports) >= stop_after:
+                    break
+                report = run.trial(gen)
+                reports.append(report)
+                if on_generation is not None:
+                    on_generation(report)
+        finally:
+            _close(actors)
     calls = run.calls.roles if run is not None else {}
     return RunSummary(run_dir=lock.run.uri, generations=len(reports), reports=reports, calls=calls)
+
+
+def _close(actors: list[Any]) -> None:
+    """Close each Solver actor's workers, then end it."""
+    for actor in actors:
+        try:
+            get(actor.close.remote(), timeout=30)
+        except Exception as exc:  # the run's outcome stands; the workers end with the actor
+            print(f"coevo: a Solver actor did not close cleanly: {exc}", file=sys.stderr)
+        kill(actor)
 
 
 def benchmark_summary(log: GameLog) -> dict[str, Any]:

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import socket
+from collections.abc import Iterator
 
 import ray
 from coevo.arena.errors import ArenaError
 
-__all__ = ["check_reachable", "connect"]
+__all__ = ["check_reachable", "connect", "ray_for"]
 
 
 def check_reachable(address: str, timeout: float = 10.0) -> None:
@@ -48,3 +50,16 @@ def connect(address: str | None, num_cpus: int | None) -> bool:
             log_to_driver=False,
         )
     return True
+
+
+@contextlib.contextmanager
+def ray_for(
+    address: str | None, num_cpus: int | None, *, in_process: bool = False
+) -> Iterator[None]:
+    """Ray for one driver (a run, a benchmark run, a corpus build): joined, or started and shut down at the end; nothing ``in_process``."""
+    started = not in_process and connect(address, num_cpus)
+    try:
+        yield
+    finally:
+        if started:
+            ray.shutdown()

@@ -80,7 +80,7 @@ from coevo.arena.gamelog.rows import TaskRow, VerdictRow, WorldRow
 from coevo.arena.judge import WorldCache, assess_task
 from coevo.arena.seeding import derive_seed
 from coevo.arena.spec import TaskSpec, WorldSpec
-from coevo.run.connection import connect
+from coevo.run.connection import ray_for
 from coevo.run.corpus_experiment import (
     CorpusError,
     ExperimentSynthesizer,
@@ -89,6 +89,7 @@ from coevo.run.corpus_experiment import (
     experiment_synthesizer,
     public_config,
 )
+from coevo.run.inprocess import LocalRef, LocalTask, get, wait
 from coevo.run.secrets import redacted
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -639,7 +640,8 @@ def build_corpus(
     Args:
         out: the corpus folder (any pyarrow filesystem URI).
         source: what to build.
-        workers: shards built at once (Ray tasks of one CPU each; a local Ray gets this many CPUs).
+        workers: shards built at once (Ray tasks of one CPU each; a local Ray gets this many CPUs);
+            0: one after another in this process, without Ray (debugging, tests).
         address: a Ray cluster to join (else a local Ray).
         progress: called with a line after each committed shard.
         stop_after: commit at most this many shards in this call (tests of resume).
@@ -689,14 +691,10 @@ def build_corpus(
         todo = [s for s in range(source.shards) if s not in committed]
         if not todo:
             return report
-        started = connect(address, workers)
-        try:
+        with ray_for(address, workers or None, in_process=workers == 0):
             _run_shards(
                 run, lock, source, role, todo, workers, seen_worlds, report, say, stop_after
             )
-        finally:
-            if started:
-                ray.shutdown()
         return report
     finally:
         lock.release()
@@ -714,9 +712,14 @@ def _run_shards(
     say: Callable[[str], None],
     stop_after: int | None,
 ) -> None:
-    remote = ray.remote(num_cpus=1, max_retries=3)(build_shard)
-    source_ref = ray.put(source)
-    window = max(2, 2 * workers)
+    if workers == 0:  # in this process, one shard after another
+        remote: Any = LocalTask(build_shard)
+        source_ref: Any = LocalRef(source)
+        window = 1
+    else:
+        remote = ray.remote(num_cpus=1, max_retries=3)(build_shard)
+        source_ref = ray.put(source)
+        window = max(2, 2 * workers)
     pending: dict[Any, int] = {}
     done: dict[int, ShardResult] = {}
     queue: Iterator[int] = iter(todo)
@@ -735,12 +738,13 @@ def _run_shards(
     while order:
         if stop_after is not None and report.built >= stop_after:
             for ref in pending:
-                ray.cancel(ref, force=True)
+                if not isinstance(ref, LocalRef):
+                    ray.cancel(ref, force=True)
             return
         while order[0] not in done:
-            ready, _ = ray.wait(list(pending), num_returns=1)
+            ready, _ = wait(list(pending), num_returns=1, timeout=None)
             shard = pending.pop(ready[0])
-            done[shard] = ray.get(ready[0])
+            done[shard] = get(ready[0])
             submit()
         result = done.pop(order.pop(0))
         report.failed += result.failed

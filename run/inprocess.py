@@ -18,7 +18,7 @@ from typing import Any
 import ray
 from coevo.run.hosts import MONITOR
 
-__all__ = ["LocalActor", "LocalRef", "get", "kill", "wait"]
+__all__ = ["LocalActor", "LocalRef", "LocalTask", "get", "kill", "wait"]
 
 
 class LocalRef:
@@ -37,6 +37,11 @@ class LocalRef:
         return copy.deepcopy(self._value)
 
 
+def _resolved(args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Deep copies of call arguments, a reference among them given as its value (as Ray does)."""
+    return tuple(a.result() if isinstance(a, LocalRef) else copy.deepcopy(a) for a in args)
+
+
 class _LocalMethod:
     def __init__(self, actor: LocalActor, name: str):
         self._actor = actor
@@ -45,7 +50,7 @@ class _LocalMethod:
     def remote(self, *args: Any, **kwargs: Any) -> LocalRef:
         """Run the call now (after the host's call in progress, if any); its outcome as a :class:`LocalRef`."""
         method = getattr(self._actor.host, self._name)
-        args, kwargs = copy.deepcopy((args, kwargs))
+        args, kwargs = _resolved(args), {k: _resolved((v,))[0] for k, v in kwargs.items()}
         monitor = getattr(method, "__ray_concurrency_group__", None) == MONITOR
         lock = self._actor.monitor if monitor else self._actor.calls
         with lock:
@@ -73,6 +78,24 @@ class LocalActor:
         return _LocalMethod(self, name)
 
 
+class LocalTask:
+    """A function called as a Ray task is (``task.remote(*args)``), run at once in this process.
+
+    Args:
+        function: the function.
+    """
+
+    def __init__(self, function: Any):
+        self.function = function
+
+    def remote(self, *args: Any) -> LocalRef:
+        """Run the call now; its outcome as a :class:`LocalRef`."""
+        try:
+            return LocalRef(self.function(*_resolved(args)))
+        except Exception as exc:  # as Ray does: the error reaches whoever gets the result
+            return LocalRef(error=exc)
+
+
 def get(refs: Any, *, timeout: float | None = None) -> Any:
     """The value of a reference (or of each in a list), from Ray or from this process."""
     if isinstance(refs, LocalRef):
@@ -82,7 +105,9 @@ def get(refs: Any, *, timeout: float | None = None) -> Any:
     return ray.get(refs, timeout=timeout)
 
 
-def wait(refs: list[Any], *, num_returns: int, timeout: float) -> tuple[list[Any], list[Any]]:
+def wait(
+    refs: list[Any], *, num_returns: int, timeout: float | None
+) -> tuple[list[Any], list[Any]]:
     """Ray's ``wait``; references made in this process are all ready."""
     if all(isinstance(r, LocalRef) for r in refs):
         return list(refs), []

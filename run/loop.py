@@ -35,7 +35,6 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import ray
 from coevo.agents.llm.policy import policy_state
 from coevo.agents.protocols import ProposalRequest
 from coevo.agents.registry import REGISTRY
@@ -53,7 +52,7 @@ from coevo.arena.spec import TaskSpec, WorldSpec
 from coevo.curricula.base import Curriculum, GenerationPlan
 from coevo.curricula.registry import make_curriculum
 from coevo.run.actors import Actors, start_actors
-from coevo.run.connection import connect
+from coevo.run.connection import ray_for
 from coevo.run.experiment import (
     Experiment,
     check_environment,
@@ -814,10 +813,31 @@ def _run_locked(
     stop_after: int | None,
     on_start: Callable[[Arena], None] | None,
 ) -> RunSummary:
-    started = not experiment.ray.in_process and connect(
-        ray_address(address, experiment), experiment.ray.num_cpus
+    ray_session = ray_for(
+        ray_address(address, experiment),
+        experiment.ray.num_cpus,
+        in_process=experiment.ray.in_process,
     )
-    arena = Arena(experiment, lock.run, on_generation=on_generation, events=events, lock=lock)
+    with ray_session:
+        arena = Arena(experiment, lock.run, on_generation=on_generation, events=events, lock=lock)
+        reports = _generations(arena, experiment, resume, stop_after, on_start)
+    return RunSummary(
+        arena.run.uri,
+        arena.log.last_generation() + 1,
+        reports,
+        calls=arena.calls.roles,
+        failing=arena.failing,
+    )
+
+
+def _generations(
+    arena: Arena,
+    experiment: Experiment,
+    resume: bool,
+    stop_after: int | None,
+    on_start: Callable[[Arena], None] | None,
+) -> list[GenerationReport]:
+    """The arena's generations of this call, its actors closed at the end."""
     reports: list[GenerationReport] = []
     try:
         first = arena.start(resume=resume)
@@ -835,15 +855,7 @@ def _run_locked(
     finally:
         with contextlib.suppress(Exception):
             arena.close()
-        if started:
-            ray.shutdown()
-    return RunSummary(
-        arena.run.uri,
-        arena.log.last_generation() + 1,
-        reports,
-        calls=arena.calls.roles,
-        failing=arena.failing,
-    )
+    return reports
 
 
 def resume_run(run_dir: str, **kwargs: Any) -> RunSummary:

@@ -30,7 +30,7 @@ def _check_numbers(args: argparse.Namespace) -> None:
         ("--worlds", args.worlds, 1, None),
         ("--tasks-per-world", args.tasks_per_world, 1, None),
         ("--shard-size", args.shard_size, 1, None),
-        ("--workers", args.workers, 1, None),
+        ("--workers", args.workers, 0, None),
         ("--per-table", args.per_table, 1, None),
         ("--eval-share", args.eval_share, 0, 1),
     ]
@@ -260,7 +260,12 @@ def add_commands(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
     build.add_argument(
         "--eval-share", type=float, default=0.1, help="worlds held out for eval (0.1)"
     )
-    build.add_argument("--workers", type=int, default=1, help="shards built at once (1)")
+    build.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="shards built at once, as Ray tasks (1); 0: one after another in this process, without Ray",
+    )
     build.add_argument(
         "--address", default=None, help="a Ray cluster to join (default: a local Ray)"
     )

@@ -93,7 +93,15 @@ def pool(tmp_path_factory) -> tuple[Path, Path]:
     return out, root / "src"
 
 
-def _experiment(where: Path, pool: tuple[Path, Path], url: str, user: str, **extra: Any) -> Path:
+def _experiment(
+    where: Path,
+    pool: tuple[Path, Path],
+    url: str,
+    user: str,
+    in_process: bool = True,
+    **extra: Any,
+) -> Path:
+    """A benchmark experiment file; its Solver hosts in this process unless ``in_process=False``."""
     tasks, code = pool
     bench = {"trials": 3, **extra}
     lines = [
@@ -106,6 +114,7 @@ def _experiment(where: Path, pool: tuple[Path, Path], url: str, user: str, **ext
         f'code = ["{code}"]',
         *(f"{k} = {json.dumps(v)}" for k, v in bench.items()),
         f"user = {user}",
+        f"[ray]\nin_process = {json.dumps(in_process)}",
     ]
     path = where / "bench.toml"
     path.write_text("\n".join(lines) + "\n")
@@ -121,7 +130,7 @@ def _expected_pass_k(rewards: dict[str, list[int]]) -> dict[int, float]:
 
 
 def test_a_benchmark_run_plays_every_imported_task_k_times_and_analyze_gives_pass_k(
-    ray_cluster, pool, tmp_path, monkeypatch, capsys
+    pool, tmp_path, monkeypatch, capsys
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     with FakeOpenAI(Kiosk(), api_key=KEY) as server:
@@ -178,7 +187,7 @@ def test_a_benchmark_run_plays_every_imported_task_k_times_and_analyze_gives_pas
 
 
 def test_the_user_simulator_can_be_claude_and_a_run_resumes_at_the_next_trial(
-    ray_cluster, pool, tmp_path, monkeypatch
+    pool, tmp_path, monkeypatch
 ) -> None:
     from coevo.arena.gamelog import GameLog as Log
     from coevo.run.benchmark import run_benchmark
@@ -227,7 +236,7 @@ def test_a_pool_with_user_scenarios_and_no_user_simulator_is_refused_before_it_s
 
 
 def test_a_benchmark_runs_pool_exports_as_code_task_records_that_read_back(
-    ray_cluster, pool, tmp_path, monkeypatch
+    pool, tmp_path, monkeypatch
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     with FakeOpenAI(Kiosk(), api_key=KEY) as server:
@@ -249,8 +258,9 @@ def test_a_benchmark_runs_pool_exports_as_code_task_records_that_read_back(
     assert len(set(table.column("task_id").to_pylist())) == table.num_rows == 3
 
 
+@pytest.mark.usefixtures("ray_cluster")
 def test_a_solver_actor_killed_mid_trial_is_restarted_and_the_log_is_complete(
-    ray_cluster, pool, tmp_path, monkeypatch
+    pool, tmp_path, monkeypatch
 ) -> None:
     """kill -9 of this run's Solver actor while its episodes are in flight: Ray rebuilds it, the chunk is played again."""
     import os
@@ -275,7 +285,9 @@ def test_a_solver_actor_killed_mid_trial_is_restarted_and_the_log_is_complete(
 
     with FakeOpenAI(Kiosk(), api_key=KEY, latency=0.1) as server:
         user = f'{{ base_url = "{server.url}" }}'
-        experiment = load_experiment(_experiment(tmp_path, pool, server.url, user, trials=2))
+        experiment = load_experiment(
+            _experiment(tmp_path, pool, server.url, user, in_process=False, trials=2)
+        )
         threads: list[threading.Thread] = []
 
         def started(actors: list[Any]) -> None:
@@ -295,7 +307,7 @@ def test_a_solver_actor_killed_mid_trial_is_restarted_and_the_log_is_complete(
 
 
 def test_a_pool_that_cannot_be_played_is_refused_before_anything_is_written(
-    ray_cluster, pool, tmp_path, monkeypatch, capsys
+    pool, tmp_path, monkeypatch, capsys
 ) -> None:
     """The checkout's root given for its code; every task rejected by the Judge: exit 2, naming the fix."""
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
@@ -336,7 +348,7 @@ class SilentCustomer(Kiosk):
 
 
 def test_a_silent_user_simulator_fails_the_episode_and_it_is_left_out_of_pass_k(
-    ray_cluster, pool, tmp_path, monkeypatch, capsys
+    pool, tmp_path, monkeypatch, capsys
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     with FakeOpenAI(SilentCustomer(), api_key=KEY) as server:

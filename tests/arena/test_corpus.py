@@ -22,6 +22,7 @@ from coevo.run.cli import main
 from coevo.run.corpus import CORPUS_TABLES, near_duplicate_key
 
 from tests.agents.databases import build_library, build_shop
+from tests.factories import IN_PROCESS_TOML
 
 SMALL = ["--worlds", "6", "--tasks-per-world", "4", "--shard-size", "1"]
 
@@ -43,10 +44,10 @@ def _digests(folder: Path) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def reference(ray_cluster, tmp_path_factory) -> Path:
-    """An uninterrupted build of the small corpus, on the session's Ray."""
+def reference(tmp_path_factory) -> Path:
+    """An uninterrupted build of the small corpus, in this process (the build on Ray is compared with it)."""
     out = tmp_path_factory.mktemp("corpus") / "reference"
-    assert main(["corpus", "build", "--out", str(out), *SMALL]) == 0
+    assert main(["corpus", "build", "--out", str(out), *SMALL, "--workers", "0"]) == 0
     return out
 
 
@@ -70,7 +71,7 @@ def test_a_corpus_holds_every_task_once_each_judged_with_a_manifest(reference) -
 def test_two_workers_and_a_build_killed_with_kill_9_give_the_same_corpus(
     reference, tmp_path
 ) -> None:
-    """kill -9 of the builder after its first commits; the same command again reuses them and ends the same."""
+    """kill -9 of the builder (two Ray workers) after its first commits; the same command again reuses them and ends as the build in this process did."""
     out = tmp_path / "killed"
     command = [sys.executable, "-m", "coevo.run.cli", "corpus", "build", "--out", str(out)]
     command += [*SMALL, "--workers", "2"]
@@ -107,7 +108,7 @@ def test_a_shard_not_committed_is_invisible_and_removed_on_resume(reference, tmp
     pq.write_table(table, stray / ".part-0.parquet")  # ...and killed while writing its part
     seen = ds.dataset(str(out / "tasks"), format="parquet", partitioning="hive").to_table()
     assert "sha256:stray" not in seen.column("task_id").to_pylist()
-    assert main(["corpus", "build", "--out", str(out), *SMALL]) == 0
+    assert main(["corpus", "build", "--out", str(out), *SMALL, "--workers", "0"]) == 0
     assert not (stray / ".part-0.parquet").exists()
     assert _tables(out) == _tables(reference)
 
@@ -132,7 +133,7 @@ def test_near_duplicates_share_a_key_that_ignores_values_not_tools(reference) ->
 
 
 def test_a_mined_folder_becomes_a_corpus_and_a_database_twice_is_one_world(
-    ray_cluster, tmp_path, capsys
+    tmp_path, capsys
 ) -> None:
     folder = tmp_path / "databases"
     folder.mkdir()
@@ -142,6 +143,7 @@ def test_a_mined_folder_becomes_a_corpus_and_a_database_twice_is_one_world(
     (folder / "notes.txt").write_text("not a database")
     out = tmp_path / "mined"
     args = ["corpus", "build", "--out", str(out), "--mine", str(folder), "--tasks-per-world", "6"]
+    args += ["--workers", "0"]
     assert main([*args, "--json"]) == 0
     report = json.loads(capsys.readouterr().out.splitlines()[-1])
     assert report["duplicate_worlds"] == 1 and report["worlds"] == 2
@@ -169,7 +171,7 @@ def test_corpus_report_and_export_read_a_corpus(reference, tmp_path, capsys) -> 
 
 
 def test_an_experiment_trains_on_a_corpus_and_evaluates_on_its_held_out_worlds(
-    ray_cluster, tmp_path, capsys
+    tmp_path, capsys
 ) -> None:
     """The `corpus` Synthesizer: training tasks from train worlds, the eval suite from held-out ones; a suite short of what was asked is said."""
     from coevo.arena.gamelog import GameLog
@@ -177,6 +179,7 @@ def test_an_experiment_trains_on_a_corpus_and_evaluates_on_its_held_out_worlds(
 
     corpus = tmp_path / "corpus"
     flags = ["--worlds", "8", "--tasks-per-world", "6", "--levels", "1,2", "--eval-share", "0.5"]
+    flags += ["--workers", "0"]
     assert main(["corpus", "build", "--out", str(corpus), *flags]) == 0
     experiment = tmp_path / "on-corpus.toml"
     experiment.write_text(
@@ -184,6 +187,7 @@ def test_an_experiment_trains_on_a_corpus_and_evaluates_on_its_held_out_worlds(
         f'[synthesizer]\nname = "corpus"\nconfig = {{ path = "{corpus}" }}\n'
         '[curriculum]\nname = "uniform"\ntasks_per_gen = 4\nlevels = [1, 2]\n'
         "[eval]\nlevels = [1]\nper_level = 40\nevery = 1\n"  # more than the held-out worlds hold
+        + IN_PROCESS_TOML
     )
     capsys.readouterr()
     assert main(["run", str(experiment), "--out", str(tmp_path / "run")]) == 0
@@ -337,7 +341,6 @@ def test_an_experiment_s_llm_synthesizer_builds_a_corpus_that_resumes_without_a_
     assert "another source or other flags" in capsys.readouterr().err
 
 
-@pytest.mark.usefixtures("ray_cluster")
 def test_an_llm_source_whose_every_call_fails_exits_3_commits_nothing_and_is_retried(
     llm_experiment, model_tasks, tmp_path, monkeypatch, capsys
 ) -> None:
@@ -349,7 +352,7 @@ def test_an_llm_source_whose_every_call_fails_exits_3_commits_nothing_and_is_ret
     down = lambda body: error(500, "api_error", "the fake is down")  # noqa: E731
     with LoopbackServer(down) as server:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
-        assert main([*command, *LLM_FLAGS]) == 3
+        assert main([*command, *LLM_FLAGS, "--workers", "0"]) == 3
     err = capsys.readouterr().err
     last = err.strip().splitlines()[-1]
     assert last.startswith("coevo corpus: every proposal failed: the synthesizer 'claude-synth'")
@@ -361,7 +364,7 @@ def test_an_llm_source_whose_every_call_fails_exits_3_commits_nothing_and_is_ret
     assert "0 worlds" in shown and "shard 0 not committed: its 4 proposals failed" in shown
     with LoopbackServer(_model(model_tasks)) as server:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
-        assert main([*command, *LLM_FLAGS]) == 0
+        assert main([*command, *LLM_FLAGS, "--workers", "0"]) == 0
     assert "reused 0 committed, built 2" in capsys.readouterr().err
     assert main(["corpus", "report", str(out)]) == 0
     assert "not committed" not in capsys.readouterr().out
@@ -416,7 +419,7 @@ def test_flags_that_cannot_work_together_are_refused_before_anything(tmp_path, c
     bare.write_text('[run]\nname = "no synthesizer"\n')
     assert main(["corpus", "build", "--out", out, "--experiment", str(bare), "--worlds", "2"]) == 2
     assert "has no [synthesizer] table" in capsys.readouterr().err
-    for flag, value in (("--workers", "0"), ("--tasks-per-world", "0"), ("--eval-share", "2")):
+    for flag, value in (("--workers", "-1"), ("--tasks-per-world", "0"), ("--eval-share", "2")):
         assert main(["corpus", "build", "--out", out, "--worlds", "4", flag, value]) == 2
         assert f"{flag} " in capsys.readouterr().err
     assert not (tmp_path / "c").exists()

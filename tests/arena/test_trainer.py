@@ -564,7 +564,7 @@ def test_a_driver_killed_mid_run_resumes_and_every_batch_is_handed_out_once(tmp_
         env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
         env.update(OPENAI_BASE_URL=server.url, OPENAI_API_KEY=KEY)
         trainer = _reference_trainer(run_dir, env=env)
-        sets = [*TRAINER_RUN, "--set", "run.generations=4"]
+        sets = [*IN_PROCESS_RUN, "--set", "run.generations=4"]
         driver = subprocess.Popen(
             [
                 sys.executable,
