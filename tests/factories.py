@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import io
+import os
 import shutil
+import subprocess
 import sys
 import tomllib
 from collections.abc import Iterator
@@ -220,3 +224,31 @@ def plugin_on_path(source: Path, tmp: Path, monkeypatch: Any) -> Iterator[Path]:
             sys.modules.pop(name)
         REGISTRY.reload()
         CURRICULA.reload()
+
+
+def run_cli(
+    *args: str, stdin: str | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``coevo *args`` in this process, as a subprocess would report it: exit status, stdout, stderr.
+
+    A usage error or ``--help`` (argparse's ``SystemExit``) gives its status, as
+    from the shell. Tests that need a process of its own (a memory limit, a
+    signal, another ``sys.path``) start one.
+    """
+    from coevo.run.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    stdin_before, cwd_before = sys.stdin, os.getcwd()
+    try:
+        sys.stdin = io.StringIO(stdin or "")
+        if cwd is not None:
+            os.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(list(args))
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
+    finally:
+        sys.stdin = stdin_before
+        os.chdir(cwd_before)
+    return subprocess.CompletedProcess(["coevo", *args], code, out.getvalue(), err.getvalue())

@@ -15,6 +15,7 @@ from coevo.run.testing import check_role, sample_tasks
 from pydantic import BaseModel
 
 from tests.agents.fake_anthropic import FakeMessages, error, message, tool_use
+from tests.factories import IN_PROCESS_FLAGS, IN_PROCESS_SETS
 
 KEY = "sk-ant-test-0000-not-a-real-key"
 
@@ -266,7 +267,6 @@ def test_a_claude_run_without_a_key_fails_at_once(monkeypatch, tmp_path, capsys)
 
 
 @pytest.mark.slow
-@pytest.mark.usefixtures("ray_cluster")
 def test_a_claude_run_goes_end_to_end_against_a_loopback_fake(monkeypatch, tmp_path) -> None:
     """With ANTHROPIC_BASE_URL at a loopback fake, the arena runs generations with Claude as the Solver."""
     from coevo.arena.gamelog import GameLog
@@ -283,6 +283,7 @@ def test_a_claude_run_goes_end_to_end_against_a_loopback_fake(monkeypatch, tmp_p
                 "run.generations=2",
                 "curriculum.tasks_per_gen=3",
                 "eval.per_level=2",
+                *IN_PROCESS_SETS,
             ],
         )
         run_experiment(exp, str(tmp_path / "run"))
@@ -534,7 +535,6 @@ def test_a_world_that_does_not_build_is_sent_back_with_the_errors() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.usefixtures("ray_cluster")
 def test_claude_toml_runs_end_to_end_against_a_loopback_fake(monkeypatch, tmp_path) -> None:
     """experiments/claude.toml (Claude synthesizer and judge, offline solver) runs generations against the fake."""
     from coevo.arena.gamelog import GameLog, RunDir
@@ -560,7 +560,8 @@ def test_claude_toml_runs_end_to_end_against_a_loopback_fake(monkeypatch, tmp_pa
     with LoopbackServer(policy) as server:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
         exp = load_experiment(
-            "experiments/claude.toml", ["run.generations=2", "curriculum.tasks_per_gen=2"]
+            "experiments/claude.toml",
+            ["run.generations=2", "curriculum.tasks_per_gen=2", "ray.in_process=true"],
         )
         events = EventLog(RunDir(str(tmp_path / "run")), console=None)
         run_experiment(exp, str(tmp_path / "run"), events=events)
@@ -707,7 +708,6 @@ def _events(run_dir) -> list[dict[str, Any]]:
 
 
 @pytest.mark.slow
-@pytest.mark.usefixtures("ray_cluster")
 def test_an_api_outage_ends_the_run_non_zero_with_the_cause(monkeypatch, tmp_path, capsys) -> None:
     """claude.toml with every connection refused: the failures are counted, each generation is an error event, exit 3 names the cause."""
     from coevo.run.commands import EXIT_ROLE_FAILED
@@ -728,6 +728,8 @@ def test_an_api_outage_ends_the_run_non_zero_with_the_cause(monkeypatch, tmp_pat
             "synthesizer.config.max_retries=0",
             "--set",
             "judge.config.max_retries=0",
+            "--set",
+            "ray.in_process=true",
         ],
         capsys,
     )
@@ -748,6 +750,7 @@ def test_an_api_outage_ends_the_run_non_zero_with_the_cause(monkeypatch, tmp_pat
 
 
 _ONE_SHORT_GENERATION = (
+    *IN_PROCESS_FLAGS,
     *("--set", "run.generations=1"),
     *("--set", "curriculum.tasks_per_gen=2"),
     *("--set", "eval.per_level=1"),
@@ -755,7 +758,6 @@ _ONE_SHORT_GENERATION = (
 
 
 @pytest.mark.slow
-@pytest.mark.usefixtures("ray_cluster")
 def test_a_solver_whose_every_call_fails_ends_the_run_non_zero(
     monkeypatch, tmp_path, capsys
 ) -> None:
@@ -807,7 +809,6 @@ def test_a_solver_whose_every_call_fails_ends_the_run_non_zero(
 
 
 @pytest.mark.slow
-@pytest.mark.usefixtures("ray_cluster")
 def test_a_solver_that_earns_0_everywhere_has_not_failed(monkeypatch, tmp_path, capsys) -> None:
     """Claude as a Solver that submits at once: every episode earns 0, none is a failure, the run exits 0."""
     from tests.agents.fake_anthropic import LoopbackServer

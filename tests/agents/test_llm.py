@@ -30,6 +30,7 @@ from tests.agents.fake_openai import (
     status,
     text,
 )
+from tests.factories import IN_PROCESS_FLAGS
 
 KEY = "sk-fake-test-key"
 
@@ -419,7 +420,6 @@ def _files_hold(root, secret: str) -> list[str]:
 
 
 @pytest.mark.slow
-@pytest.mark.usefixtures("ray_cluster")
 def test_openai_solver_toml_runs_with_a_malformed_model_and_logs_its_trajectories(
     monkeypatch, tmp_path, capsys
 ) -> None:
@@ -442,6 +442,7 @@ def test_openai_solver_toml_runs_with_a_malformed_model_and_logs_its_trajectorie
                 "curriculum.tasks_per_gen=3",
                 "--set",
                 "eval.per_level=1",
+                *IN_PROCESS_FLAGS,
             ]
         )
         sent = len(server.requests)
@@ -473,7 +474,6 @@ def test_openai_solver_toml_runs_with_a_malformed_model_and_logs_its_trajectorie
 
 
 @pytest.mark.slow
-@pytest.mark.usefixtures("ray_cluster")
 def test_selfhosted_toml_runs_every_role_on_one_model(monkeypatch, tmp_path) -> None:
     """experiments/selfhosted.toml: the model writes, judges, plays and predicts; tasks are accepted, episodes earn 1, predictions are the model's."""
     from coevo.arena.gamelog import GameLog
@@ -509,7 +509,8 @@ def test_selfhosted_toml_runs_every_role_on_one_model(monkeypatch, tmp_path) -> 
     with FakeOpenAI(structured(answers, tasks), models=["selfhosted-7b"]) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.url)
         exp = load_experiment(
-            "experiments/selfhosted.toml", ["run.generations=2", "curriculum.tasks_per_gen=2"]
+            "experiments/selfhosted.toml",
+            ["run.generations=2", "curriculum.tasks_per_gen=2", "ray.in_process=true"],
         )
         run_experiment(exp, str(tmp_path / "run"))
         named = {

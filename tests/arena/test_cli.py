@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.factories import EXAMPLES, mini_task, mini_world
+from tests.factories import EXAMPLES, mini_task, mini_world, run_cli
 
 KEYS = ["line", "kind", "id", "accepted", "checks", "error", "instructions"]
 
@@ -23,7 +23,9 @@ def coevo(
     memory: int | None = None,
     timeout: float = 120,
 ) -> subprocess.CompletedProcess[str]:
-    """Run the `coevo` command in a subprocess (``env_path``: an extra sys.path entry first; ``memory``: its address-space limit in bytes)."""
+    """Run the `coevo` command: in this process, or in a subprocess for ``env_path`` (an extra sys.path entry first) or ``memory`` (its address-space limit in bytes)."""
+    if env_path is None and memory is None:
+        return run_cli(*args, stdin=stdin, cwd=cwd)
     paths = [p for p in (env_path, str(Path(__file__).resolve().parents[2])) if p]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(paths))
     return subprocess.run(
@@ -135,6 +137,7 @@ needs_proc = pytest.mark.skipif(
 )
 
 
+@pytest.mark.slow  # a process of its own, under a memory limit
 @needs_proc
 def test_check_streams_an_endless_stdin_in_bounded_memory(address_space):
     """1 GiB of zeros then a world record, piped into `coevo check -` limited to its baseline + 384 MiB: line 1 is too long, line 2 is checked, no MemoryError."""
@@ -186,6 +189,7 @@ def test_check_reports_a_long_line_and_checks_the_records_around_it(tmp_path):
     assert rejected.returncode == 2 and "not a positive number of bytes" in rejected.stderr
 
 
+@pytest.mark.slow  # a process of its own, under a memory limit
 @needs_proc
 @pytest.mark.parametrize("command", ["check", "play"])
 @pytest.mark.parametrize("kind", ["/dev/zero", "directory", "fifo"])

@@ -313,7 +313,6 @@ def _instructions(requests: list[dict[str, Any]], *, forced: bool) -> str:
 
 
 @pytest.mark.slow
-@pytest.mark.usefixtures("ray_cluster")
 def test_one_served_model_proposes_and_solves_and_the_batches_hold_both_roles(
     monkeypatch, tmp_path
 ) -> None:
@@ -345,6 +344,7 @@ def test_one_served_model_proposes_and_solves_and_the_batches_hold_both_roles(
                 "solver.config.sampling={ temperature = 1.0, seed = 7 }",
                 "trainer.poll=0.05",
                 "trainer.timeout=120",
+                "ray.in_process=true",
             ],
         )
         trainer = _reference_trainer(run_dir)
@@ -393,7 +393,6 @@ def test_one_served_model_proposes_and_solves_and_the_batches_hold_both_roles(
 
 
 @pytest.mark.slow
-@pytest.mark.usefixtures("ray_cluster")
 def test_no_broken_or_hostile_proposal_reaches_the_solver_or_a_solver_row(
     monkeypatch, tmp_path
 ) -> None:
@@ -418,6 +417,7 @@ def test_no_broken_or_hostile_proposal_reaches_the_solver_or_a_solver_row(
                 "synthesizer.config.retries=0",
                 "judge.config.k=1",
                 "solver.config.max_steps=6",
+                "ray.in_process=true",
             ],
         )
         summary = run_experiment(exp.model_copy(update={"trainer": None}), str(tmp_path / "run"))

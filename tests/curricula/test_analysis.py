@@ -23,10 +23,12 @@ OLD_LOG = str(Path(__file__).resolve().parents[1] / "data" / "logs" / "v1-383f43
 
 
 @pytest.fixture(scope="module")
-def run(ray_cluster, tmp_path_factory):
+def run(tmp_path_factory):
     out = tmp_path_factory.mktemp("analysis") / "run"
     exp = load_experiment(
         {
+            "ray": {"in_process": True},
+            "judge": {"config": {"isolate": False}},
             "run": {"seed": 11, "generations": 6, "rollouts": 2, "chunk": 8},
             "synthesizer": {
                 "name": "procedural",
