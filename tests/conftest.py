@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+from typing import Any
 
 import pytest
 from coevo.arena import TaskSpec, WorldSpec
@@ -66,3 +67,63 @@ def finished_small_run(tmp_path_factory):
     toml.write_text(SMALL_RUN)
     assert main(["run", str(toml), "--out", str(where / "run")]) == 0
     return where / "run"
+
+
+# ---- time: the budget of a test, and the real model's share, reported at the end ----------------
+
+BUDGET_SECONDS = 15.0
+"""A test's budget (setup, call and teardown together). One over it is listed at the end of the
+run, with its time: reported, never failed (the wall clock varies with the machine and its
+load). The tests allowed more are in :data:`BUDGETS`, each with why (docs/testing.md)."""
+
+BUDGETS: dict[str, tuple[float, str]] = {
+    "tests/arena/test_cluster.py": (150.0, "a two-node Ray cluster on one machine, a node killed"),
+    "tests/test_wheel.py": (240.0, "builds the wheel, installs it in a fresh environment"),
+    "tests/test_repo.py::test_mypy_passes": (90.0, "mypy over every package"),
+    "tests/arena/test_real_model.py": (300.0, "a real vLLM, counted apart"),
+    "tests/test_doc_figures.py": (90.0, "the 20-generation quickstart the docs quote"),
+}
+"""Node-id prefixes allowed more than :data:`BUDGET_SECONDS`: (seconds, why)."""
+
+_spent: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Add up each test's setup, call and teardown."""
+    _spent[report.nodeid] = _spent.get(report.nodeid, 0.0) + report.duration
+
+
+def _budget(nodeid: str) -> float:
+    prefix = max((p for p in BUDGETS if nodeid.startswith(p)), key=len, default=None)
+    return BUDGETS[prefix][0] if prefix is not None else BUDGET_SECONDS
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """The real-model tests' time on a line of its own, then every test over its budget."""
+    if not _spent:
+        return
+    real = {k: v for k, v in _spent.items() if k.startswith("tests/arena/test_real_model.py")}
+    rest = sum(_spent.values()) - sum(real.values())
+    write = terminalreporter.write_line
+    terminalreporter.write_sep("-", "time")
+    write(f"tests: {len(_spent) - len(real)} in {rest:.0f} s (setup, call and teardown)")
+    if real:
+        write(f"real-model server tests: {len(real)} in {sum(real.values()):.0f} s, counted apart")
+    over = sorted(((v, k) for k, v in _spent.items() if v > _budget(k)), reverse=True)
+    for seconds, nodeid in over:
+        write(f"over its budget of {_budget(nodeid):.0f} s: {nodeid} ({seconds:.1f} s)")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test on Ray is slow: the quick loop (``-m "not slow"``) starts no Ray."""
+    unmarked = [
+        item.nodeid
+        for item in items
+        if "ray_cluster" in getattr(item, "fixturenames", ())
+        and item.get_closest_marker("slow") is None
+    ]
+    if unmarked:
+        raise pytest.UsageError(
+            "tests on Ray must be marked slow (the quick loop starts no Ray):\n  "
+            + "\n  ".join(unmarked)
+        )

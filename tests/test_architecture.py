@@ -89,6 +89,7 @@ def _lint_imports(cwd: Path, env_path: str | None = None) -> subprocess.Complete
     )
 
 
+@pytest.mark.slow  # a process of its own
 def test_the_import_contract_holds():
     """`lint-imports` from the repository root keeps every contract in pyproject.toml."""
     result = _lint_imports(ROOT)
@@ -96,6 +97,7 @@ def test_the_import_contract_holds():
     assert "broken" not in result.stdout.split("Contracts:")[-1].replace("0 broken", "")
 
 
+@pytest.mark.slow  # a process of its own
 def test_an_upward_import_breaks_the_contract_and_names_the_modules(tmp_path):
     """A runtime module that imports a role is reported, with the importer and the imported module."""
     tree = tmp_path / "coevo"

@@ -51,6 +51,7 @@ def test_every_dependency_is_declared():
         assert f'"{module}' in pyproject, f"{module} is imported but not declared in pyproject.toml"
 
 
+@pytest.mark.slow  # a process of its own
 def test_ruff_lint_and_format_pass():
     """ruff check and ruff format --check are clean."""
     for args in (["check", "."], ["format", "--check", "."]):

@@ -382,6 +382,7 @@ def test_concurrent_requests_are_served_at_once() -> None:
     assert server.max_in_flight >= 16, server.max_in_flight
 
 
+@pytest.mark.slow  # a process of its own
 def test_the_command_line_prints_one_line_and_serves() -> None:
     """Run as a script, it prints `listening on URL` once it accepts connections, and answers there."""
     script = Path(__file__).with_name("fake_openai.py")

@@ -243,6 +243,7 @@ def test_the_tools_of_a_world_render_for_the_protocol() -> None:
     assert all(f'"name": "{t["function"]["name"]}"' in described for t in tools)
 
 
+@pytest.mark.slow  # a process of its own
 def test_the_llm_roles_import_no_openai_sdk() -> None:
     """The wire format is coevo's own over httpx2: importing and building the Solver loads no openai SDK."""
     code = (

@@ -258,6 +258,7 @@ def test_a_benchmark_runs_pool_exports_as_code_task_records_that_read_back(
     assert len(set(table.column("task_id").to_pylist())) == table.num_rows == 3
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("ray_cluster")
 def test_a_solver_actor_killed_mid_trial_is_restarted_and_the_log_is_complete(
     pool, tmp_path, monkeypatch

@@ -25,6 +25,7 @@ def test_the_memory_of_the_cluster_bounds_the_actors() -> None:
         check_capacity(exp, {"CPU": 64.0, "memory": 2.0**30})
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("ray_cluster")
 def test_too_many_actors_for_the_session_s_ray_are_refused_before_any_starts(tmp_path) -> None:
     """On the 2-CPU test Ray, 20 Solver actors are refused with its capacity and the fix; no actor or record is made."""
@@ -45,6 +46,7 @@ def test_too_many_actors_for_the_session_s_ray_are_refused_before_any_starts(tmp
     assert ray.is_initialized(), "the session's Ray is left running"
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("ray_cluster")
 def test_coevo_run_with_too_many_actors_exits_2_with_one_line(tmp_path, capsys) -> None:
     """`coevo run --set solver.actors=20` on the test Ray: exit 2, `coevo run: ...` naming the capacity, no traceback."""

@@ -144,6 +144,7 @@ def test_a_run_that_accepted_no_task_says_so_and_why() -> None:
         (["coevo", "completion", ""], {"bash", "zsh"}),
     ],
 )
+@pytest.mark.slow  # a process of its own
 def test_bash_completion_completes_commands_options_and_bundled_experiments(
     words: list[str], expected: set[str], tmp_path: Path, capsys
 ) -> None:

@@ -103,6 +103,7 @@ def test_a_boolean_is_not_an_integer_anywhere_in_the_experiment() -> None:
     assert load_experiment(QUICKSTART, ["run.generations=3"]).run.generations == 3
 
 
+@pytest.mark.slow  # a process of its own
 def test_a_binary_experiment_file_is_refused_by_the_installed_command(tmp_path) -> None:
     """`coevo run` of a file that is not UTF-8 text: exit 2 with one line, through the real script."""
     path = tmp_path / "binary.toml"

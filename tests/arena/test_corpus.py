@@ -68,6 +68,7 @@ def test_a_corpus_holds_every_task_once_each_judged_with_a_manifest(reference) -
     assert set(levels) <= {1, 2, 3, 4, 5} and len(set(levels)) >= 3
 
 
+@pytest.mark.slow
 def test_two_workers_and_a_build_killed_with_kill_9_give_the_same_corpus(
     reference, tmp_path
 ) -> None:
@@ -295,6 +296,7 @@ def _holding(folder: Path, text: str) -> list[str]:
     return [str(p) for p in folder.rglob("*") if p.is_file() and text.encode() in p.read_bytes()]
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("ray_cluster")
 def test_an_experiment_s_llm_synthesizer_builds_a_corpus_that_resumes_without_a_call(
     llm_experiment, model_tasks, tmp_path, monkeypatch, capsys

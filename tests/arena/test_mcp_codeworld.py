@@ -70,6 +70,7 @@ def test_over_http_the_reference_earns_1_doing_nothing_0_and_sessions_are_apart(
     assert all(line["task_id"] == task.task_id for line in lines)
 
 
+@pytest.mark.slow  # a process of its own
 def test_coevo_serve_runs_an_imported_task_over_stdio(kiosk, tmp_path) -> None:
     """The file coevo import wrote, served by `coevo serve --code SRC`, played by the SDK's stdio client."""
     root, _ = kiosk
@@ -103,6 +104,7 @@ def test_coevo_serve_runs_an_imported_task_over_stdio(kiosk, tmp_path) -> None:
     assert result.structured_content["reward"] == 1, _text(result)
 
 
+@pytest.mark.slow  # a process of its own
 def test_coevo_serve_refuses_a_task_the_judge_rejects_and_asks_which_task(kiosk, tmp_path) -> None:
     """Task 1 only reads: doing nothing earns 1, so it is not served (status 1); several tasks need --task."""
     import subprocess

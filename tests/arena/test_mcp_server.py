@@ -80,6 +80,7 @@ def _run(server: TaskServer, body: Callable[[str], Awaitable[None]]) -> None:
     asyncio.run(go())
 
 
+@pytest.mark.slow  # a process of its own
 def test_over_stdio_the_solution_earns_1_and_the_episode_is_recorded(
     cancel: TaskSpec, tmp_path: Path
 ) -> None:

@@ -60,6 +60,7 @@ def test_what_no_node_can_hold_or_the_cluster_lacks_is_refused_with_the_table() 
         check_resources([("synthesizer", 1, custom, "default")], [], [NODE], NODE)
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("ray_cluster")
 def test_a_run_refuses_a_custom_resource_the_cluster_lacks_before_any_actor(tmp_path) -> None:
     from coevo.run.loop import run_experiment
@@ -70,6 +71,7 @@ def test_a_run_refuses_a_custom_resource_the_cluster_lacks_before_any_actor(tmp_
     assert not (tmp_path / "run" / "experiment.json").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("ray_cluster")
 def test_actors_reserve_what_their_tables_say_and_a_packed_placement_group_runs(tmp_path) -> None:
     """Solvers reserving 0.5 CPU each in a PACK placement group, judges spread: the run completes; Ray saw the reservations."""
@@ -92,7 +94,7 @@ def test_actors_reserve_what_their_tables_say_and_a_packed_placement_group_runs(
     def look(_arena) -> None:
         total, free = ray.cluster_resources(), ray.available_resources()
         seen["cpu_reserved"] = total["CPU"] - free.get("CPU", 0.0)
-        seen["groups"] = len(_arena.groups)
+        seen["groups"] = len(_arena.actors.groups)
 
     summary = run_experiment(exp, str(tmp_path / "run"), on_start=look)
     assert summary.generations == 2

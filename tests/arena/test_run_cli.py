@@ -92,6 +92,7 @@ def test_a_local_run_prints_no_ray_token_warning(tmp_path) -> None:
     assert "game log:" in result.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("ray_cluster")
 def test_a_role_whose_constructor_raises_ends_the_run_at_once_with_its_message(
     tmp_path, capsys

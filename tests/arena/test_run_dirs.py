@@ -33,9 +33,9 @@ with RunLock(RunDir(sys.argv[1])):
 
 
 def _dead_pid() -> int:
-    child = subprocess.Popen([sys.executable, "-c", "pass"])
-    child.wait()
-    return child.pid
+    """A process id no process has: one past the largest the kernel hands out."""
+    limit = Path("/proc/sys/kernel/pid_max")
+    return (int(limit.read_text()) if limit.exists() else 1 << 22) + 1
 
 
 def _plant_lock(run: Path, **fields: object) -> None:
@@ -115,6 +115,7 @@ else:
 """
 
 
+@pytest.mark.slow  # a process of its own
 def test_of_writers_started_together_exactly_one_gets_the_lock(tmp_path) -> None:
     """Four processes take the lock of one directory at once: one holds it, three are refused."""
     run = tmp_path / "run"
@@ -138,6 +139,7 @@ def test_of_writers_started_together_exactly_one_gets_the_lock(tmp_path) -> None
     assert read_lock(RunDir(str(run))) is None
 
 
+@pytest.mark.slow  # a process of its own
 def test_a_lock_of_a_dead_or_silent_holder_is_taken_over_and_a_live_one_is_not(tmp_path) -> None:
     """Dead pid on this host, or a heartbeat older than the stale bound: taken over; a fresh one elsewhere: refused."""
     run = tmp_path / "run"

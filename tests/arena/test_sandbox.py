@@ -196,6 +196,7 @@ _WITHOUT_CAPABILITIES = textwrap.dedent(
 @pytest.mark.skipif(
     os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root and setpriv"
 )
+@pytest.mark.slow  # a process of its own
 @needs("landlock")
 def test_a_missing_layer_is_reported_and_a_strict_sandbox_refuses():
     """Root without capabilities cannot switch uid nor make a cgroup: strict refuses, naming them; lax lists the rest."""

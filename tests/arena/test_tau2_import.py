@@ -23,8 +23,8 @@ from coevo.arena.tau2 import read_domain
 from coevo.arena.tau2_import import audit, import_domain, static_findings
 
 from tests.arena.tau2_runnable import build_runnable_checkout
+from tests.factories import run_cli
 
-COEVO = [sys.executable, "-m", "coevo.run.cli"]
 REAL = Path(
     os.environ.get("COEVO_TAU2_CHECKOUT", "/nonexistent/tau2-bench")
 )  # minutes per domain: opt in
@@ -36,7 +36,8 @@ def checkout(tmp_path_factory) -> Path:
 
 
 def _coevo(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*COEVO, *args], capture_output=True, text=True, cwd=cwd, timeout=300)
+    """``coevo *args`` run from ``cwd``, in this process."""
+    return run_cli(*args, cwd=cwd)
 
 
 def test_import_writes_every_task_as_records_that_read_back(checkout, tmp_path) -> None:

@@ -210,6 +210,7 @@ def test_huge_zeroblob_is_refused_by_the_length_limit():
     assert not obs.ok and "exceed 1,000,000 bytes" in obs.error
 
 
+@pytest.mark.slow  # a process of its own
 def test_bombs_keep_memory_small_in_a_fresh_process():
     """In a separate process, the CTE bomb and zeroblob(1e9) end cleanly and peak memory stays small."""
     script = textwrap.dedent(
@@ -558,6 +559,7 @@ def test_the_clock_cannot_be_escaped_by_blobs_or_time_zones():
     )
 
 
+@pytest.mark.slow  # a process of its own
 def test_same_clock_in_every_time_zone():
     """A process in another time zone sees the same results."""
     script = textwrap.dedent(
