@@ -92,7 +92,7 @@ def test_proposals_move_to_the_scripted_solvers_frontier_and_on_when_it_is_maste
     the test fast. Requests ask for level 1 throughout: the level is a hint.
     """
     synth = LearnedSynthesizer(domains=["retail"], world_pool=2, attempts=100)
-    judge = MechanicalJudge()
+    judge = MechanicalJudge(isolate=False)
     rng = np.random.default_rng(7)
 
     def phase_a(f: Mapping[str, float]) -> float:
@@ -310,7 +310,7 @@ def test_mined_worlds_join_the_domain_choice(library: Path) -> None:
         assert task.provenance["synthesizer"] == "miner"
         assert task.provenance["design"]["drawn"]["domain"] == "mined:library"
         assert task.world_id == synth.miners["mined:library"].world.world_id
-    assert all(v.accepted for v in MechanicalJudge().assess(mined))
+    assert all(v.accepted for v in MechanicalJudge(isolate=False).assess(mined))
     before = synth.distribution()["domain"]["mined:library"]
     for gen in range(4):
         tasks = synth.propose(ProposalRequest(n=16, seed=gen))

@@ -156,7 +156,7 @@ def test_an_unsolvable_task_is_unproven_with_the_budget_stated(
 def test_the_search_judge_records_solvable_and_conforms(synth: ProceduralSynthesizer) -> None:
     """The `search` judge fills `solvable` and `solve_calls` (solved: the calls spent; unproven: None) and passes check_role."""
     tasks = synth.propose(ProposalRequest(n=4, seed=64, level=2))
-    for verdict in SearchJudge(budget=2000).assess(tasks):
+    for verdict in SearchJudge(budget=2000, isolate=False).assess(tasks):
         assert verdict.accepted
         solvable = verdict.checks["solvable"]
         assert solvable.passed is True, solvable.reason
@@ -164,7 +164,7 @@ def test_the_search_judge_records_solvable_and_conforms(synth: ProceduralSynthes
         assert verdict.solve_calls is not None and verdict.solve_calls >= 1
         assert f"({verdict.solve_calls} tried)" in solvable.reason
     # with no budget to speak of, nothing is proven: still accepted, solvable unproven
-    for verdict in SearchJudge(budget=1).assess(tasks):
+    for verdict in SearchJudge(budget=1, isolate=False).assess(tasks):
         assert verdict.accepted and verdict.checks["solvable"].passed is None
         assert verdict.solve_calls is None
     check_role(REGISTRY.create("search", budget=500), name="search")

@@ -58,7 +58,7 @@ class MuddledJudge:
     kind = "judge"
 
     def __init__(self) -> None:
-        self.judge = MechanicalJudge()
+        self.judge = MechanicalJudge(isolate=False)
 
     def assess(self, tasks: Sequence[TaskSpec]) -> list[Verdict]:
         verdicts = self.judge.assess(tasks)
