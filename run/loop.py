@@ -1,4 +1,4 @@
-"""The co-evolution loop on Ray: generations of propose → judge → predict → train → learn → log.
+"""The co-evolution loop, on Ray or in process: generations of propose → judge → predict → train → learn → log.
 
 One generation ``g``:
 
