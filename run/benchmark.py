@@ -28,7 +28,6 @@ model: the tasks are fixed, and what is measured is how reliably the Solver
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import os
 import sys
@@ -68,6 +67,7 @@ from coevo.arena.gamelog.rows import (
     VerdictRow,
     WorldRow,
 )
+from coevo.arena.ids import episode_id
 from coevo.arena.outcomes import JUDGE_FAILED_PREFIX, CheckResult, Episode, Verdict
 from coevo.arena.seeding import derive_seed
 from coevo.run.connection import ray_for
@@ -278,11 +278,6 @@ def pool_tasks(bench: BenchmarkConfig) -> list[CodeTaskSpec]:
     return tasks
 
 
-def _episode_id(seed: int, trial: int, task_id: str) -> str:
-    raw = f"{seed}:{trial}:benchmark:{task_id}"
-    return "ep-" + hashlib.sha256(raw.encode()).hexdigest()[:24]
-
-
 @dataclass
 class _Benchmark:
     """The state of one benchmark run in the driver."""
@@ -348,7 +343,11 @@ class _Benchmark:
                 )
         seed = self.exp.run.seed
         items = [
-            (task_id, derive_seed(seed, gen, "benchmark", task_id), _episode_id(seed, gen, task_id))
+            (
+                task_id,
+                derive_seed(seed, gen, "benchmark", task_id),
+                episode_id(seed, gen, "benchmark", task_id),
+            )
             for task_id in self.accepted
         ]
         n = len(self.solvers.actors)

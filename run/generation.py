@@ -18,6 +18,7 @@ from typing import Any
 
 from coevo.agents.protocols import LearnStats, ProposalRequest
 from coevo.arena.gamelog import TrajectoryRow
+from coevo.arena.ids import episode_id
 from coevo.arena.outcomes import Episode, Verdict
 from coevo.arena.spec import TaskSpec
 from coevo.arena.trajectory import Trajectory
@@ -134,8 +135,7 @@ class Generation:
         }
         return [
             TrajectoryRow.proposed(
-                "prop-"
-                + hashlib.sha256(f"{seed}:{self.gen}:propose:{task}".encode()).hexdigest()[:24],
+                episode_id(seed, self.gen, "propose", task, prefix="prop-"),
                 task,
                 trajectory,
                 accepted[task],

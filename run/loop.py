@@ -29,7 +29,6 @@ checkpoint; the log of a resumed run equals the log of an uninterrupted one.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import time
 from collections.abc import Callable, Mapping
@@ -46,6 +45,7 @@ from coevo.arena.gamelog import (
     RunDir,
     RunLock,
 )
+from coevo.arena.ids import episode_id
 from coevo.arena.outcomes import JUDGE_FAILED_PREFIX, Episode
 from coevo.arena.seeding import derive_seed
 from coevo.arena.spec import TaskSpec, WorldSpec
@@ -99,11 +99,6 @@ __all__ = [
     "run_experiment",
     "summarize",
 ]
-
-
-def _episode_id(seed: int, gen: int, purpose: str, index: int, task_id: str) -> str:
-    raw = f"{seed}:{gen}:{purpose}:{index}:{task_id}"
-    return "ep-" + hashlib.sha256(raw.encode()).hexdigest()[:24]
 
 
 class Arena:
@@ -301,8 +296,8 @@ class Arena:
         episodes: list[Episode] = []
         for i, part in enumerate(calls.get()):
             for j, episode in enumerate(part):
-                episode_id = _episode_id(self.seed, gen, purpose, i * size + j, episode.task_id)
-                episodes.append(episode.model_copy(update={"episode_id": episode_id}))
+                named = episode_id(self.seed, gen, purpose, i * size + j, episode.task_id)
+                episodes.append(episode.model_copy(update={"episode_id": named}))
         return episodes
 
     def _eval_suite(self) -> list[TaskSpec]:
