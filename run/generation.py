@@ -25,6 +25,7 @@ from coevo.arena.trajectory import Trajectory
 from coevo.curricula.base import GenerationPlan, Mutation
 from coevo.run.failures import RoleCalls, RoleTally
 from coevo.run.ingest import Ingested
+from coevo.run.pool import Calls
 from coevo.run.selfplay import Scored
 from coevo.run.trainer import Announcement
 
@@ -34,6 +35,7 @@ __all__ = [
     "GenerationReport",
     "Proposals",
     "RunSummary",
+    "Submitted",
     "rejection_counts",
 ]
 
@@ -68,6 +70,21 @@ class RunSummary:
     def never_succeeded(self) -> dict[str, RoleCalls]:
         """The roles that were called and never once returned without failure."""
         return {role: calls for role, calls in self.calls.items() if calls.all_failed}
+
+
+@dataclass(frozen=True)
+class Submitted:
+    """A generation's proposals in flight: what the loop's ``_submit`` sent and ``_collect`` gathers and judges."""
+
+    gen: int
+    proposals: Calls
+    """One ``propose`` call per request of the plan."""
+    mutations: Calls | None = None
+    """One ``mutate`` call, when the plan mutates."""
+    missing: int = 0
+    """Mutations whose parent neither the curriculum nor the log holds (counted as failures)."""
+    proposer: str = ""
+    """Who proposes the fresh ones (the Synthesizer's version)."""
 
 
 @dataclass

@@ -66,6 +66,7 @@ from coevo.run.generation import (
     GenerationReport,
     Proposals,
     RunSummary,
+    Submitted,
     plan_json,
     plan_of,
     rejection_counts,
@@ -194,7 +195,7 @@ class Arena:
         plan: GenerationPlan,
         logged: Mapping[str, TaskSpec] | None = None,
         proposing: tuple[int | None, Any, str] | None = None,
-    ) -> dict[str, Any]:
+    ) -> Submitted:
         """Submit a generation's proposals (and mutations); judging follows in :meth:`_collect`.
 
         A mutation's parent is the curriculum's task; on resume, a parent the
@@ -202,29 +203,27 @@ class Arena:
         comes from the log (``logged``), so a resumed run mutates what the
         uninterrupted one did. ``proposing``: the learning Synthesizer's state to propose with.
         """
-        refs: dict[str, Any] = {"plan": plan, "gen": gen, "missing": 0}
-        proposing = proposing or self._proposing()
-        version, ref, refs["proposer"] = proposing
-        refs["proposing"] = proposing
+        version, ref, proposer = proposing or self._proposing()
         state = [ref] if ref is not None else []
-        refs["proposals"] = self.synth.map(
-            "propose", [([r], version, state) for r in plan.requests]
+        proposals = self.synth.map("propose", [([r], version, state) for r in plan.requests])
+        if not plan.mutations:
+            return Submitted(gen, proposals, proposer=proposer)
+        logged = logged or {}
+        parents = {
+            m.parent: task
+            for m in plan.mutations
+            if (task := self.curriculum.tasks.get(m.parent) or logged.get(m.parent))
+        }
+        mutations = [m for m in plan.mutations if m.parent in parents]
+        return Submitted(
+            gen,
+            proposals,
+            self.synth.map("mutate", [(list(parents.values()), mutations)]),
+            missing=len(plan.mutations) - len(mutations),
+            proposer=proposer,
         )
-        if plan.mutations:
-            logged = logged or {}
-            parents = {
-                m.parent: task
-                for m in plan.mutations
-                if (task := self.curriculum.tasks.get(m.parent) or logged.get(m.parent))
-            }
-            mutations = [m for m in plan.mutations if m.parent in parents]
-            refs["missing"] = len(plan.mutations) - len(mutations)
-            refs["mutations"] = self.synth.map("mutate", [(list(parents.values()), mutations)])
-        return refs
 
-    def _collect(
-        self, pending: dict[str, Any], events: Callable[..., None] | None = None
-    ) -> Proposals:
+    def _collect(self, pending: Submitted, events: Callable[..., None] | None = None) -> Proposals:
         """Gather proposals, judge them (chunks over the judge pool), in request order.
 
         ``events``: where its events go (the background judging replays them later).
@@ -233,20 +232,20 @@ class Arena:
         made: list[tuple[TaskSpec, str]] = []
         failures = 0
         tally = RoleTally()
-        for result in pending["proposals"].get():
+        for result in pending.proposals.get():
             for tasks, error in result:
                 tally.record("synthesizer", error or None)
                 if error:
                     failures += 1
-                    events("synthesizer_failed", gen=pending["gen"], error=error)
+                    events("synthesizer_failed", gen=pending.gen, error=error)
                 made.extend((t, "fresh") for t in tasks)
-        mutations = pending.get("mutations")
+        mutations = pending.mutations
         for result in mutations.get() if mutations is not None else []:
             made.extend((child, "mutation") for child, _why in result if child is not None)
-        if pending["missing"]:
+        if pending.missing:
             # a parent neither the curriculum nor the log holds: a bug, counted and said
-            failures += pending["missing"]
-            events("mutation_parent_missing", gen=pending["gen"], count=pending["missing"])
+            failures += pending.missing
+            events("mutation_parent_missing", gen=pending.gen, count=pending.missing)
         seen: set[str] = set()
         unique: list[tuple[TaskSpec, str]] = []
         for task, source in made:
@@ -265,9 +264,9 @@ class Arena:
             failures += failed
             tally.record("judge", verdict.error if failed else None)
         sources = [s for _, s in unique]
-        return Proposals(tasks, verdicts, sources, failures, tally, pending.get("proposer", ""))
+        return Proposals(tasks, verdicts, sources, failures, tally, pending.proposer)
 
-    def _judged(self, pending: dict[str, Any]) -> Callable[[], Proposals]:
+    def _judged(self, pending: Submitted) -> Callable[[], Proposals]:
         """What :meth:`_collect` gives for submitted proposals: judged now when asked, or in the background (overlap)."""
         if self.background is None:
             return lambda: self._collect(pending)
