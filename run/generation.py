@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import pyarrow as pa
 from coevo.agents.protocols import LearnStats, ProposalRequest
 from coevo.arena.gamelog import TrajectoryRow
 from coevo.arena.ids import episode_id
@@ -36,7 +36,6 @@ __all__ = [
     "Proposals",
     "RunSummary",
     "Submitted",
-    "rejection_counts",
 ]
 
 
@@ -52,6 +51,10 @@ class GenerationReport:
     phases: dict[str, float] = field(default_factory=dict)
     busy: dict[str, float] = field(default_factory=dict)
     """The share of the generation's wall time each actor spent in its role's calls."""
+    tables: Mapping[str, pa.Table] = field(default_factory=dict)
+    """The generation's tables as written, each with its ``gen`` column (as :meth:`GameLog.read`
+    gives them back), for ``on_generation`` (the trackers, the summary) to measure without
+    reading the log; the reports a :class:`RunSummary` keeps are without them."""
 
 
 @dataclass
@@ -194,11 +197,4 @@ def plan_of(data: dict[str, Any]) -> GenerationPlan:
     return GenerationPlan(
         [ProposalRequest.model_validate(r) for r in data["requests"]],
         [Mutation(**m) for m in data["mutations"]],
-    )
-
-
-def rejection_counts(verdicts: Sequence[Verdict]) -> Counter[str]:
-    """How many rejected tasks failed each check (``error`` for a record that could not be read)."""
-    return Counter(
-        name for v in verdicts if not v.accepted for name in (v.failed or {"error": None})
     )

@@ -32,6 +32,7 @@ import contextlib
 import json
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from coevo.agents.llm.policy import policy_state
@@ -45,6 +46,7 @@ from coevo.arena.gamelog import (
     RunDir,
     RunLock,
 )
+from coevo.arena.gamelog.figures import rejection_counts, top_rejections
 from coevo.arena.ids import episode_id
 from coevo.arena.outcomes import JUDGE_FAILED_PREFIX, Episode
 from coevo.arena.seeding import derive_seed
@@ -52,13 +54,8 @@ from coevo.arena.spec import TaskSpec, WorldSpec
 from coevo.curricula.base import Curriculum, GenerationPlan
 from coevo.curricula.registry import make_curriculum
 from coevo.run.actors import Actors, start_actors
-from coevo.run.connection import ray_for
-from coevo.run.experiment import (
-    Experiment,
-    check_environment,
-    ray_address,
-    recorded_experiment,
-)
+from coevo.run.driver import driving
+from coevo.run.experiment import Experiment, recorded_experiment
 from coevo.run.failures import ROLE_TABLE, RoleTally
 from coevo.run.generation import (
     Clock,
@@ -69,7 +66,6 @@ from coevo.run.generation import (
     Submitted,
     plan_json,
     plan_of,
-    rejection_counts,
 )
 from coevo.run.ingest import Inbox, known_tasks
 from coevo.run.inprocess import get
@@ -95,7 +91,6 @@ __all__ = [
     "Arena",
     "GenerationReport",
     "RunSummary",
-    "check_environment",
     "resume_run",
     "run_experiment",
     "summarize",
@@ -167,13 +162,20 @@ class Arena:
         self.synth_follows = {"reports-trajectories", "stateful"} <= able and "learns" not in able
 
     @property
+    def _started(self) -> Actors:
+        """The run's actors, once :meth:`start` has started them."""
+        if self.actors is None:
+            raise ArenaError("the arena's actors are not started: call start() first")
+        return self.actors
+
+    @property
     def _every_actor(self) -> list[Any]:
         return [actor for _, actor in self._labelled]
 
     @property
     def _labelled(self) -> list[tuple[str, Any]]:
         """Every actor with its label in the events (``solver-0``, ``learner``, ...)."""
-        return self.actors.labelled
+        return self._started.labelled
 
     # ---- pieces of a generation ---------------------------------------------------------
 
@@ -402,7 +404,7 @@ class Arena:
         solver_state = self._read_state(base, files.get("solver"), "solver")
         if solver_state is not None:
             self._restore(self.learner, solver_state, gen, files["solver"])
-            self.state_ref = self.actors.put(solver_state)
+            self.state_ref = self._started.put(solver_state)
             self.version = version
         model_state = self._read_state(base, files.get("world_model"), "world_model")
         if model_state is not None:
@@ -440,10 +442,10 @@ class Arena:
         learnt = self._read_state(base, files.get("synthesizer"), "synthesizer")
         if learnt is not None:
             self._restore(self.synth_learner, learnt, gen, files["synthesizer"])
-            self.synth_ref = self.actors.put(learnt)
+            self.synth_ref = self._started.put(learnt)
             self.synth_version = synth.get("version")
         name = files.get("synthesizer_proposing")
-        ref = self.actors.put(self.run.read_bytes(*base, name)) if name else None
+        ref = self._started.put(self.run.read_bytes(*base, name)) if name else None
         self.next_proposing = (synth.get("proposing_version"), ref, synth.get("proposer", ""))
         return self.next_proposing
 
@@ -492,12 +494,12 @@ class Arena:
         summary = record.generations[0]
         for name, fields in self.watch.observe(gen, summary.eval_success, summary.pool_diversity):
             self.events(name, **fields)
-        self._commit(record, done.next_plan)
+        tables = self._commit(record, done.next_plan)
         clock.lap("commit")
         if self.handoff is not None and self.handoff.hand_out(gen):
             self.events("batch_handed_out", gen=gen, batch=batch_id(gen))
             clock.lap("hand_out")
-        return self._report(done, record.generations[0], clock, busy)
+        return self._report(done, record.generations[0], tables, clock, busy)
 
     def _predict_and_plan(self, done: Generation) -> None:
         """Predict the accepted tasks, admit them, and submit the next generation's proposals."""
@@ -576,7 +578,7 @@ class Arena:
             done.failures += 1
             self.events("learner_failed", gen=done.gen, error=learn_error)
         if new_state is not None and self.handoff is None:  # with a trainer, the trainer's policies
-            self.state_ref = self.actors.put(new_state)
+            self.state_ref = self._started.put(new_state)
             self.version = through
 
     def _busy(self, started: float) -> dict[str, float]:
@@ -607,7 +609,7 @@ class Arena:
             done.failures += 1
             self.events("synthesizer_learn_failed", gen=done.gen, error=error)
         elif state is not None:
-            self.synth_ref = self.actors.put(state)
+            self.synth_ref = self._started.put(state)
             self.synth_version = done.gen
 
     def _adopt(self, policy: Announcement, gen: int) -> None:
@@ -616,7 +618,7 @@ class Arena:
         self.handoff.load(policy, self.exp.solver.name, self.exp.role_settings()["solver"], gen)
         state = policy_state(policy.served_as, policy.version)
         get(self.learner.set_state.remote(state))
-        self.state_ref = self.actors.put(state)
+        self.state_ref = self._started.put(state)
         self.version = policy.trained_through
         if self.synth_follows:  # self-play: the Synthesizer proposes with the policy too
             self.synth_ref, self.synth_version = self.state_ref, policy.trained_through
@@ -657,9 +659,14 @@ class Arena:
         return record
 
     def _report(
-        self, done: Generation, summary: GenerationRow, clock: Clock, busy: dict[str, float]
+        self,
+        done: Generation,
+        summary: GenerationRow,
+        tables: dict[str, Any],
+        clock: Clock,
+        busy: dict[str, float],
     ) -> GenerationReport:
-        """Show the committed generation (the table) and record it (``events.jsonl``)."""
+        """Show the committed generation (the table, the trackers) and record it (``events.jsonl``)."""
         seconds = clock.total()
         row = summary.cells()
         report = GenerationReport(
@@ -667,9 +674,12 @@ class Arena:
             row=row,
             seconds=seconds,
             episodes_per_second=len(done.episodes) / done.solving if done.solving > 0 else 0.0,
-            top_rejections=rejection_counts(done.proposals.verdicts).most_common(3),
+            top_rejections=list(
+                top_rejections(rejection_counts(done.proposals.verdicts), 3).items()
+            ),
             phases=clock.phases,
             busy=busy,
+            tables=tables,
         )
         self.events(
             "generation",
@@ -681,10 +691,10 @@ class Arena:
         )
         if self.on_generation:
             self.on_generation(report)
-        return report
+        return replace(report, tables={})  # the run's summary keeps no copy of the tables
 
-    def _commit(self, record: GenerationRecord, next_plan: GenerationPlan) -> None:
-        """Write the record, then the checkpoint, then the manifest (the commit)."""
+    def _commit(self, record: GenerationRecord, next_plan: GenerationPlan) -> dict[str, Any]:
+        """Write the record, then the checkpoint, then the manifest (the commit); returns the tables written."""
         tables: dict[str, Any] = {}
         parts = self.log.write(record, tables)
         if self.handoff is not None:
@@ -729,6 +739,7 @@ class Arena:
             {"checkpoint": "/".join(base), "checkpoint_files": {**files, "state": "state.json"}},
             owner=self.lock,
         )
+        return GameLog.as_read(record.gen, tables)
 
     def _save_proposer(
         self, gen: int, base: tuple[str, str], files: dict[str, str | None]
@@ -776,44 +787,18 @@ def run_experiment(
         events: ``events(name, **fields)`` for structured events.
         stop_after: end after this many generations of this call (tests of resume).
         on_start: called with the :class:`Arena` once its actors are up (tests, embedding).
-        lock: the run directory's lock, when the caller has taken it
-            (:meth:`GameLog.claim`); else this call takes it before Ray starts.
+        lock: the run directory's lock, when the caller has claimed it after its preflight
+            (:mod:`coevo.run.driver`, as ``coevo run`` does); else this call runs the
+            preflight and claims it before Ray starts.
 
     Raises:
         LogError: another run holds the run directory, or (to resume) its log is damaged.
     """
     target = run_dir or experiment.run.out
-    check_environment(experiment)
-    owned = lock is None
-    lock = lock or GameLog(target).claim(resume=resume)
-    try:
-        if lock.taken_over and events is not None:
-            events("lock_taken_over", run_dir=target, why=lock.taken_over)
-        return _run_locked(
-            experiment, lock, resume, address, on_generation, events, stop_after, on_start
-        )
-    finally:
-        if owned:
-            lock.release()
-
-
-def _run_locked(
-    experiment: Experiment,
-    lock: RunLock,
-    resume: bool,
-    address: str | None,
-    on_generation: Callable[[GenerationReport], None] | None,
-    events: Callable[..., None] | None,
-    stop_after: int | None,
-    on_start: Callable[[Arena], None] | None,
-) -> RunSummary:
-    ray_session = ray_for(
-        ray_address(address, experiment),
-        experiment.ray.num_cpus,
-        in_process=experiment.ray.in_process,
-    )
-    with ray_session:
-        arena = Arena(experiment, lock.run, on_generation=on_generation, events=events, lock=lock)
+    with driving(
+        experiment, target, resume=resume, address=address, lock=lock, events=events
+    ) as held:
+        arena = Arena(experiment, held.run, on_generation=on_generation, events=events, lock=held)
         reports = _generations(arena, experiment, resume, stop_after, on_start)
     return RunSummary(
         arena.run.uri,

@@ -193,6 +193,15 @@ class GameLog:
                 tables[name] = data
         return parts
 
+    @staticmethod
+    def as_read(gen: int, tables: Mapping[str, pa.Table]) -> dict[str, pa.Table]:
+        """The tables :meth:`write` gave for generation ``gen``, each with the ``gen`` column :meth:`read` adds."""
+        column = pa.field("gen", pa.int32())
+        return {
+            name: table.append_column(column, pa.array([gen] * table.num_rows, pa.int32()))
+            for name, table in tables.items()
+        }
+
     def commit(
         self,
         gen: int,
