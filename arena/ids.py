@@ -9,6 +9,11 @@ allow_nan=False)`` of the model dumped in JSON mode:
   task's id does not change with its solution, features, lineage or
   provenance, and two tasks that ask the same thing of the same world
   with the same verifier are the same task.
+
+Episode ids (:func:`episode_id`) are not content ids: they name one play of a
+task by where it happened (seed, generation, purpose, index; a benchmark's
+trial; an inbox part's rollout), so that a retried batch gets the same ids
+and is never logged twice.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from coevo.arena.spec import TaskSpec, WorldSpec
 
-__all__ = ["canonical_json", "task_id", "world_id"]
+__all__ = ["canonical_json", "episode_id", "task_id", "world_id"]
 
 
 def canonical_json(obj: Any) -> str:
@@ -49,3 +54,15 @@ def task_id(task: TaskSpec) -> str:
             "verifier": task.verifier.model_dump(mode="json", by_alias=True),
         }
     )
+
+
+def episode_id(*parts: object, prefix: str = "ep-") -> str:
+    """The id of one play: ``prefix`` and the first 24 hex digits of the SHA-256 of ``parts`` joined by ``:``.
+
+    The loop names a Solver's episode by ``(seed, gen, purpose, index, task_id)``,
+    a benchmark run by ``(seed, trial, "benchmark", task_id)``, the inbox by
+    ``("inbox", part, rollout)``, and a proposer's rollout (prefix ``prop-``) by
+    ``(seed, gen, "propose", task_id)``.
+    """
+    raw = ":".join(str(part) for part in parts)
+    return prefix + hashlib.sha256(raw.encode()).hexdigest()[:24]

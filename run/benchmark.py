@@ -28,13 +28,12 @@ model: the tasks are fixed, and what is measured is how reliably the Solver
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import os
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -44,7 +43,6 @@ from coevo.agents.llm.environment import llm_environment
 from coevo.agents.llm.solver import LLMSolver
 from coevo.agents.llm.user import LLMUser
 from coevo.agents.registry import REGISTRY
-from coevo.arena.analysis.passk import pass_k_of_log
 from coevo.arena.codetask import (
     RESPOND,
     CodeTaskSpec,
@@ -57,6 +55,7 @@ from coevo.arena.codetask import (
 from coevo.arena.codeworld import CodeWorlds, replay
 from coevo.arena.errors import ArenaError, CoevoError
 from coevo.arena.gamelog import GameLog, RunDir, RunLock
+from coevo.arena.gamelog.figures import rejection_counts, top_rejections
 from coevo.arena.gamelog.rows import (
     EpisodeRow,
     EvalRow,
@@ -68,19 +67,19 @@ from coevo.arena.gamelog.rows import (
     VerdictRow,
     WorldRow,
 )
+from coevo.arena.ids import episode_id
 from coevo.arena.outcomes import JUDGE_FAILED_PREFIX, CheckResult, Episode, Verdict
 from coevo.arena.seeding import derive_seed
-from coevo.run.connection import ray_for
-from coevo.run.experiment import BenchmarkConfig, Experiment, ray_address
+from coevo.run.driver import driving
+from coevo.run.experiment import BenchmarkConfig, Experiment
 from coevo.run.failures import RoleTally
-from coevo.run.generation import GenerationReport, RunSummary, rejection_counts
+from coevo.run.generation import GenerationReport, RunSummary
 from coevo.run.inprocess import LocalActor, get, kill
 from coevo.run.pool import ActorPool, Lost
 
 __all__ = [
     "POOL",
     "BenchmarkHost",
-    "benchmark_summary",
     "check_pool",
     "pool_tasks",
     "read_pool",
@@ -278,11 +277,6 @@ def pool_tasks(bench: BenchmarkConfig) -> list[CodeTaskSpec]:
     return tasks
 
 
-def _episode_id(seed: int, trial: int, task_id: str) -> str:
-    raw = f"{seed}:{trial}:benchmark:{task_id}"
-    return "ep-" + hashlib.sha256(raw.encode()).hexdigest()[:24]
-
-
 @dataclass
 class _Benchmark:
     """The state of one benchmark run in the driver."""
@@ -339,7 +333,7 @@ class _Benchmark:
             failures += sum(1 for v in verdicts if v.error)
             self.accepted = [v.task_id for v in verdicts if v.accepted and v.task_id]
             if not self.accepted:
-                top = dict(rejection_counts(verdicts).most_common(5))
+                top = top_rejections(rejection_counts(verdicts))
                 raise ArenaError(
                     f"the Judge rejected every task of the pool ({len(verdicts)}; by check: {top}), "
                     'so there is nothing to play; with judge = "replay" a task that doing nothing '
@@ -348,7 +342,11 @@ class _Benchmark:
                 )
         seed = self.exp.run.seed
         items = [
-            (task_id, derive_seed(seed, gen, "benchmark", task_id), _episode_id(seed, gen, task_id))
+            (
+                task_id,
+                derive_seed(seed, gen, "benchmark", task_id),
+                episode_id(seed, gen, "benchmark", task_id),
+            )
             for task_id in self.accepted
         ]
         n = len(self.solvers.actors)
@@ -391,11 +389,12 @@ class _Benchmark:
             trained_level=None,
             brier=None,
             version=episodes[0].solver if episodes and episodes[0].solver else "",
-            rejections=json.dumps(dict(rejection_counts(verdicts).most_common(5)), sort_keys=True),
+            rejections=json.dumps(top_rejections(rejection_counts(verdicts)), sort_keys=True),
             failures=failures,
         )
         record.generations = [row]
-        parts = self.log.write(record)
+        tables: dict[str, Any] = {}
+        parts = self.log.write(record, tables)
         rows = {name: len(r) for name, r in record.tables()}
         self.log.commit(gen, parts, rows, {}, owner=self.lock)
         seconds = time.perf_counter() - started
@@ -412,6 +411,7 @@ class _Benchmark:
             row=row.cells(),
             seconds=seconds,
             episodes_per_second=len(episodes) / seconds if seconds else 0.0,
+            tables=GameLog.as_read(gen, tables),
         )
 
 
@@ -469,7 +469,7 @@ def run_benchmark(
     actors: list[Any] = []
     run: _Benchmark | None = None
     reports: list[GenerationReport] = []
-    with ray_for(ray_address(address, exp), exp.ray.num_cpus, in_process=exp.ray.in_process):
+    with driving(exp, lock.run, resume=resume, address=address, lock=lock):  # Ray, for the trials
         try:
             if exp.ray.in_process:
                 actors = [LocalActor(BenchmarkHost(*args)) for _ in range(exp.solver.actors)]
@@ -488,9 +488,9 @@ def run_benchmark(
                 if stop_after is not None and len(reports) >= stop_after:
                     break
                 report = run.trial(gen)
-                reports.append(report)
                 if on_generation is not None:
                     on_generation(report)
+                reports.append(replace(report, tables={}))  # the summary keeps no copy
         finally:
             _close(actors)
     calls = run.calls.roles if run is not None else {}
@@ -505,8 +505,3 @@ def _close(actors: list[Any]) -> None:
         except Exception as exc:  # the run's outcome stands; the workers end with the actor
             print(f"coevo: a Solver actor did not close cleanly: {exc}", file=sys.stderr)
         kill(actor)
-
-
-def benchmark_summary(log: GameLog) -> dict[str, Any]:
-    """pass^k of a benchmark run's log, overall and per domain (:func:`pass_k_of_log`)."""
-    return pass_k_of_log(log.read("episodes"), log.read("evals"))

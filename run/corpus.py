@@ -89,6 +89,7 @@ from coevo.run.corpus_experiment import (
     experiment_synthesizer,
     public_config,
 )
+from coevo.run.driver import claim
 from coevo.run.inprocess import LocalRef, LocalTask, get, wait
 from coevo.run.secrets import redacted
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -665,8 +666,7 @@ def build_corpus(
             "experiment_synthesizer() returned with it"
         )
     run = RunDir(out)
-    lock = RunLock(run)
-    lock.acquire()
+    lock = claim(run, resume=False)
     say = progress or (lambda line: None)
     report = BuildReport(out=run.uri, shards=source.shards)
     try:

@@ -11,19 +11,21 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import pyarrow as pa
 from coevo.agents.protocols import LearnStats, ProposalRequest
 from coevo.arena.gamelog import TrajectoryRow
+from coevo.arena.ids import episode_id
 from coevo.arena.outcomes import Episode, Verdict
 from coevo.arena.spec import TaskSpec
 from coevo.arena.trajectory import Trajectory
 from coevo.curricula.base import GenerationPlan, Mutation
 from coevo.run.failures import RoleCalls, RoleTally
 from coevo.run.ingest import Ingested
+from coevo.run.pool import Calls
 from coevo.run.selfplay import Scored
 from coevo.run.trainer import Announcement
 
@@ -33,7 +35,7 @@ __all__ = [
     "GenerationReport",
     "Proposals",
     "RunSummary",
-    "rejection_counts",
+    "Submitted",
 ]
 
 
@@ -49,6 +51,10 @@ class GenerationReport:
     phases: dict[str, float] = field(default_factory=dict)
     busy: dict[str, float] = field(default_factory=dict)
     """The share of the generation's wall time each actor spent in its role's calls."""
+    tables: Mapping[str, pa.Table] = field(default_factory=dict)
+    """The generation's tables as written, each with its ``gen`` column (as :meth:`GameLog.read`
+    gives them back), for ``on_generation`` (the trackers, the summary) to measure without
+    reading the log; the reports a :class:`RunSummary` keeps are without them."""
 
 
 @dataclass
@@ -67,6 +73,21 @@ class RunSummary:
     def never_succeeded(self) -> dict[str, RoleCalls]:
         """The roles that were called and never once returned without failure."""
         return {role: calls for role, calls in self.calls.items() if calls.all_failed}
+
+
+@dataclass(frozen=True)
+class Submitted:
+    """A generation's proposals in flight: what the loop's ``_submit`` sent and ``_collect`` gathers and judges."""
+
+    gen: int
+    proposals: Calls
+    """One ``propose`` call per request of the plan."""
+    mutations: Calls | None = None
+    """One ``mutate`` call, when the plan mutates."""
+    missing: int = 0
+    """Mutations whose parent neither the curriculum nor the log holds (counted as failures)."""
+    proposer: str = ""
+    """Who proposes the fresh ones (the Synthesizer's version)."""
 
 
 @dataclass
@@ -134,8 +155,7 @@ class Generation:
         }
         return [
             TrajectoryRow.proposed(
-                "prop-"
-                + hashlib.sha256(f"{seed}:{self.gen}:propose:{task}".encode()).hexdigest()[:24],
+                episode_id(seed, self.gen, "propose", task, prefix="prop-"),
                 task,
                 trajectory,
                 accepted[task],
@@ -177,11 +197,4 @@ def plan_of(data: dict[str, Any]) -> GenerationPlan:
     return GenerationPlan(
         [ProposalRequest.model_validate(r) for r in data["requests"]],
         [Mutation(**m) for m in data["mutations"]],
-    )
-
-
-def rejection_counts(verdicts: Sequence[Verdict]) -> Counter[str]:
-    """How many rejected tasks failed each check (``error`` for a record that could not be read)."""
-    return Counter(
-        name for v in verdicts if not v.accepted for name in (v.failed or {"error": None})
     )

@@ -230,15 +230,6 @@ class SynthesizerHost(_Host):
         """The proposer's rollout of each task proposed since the last call (none if it keeps none)."""
         return self.role.drain_trajectories() if isinstance(self.role, ReportsTrajectories) else []
 
-    def follows_policy(self) -> bool:
-        """Whether the Synthesizer plays the trained policy (self-play): it is given each policy a trainer announces."""
-        role = self.role
-        return (
-            isinstance(role, ReportsTrajectories)
-            and isinstance(role, Stateful)
-            and not self.learns()
-        )
-
     @_busy
     def learn(
         self, feedback: Sequence[ProposalFeedback]

@@ -21,7 +21,6 @@ cannot be built (``rejected``). Each counts as a failure of the generation.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -30,6 +29,7 @@ from typing import Any, Final
 from coevo.arena.errors import LogError
 from coevo.arena.gamelog import GameLog, IngestedRow, accepted_ids
 from coevo.arena.gamelog.inbox import InboxRollout, list_parts, read_part
+from coevo.arena.ids import episode_id
 from coevo.arena.limits import Limits
 from coevo.arena.outcomes import Episode, Observation
 from coevo.arena.spec import TaskSpec, ToolCall, WorldSpec
@@ -53,10 +53,6 @@ class Ingested:
     def failures(self) -> int:
         """Rollouts rejected and parts that could not be read."""
         return sum(r.rejected + (r.error is not None) for r in self.rows)
-
-
-def _episode_id(part: str, rollout: int) -> str:
-    return "ep-" + hashlib.sha256(f"inbox:{part}:{rollout}".encode()).hexdigest()[:24]
 
 
 class Inbox:
@@ -132,7 +128,9 @@ class Inbox:
                 )
             else:
                 try:
-                    episode = self._played(task, rollout, _episode_id(part, rollout.rollout))
+                    episode = self._played(
+                        task, rollout, episode_id("inbox", part, rollout.rollout)
+                    )
                 except Exception as exc:  # a rollout coevo cannot replay is counted, never fatal
                     why = f"it could not be replayed: {type(exc).__name__}: {exc}"
             if why is not None:

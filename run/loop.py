@@ -29,10 +29,10 @@ checkpoint; the log of a resumed run equals the log of an uninterrupted one.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from coevo.agents.llm.policy import policy_state
@@ -46,19 +46,16 @@ from coevo.arena.gamelog import (
     RunDir,
     RunLock,
 )
+from coevo.arena.gamelog.figures import rejection_counts, top_rejections
+from coevo.arena.ids import episode_id
 from coevo.arena.outcomes import JUDGE_FAILED_PREFIX, Episode
 from coevo.arena.seeding import derive_seed
 from coevo.arena.spec import TaskSpec, WorldSpec
 from coevo.curricula.base import Curriculum, GenerationPlan
 from coevo.curricula.registry import make_curriculum
 from coevo.run.actors import Actors, start_actors
-from coevo.run.connection import ray_for
-from coevo.run.experiment import (
-    Experiment,
-    check_environment,
-    ray_address,
-    recorded_experiment,
-)
+from coevo.run.driver import driving
+from coevo.run.experiment import Experiment, recorded_experiment
 from coevo.run.failures import ROLE_TABLE, RoleTally
 from coevo.run.generation import (
     Clock,
@@ -66,9 +63,9 @@ from coevo.run.generation import (
     GenerationReport,
     Proposals,
     RunSummary,
+    Submitted,
     plan_json,
     plan_of,
-    rejection_counts,
 )
 from coevo.run.ingest import Inbox, known_tasks
 from coevo.run.inprocess import get
@@ -94,16 +91,10 @@ __all__ = [
     "Arena",
     "GenerationReport",
     "RunSummary",
-    "check_environment",
     "resume_run",
     "run_experiment",
     "summarize",
 ]
-
-
-def _episode_id(seed: int, gen: int, purpose: str, index: int, task_id: str) -> str:
-    raw = f"{seed}:{gen}:{purpose}:{index}:{task_id}"
-    return "ep-" + hashlib.sha256(raw.encode()).hexdigest()[:24]
 
 
 class Arena:
@@ -171,13 +162,20 @@ class Arena:
         self.synth_follows = {"reports-trajectories", "stateful"} <= able and "learns" not in able
 
     @property
+    def _started(self) -> Actors:
+        """The run's actors, once :meth:`start` has started them."""
+        if self.actors is None:
+            raise ArenaError("the arena's actors are not started: call start() first")
+        return self.actors
+
+    @property
     def _every_actor(self) -> list[Any]:
         return [actor for _, actor in self._labelled]
 
     @property
     def _labelled(self) -> list[tuple[str, Any]]:
         """Every actor with its label in the events (``solver-0``, ``learner``, ...)."""
-        return self.actors.labelled
+        return self._started.labelled
 
     # ---- pieces of a generation ---------------------------------------------------------
 
@@ -199,7 +197,7 @@ class Arena:
         plan: GenerationPlan,
         logged: Mapping[str, TaskSpec] | None = None,
         proposing: tuple[int | None, Any, str] | None = None,
-    ) -> dict[str, Any]:
+    ) -> Submitted:
         """Submit a generation's proposals (and mutations); judging follows in :meth:`_collect`.
 
         A mutation's parent is the curriculum's task; on resume, a parent the
@@ -207,29 +205,27 @@ class Arena:
         comes from the log (``logged``), so a resumed run mutates what the
         uninterrupted one did. ``proposing``: the learning Synthesizer's state to propose with.
         """
-        refs: dict[str, Any] = {"plan": plan, "gen": gen, "missing": 0}
-        proposing = proposing or self._proposing()
-        version, ref, refs["proposer"] = proposing
-        refs["proposing"] = proposing
+        version, ref, proposer = proposing or self._proposing()
         state = [ref] if ref is not None else []
-        refs["proposals"] = self.synth.map(
-            "propose", [([r], version, state) for r in plan.requests]
+        proposals = self.synth.map("propose", [([r], version, state) for r in plan.requests])
+        if not plan.mutations:
+            return Submitted(gen, proposals, proposer=proposer)
+        logged = logged or {}
+        parents = {
+            m.parent: task
+            for m in plan.mutations
+            if (task := self.curriculum.tasks.get(m.parent) or logged.get(m.parent))
+        }
+        mutations = [m for m in plan.mutations if m.parent in parents]
+        return Submitted(
+            gen,
+            proposals,
+            self.synth.map("mutate", [(list(parents.values()), mutations)]),
+            missing=len(plan.mutations) - len(mutations),
+            proposer=proposer,
         )
-        if plan.mutations:
-            logged = logged or {}
-            parents = {
-                m.parent: task
-                for m in plan.mutations
-                if (task := self.curriculum.tasks.get(m.parent) or logged.get(m.parent))
-            }
-            mutations = [m for m in plan.mutations if m.parent in parents]
-            refs["missing"] = len(plan.mutations) - len(mutations)
-            refs["mutations"] = self.synth.map("mutate", [(list(parents.values()), mutations)])
-        return refs
 
-    def _collect(
-        self, pending: dict[str, Any], events: Callable[..., None] | None = None
-    ) -> Proposals:
+    def _collect(self, pending: Submitted, events: Callable[..., None] | None = None) -> Proposals:
         """Gather proposals, judge them (chunks over the judge pool), in request order.
 
         ``events``: where its events go (the background judging replays them later).
@@ -238,20 +234,20 @@ class Arena:
         made: list[tuple[TaskSpec, str]] = []
         failures = 0
         tally = RoleTally()
-        for result in pending["proposals"].get():
+        for result in pending.proposals.get():
             for tasks, error in result:
                 tally.record("synthesizer", error or None)
                 if error:
                     failures += 1
-                    events("synthesizer_failed", gen=pending["gen"], error=error)
+                    events("synthesizer_failed", gen=pending.gen, error=error)
                 made.extend((t, "fresh") for t in tasks)
-        mutations = pending.get("mutations")
+        mutations = pending.mutations
         for result in mutations.get() if mutations is not None else []:
             made.extend((child, "mutation") for child, _why in result if child is not None)
-        if pending["missing"]:
+        if pending.missing:
             # a parent neither the curriculum nor the log holds: a bug, counted and said
-            failures += pending["missing"]
-            events("mutation_parent_missing", gen=pending["gen"], count=pending["missing"])
+            failures += pending.missing
+            events("mutation_parent_missing", gen=pending.gen, count=pending.missing)
         seen: set[str] = set()
         unique: list[tuple[TaskSpec, str]] = []
         for task, source in made:
@@ -270,9 +266,9 @@ class Arena:
             failures += failed
             tally.record("judge", verdict.error if failed else None)
         sources = [s for _, s in unique]
-        return Proposals(tasks, verdicts, sources, failures, tally, pending.get("proposer", ""))
+        return Proposals(tasks, verdicts, sources, failures, tally, pending.proposer)
 
-    def _judged(self, pending: dict[str, Any]) -> Callable[[], Proposals]:
+    def _judged(self, pending: Submitted) -> Callable[[], Proposals]:
         """What :meth:`_collect` gives for submitted proposals: judged now when asked, or in the background (overlap)."""
         if self.background is None:
             return lambda: self._collect(pending)
@@ -301,8 +297,8 @@ class Arena:
         episodes: list[Episode] = []
         for i, part in enumerate(calls.get()):
             for j, episode in enumerate(part):
-                episode_id = _episode_id(self.seed, gen, purpose, i * size + j, episode.task_id)
-                episodes.append(episode.model_copy(update={"episode_id": episode_id}))
+                named = episode_id(self.seed, gen, purpose, i * size + j, episode.task_id)
+                episodes.append(episode.model_copy(update={"episode_id": named}))
         return episodes
 
     def _eval_suite(self) -> list[TaskSpec]:
@@ -408,7 +404,7 @@ class Arena:
         solver_state = self._read_state(base, files.get("solver"), "solver")
         if solver_state is not None:
             self._restore(self.learner, solver_state, gen, files["solver"])
-            self.state_ref = self.actors.put(solver_state)
+            self.state_ref = self._started.put(solver_state)
             self.version = version
         model_state = self._read_state(base, files.get("world_model"), "world_model")
         if model_state is not None:
@@ -446,10 +442,10 @@ class Arena:
         learnt = self._read_state(base, files.get("synthesizer"), "synthesizer")
         if learnt is not None:
             self._restore(self.synth_learner, learnt, gen, files["synthesizer"])
-            self.synth_ref = self.actors.put(learnt)
+            self.synth_ref = self._started.put(learnt)
             self.synth_version = synth.get("version")
         name = files.get("synthesizer_proposing")
-        ref = self.actors.put(self.run.read_bytes(*base, name)) if name else None
+        ref = self._started.put(self.run.read_bytes(*base, name)) if name else None
         self.next_proposing = (synth.get("proposing_version"), ref, synth.get("proposer", ""))
         return self.next_proposing
 
@@ -498,12 +494,12 @@ class Arena:
         summary = record.generations[0]
         for name, fields in self.watch.observe(gen, summary.eval_success, summary.pool_diversity):
             self.events(name, **fields)
-        self._commit(record, done.next_plan)
+        tables = self._commit(record, done.next_plan)
         clock.lap("commit")
         if self.handoff is not None and self.handoff.hand_out(gen):
             self.events("batch_handed_out", gen=gen, batch=batch_id(gen))
             clock.lap("hand_out")
-        return self._report(done, record.generations[0], clock, busy)
+        return self._report(done, record.generations[0], tables, clock, busy)
 
     def _predict_and_plan(self, done: Generation) -> None:
         """Predict the accepted tasks, admit them, and submit the next generation's proposals."""
@@ -582,7 +578,7 @@ class Arena:
             done.failures += 1
             self.events("learner_failed", gen=done.gen, error=learn_error)
         if new_state is not None and self.handoff is None:  # with a trainer, the trainer's policies
-            self.state_ref = self.actors.put(new_state)
+            self.state_ref = self._started.put(new_state)
             self.version = through
 
     def _busy(self, started: float) -> dict[str, float]:
@@ -613,7 +609,7 @@ class Arena:
             done.failures += 1
             self.events("synthesizer_learn_failed", gen=done.gen, error=error)
         elif state is not None:
-            self.synth_ref = self.actors.put(state)
+            self.synth_ref = self._started.put(state)
             self.synth_version = done.gen
 
     def _adopt(self, policy: Announcement, gen: int) -> None:
@@ -622,7 +618,7 @@ class Arena:
         self.handoff.load(policy, self.exp.solver.name, self.exp.role_settings()["solver"], gen)
         state = policy_state(policy.served_as, policy.version)
         get(self.learner.set_state.remote(state))
-        self.state_ref = self.actors.put(state)
+        self.state_ref = self._started.put(state)
         self.version = policy.trained_through
         if self.synth_follows:  # self-play: the Synthesizer proposes with the policy too
             self.synth_ref, self.synth_version = self.state_ref, policy.trained_through
@@ -663,9 +659,14 @@ class Arena:
         return record
 
     def _report(
-        self, done: Generation, summary: GenerationRow, clock: Clock, busy: dict[str, float]
+        self,
+        done: Generation,
+        summary: GenerationRow,
+        tables: dict[str, Any],
+        clock: Clock,
+        busy: dict[str, float],
     ) -> GenerationReport:
-        """Show the committed generation (the table) and record it (``events.jsonl``)."""
+        """Show the committed generation (the table, the trackers) and record it (``events.jsonl``)."""
         seconds = clock.total()
         row = summary.cells()
         report = GenerationReport(
@@ -673,9 +674,12 @@ class Arena:
             row=row,
             seconds=seconds,
             episodes_per_second=len(done.episodes) / done.solving if done.solving > 0 else 0.0,
-            top_rejections=rejection_counts(done.proposals.verdicts).most_common(3),
+            top_rejections=list(
+                top_rejections(rejection_counts(done.proposals.verdicts), 3).items()
+            ),
             phases=clock.phases,
             busy=busy,
+            tables=tables,
         )
         self.events(
             "generation",
@@ -687,10 +691,10 @@ class Arena:
         )
         if self.on_generation:
             self.on_generation(report)
-        return report
+        return replace(report, tables={})  # the run's summary keeps no copy of the tables
 
-    def _commit(self, record: GenerationRecord, next_plan: GenerationPlan) -> None:
-        """Write the record, then the checkpoint, then the manifest (the commit)."""
+    def _commit(self, record: GenerationRecord, next_plan: GenerationPlan) -> dict[str, Any]:
+        """Write the record, then the checkpoint, then the manifest (the commit); returns the tables written."""
         tables: dict[str, Any] = {}
         parts = self.log.write(record, tables)
         if self.handoff is not None:
@@ -735,6 +739,7 @@ class Arena:
             {"checkpoint": "/".join(base), "checkpoint_files": {**files, "state": "state.json"}},
             owner=self.lock,
         )
+        return GameLog.as_read(record.gen, tables)
 
     def _save_proposer(
         self, gen: int, base: tuple[str, str], files: dict[str, str | None]
@@ -782,44 +787,18 @@ def run_experiment(
         events: ``events(name, **fields)`` for structured events.
         stop_after: end after this many generations of this call (tests of resume).
         on_start: called with the :class:`Arena` once its actors are up (tests, embedding).
-        lock: the run directory's lock, when the caller has taken it
-            (:meth:`GameLog.claim`); else this call takes it before Ray starts.
+        lock: the run directory's lock, when the caller has claimed it after its preflight
+            (:mod:`coevo.run.driver`, as ``coevo run`` does); else this call runs the
+            preflight and claims it before Ray starts.
 
     Raises:
         LogError: another run holds the run directory, or (to resume) its log is damaged.
     """
     target = run_dir or experiment.run.out
-    check_environment(experiment)
-    owned = lock is None
-    lock = lock or GameLog(target).claim(resume=resume)
-    try:
-        if lock.taken_over and events is not None:
-            events("lock_taken_over", run_dir=target, why=lock.taken_over)
-        return _run_locked(
-            experiment, lock, resume, address, on_generation, events, stop_after, on_start
-        )
-    finally:
-        if owned:
-            lock.release()
-
-
-def _run_locked(
-    experiment: Experiment,
-    lock: RunLock,
-    resume: bool,
-    address: str | None,
-    on_generation: Callable[[GenerationReport], None] | None,
-    events: Callable[..., None] | None,
-    stop_after: int | None,
-    on_start: Callable[[Arena], None] | None,
-) -> RunSummary:
-    ray_session = ray_for(
-        ray_address(address, experiment),
-        experiment.ray.num_cpus,
-        in_process=experiment.ray.in_process,
-    )
-    with ray_session:
-        arena = Arena(experiment, lock.run, on_generation=on_generation, events=events, lock=lock)
+    with driving(
+        experiment, target, resume=resume, address=address, lock=lock, events=events
+    ) as held:
+        arena = Arena(experiment, held.run, on_generation=on_generation, events=events, lock=held)
         reports = _generations(arena, experiment, resume, stop_after, on_start)
     return RunSummary(
         arena.run.uri,

@@ -20,8 +20,9 @@ from coevo.arena.gamelog import (
     VerdictRow,
     WorldRow,
 )
+from coevo.arena.gamelog.figures import rejection_counts, top_rejections
 from coevo.arena.spec import TaskSpec, WorldSpec
-from coevo.run.generation import Generation, Proposals, rejection_counts
+from coevo.run.generation import Generation, Proposals
 from coevo.run.trainer import policy_row
 
 __all__ = ["generation_record", "summary_row"]
@@ -120,9 +121,7 @@ def summary_row(done: Generation, predictions: dict[str, float], frontier: Any) 
         trained_level=_mean([lv for t in done.batch if (lv := task_level(t)) is not None]),
         brier=brier([p for p, _ in fresh], [o for _, o in fresh]) if fresh else None,
         version=done.version,
-        rejections=json.dumps(
-            dict(rejection_counts(proposals.verdicts).most_common(5)), sort_keys=True
-        ),
+        rejections=json.dumps(top_rejections(rejection_counts(proposals.verdicts)), sort_keys=True),
         failures=done.failures + sum(bool(e.failure) for e in [*episodes, *evals]),
     )
 

@@ -1,4 +1,13 @@
-"""The figures a run ends with, read back from its game log, and the lines that show them.
+"""The figures a run ends with, from the tables its generations wrote, and the lines that show them.
+
+``coevo run`` and ``coevo resume`` gather, generation by generation, the
+columns the summary needs from the tables each generation wrote
+(:class:`RunTables`, fed :attr:`~coevo.run.generation.GenerationReport.tables`);
+only the generations committed before a resume are read from the log. A run
+summarized after the fact (``coevo resume`` of a finished run) is read from
+its log. The figures it shares with the live table, the trackers and
+``coevo analyze`` (rejections by check) come from
+:mod:`coevo.arena.gamelog.figures`.
 
 Kept apart from :mod:`~coevo.run.loop` (which loads Ray) so that a
 finished run is answered at once: ``coevo resume`` of a run with nothing
@@ -9,28 +18,93 @@ print this without starting Ray.
 from __future__ import annotations
 
 import json
-from collections import Counter
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Final
 
-from coevo.arena.gamelog import GameLog, RunDir
+import pyarrow as pa
+from coevo.arena.analysis.passk import pass_k_of_log
+from coevo.arena.gamelog import SCHEMAS, GameLog, RunDir
+from coevo.arena.gamelog.figures import rejection_counts, top_rejections
 from coevo.run.selfplay import Watch, WatchConfig
 
-__all__ = ["summarize", "summary_lines"]
+__all__ = ["RunTables", "summarize", "summary_lines"]
+
+_COLUMNS: Final[Mapping[str, list[str] | None]] = {
+    "generations": None,  # every column
+    "policies": ["version", "staleness"],
+    "ingested": ["episodes", "rejected", "error", "disagreed"],
+    "proposals": ["p_hat", "proposer_reward", "flaky", "objective"],
+    "tasks": ["source"],
+    "verdicts": ["accepted", "failed"],
+}
+_BENCHMARK_COLUMNS: Final[Mapping[str, list[str] | None]] = {
+    "episodes": ["episode_id", "failure"],
+    "evals": ["task_id", "episode_id", "domain", "reward"],
+}
 
 
-def summarize(run_dir: str) -> dict[str, Any]:
-    """The figures a run ends with, read back from its game log."""
-    log = GameLog(run_dir)
-    rows = log.read("generations").to_pylist()
-    policies = log.read("policies").to_pylist()
-    ingested = log.read("ingested").to_pylist()
+class RunTables:
+    """The columns of the log a run's summary is made from, gathered as its generations are written.
+
+    Args:
+        benchmark: a benchmark run (its summary has pass^k: the ``episodes`` and ``evals``
+            columns it needs are kept too).
+    """
+
+    def __init__(self, *, benchmark: bool = False) -> None:
+        self.columns = {**_COLUMNS, **(_BENCHMARK_COLUMNS if benchmark else {})}
+        self._parts: dict[str, list[pa.Table]] = {name: [] for name in self.columns}
+
+    @classmethod
+    def read(cls, log: GameLog, *, benchmark: bool = False) -> RunTables:
+        """The committed generations' columns, read from ``log`` (a run summarized after the fact, or before a resume)."""
+        tables = cls(benchmark=benchmark)
+        for name, columns in tables.columns.items():
+            tables._parts[name].append(log.read(name, columns=columns))
+        return tables
+
+    def add(self, tables: Mapping[str, pa.Table]) -> None:
+        """Keep what the summary needs of one generation's tables as written (:attr:`GenerationReport.tables`)."""
+        for name, columns in self.columns.items():
+            table = tables[name]
+            self._parts[name].append(table if columns is None else table.select(columns))
+
+    def __getitem__(self, name: str) -> pa.Table:
+        parts = self._parts[name]
+        if not parts:
+            empty = GameLog.as_read(0, {name: SCHEMAS[name].empty_table()})[name]
+            columns = self.columns[name]
+            return empty if columns is None else empty.select(columns)
+        return pa.concat_tables(parts)
+
+
+def _recorded(run_dir: str) -> dict[str, Any]:
+    """The run's ``experiment.json`` as recorded (empty when it cannot be read)."""
+    try:
+        recorded = json.loads(RunDir(run_dir).read_bytes("experiment.json"))
+    except (OSError, ValueError):
+        return {}
+    return recorded if isinstance(recorded, dict) else {}
+
+
+def summarize(run_dir: str, tables: RunTables | None = None) -> dict[str, Any]:
+    """The figures a run ends with.
+
+    Args:
+        run_dir: the run directory.
+        tables: what its generations wrote (:class:`RunTables`); None reads the log.
+    """
+    recorded = _recorded(run_dir)
+    benchmark = bool(recorded.get("benchmark"))
+    if tables is None:
+        tables = RunTables.read(GameLog(run_dir), benchmark=benchmark)
+    rows = tables["generations"].to_pylist()
+    policies = tables["policies"].to_pylist()
+    ingested = tables["ingested"].to_pylist()
     evals = [(r["gen"], r["eval_success"]) for r in rows if r["eval_success"] is not None]
     levels = [r["trained_level"] for r in rows if r["trained_level"] is not None]
     third = max(1, len(levels) // 3)
-    rejections: Counter[str] = Counter()
-    for row in rows:
-        rejections.update(json.loads(row["rejections"] or "{}"))
-    return {
+    summary = {
         "run_dir": run_dir,
         "generations": len(rows),
         "episodes": sum(r["train_episodes"] for r in rows),
@@ -43,7 +117,7 @@ def summarize(run_dir: str) -> dict[str, Any]:
         "rejected": sum(r["rejected"] for r in rows),
         "accepted": sum(r["accepted"] for r in rows),
         "failures": sum(r["failures"] for r in rows),
-        "top_rejections": dict(rejections.most_common(5)),
+        "top_rejections": top_rejections(rejection_counts(tables["verdicts"])),
         # the trainer hand-off (a [trainer] table): the versions played, in order, and the lag
         "policy_versions": list(dict.fromkeys(p["version"] for p in policies)),
         "max_staleness_seen": max((p["staleness"] for p in policies), default=None),
@@ -52,22 +126,23 @@ def summarize(run_dir: str) -> dict[str, Any]:
         "external_episodes": sum(r["episodes"] for r in ingested),
         "external_rejected": sum(r["rejected"] + (r["error"] is not None) for r in ingested),
         "external_disagreed": sum(r["disagreed"] for r in ingested),
-        **_proposer(log.read("proposals").to_pylist()),
-        "stalls": _stalls(run_dir, rows),
-        **_eval_suite(run_dir, log),
+        **_proposer(tables["proposals"].to_pylist()),
+        "stalls": _stalls(recorded, rows),
+        **_eval_suite(recorded, tables["tasks"]),
     }
+    if benchmark:  # trials, not training: pass^k over them, every episode played
+        summary["pass_k"] = pass_k_of_log(tables["episodes"], tables["evals"])
+        summary["episodes"] = tables["episodes"].num_rows
+    return summary
 
 
-def _eval_suite(run_dir: str, log: GameLog) -> dict[str, Any]:
+def _eval_suite(recorded: Mapping[str, Any], tasks: pa.Table) -> dict[str, Any]:
     """The held-out suite's size, and what the experiment asked for (``eval.per_level`` × levels)."""
-    made = sum(
-        s == "eval" for s in log.read("tasks", columns=["source"]).column("source").to_pylist()
-    )
+    made = sum(s == "eval" for s in tasks.column("source").to_pylist())
     try:
-        recorded = json.loads(RunDir(run_dir).read_bytes("experiment.json"))
         config = recorded.get("eval") or {}
         asked = None if recorded.get("benchmark") else config["per_level"] * len(config["levels"])
-    except (OSError, ValueError, KeyError, TypeError):
+    except (KeyError, TypeError):
         asked = None
     return {"eval_tasks": made, "eval_asked": asked}
 
@@ -86,12 +161,11 @@ def _proposer(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _stalls(run_dir: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _stalls(recorded: Mapping[str, Any], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The watch's plateau and collapse events, found again from the ``generations`` rows."""
     try:
-        recorded = json.loads(RunDir(run_dir).read_bytes("experiment.json")).get("watch") or {}
-        watch = Watch(WatchConfig.model_validate(recorded))
-    except (OSError, ValueError):
+        watch = Watch(WatchConfig.model_validate(recorded.get("watch") or {}))
+    except ValueError:
         watch = Watch(WatchConfig())
     found = []
     for row in rows:

@@ -247,14 +247,6 @@ class Catalog:
     attributes: tuple[Attribute, ...] = ()
     actions: tuple[Action, ...] = ()
 
-    def hops_from(self, table: str) -> list[Hop]:
-        """The hops that start at ``table``."""
-        return [hop for hop in self.hops if hop.source == table]
-
-    def attributes_of(self, table: str) -> list[Attribute]:
-        """The attributes a question can ask about a row of ``table``."""
-        return [a for a in self.attributes if a.table == table]
-
     def actions_on(self, table: str) -> list[Action]:
         """The actions that can target a row of ``table``."""
         return [a for a in self.actions if a.table == table]

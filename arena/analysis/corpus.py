@@ -14,6 +14,8 @@ from typing import Any, Final
 
 import pyarrow as pa
 from coevo.arena.gamelog.corpus import held_out, read_corpus
+from coevo.arena.gamelog.figures import rejection_counts
+from coevo.arena.gamelog.log import accepted_ids
 from coevo.arena.ids import canonical_json
 from coevo.arena.novelty import diversity, signature
 from coevo.arena.spec import TaskSpec, WorldSpec
@@ -41,11 +43,8 @@ def corpus_report(folder: str) -> dict[str, Any]:
     tools = [len(w.tools) for w in worlds.values()]
     schemas = Counter(canonical_json(w.schema_sql) for w in worlds.values())
     tasks = tables["tasks"]
-    verdicts = tables["verdicts"].to_pylist()
-    accepted = {v["task_id"] for v in verdicts if v["accepted"]}
-    rejections: Counter[str] = Counter(
-        name for v in verdicts if not v["accepted"] for name in (v["failed"] or ["error"])
-    )
+    verdicts = tables["verdicts"]
+    accepted = accepted_ids(verdicts)
     rows = tasks.drop_columns(["spec"]).to_pylist()
     eval_worlds = {w for w in worlds if held_out(w, share)}
     chosen = sorted(accepted)[:_SAMPLE]
@@ -63,8 +62,8 @@ def corpus_report(folder: str) -> dict[str, Any]:
         "worlds": len(worlds),
         "tasks": tasks.num_rows,
         "accepted": len(accepted),
-        "rejected": len(verdicts) - len(accepted),
-        "rejections": dict(rejections.most_common()),
+        "rejected": verdicts.num_rows - sum(verdicts.column("accepted").to_pylist()),
+        "rejections": dict(rejection_counts(verdicts).most_common()),
         "domains": dict(Counter(w.domain for w in worlds.values()).most_common()),
         "schemas": len(schemas),
         "tools_per_world": {

@@ -4,7 +4,9 @@
     metrics = analyze(run)          # JSON-ready: per generation, per level, per check ...
 
 Everything is computed with Arrow group-bys over the whole log (a million
-episode rows take a fraction of a second), from the tables alone:
+episode rows take a fraction of a second), from the tables alone; the figures
+the live table, the summary and the trackers show too come from
+:mod:`coevo.arena.gamelog.figures`:
 
 * ``success``: per generation, success on train and on eval; and per level
   and per domain (joining episodes to their tasks);
@@ -22,8 +24,9 @@ episode rows take a fraction of a second), from the tables alone:
 * ``diversity``: per generation, the accepted pool's diversity as the loop
   logged it and its share of distinct signatures
   (:mod:`coevo.arena.novelty`);
-* ``rejections``: per generation and per check, how many proposals failed it
-  and at what rate;
+* ``rejections``: per generation and per check, how many rejected proposals
+  failed it (``error``: rejected with no failed check, not judged at all) and
+  at what rate;
 * ``calibration``: per generation, the World model's Brier score and expected
   calibration error on the training episodes of tasks it predicted; and the
   reliability table over the whole run;
@@ -57,6 +60,15 @@ from coevo.arena.codetask import CODETASK_FORMAT
 from coevo.arena.errors import CoevoError
 from coevo.arena.gamelog import SCHEMAS, GameLog, RunDir
 from coevo.arena.gamelog.corpus import CORPUS_MANIFEST, read_corpus
+from coevo.arena.gamelog.figures import (
+    accepted_tasks,
+    mean_success,
+    played,
+    predicted_outcomes,
+    rejection_counts,
+    scored_evals,
+    spend,
+)
 from coevo.arena.gamelog.log import has_format
 from coevo.arena.novelty import TaskSignature, distinct_share, signature
 from coevo.arena.spec import TaskSpec, WorldSpec
@@ -149,44 +161,20 @@ def _tasks(run: Run) -> pa.Table:
     return tasks.take(pa.array(np.sort(first)))
 
 
-def _mean_by(table: pa.Table, keys: list[str], value: str) -> list[dict[str, Any]]:
-    if table.num_rows == 0:
-        return []
-    grouped = table.group_by(keys).aggregate([(value, "mean"), (value, "count")])
-    rows = grouped.to_pylist()
-    out = [
-        {**{k: r[k] for k in keys}, "success": r[f"{value}_mean"], "episodes": r[f"{value}_count"]}
-        for r in rows
-    ]
-    return sorted(out, key=lambda r: tuple((r[k] is None, r[k]) for k in keys))
-
-
-def _played(run: Run) -> pa.Table:
-    """The episodes the Solver played: one it could not play (``failure``) measures nothing."""
-    episodes = run["episodes"]
-    return episodes.filter(pc.is_null(episodes.column("failure")))
-
-
 def _success(run: Run, tasks: pa.Table) -> dict[str, Any]:
-    episodes = _played(run)
+    episodes = played(run["episodes"])
     train = episodes.filter(pc.equal(episodes.column("purpose"), "train"))
-    train = train.append_column("value", pc.cast(train.column("reward"), pa.float64()))
-    evals = run["evals"]
-    failed = run["episodes"].filter(pc.invert(pc.is_null(run["episodes"].column("failure"))))
-    evals = evals.filter(
-        pc.invert(pc.is_in(evals.column("episode_id"), value_set=failed.column("episode_id")))
-    )
-    evals = evals.append_column("value", pc.cast(evals.column("reward"), pa.float64()))
-    joined = train.select(["task_id", "gen", "value"]).join(
+    evals = scored_evals(run["evals"], run["episodes"])
+    joined = train.select(["task_id", "gen", "reward"]).join(
         tasks.select(["task_id", "level", "domain"]), keys="task_id", join_type="left outer"
     )
     return {
-        "train": _mean_by(train, ["gen"], "value"),
-        "eval": _mean_by(evals, ["gen"], "value"),
-        "train_by_level": _mean_by(joined, ["gen", "level"], "value"),
-        "train_by_domain": _mean_by(joined, ["gen", "domain"], "value"),
-        "eval_by_level": _mean_by(evals, ["gen", "level"], "value"),
-        "eval_by_domain": _mean_by(evals, ["gen", "domain"], "value"),
+        "train": mean_success(train, ["gen"]),
+        "eval": mean_success(evals, ["gen"]),
+        "train_by_level": mean_success(joined, ["gen", "level"]),
+        "train_by_domain": mean_success(joined, ["gen", "domain"]),
+        "eval_by_level": mean_success(evals, ["gen", "level"]),
+        "eval_by_domain": mean_success(evals, ["gen", "domain"]),
     }
 
 
@@ -239,12 +227,8 @@ def _schemas(run: Run) -> dict[str, str]:
 
 def _pool(run: Run, tasks: pa.Table) -> list[dict[str, Any]]:
     schemas = _schemas(run)
-    verdicts = run["verdicts"]
-    accepted = verdicts.filter(verdicts.column("accepted")).select(["task_id", "gen"])
-    joined = accepted.join(
-        tasks.select(["task_id", "domain", "family", "world_id"]),
-        keys="task_id",
-        join_type="left outer",
+    joined = accepted_tasks(
+        run["verdicts"], tasks.select(["task_id", "domain", "family", "world_id"])
     )
     out = []
     for gen in sorted(set(joined.column("gen").to_pylist())):
@@ -480,42 +464,20 @@ def _diversity(run: Run) -> list[dict[str, Any]]:
 
 
 def _rejections(run: Run) -> list[dict[str, Any]]:
-    verdicts = run["verdicts"]
-    if verdicts.num_rows == 0:
-        return []
-    totals = {
-        r["gen"]: r["count_all"]
-        for r in verdicts.group_by("gen").aggregate([([], "count_all")]).to_pylist()
-    }
-    exploded = pa.table(
-        {
-            "gen": pc.list_parent_indices(verdicts.column("failed")),
-            "check": pc.list_flatten(verdicts.column("failed")),
-        }
-    )
-    gens = verdicts.column("gen").to_numpy()
-    exploded = exploded.set_column(0, "gen", pa.array(gens[exploded.column("gen").to_numpy()]))
-    grouped = exploded.group_by(["gen", "check"]).aggregate([([], "count_all")]).to_pylist()
-    out = [
-        {
-            "gen": r["gen"],
-            "check": r["check"],
-            "failed": r["count_all"],
-            "rate": r["count_all"] / totals[r["gen"]],
-        }
-        for r in grouped
-    ]
+    """Per generation and check: the rejected proposals that failed it (``error``: not judged), and their share of the judged."""
+    verdicts = run["verdicts"].select(["gen", "accepted", "failed"])
+    out = []
+    for gen in sorted(set(verdicts.column("gen").to_pylist())):
+        part = verdicts.filter(pc.equal(verdicts.column("gen"), gen))
+        out += [
+            {"gen": gen, "check": check, "failed": n, "rate": n / part.num_rows}
+            for check, n in rejection_counts(part).items()
+        ]
     return sorted(out, key=lambda r: (r["gen"], -r["failed"], r["check"]))
 
 
 def _calibration(run: Run) -> dict[str, Any]:
-    episodes = _played(run)
-    train = episodes.filter(pc.equal(episodes.column("purpose"), "train"))
-    joined = train.select(["task_id", "gen", "reward"]).join(
-        run["predictions"].select(["task_id", "gen", "p"]),
-        keys=["task_id", "gen"],
-        join_type="inner",
-    )
+    joined = predicted_outcomes(run["episodes"], run["predictions"])
     per_gen = []
     for gen in sorted(set(joined.column("gen").to_pylist())):
         part = joined.filter(pc.equal(joined.column("gen"), gen))
@@ -539,17 +501,7 @@ def _calibration(run: Run) -> dict[str, Any]:
 
 
 def _throughput(run: Run) -> list[dict[str, Any]]:
-    spent: dict[int, dict[str, float]] = {}
-    usage = run["usage"]
-    if usage.num_rows:
-        grouped = usage.group_by("gen").aggregate(
-            [("input_tokens", "sum"), ("output_tokens", "sum"), ("dollars", "sum")]
-        )
-        for r in grouped.to_pylist():
-            spent[r["gen"]] = {
-                "tokens": r["input_tokens_sum"] + r["output_tokens_sum"],
-                "dollars": r["dollars_sum"],
-            }
+    spent = {r["gen"]: r for r in spend(run["usage"], ["gen"])}
     return [
         {
             "gen": r["gen"],
@@ -565,7 +517,7 @@ def _throughput(run: Run) -> list[dict[str, Any]]:
 
 def _irt(run: Run) -> dict[str, Any]:
     """Abilities per solver version and difficulty per task, fitted to the run's episodes."""
-    return fit_rasch(_played(run).select(["solver", "task_id", "reward"]))
+    return fit_rasch(played(run["episodes"]).select(["solver", "task_id", "reward"]))
 
 
 def _policies(run: Run) -> list[dict[str, Any]]:

@@ -17,18 +17,13 @@ from coevo.arena.errors import CoevoError
 from coevo.arena.gamelog.rows import SCHEMAS
 from coevo.arena.gamelog.rundir import RunDir
 
-__all__ = ["CORPUS_FORMAT", "CORPUS_MANIFEST", "held_out", "is_corpus", "read_corpus"]
+__all__ = ["CORPUS_FORMAT", "CORPUS_MANIFEST", "held_out", "read_corpus"]
 
 CORPUS_FORMAT: Final = "coevo.corpus/1"
 """The ``format`` of a corpus's manifest."""
 
 CORPUS_MANIFEST: Final = "corpus.json"
 """The manifest's file name, in the corpus folder."""
-
-
-def is_corpus(folder: str) -> bool:
-    """Whether ``folder`` holds a corpus (its manifest)."""
-    return RunDir(folder).exists(CORPUS_MANIFEST)
 
 
 def held_out(world_id: str, share: float) -> bool:

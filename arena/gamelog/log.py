@@ -36,9 +36,9 @@ from typing import Any, Final
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from coevo.arena.codetask import CODETASK_FORMAT, CodeTaskSpec
+from coevo.arena.codetask import CODETASK_FORMAT
 from coevo.arena.codeworld import CODEWORLD_FORMAT
-from coevo.arena.errors import CoevoError, LogError
+from coevo.arena.errors import LogError
 from coevo.arena.gamelog.lock import RunLock
 from coevo.arena.gamelog.rows import SCHEMAS, GenerationRecord
 from coevo.arena.gamelog.rundir import RunDir
@@ -192,6 +192,15 @@ class GameLog:
             if tables is not None:
                 tables[name] = data
         return parts
+
+    @staticmethod
+    def as_read(gen: int, tables: Mapping[str, pa.Table]) -> dict[str, pa.Table]:
+        """The tables :meth:`write` gave for generation ``gen``, each with the ``gen`` column :meth:`read` adds."""
+        column = pa.field("gen", pa.int32())
+        return {
+            name: table.append_column(column, pa.array([gen] * table.num_rows, pa.int32()))
+            for name, table in tables.items()
+        }
 
     def commit(
         self,
@@ -467,42 +476,6 @@ class GameLog:
                 raise LogError(f"task {task_id} refers to world {task.world}, not in the log")
             tasks[task_id] = task.model_copy(update={"world": world})
         return tasks, worlds
-
-    def code_task_specs(self) -> dict[str, CodeTaskSpec]:
-        """Every logged code task (a benchmark run's pool, ``coevo.codetask/1``) with its world inline, by id.
-
-        Raises:
-            LogError: a record that does not read back, or a task whose world is not in the log.
-        """
-        worlds_table = self.read("worlds")
-        worlds: dict[str, dict[str, Any]] = {}
-        for world_id, spec in zip(
-            worlds_table.column("world_id").to_pylist(),
-            worlds_table.column("spec").to_pylist(),
-            strict=True,
-        ):
-            if world_id not in worlds and has_format(spec, CODEWORLD_FORMAT):
-                worlds[world_id] = json.loads(spec)
-        tasks_table = self.read("tasks")
-        tasks: dict[str, CodeTaskSpec] = {}
-        for task_id, spec in zip(
-            tasks_table.column("task_id").to_pylist(),
-            tasks_table.column("spec").to_pylist(),
-            strict=True,
-        ):
-            if task_id in tasks or not has_format(spec, CODETASK_FORMAT):
-                continue
-            record = json.loads(spec)
-            world = worlds.get(str(record.get("world")))
-            if world is None:
-                raise LogError(
-                    f"task {task_id} refers to world {record.get('world')}, not in the log"
-                )
-            try:
-                tasks[task_id] = CodeTaskSpec.read(record | {"world": world})
-            except CoevoError as exc:
-                raise LogError(f"task {task_id} of the log does not read back: {exc}") from exc
-        return tasks
 
 
 def accepted_ids(verdicts: pa.Table) -> set[str]:

@@ -72,12 +72,7 @@ def _finished(args: argparse.Namespace, experiment: Any, run_dir: str, done: int
                 file=sys.stderr,
             )
 
-    summary = summarize(run_dir)
-    if experiment.benchmark is not None:
-        from coevo.run.benchmark import benchmark_summary
-
-        summary["pass_k"] = benchmark_summary(GameLog(run_dir))
-        summary["episodes"] = GameLog(run_dir).read("episodes", columns=["episode_id"]).num_rows
+    summary = summarize(run_dir)  # after the fact: from the log
     print(
         f"{run_dir} is finished ({done} generations): nothing to resume (to run it longer, raise "
         f"run.generations in {run_dir}/experiment.json, then resume)",
@@ -133,33 +128,28 @@ def _run(args: argparse.Namespace, *, resume: bool) -> int:
             )
     local_ray_auth(ray_address(getattr(args, "address", None), experiment))
     # Ray loads here, once the run is known, so that `coevo --help` and bad input stay fast
-    from coevo.run.connection import check_reachable
-    from coevo.run.experiment import ray_address
-    from coevo.run.loop import check_environment
-    from coevo.run.tracking import require_installed
+    from coevo.run.driver import claim, preflight
 
-    check_environment(experiment)  # a missing API key: said before anything is written
-    require_installed(experiment.tracking)  # and a tracker that is not installed
+    # a missing API key, a tracker not installed, a cluster address where nothing listens:
+    # said before anything is written (the run's one preflight: run_experiment is given the lock)
+    preflight(experiment, args.address, trackers=True)
     pool = None
     if experiment.benchmark is not None and done == 0:  # and a pool that cannot be played
         from coevo.run.benchmark import check_pool
 
         pool = check_pool(experiment)
-    address = ray_address(args.address, experiment)
-    if address:
-        check_reachable(address)  # and a cluster address where nothing listens
     # before Ray starts or an event is written: a second writer stops here, naming the first
     try:
-        lock = GameLog(run_dir).claim(resume=resume)
+        lock = claim(run_dir, resume=resume)
     except OSError as exc:
         raise _unwritable(run_dir, exc) from exc
     try:
-        return _run_locked(args, experiment, run_dir, lock, resume=resume, first=done, pool=pool)
+        return _drive(args, experiment, run_dir, lock, resume=resume, first=done, pool=pool)
     finally:
         lock.release()
 
 
-def _run_locked(
+def _drive(
     args: argparse.Namespace,
     experiment: Any,
     run_dir: str,
@@ -169,10 +159,11 @@ def _run_locked(
     first: int,
     pool: Any = None,
 ) -> int:
+    """The run, its directory's lock held: its events, live table, trackers and summary."""
     from coevo.arena.gamelog import GameLog, RunDir
     from coevo.run.display import EventLog, GenerationTable
     from coevo.run.loop import run_experiment
-    from coevo.run.summary import summarize
+    from coevo.run.summary import RunTables, summarize
     from coevo.run.tracking import Tracking
     from coevo.run.trainer import TrainerTimeout
 
@@ -193,9 +184,18 @@ def _run_locked(
     table = GenerationTable(f"{experiment.run.name} → {run_dir}", total=experiment.run.generations)
     table.starting(_starting(args, experiment))
 
+    # what the summary is made of: the generations committed before (a resume), then those written
+    benchmark = experiment.benchmark is not None
+    written = (
+        RunTables.read(GameLog(run_dir), benchmark=benchmark)
+        if first
+        else RunTables(benchmark=benchmark)
+    )
+
     def show_and_track(report: Any) -> None:
         table(report)
         tracking(report)  # queued: the trackers write on their own thread
+        written.add(report.tables)
 
     try:
         tracking.start()
@@ -256,12 +256,7 @@ def _run_locked(
         raise
     finally:
         table.close()
-    summary = summarize(run_dir)
-    if experiment.benchmark is not None:
-        from coevo.run.benchmark import benchmark_summary
-
-        summary["pass_k"] = benchmark_summary(GameLog(run_dir))
-        summary["episodes"] = GameLog(run_dir).read("episodes", columns=["episode_id"]).num_rows
+    summary = summarize(run_dir, written)
     summary["roles_failing"] = {
         role: {
             "generations": gens,

@@ -9,6 +9,7 @@ from coevo.agents.linear_pg import LinearPGSolver
 from coevo.agents.protocols import ProposalRequest
 from coevo.agents.synthesizers.procedural import ProceduralSynthesizer
 from coevo.arena import Episode, TaskSpec, Verdict
+from coevo.arena.outcomes import CheckResult
 
 
 class FlakySolver(LinearPGSolver):
@@ -63,3 +64,28 @@ class MuddledJudge:
     def assess(self, tasks: Sequence[TaskSpec]) -> list[Verdict]:
         verdicts = self.judge.assess(tasks)
         return verdicts[::-1] if len(tasks) > 1 else verdicts
+
+
+class StrictJudge:
+    """The mechanical Judge (unisolated), stricter by task id: one task in three also fails ``oracle``, one in five is rejected naming no failed check (a plugin Judge's verdict)."""
+
+    kind = "judge"
+
+    def __init__(self) -> None:
+        self.judge = MechanicalJudge(isolate=False)
+
+    def assess(self, tasks: Sequence[TaskSpec]) -> list[Verdict]:
+        out = []
+        for verdict in self.judge.assess(tasks):
+            mark = int((verdict.task_id or "0")[-4:], 16)
+            if mark % 5 == 0:
+                passed = {
+                    k: c.model_copy(update={"passed": True}) for k, c in verdict.checks.items()
+                }
+                verdict = verdict.model_copy(update={"accepted": False, "checks": passed})
+            elif mark % 3 == 0:
+                failed = CheckResult(passed=False, reason="rejected on purpose")
+                checks = {**verdict.checks, "oracle": failed}
+                verdict = verdict.model_copy(update={"accepted": False, "checks": checks})
+            out.append(verdict)
+        return out

@@ -6,6 +6,7 @@ import json
 
 import jsonschema
 from coevo.arena import TaskSpec, WorldSpec, canonical_json, dump_record, load_records
+from coevo.arena.ids import episode_id
 from coevo.arena.records import json_schema
 
 from tests.factories import EXAMPLES, example, mini_task
@@ -81,3 +82,13 @@ def test_model_copy_keeps_world_data_and_recomputes_ids(examples) -> None:
     copied = world.model_copy(update={"domain": "elsewhere"})
     assert copied.data == world.data
     assert copied.world_id != world.world_id
+
+
+def test_episode_ids_are_pinned():
+    """An episode id is a pure function of where the play happened: the loop's, a benchmark trial's, an inbox rollout's and a proposer rollout's ids must never change (resumed and retried runs match on them)."""
+    assert episode_id(0, 3, "train", 17, "sha256:ab") == "ep-1ba286eaf0ec08be4926e174"
+    assert episode_id(0, 2, "benchmark", "sha256:ab") == "ep-176294c4918377938eb4dd05"
+    assert episode_id("inbox", "part-0001.jsonl", 4) == "ep-708650c13a8d57a477700857"
+    assert (
+        episode_id(0, 1, "propose", "sha256:ab", prefix="prop-") == "prop-21f369741ac2e398d52833b4"
+    )

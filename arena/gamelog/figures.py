@@ -1,0 +1,138 @@
+"""The figures more than one reader of the game log shows, each computed here once.
+
+The live table's row (:mod:`coevo.run.record`), a run's summary
+(:mod:`coevo.run.summary`), the trackers (:mod:`coevo.run.tracking`),
+``coevo analyze`` (:mod:`coevo.arena.analysis.metrics`) and ``coevo corpus
+report`` (:mod:`coevo.arena.analysis.corpus`) all count rejections, success
+and spend; they take them from these functions, over the log's tables (as
+:meth:`~coevo.arena.gamelog.GameLog.write` returns them or
+:meth:`~coevo.arena.gamelog.GameLog.read` reads them back), so that they
+cannot disagree.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from typing import Any, Final
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from coevo.arena.outcomes import Verdict
+
+__all__ = [
+    "UNJUDGED",
+    "accepted_tasks",
+    "mean_success",
+    "played",
+    "predicted_outcomes",
+    "rejection_counts",
+    "scored_evals",
+    "spend",
+    "top_rejections",
+]
+
+UNJUDGED: Final = "error"
+"""Where a rejected verdict that names no failed check is counted: its record could not be read,
+or the Judge failed on it (``Verdict.error``)."""
+
+
+def rejection_counts(verdicts: pa.Table | Iterable[Verdict]) -> Counter[str]:
+    """How many rejected tasks failed each check; a rejected one with no failed check counts once as :data:`UNJUDGED`.
+
+    Args:
+        verdicts: a ``verdicts`` table (its ``accepted`` and ``failed`` columns), or the
+            Judge's verdicts themselves (the loop's, before they are written: their
+            checks in the order the Judge ran them, which breaks ties in
+            :func:`top_rejections` as the log always has).
+    """
+    if isinstance(verdicts, pa.Table):
+        outcomes: Iterable[tuple[bool, Sequence[str] | None]] = zip(
+            verdicts.column("accepted").to_pylist(),
+            verdicts.column("failed").to_pylist(),
+            strict=True,
+        )
+    else:
+        outcomes = ((v.accepted, list(v.failed)) for v in verdicts)
+    return Counter(
+        name for accepted, failed in outcomes if not accepted for name in (failed or [UNJUDGED])
+    )
+
+
+def top_rejections(counts: Counter[str], n: int = 5) -> dict[str, int]:
+    """The ``n`` checks most often failed, with their counts (the ``generations.rejections`` column keeps five)."""
+    return dict(counts.most_common(n))
+
+
+def played(episodes: pa.Table) -> pa.Table:
+    """The episodes the Solver played: one it could not play (``failure``, its server down) measures nothing."""
+    return episodes.filter(pc.is_null(episodes.column("failure")))
+
+
+def scored_evals(evals: pa.Table, episodes: pa.Table) -> pa.Table:
+    """The ``evals`` rows whose episode was played (:func:`played`)."""
+    failed = episodes.filter(pc.invert(pc.is_null(episodes.column("failure"))))
+    return evals.filter(
+        pc.invert(pc.is_in(evals.column("episode_id"), value_set=failed.column("episode_id")))
+    )
+
+
+def mean_success(table: pa.Table, keys: Sequence[str]) -> list[dict[str, Any]]:
+    """Success (mean ``reward``) and episodes per value of ``keys``, sorted by them (null last).
+
+    Args:
+        table: rows with a ``reward`` column (episodes or evals, already :func:`played`).
+        keys: the columns to group by (``[]``: one row for the whole table, when it has rows).
+    """
+    if table.num_rows == 0:
+        return []
+    value = table.append_column("value", pc.cast(table.column("reward"), pa.float64()))
+    grouped = value.group_by(list(keys)).aggregate([("value", "mean"), ("value", "count")])
+    out = [
+        {**{k: r[k] for k in keys}, "success": r["value_mean"], "episodes": r["value_count"]}
+        for r in grouped.to_pylist()
+    ]
+    return sorted(out, key=lambda r: tuple((r[k] is None, r[k]) for k in keys))
+
+
+def accepted_tasks(verdicts: pa.Table, tasks: pa.Table) -> pa.Table:
+    """The accepted tasks of ``verdicts``: their ``task_id`` (and ``gen``, when read from the log) with their ``tasks`` columns.
+
+    Args:
+        verdicts: a ``verdicts`` table.
+        tasks: ``tasks`` rows, at most one per task id, with the columns wanted (its ``gen`` is
+            left out: the verdict's says when the task was accepted).
+    """
+    accepted = verdicts.filter(verdicts.column("accepted"))
+    keep = [c for c in ("task_id", "gen") if c in accepted.column_names]
+    wanted = tasks.drop_columns([c for c in ("gen",) if c in tasks.column_names])
+    return accepted.select(keep).join(wanted, keys="task_id", join_type="left outer")
+
+
+def predicted_outcomes(episodes: pa.Table, predictions: pa.Table) -> pa.Table:
+    """The played training episodes of tasks the World model predicted in their generation: ``p`` and ``reward`` (calibration)."""
+    train = played(episodes)
+    train = train.filter(pc.equal(train.column("purpose"), "train"))
+    keys = ["task_id", "gen"] if "gen" in train.column_names else ["task_id"]
+    return train.select([*keys, "reward"]).join(
+        predictions.select([*keys, "p"]), keys=keys, join_type="inner"
+    )
+
+
+def spend(usage: pa.Table, keys: Sequence[str]) -> list[dict[str, Any]]:
+    """What the roles that report usage spent per value of ``keys``: calls, tokens (input and output), dollars."""
+    if usage.num_rows == 0:
+        return []
+    grouped = usage.group_by(list(keys)).aggregate(
+        [("calls", "sum"), ("input_tokens", "sum"), ("output_tokens", "sum"), ("dollars", "sum")]
+    )
+    out = [
+        {
+            **{k: r[k] for k in keys},
+            "calls": r["calls_sum"],
+            "tokens": r["input_tokens_sum"] + r["output_tokens_sum"],
+            "dollars": r["dollars_sum"],
+        }
+        for r in grouped.to_pylist()
+    ]
+    return sorted(out, key=lambda r: tuple(r[k] for k in keys))
