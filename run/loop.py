@@ -373,14 +373,7 @@ class Arena:
         )
 
     def _load_checkpoint(self, gen: int) -> None:
-        manifest = self.log.manifests()[gen]
-        if manifest["schema_version"] < 2:
-            raise ArenaError(
-                f"{self.run.uri} was written by an older coevo (game-log schema "
-                f"{manifest['schema_version']}), whose checkpoints are Python pickles; coevo never "
-                "loads a pickle from a run directory. Its log still reads (coevo analyze, report, "
-                "export); to train on, start a new run with `coevo run`"
-            )
+        manifest = _resumable(self.log, gen)
         base = ("checkpoints", f"gen={gen}")
         tasks = self._tasks_from_log()
         self.logged_worlds = set(self.worlds)
@@ -764,6 +757,23 @@ class Arena:
             self.actors.close()
 
 
+def _resumable(log: GameLog, gen: int) -> dict[str, Any]:
+    """Generation ``gen``'s manifest, when its checkpoint is one coevo loads.
+
+    Raises:
+        ArenaError: the run was written with pickled checkpoints (game-log schema 1).
+    """
+    manifest = log.manifests()[gen]
+    if manifest["schema_version"] < 2:
+        raise ArenaError(
+            f"{log.run.uri} was written by an older coevo (game-log schema "
+            f"{manifest['schema_version']}), whose checkpoints are Python pickles; coevo never "
+            "loads a pickle from a run directory. Its log still reads (coevo analyze, report, "
+            "export); to train on, start a new run with `coevo run`"
+        )
+    return manifest
+
+
 def run_experiment(
     experiment: Experiment,
     run_dir: str | None = None,
@@ -795,6 +805,8 @@ def run_experiment(
         LogError: another run holds the run directory, or (to resume) its log is damaged.
     """
     target = run_dir or experiment.run.out
+    if resume and (last := GameLog(target).last_generation()) >= 0:
+        _resumable(GameLog(target), last)  # before Ray starts or the lock is taken
     with driving(
         experiment, target, resume=resume, address=address, lock=lock, events=events
     ) as held:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import sys
 from typing import Any
 
 import pytest
@@ -93,6 +94,18 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     _spent[report.nodeid] = _spent.get(report.nodeid, 0.0) + report.duration
 
 
+_started_ray: list[str] = []
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    """Note a test not marked slow after which Ray is running: the quick loop starts none."""
+    ray = sys.modules.get("ray")
+    if ray is not None and not _started_ray and item.get_closest_marker("slow") is None:
+        if ray.is_initialized():
+            _started_ray.append(item.nodeid)
+
+
 def _budget(nodeid: str) -> float:
     prefix = max((p for p in BUDGETS if nodeid.startswith(p)), key=len, default=None)
     return BUDGETS[prefix][0] if prefix is not None else BUDGET_SECONDS
@@ -112,6 +125,8 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     over = sorted(((v, k) for k, v in _spent.items() if v > _budget(k)), reverse=True)
     for seconds, nodeid in over:
         write(f"over its budget of {_budget(nodeid):.0f} s: {nodeid} ({seconds:.1f} s)")
+    for nodeid in _started_ray:
+        write(f"Ray was running after a test not marked slow: {nodeid} (or one before it)")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

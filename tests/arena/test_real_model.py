@@ -23,6 +23,7 @@ from coevo.arena.gamelog import GameLog
 from coevo.run.trainer import BATCH_SCHEMA, FolderTransport
 
 from tests import real_model
+from tests.factories import IN_PROCESS_FLAGS
 
 pytestmark = [pytest.mark.slow, pytest.mark.real_model]
 
@@ -87,6 +88,7 @@ def loop(vllm_server, tmp_path_factory) -> dict:
         "run.rollouts=4",
         "--set",
         "eval.per_level=2",
+        *IN_PROCESS_FLAGS,  # the two cores go to vLLM and the trainer, not to Ray's workers
     ]
     env = {**os.environ, "OPENAI_BASE_URL": vllm_server.url, "OPENAI_API_KEY": "x"}
     with (where / "run.log").open("w") as out:
