@@ -101,9 +101,9 @@ _started_ray: list[str] = []
 def pytest_runtest_teardown(item: pytest.Item) -> None:
     """Note a test not marked slow after which Ray is running: the quick loop starts none."""
     ray = sys.modules.get("ray")
-    if ray is not None and not _started_ray and item.get_closest_marker("slow") is None:
-        if ray.is_initialized():
-            _started_ray.append(item.nodeid)
+    quick = item.get_closest_marker("slow") is None
+    if ray is not None and not _started_ray and quick and ray.is_initialized():
+        _started_ray.append(item.nodeid)
 
 
 def _budget(nodeid: str) -> float:
