@@ -253,7 +253,16 @@ def test_procedural_functions_are_short_and_simple():
 # cycle): each child starts with no coevo module loaded, as a fresh interpreter would.
 _FRESH_IMPORTER = """
 import json, os, sys, traceback
-import anthropic, numpy, pyarrow, pyarrow.dataset, pyarrow.parquet, pydantic  # noqa: F401
+import importlib
+for library in (
+    "anthropic", "numpy", "pyarrow", "pyarrow.dataset", "pyarrow.parquet", "pydantic", "ray",
+    "aiohttp", "httpx2", "openai", "mcp", "structlog", "rich", "networkx", "jsonschema",
+    "matplotlib", "mlflow",
+):
+    try:
+        importlib.import_module(library)
+    except ImportError:
+        pass  # an extra not installed here: the child imports what it needs
 assert not [m for m in sys.modules if m.startswith("coevo")]
 for line in sys.stdin:
     name = line.strip()

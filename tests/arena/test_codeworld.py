@@ -231,6 +231,7 @@ def test_records_are_checked_and_runtimes_are_named_never_loaded_from_data(world
 @pytest.mark.skipif(
     bool(MISSING), reason="sandbox layers not available here: " + "; ".join(MISSING)
 )
+@pytest.mark.slow
 def test_tool_code_cannot_escape_and_the_run_goes_on(worlds, tmp_path) -> None:
     """A file outside the box, a socket, a fork bomb, 4 GiB, an endless loop: a clear per-call error each, then the next call works."""
     secret = tmp_path / "secret.txt"
@@ -269,6 +270,7 @@ def test_tool_code_cannot_escape_and_the_run_goes_on(worlds, tmp_path) -> None:
     assert received == []
 
 
+@pytest.mark.slow
 def test_a_worker_that_dies_or_hangs_fails_its_episode_and_is_restarted(worlds) -> None:
     """The episode is failed with the reason; other episodes and the next one go on."""
     before = worlds.restarts

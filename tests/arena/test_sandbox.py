@@ -25,6 +25,8 @@ HERE = str(Path(__file__).parent)
 REPO = Path(__file__).parents[2]
 MISSING = Sandbox().missing()
 
+pytestmark = pytest.mark.slow  # worker processes of their own
+
 
 def needs(*layers: str) -> pytest.MarkDecorator:
     """Skip unless this machine gives every one of ``layers``."""

@@ -78,6 +78,7 @@ def test_every_proposal_is_scored_by_the_objective_into_the_proposals_table(tmp_
     assert any(line.startswith("proposer (learnability): mean reward") for line in lines), lines
 
 
+@pytest.mark.slow
 def test_a_learning_synthesizer_learns_after_each_generation_and_a_resumed_run_writes_the_same_log(
     tmp_path,
 ) -> None:

@@ -125,6 +125,7 @@ def test_a_self_play_synthesizer_keeps_the_rollout_of_each_task_it_proposes() ->
     assert row.token_ids is None and "conversation of its own" in (row.note or "")
 
 
+@pytest.mark.slow
 def test_a_self_play_synthesizer_hands_the_judge_its_drafts_that_fail_their_checks() -> None:
     """With self_play a draft that still fails its checks goes to the Judge (its rejection is the proposer's penalty); without, it is dropped."""
     drafts = [_variant(name, change) for name, change in HOSTILE.items()]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from coevo.arena import TaskSpec
 from coevo.arena.isolation import IsolatedJudge
 from coevo.arena.judge import WorldCache, assess_task
@@ -11,6 +12,8 @@ from coevo.arena.workers import Crashed, Done, Overrun, WorkerPool
 from tests.factories import call, mini_task, mini_world, tool
 
 HANDLER = "tests.arena.worker_jobs:job"
+
+pytestmark = pytest.mark.slow  # worker processes of their own
 
 
 def test_jobs_come_back_in_order_from_persistent_workers():
