@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from coevo.arena import TaskSpec, WorldSpec
 
+from tests import beside
 from tests.factories import IN_PROCESS_TOML, load_examples
 
 # The trainer's own tests need the train extra (torch); where it is missing they run in the
@@ -97,12 +98,17 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 _started_ray: list[str] = []
 
 
-@pytest.hookimpl(trylast=True)
-def pytest_runtest_teardown(item: pytest.Item) -> None:
-    """Note a test not marked slow after which Ray is running: the quick loop starts none."""
+def _ray_running() -> bool:
     ray = sys.modules.get("ray")
-    quick = item.get_closest_marker("slow") is None
-    if ray is not None and not _started_ray and quick and ray.is_initialized():
+    return ray is not None and ray.is_initialized()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Any:
+    """Note a test not marked slow during which Ray started: the quick loop starts none."""
+    before = _ray_running()
+    yield
+    if not before and _ray_running() and item.get_closest_marker("slow") is None:
         _started_ray.append(item.nodeid)
 
 
@@ -126,7 +132,7 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     for seconds, nodeid in over:
         write(f"over its budget of {_budget(nodeid):.0f} s: {nodeid} ({seconds:.1f} s)")
     for nodeid in _started_ray:
-        write(f"Ray was running after a test not marked slow: {nodeid} (or one before it)")
+        write(f"Ray started during a test not marked slow: {nodeid}")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -142,3 +148,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             "tests on Ray must be marked slow (the quick loop starts no Ray):\n  "
             + "\n  ".join(unmarked)
         )
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start the long checks the selected tests read, beside the suite (tests/beside.py)."""
+    beside.start([item.nodeid for item in session.items])
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """End what still runs beside the suite."""
+    beside.stop()

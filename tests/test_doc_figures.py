@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from coevo.arena.gamelog import GameLog
 
-from tests.factories import IN_PROCESS_FLAGS, run_cli
+from tests import beside
+from tests.factories import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
@@ -18,12 +19,11 @@ pytestmark = pytest.mark.slow  # a 20-generation run (about 50 s on two cores)
 
 
 @pytest.fixture(scope="module")
-def quickstart(tmp_path_factory) -> tuple[Path, str]:
-    """`coevo run quickstart` as the README's first command runs it (roles in this process: the same log); its run directory and what it printed."""
-    out = tmp_path_factory.mktemp("quickstart") / "run"
-    done = run_cli("run", "quickstart", "--out", str(out), *IN_PROCESS_FLAGS)
+def quickstart() -> tuple[Path, str]:
+    """`coevo run quickstart` as the README's first command runs it (roles in this process: the same log), started beside the suite (tests/beside.py); its run directory and what it printed."""
+    done = beside.result("quickstart")
     assert done.returncode == 0, done.stderr[-2000:]
-    return out, done.stderr
+    return beside.QUICKSTART_OUT, done.stderr
 
 
 def _without_timing(line: str) -> str:

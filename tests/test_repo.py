@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import beside
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -63,10 +65,8 @@ def test_ruff_lint_and_format_pass():
 
 @pytest.mark.slow
 def test_mypy_passes():
-    """The packages type-check (mypy, settings in pyproject.toml)."""
-    result = subprocess.run(
-        [sys.executable, "-m", "mypy"], cwd=ROOT, capture_output=True, text=True
-    )
+    """The packages type-check (mypy, settings in pyproject.toml; started beside the suite, tests/beside.py)."""
+    result = beside.result("mypy")
     assert result.returncode == 0, result.stdout + result.stderr
 
 

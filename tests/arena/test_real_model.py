@@ -87,7 +87,7 @@ def loop(vllm_server, tmp_path_factory) -> dict:
         "--set",
         "run.rollouts=4",
         "--set",
-        "eval.per_level=2",
+        "eval.per_level=1",
         *IN_PROCESS_FLAGS,  # the two cores go to vLLM and the trainer, not to Ray's workers
     ]
     env = {**os.environ, "OPENAI_BASE_URL": vllm_server.url, "OPENAI_API_KEY": "x"}
