@@ -1,7 +1,8 @@
 """Long checks started beside the suite: a command begins when a test that reads it is collected.
 
-The suite runs one test at a time, and most tests keep one core busy; mypy and
-the quickstart the docs quote are whole processes of their own, so they start
+The suite runs one test at a time, and most tests keep one core busy; mypy, the
+quickstart the docs quote and the import of every module on its own are
+processes of their own, so they start
 as soon as collection ends, on the other core, and the test that reads one
 waits for its result (:func:`result`). A test run on its own (or a selection
 without it) starts nothing early: :func:`result` then runs the command at once.
@@ -30,9 +31,10 @@ class Check:
     readers: str
     cwd: Path = ROOT
     made: tuple[Path, ...] = field(default_factory=tuple)  # what it writes, removed at the end
+    env: dict[str, str] = field(default_factory=dict)  # set for it, over this process's
 
 
-CHECKS: Final = {
+CHECKS: dict[str, Check] = {
     "mypy": Check((sys.executable, "-m", "mypy"), "tests/test_repo.py::test_mypy_passes"),
     "quickstart": Check(
         (
@@ -50,6 +52,70 @@ CHECKS: Final = {
     ),
 }
 """What may start beside the suite, by name."""
+
+FOLDERS: Final = {
+    "arena": "coevo.arena",
+    "agents": "coevo.agents",
+    "curricula": "coevo.curricula",
+    "run": "coevo.run",
+}
+"""The package folders and their import names."""
+
+
+def modules(folders: dict[str, str] = FOLDERS) -> list[tuple[str, Path]]:
+    """Every module of the packages (its import name, its file), in folder order."""
+    out = []
+    for folder, package in folders.items():
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            parts = path.relative_to(ROOT / folder).with_suffix("").parts
+            parts = parts[:-1] if parts[-1] == "__init__" else parts
+            out.append((".".join([package, *parts]), path))
+    return out
+
+
+# Imports each module named on the command line in a child forked from a process that has
+# imported no coevo module (only the third-party libraries, which take most of the time and
+# cannot hold a coevo cycle): each child starts with no coevo module loaded, as a fresh
+# interpreter would. One JSON line per module: its name, exit status and error.
+_FRESH_IMPORTER: Final = """
+import json, os, sys, traceback
+import importlib
+for library in (
+    "anthropic", "numpy", "pyarrow", "pyarrow.dataset", "pyarrow.parquet", "pydantic", "ray",
+    "aiohttp", "httpx2", "openai", "mcp", "structlog", "rich", "networkx", "jsonschema",
+    "matplotlib", "mlflow",
+):
+    try:
+        importlib.import_module(library)
+    except ImportError:
+        pass  # an extra not installed here: the child imports what it needs
+assert not [m for m in sys.modules if m.startswith("coevo")]
+for name in sys.argv[1:]:
+    reader, writer = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(reader)
+        try:
+            __import__(name)
+            status, text = 0, ""
+        except BaseException:
+            status, text = 1, traceback.format_exc()[-2000:]
+        os.write(writer, text.encode())
+        os._exit(status)
+    os.close(writer)
+    chunks = []
+    while chunk := os.read(reader, 65536):
+        chunks.append(chunk)
+    os.close(reader)
+    _, code = os.waitpid(pid, 0)
+    print(json.dumps({"name": name, "status": code, "error": b"".join(chunks).decode()}), flush=True)
+"""
+
+CHECKS["imports"] = Check(
+    (sys.executable, "-c", _FRESH_IMPORTER, *(name for name, _ in modules())),
+    "tests/test_architecture.py::test_every_module_imports_on_its_own",
+    env={"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"},
+)
 
 _running: dict[str, subprocess.Popen[str]] = {}
 
@@ -70,7 +136,7 @@ def _popen(check: Check) -> subprocess.Popen[str]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env={k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"},
+        env={**{k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}, **check.env},
     )
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import ast
 import importlib.util
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -15,13 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from tests import beside
+
 ROOT = Path(__file__).resolve().parents[1]
-FOLDERS = {
-    "arena": "coevo.arena",
-    "agents": "coevo.agents",
-    "curricula": "coevo.curricula",
-    "run": "coevo.run",
-}
+FOLDERS = beside.FOLDERS
 FLOORS = ["coevo.run", "coevo.curricula", "coevo.agents", "coevo.arena"]
 """The floors, top to bottom: a folder each."""
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
@@ -69,13 +65,7 @@ def cyclomatic_complexity(function: ast.AST) -> int:
 
 
 def _modules() -> list[tuple[str, Path]]:
-    out = []
-    for folder, package in FOLDERS.items():
-        for path in sorted((ROOT / folder).rglob("*.py")):
-            parts = path.relative_to(ROOT / folder).with_suffix("").parts
-            parts = parts[:-1] if parts[-1] == "__init__" else parts
-            out.append((".".join([package, *parts]), path))
-    return out
+    return beside.modules(FOLDERS)
 
 
 def _lint_imports(cwd: Path, env_path: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -248,74 +238,24 @@ def test_procedural_functions_are_short_and_simple():
     )
 
 
-# Imports each module named on stdin in a child forked from a process that has imported no coevo
-# module (only the third-party libraries, which take most of the time and cannot hold a coevo
-# cycle): each child starts with no coevo module loaded, as a fresh interpreter would.
-_FRESH_IMPORTER = """
-import json, os, sys, traceback
-import importlib
-for library in (
-    "anthropic", "numpy", "pyarrow", "pyarrow.dataset", "pyarrow.parquet", "pydantic", "ray",
-    "aiohttp", "httpx2", "openai", "mcp", "structlog", "rich", "networkx", "jsonschema",
-    "matplotlib", "mlflow",
-):
-    try:
-        importlib.import_module(library)
-    except ImportError:
-        pass  # an extra not installed here: the child imports what it needs
-assert not [m for m in sys.modules if m.startswith("coevo")]
-for line in sys.stdin:
-    name = line.strip()
-    reader, writer = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(reader)
-        try:
-            __import__(name)
-            status, text = 0, ""
-        except BaseException:
-            status, text = 1, traceback.format_exc()[-2000:]
-        os.write(writer, text.encode())
-        os._exit(status)
-    os.close(writer)
-    chunks = []
-    while chunk := os.read(reader, 65536):
-        chunks.append(chunk)
-    os.close(reader)
-    _, code = os.waitpid(pid, 0)
-    print(json.dumps({"status": code, "error": b"".join(chunks).decode()}), flush=True)
-"""
-
-
 TRAIN_EXTRA_PACKAGE = "coevo.run.train."
 """The modules of `coevo train` that import torch, transformers or peft (the train extra)."""
 TRAIN_EXTRA = {"torch", "transformers", "peft", "safetensors", "gguf"}
 
 
 @pytest.fixture(scope="module")
-def fresh_importer():
-    """A process that imports a module, on request, in a child with no coevo module loaded."""
-    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
-    process = subprocess.Popen(
-        [sys.executable, "-c", _FRESH_IMPORTER],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        cwd=ROOT,
-        env=env,
-    )
-    yield process
-    process.stdin.close()
-    process.wait()
+def fresh_imports() -> dict[str, dict]:
+    """Each module's import in a child with no coevo module loaded (started beside the suite: tests/beside.py)."""
+    done = beside.result("imports")
+    assert done.returncode == 0, done.stderr[-2000:]
+    return {r["name"]: r for r in map(json.loads, done.stdout.splitlines())}
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", [name for name, _ in _modules()])
-def test_every_module_imports_on_its_own(name, fresh_importer):
+def test_every_module_imports_on_its_own(name, fresh_imports):
     """Each module imports with no other coevo module loaded before it (no order-dependent cycle); `coevo train`'s need the train extra, and say so."""
-    fresh_importer.stdin.write(name + "\n")
-    fresh_importer.stdin.flush()
-    result = json.loads(fresh_importer.stdout.readline())
+    result = fresh_imports[name]
     if result["status"] != 0 and name.startswith(TRAIN_EXTRA_PACKAGE):
         # no torch here: such a module may fail only for a package of the train extra
         missing = re.search(r"No module named '([^'.]+)", result["error"] or "")
