@@ -1,11 +1,11 @@
-"""Long checks started beside the suite: a command begins when a test that reads it is collected.
+"""Long checks run beside the suite: they begin when a test that reads one is collected.
 
 The suite runs one test at a time, and most tests keep one core busy; mypy, the
 quickstart the docs quote and the import of every module on its own are
-processes of their own, so they start
-as soon as collection ends, on the other core, and the test that reads one
-waits for its result (:func:`result`). A test run on its own (or a selection
-without it) starts nothing early: :func:`result` then runs the command at once.
+processes of their own, so they run one after another from the end of
+collection, in a thread, on the other core; the test that reads one waits for
+its result (:func:`result`). A test run on its own (or a selection without it)
+starts nothing early: :func:`result` then runs the command at once.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
@@ -117,14 +118,48 @@ CHECKS["imports"] = Check(
     env={"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"},
 )
 
-_running: dict[str, subprocess.Popen[str]] = {}
+
+class _Queue:
+    """The checks a selection reads, run one after another in a thread (one core for them, one for the tests)."""
+
+    def __init__(self, names: list[str]):
+        self.names = names
+        self.done = {name: threading.Event() for name in names}
+        self.results: dict[str, subprocess.CompletedProcess[str]] = {}
+        self.current: subprocess.Popen[str] | None = None
+        self.stopped = False
+        self.thread = threading.Thread(target=self._run, name="beside", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        for name in self.names:
+            if self.stopped:
+                break
+            self.current = _popen(CHECKS[name])
+            stdout, stderr = self.current.communicate()
+            self.results[name] = subprocess.CompletedProcess(
+                self.current.args, self.current.returncode, stdout, stderr
+            )
+            self.done[name].set()
+
+    def stop(self) -> None:
+        self.stopped = True
+        if self.current is not None and self.current.poll() is None:
+            self.current.kill()
+        self.thread.join(timeout=30)
+
+
+_queue: _Queue | None = None
 
 
 def start(nodeids: list[str]) -> None:
-    """Start every check a collected test reads."""
-    for name, check in CHECKS.items():
-        if name not in _running and any(n.startswith(check.readers) for n in nodeids):
-            _running[name] = _popen(check)
+    """Start, one after another, every check a collected test reads."""
+    global _queue
+    # in the order their readers run (the suite's files in alphabetical order)
+    order = sorted(CHECKS, key=lambda n: CHECKS[n].readers)
+    names = [n for n in order if any(i.startswith(CHECKS[n].readers) for i in nodeids)]
+    if names and _queue is None:
+        _queue = _Queue(names)
 
 
 def _popen(check: Check) -> subprocess.Popen[str]:
@@ -142,17 +177,21 @@ def _popen(check: Check) -> subprocess.Popen[str]:
 
 def result(name: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
     """The check's outcome: waited for if it started beside the suite, else run now."""
-    process = _running.pop(name, None) or _popen(CHECKS[name])
+    if _queue is not None and name in _queue.done:
+        if not _queue.done[name].wait(timeout):
+            raise TimeoutError(f"{name}, started beside the suite, did not end in {timeout:g} s")
+        return _queue.results[name]
+    process = _popen(CHECKS[name])
     stdout, stderr = process.communicate(timeout=timeout)
     return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
 
 
 def stop() -> None:
     """End what still runs (a selection that stopped early), and remove what the checks wrote."""
-    for process in _running.values():
-        process.kill()
-        process.communicate()
-    _running.clear()
+    global _queue
+    if _queue is not None:
+        _queue.stop()
+        _queue = None
     for check in CHECKS.values():
         for path in check.made:
             shutil.rmtree(path, ignore_errors=True)
