@@ -94,3 +94,9 @@ def test_every_package_is_in_the_wheel():
     found = {plugins.get(name, name) for name in found}
     assert found - listed == set(), "add these packages to [tool.setuptools] packages"
     assert listed - found == set(), "these listed packages do not exist"
+
+
+def test_the_readme_stays_at_most_200_lines():
+    """The README is the front door; the rest is in docs/ (docs/testing.md, docs/arena.md, ...)."""
+    lines = (ROOT / "README.md").read_text().splitlines()
+    assert len(lines) <= 200, f"README.md has {len(lines)} lines: move the detail to docs/"
