@@ -203,6 +203,14 @@ def _benchmark_lines(summary: dict[str, Any], passes: dict[str, Any]) -> list[st
         lines.append(
             f"{_plural(passes['failed'], 'episode')} the Solver could not play (left out of pass^k)"
         )
+    lines += _suite_and_rejections(summary)
+    lines.append(f"game log: {str(summary['run_dir']).rstrip('/')}/log")
+    return lines
+
+
+def _suite_and_rejections(summary: dict[str, Any]) -> list[str]:
+    """A line for an eval suite short of what was asked, and one for the rejections by check."""
+    lines = []
     asked, made = summary.get("eval_asked"), summary.get("eval_tasks")
     if asked and made is not None and made < asked:
         lines.append(
@@ -212,7 +220,6 @@ def _benchmark_lines(summary: dict[str, Any], passes: dict[str, Any]) -> list[st
     if summary.get("top_rejections"):
         checks = ", ".join(f"{name} {n}" for name, n in summary["top_rejections"].items())
         lines.append(f"rejections by check: {checks}")
-    lines.append(f"game log: {str(summary['run_dir']).rstrip('/')}/log")
     return lines
 
 
@@ -235,15 +242,7 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
         lines.append("no task was accepted, so nothing was trained")
         if not summary.get("proposed", summary["rejected"]):
             lines.append("the synthesizer proposed none: see synthesis_attempt in events.jsonl")
-    asked, made = summary.get("eval_asked"), summary.get("eval_tasks")
-    if asked and made is not None and made < asked:
-        lines.append(
-            f"eval suite: {made} of the {asked} tasks asked for (the synthesizer made or the "
-            "Judge accepted no more): eval success is measured on those"
-        )
-    if summary.get("top_rejections"):
-        checks = ", ".join(f"{name} {n}" for name, n in summary["top_rejections"].items())
-        lines.append(f"rejections by check: {checks}")
+    lines += _suite_and_rejections(summary)
     for role, failing in summary.get("roles_failing", {}).items():
         gens = failing["generations"]
         lines.append(

@@ -235,13 +235,19 @@ def _add_train(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
     parser.add_argument(
         "--settings", default=None, help="a TOML file of these settings (flags win over it)"
     )
+    _consumer_flags(parser, "lora-")
+    parser.set_defaults(func=cmd_train)
+
+
+def _consumer_flags(parser: argparse.ArgumentParser, prefix: str, lag_why: str = "") -> None:
+    """The flags of every consumer of the hand-off (``coevo train``, ``coevo reference-trainer``)."""
     parser.add_argument(
         "--folder", default=None, help="the trainer folder (default: the run's trainer.uri)"
     )
     parser.add_argument(
         "--prefix",
         default=None,
-        help="versions are named PREFIX-v1, PREFIX-v2, ... (default: lora- and a tag of the run)",
+        help=f"versions are named PREFIX-v1, PREFIX-v2, ... (default: {prefix} and a tag of the run)",
     )
     parser.add_argument("--poll", type=float, default=0.5, help="seconds between looks")
     parser.add_argument(
@@ -257,9 +263,8 @@ def _add_train(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
         "--lag",
         type=int,
         default=0,
-        help="announce a batch's version only once this many later batches are out",
+        help=f"announce a batch's version only once this many later batches are out{lag_why}",
     )
-    parser.set_defaults(func=cmd_train)
 
 
 def add_commands(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
@@ -287,9 +292,7 @@ def add_commands(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
         ),
     )
     parser.add_argument("run_dir", metavar="RUN_DIR", help="the run directory (may not exist yet)")
-    parser.add_argument(
-        "--folder", default=None, help="the trainer folder (default: the run's trainer.uri)"
-    )
+    _consumer_flags(parser, "reference-", " (a slow trainer)")
     parser.add_argument(
         "--announce",
         choices=("lora", "model"),
@@ -299,26 +302,5 @@ def add_commands(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
     parser.add_argument(
         "--adapter", default=None, help="the LoRA adapter folder each version names (for vLLM)"
     )
-    parser.add_argument(
-        "--prefix",
-        default=None,
-        help="versions are named PREFIX-v1, PREFIX-v2, ... (default: reference- and a tag of the run)",
-    )
-    parser.add_argument("--poll", type=float, default=0.5, help="seconds between looks")
     parser.add_argument("--delay", type=float, default=0.0, help="seconds each training step takes")
-    parser.add_argument(
-        "--batches", type=int, default=None, help="stop after training this many batches"
-    )
-    parser.add_argument(
-        "--wait",
-        type=float,
-        default=None,
-        help="give up after this many seconds with nothing to do (default: wait forever)",
-    )
-    parser.add_argument(
-        "--lag",
-        type=int,
-        default=0,
-        help="announce a batch's version only once this many later batches are out (a slow trainer)",
-    )
     parser.set_defaults(func=cmd_reference_trainer)
