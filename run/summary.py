@@ -24,10 +24,10 @@ from typing import Any, Final
 import pyarrow as pa
 from coevo.arena.analysis.passk import pass_k_of_log
 from coevo.arena.gamelog import SCHEMAS, GameLog, RunDir
-from coevo.arena.gamelog.figures import rejection_counts, top_rejections
+from coevo.arena.gamelog.figures import rejection_counts, spend, top_rejections
 from coevo.run.selfplay import Watch, WatchConfig
 
-__all__ = ["RunTables", "summarize", "summary_lines"]
+__all__ = ["RunTables", "summarize", "summary_lines", "tokens_per_second"]
 
 _COLUMNS: Final[Mapping[str, list[str] | None]] = {
     "generations": None,  # every column
@@ -36,6 +36,7 @@ _COLUMNS: Final[Mapping[str, list[str] | None]] = {
     "proposals": ["p_hat", "proposer_reward", "flaky", "objective"],
     "tasks": ["source"],
     "verdicts": ["accepted", "failed"],
+    "usage": ["gen", "calls", "input_tokens", "output_tokens", "dollars"],
 }
 _BENCHMARK_COLUMNS: Final[Mapping[str, list[str] | None]] = {
     "episodes": ["episode_id", "failure"],
@@ -129,11 +130,34 @@ def summarize(run_dir: str, tables: RunTables | None = None) -> dict[str, Any]:
         **_proposer(tables["proposals"].to_pylist()),
         "stalls": _stalls(recorded, rows),
         **_eval_suite(recorded, tables["tasks"]),
+        "spend": _spend(tables["usage"]),
     }
     if benchmark:  # trials, not training: pass^k over them, every episode played
         summary["pass_k"] = pass_k_of_log(tables["episodes"], tables["evals"])
         summary["episodes"] = tables["episodes"].num_rows
     return summary
+
+
+def _spend(usage: pa.Table) -> dict[str, Any] | None:
+    """What the roles that report usage (LLM roles) spent: in total, and tokens per generation (None: none report)."""
+    if usage.num_rows == 0:
+        return None
+    total = spend(usage, [])[0]
+    return {
+        "calls": total["calls"],
+        "input_tokens": total["input_tokens"],
+        "output_tokens": total["output_tokens"],
+        "dollars": total["dollars"],
+        "tokens_by_generation": {r["gen"]: r["tokens"] for r in spend(usage, ["gen"])},
+    }
+
+
+def tokens_per_second(summary: dict[str, Any], seconds: Mapping[int, float]) -> float | None:
+    """The tokens per second of wall time over the generations timed in ``seconds`` (this invocation's)."""
+    spent = (summary.get("spend") or {}).get("tokens_by_generation") or {}
+    timed = [gen for gen in seconds if gen in spent]
+    took = sum(seconds[gen] for gen in timed)
+    return sum(spent[gen] for gen in timed) / took if timed and took > 0 else None
 
 
 def _eval_suite(recorded: Mapping[str, Any], tasks: pa.Table) -> dict[str, Any]:
@@ -204,6 +228,7 @@ def _benchmark_lines(summary: dict[str, Any], passes: dict[str, Any]) -> list[st
             f"{_plural(passes['failed'], 'episode')} the Solver could not play (left out of pass^k)"
         )
     lines += _suite_and_rejections(summary)
+    lines += _spend_lines(summary)
     lines.append(f"game log: {str(summary['run_dir']).rstrip('/')}/log")
     return lines
 
@@ -221,6 +246,23 @@ def _suite_and_rejections(summary: dict[str, Any]) -> list[str]:
         checks = ", ".join(f"{name} {n}" for name, n in summary["top_rejections"].items())
         lines.append(f"rejections by check: {checks}")
     return lines
+
+
+def _spend_lines(summary: dict[str, Any]) -> list[str]:
+    """What the LLM roles spent: tokens in and out, per generation, tokens/s, dollars (none when no role reports usage)."""
+    spent = summary.get("spend")
+    if not spent:
+        return []
+    per_gen = spent["tokens_by_generation"]
+    tokens = spent["input_tokens"] + spent["output_tokens"]
+    rate = summary.get("tokens_per_second")
+    return [
+        f"tokens: {tokens:,} in {spent['calls']:,} calls ({spent['input_tokens']:,} in, "
+        f"{spent['output_tokens']:,} out)",
+        f"  {tokens / max(len(per_gen), 1):,.0f} per generation"
+        + ("" if rate is None else f", {rate:,.0f} per second")
+        + (f"; ${spent['dollars']:.2f} at list price" if spent["dollars"] else ""),
+    ]
 
 
 def summary_lines(summary: dict[str, Any]) -> list[str]:
@@ -243,6 +285,7 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
         if not summary.get("proposed", summary["rejected"]):
             lines.append("the synthesizer proposed none: see synthesis_attempt in events.jsonl")
     lines += _suite_and_rejections(summary)
+    lines += _spend_lines(summary)
     for role, failing in summary.get("roles_failing", {}).items():
         gens = failing["generations"]
         lines.append(

@@ -30,8 +30,10 @@ the live table, the summary and the trackers show too come from
 * ``calibration``: per generation, the World model's Brier score and expected
   calibration error on the training episodes of tasks it predicted; and the
   reliability table over the whole run;
-* ``throughput``: per generation, episodes played and tasks accepted (tokens
-  and dollars when a role reports them);
+* ``throughput``: per generation, episodes played and tasks accepted; when a
+  role reports usage (LLM roles), its calls, input and output tokens, dollars,
+  and tokens per second of the generation's wall time (from ``events.jsonl``:
+  the log holds no timings);
 * ``irt``: each solver version's ability and each task's difficulty, a Rasch
   model fitted to the episodes (:mod:`~coevo.arena.analysis.irt`);
 * ``policies``: for an LLM Solver, per policy version (in the order played):
@@ -48,7 +50,7 @@ import json
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 import pyarrow as pa
@@ -500,19 +502,63 @@ def _calibration(run: Run) -> dict[str, Any]:
     return {"per_generation": per_gen, "reliability": table}
 
 
+EVENTS_READ_LIMIT: Final = 64 << 20
+"""The most of ``events.jsonl`` :func:`generation_seconds` reads (a longer file gives no timings)."""
+
+
+def generation_seconds(run_dir: str) -> dict[int, float]:
+    """Each generation's wall time, from the ``generation`` events of ``RUN_DIR/events.jsonl``.
+
+    The game log holds no timings (the same seed gives the same log); the
+    events do. A generation played twice (stopped before its commit, then
+    resumed) counts its last time. Empty when there are no events, or more
+    than :data:`EVENTS_READ_LIMIT` bytes of them.
+    """
+    run = RunDir(run_dir)
+    size = run.sizes(["events.jsonl"])["events.jsonl"]
+    if size is None or size > EVENTS_READ_LIMIT:
+        return {}
+    try:
+        lines = run.read_bytes("events.jsonl").decode("utf-8", "replace").splitlines()
+    except OSError:
+        return {}
+    seconds: dict[int, float] = {}
+    for line in lines:
+        if '"generation"' not in line:  # most events are not: skip them unparsed
+            continue
+        try:
+            event = json.loads(line)
+            if event.get("event") == "generation":
+                seconds[int(event["gen"])] = float(event["seconds"])
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
+            continue  # a line cut by a crash, or not coevo's: no timing for it
+    return seconds
+
+
 def _throughput(run: Run) -> list[dict[str, Any]]:
     spent = {r["gen"]: r for r in spend(run["usage"], ["gen"])}
-    return [
-        {
-            "gen": r["gen"],
-            "episodes": r["train_episodes"],
-            "accepted": r["accepted"],
-            "proposed": r["proposed"],
-            "tokens": spent.get(r["gen"], {}).get("tokens"),
-            "dollars": spent.get(r["gen"], {}).get("dollars"),
-        }
-        for r in sorted(_rows(run["generations"]), key=lambda r: r["gen"])
-    ]
+    seconds = generation_seconds(run.run_dir) if spent else {}
+    out = []
+    for r in sorted(_rows(run["generations"]), key=lambda r: r["gen"]):
+        used = spent.get(r["gen"], {})
+        took = seconds.get(r["gen"])
+        tokens = used.get("tokens")
+        out.append(
+            {
+                "gen": r["gen"],
+                "episodes": r["train_episodes"],
+                "accepted": r["accepted"],
+                "proposed": r["proposed"],
+                "calls": used.get("calls"),
+                "input_tokens": used.get("input_tokens"),
+                "output_tokens": used.get("output_tokens"),
+                "tokens": tokens,
+                "dollars": used.get("dollars"),
+                "seconds": took,
+                "tokens_per_second": tokens / took if tokens is not None and took else None,
+            }
+        )
+    return out
 
 
 def _irt(run: Run) -> dict[str, Any]:

@@ -120,7 +120,7 @@ def predicted_outcomes(episodes: pa.Table, predictions: pa.Table) -> pa.Table:
 
 
 def spend(usage: pa.Table, keys: Sequence[str]) -> list[dict[str, Any]]:
-    """What the roles that report usage spent per value of ``keys``: calls, tokens (input and output), dollars."""
+    """What the roles that report usage spent per value of ``keys``: calls, input and output tokens, their sum, dollars."""
     if usage.num_rows == 0:
         return []
     grouped = usage.group_by(list(keys)).aggregate(
@@ -130,6 +130,8 @@ def spend(usage: pa.Table, keys: Sequence[str]) -> list[dict[str, Any]]:
         {
             **{k: r[k] for k in keys},
             "calls": r["calls_sum"],
+            "input_tokens": r["input_tokens_sum"],
+            "output_tokens": r["output_tokens_sum"],
             "tokens": r["input_tokens_sum"] + r["output_tokens_sum"],
             "dollars": r["dollars_sum"],
         }

@@ -41,6 +41,33 @@ def _print_pass_k(metrics: dict[str, Any]) -> None:
     )
 
 
+def _print_spend(throughput: list[dict[str, Any]]) -> None:
+    """Per generation, what the roles that report usage (LLM roles) spent: calls, tokens, tokens/s, dollars."""
+    spent = [r for r in throughput if r.get("tokens") is not None]
+    if not spent:
+        return
+    print(
+        f"\n{'gen':>4} {'calls':>7} {'tokens in':>11} {'tokens out':>11} {'tokens/s':>9} "
+        f"{'dollars':>9}"
+    )
+    for r in spent:
+        rate = r["tokens_per_second"]
+        print(
+            f"{r['gen']:>4} {r['calls']:>7,} {r['input_tokens']:>11,} {r['output_tokens']:>11,} "
+            f"{'–' if rate is None else format(rate, ',.0f'):>9} {r['dollars']:>9.4f}"
+        )
+    total = {k: sum(r[k] for r in spent) for k in ("calls", "tokens", "dollars")}
+    timed = [r for r in spent if r["seconds"]]
+    rate = sum(r["tokens"] for r in timed) / sum(r["seconds"] for r in timed) if timed else None
+    print(
+        f"spent: {total['calls']:,} calls, {total['tokens']:,} tokens "
+        f"({total['tokens'] / len(spent):,.0f} per generation"
+        + ("" if rate is None else f", {rate:,.0f} tokens/s")
+        + f"), ${total['dollars']:.4f} at list price (a self-hosted model costs $0); "
+        "tokens/s: over each generation's wall time (events.jsonl)"
+    )
+
+
 def _print_metrics(metrics: dict[str, Any]) -> None:
     if metrics.get("pass_k") is not None:
         _print_pass_k(metrics)
@@ -76,6 +103,7 @@ def _print_metrics(metrics: dict[str, Any]) -> None:
         "frontier: the curriculum's level; level_proposed: the mean level proposed; paid: "
         "the mean proposer reward of the proposals paid; div: the accepted tasks' diversity"
     )
+    _print_spend(metrics["throughput"])
     policies = metrics.get("policies") or []
     if policies:
         print(

@@ -163,7 +163,7 @@ def _drive(
     from coevo.arena.gamelog import GameLog, RunDir
     from coevo.run.display import EventLog, GenerationTable
     from coevo.run.loop import run_experiment
-    from coevo.run.summary import RunTables, summarize
+    from coevo.run.summary import RunTables, summarize, tokens_per_second
     from coevo.run.tracking import Tracking
     from coevo.run.trainer import TrainerTimeout
 
@@ -267,6 +267,9 @@ def _drive(
         for role, gens in result.failing.items()
     }
     summary["roles_never_succeeded"] = sorted(result.never_succeeded)
+    summary["tokens_per_second"] = tokens_per_second(
+        summary, {report.gen: report.seconds for report in result.reports}
+    )
     if tracking.enabled:
         print("sending the last metrics and the report's figures to the trackers", file=sys.stderr)
     summary["tracking_failed"] = tracking.close()  # the figures too; never raises for a tracker

@@ -471,6 +471,29 @@ def test_openai_solver_toml_runs_with_a_malformed_model_and_logs_its_trajectorie
     assert sum(t["turns"] for t in trajectories) <= sent
     assert [g["failures"] for g in log.read("generations").to_pylist()] == [0, 0, 0]
     assert _files_hold(tmp_path / "run", KEY) == []
+    # what the model's calls cost is in the summary and in `coevo analyze`'s text, not only --json
+    usage = log.read("usage").to_pylist()
+    tokens = sum(u["input_tokens"] + u["output_tokens"] for u in usage)
+    assert tokens > 0
+    lines = shown.err.splitlines()
+    (at,) = [i for i, ln in enumerate(lines) if ln.startswith("tokens: ")]
+    calls = sum(u["calls"] for u in usage)
+    assert lines[at].startswith(f"tokens: {tokens:,} in {calls:,} calls ("), (lines[at], tokens)
+    assert f"{tokens / 3:,.0f} per generation, " in lines[at + 1], lines[at + 1]
+    assert lines[at + 1].endswith(" per second"), "tokens/s over this invocation's generations"
+    assert main(["analyze", str(tmp_path / "run")]) == 0
+    text = capsys.readouterr().out
+    spent = text.split(" tokens/s ")[1].splitlines()[1:4]
+    for gen, row in enumerate(spent):
+        mine = [u for u in usage if u["gen"] == gen]
+        cells = row.split()
+        assert cells[0] == str(gen) and int(cells[1].replace(",", "")) == sum(
+            u["calls"] for u in mine
+        ), row
+        assert int(cells[2].replace(",", "")) == sum(u["input_tokens"] for u in mine), row
+        assert int(cells[3].replace(",", "")) == sum(u["output_tokens"] for u in mine), row
+        assert cells[4] != "–", "each generation's wall time is in events.jsonl"
+    assert f"{tokens:,} tokens" in text
 
 
 @pytest.mark.slow
