@@ -16,10 +16,11 @@ cluster's nodes by :func:`check_cluster` (:mod:`coevo.run.resources`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from coevo.arena.errors import ArenaError
+from coevo.arena.errors import ArenaError, ExperimentError
 from coevo.run.resources import check_resources, cluster_nodes
 
 if TYPE_CHECKING:
@@ -32,10 +33,14 @@ __all__ = [
     "actors_wanted",
     "check_capacity",
     "check_cluster",
+    "fitting_overrides",
 ]
 
 MAX_ACTORS: Final = 256
 """Actors of one role table, at most, whatever the cluster (checked when an experiment is loaded)."""
+
+ROLE_TABLES: Final = ("synthesizer", "judge", "solver")
+"""The role tables with an actor count of their own (the learner and the World model are one each)."""
 
 ACTORS_PER_CPU: Final = 8
 """Role actors the arena starts per CPU of the cluster, at most."""
@@ -69,18 +74,124 @@ def check_capacity(experiment: Experiment, resources: Mapping[str, float]) -> No
     total = sum(wanted.values())
     cpus = float(resources.get("CPU", 0.0))
     memory = float(resources.get("memory", 0.0))
-    fit = min(int(cpus * ACTORS_PER_CPU), int(memory // ACTOR_MEMORY))
+    fit = _fit(resources)
     if total <= fit:
         return
     asked = ", ".join(f"{role} {n}" for role, n in wanted.items())
-    largest = max(("synthesizer", "judge", "solver"), key=lambda role: wanted[role])
+    largest = max(ROLE_TABLES, key=lambda role: wanted[role])
     raise ArenaError(
         f"the experiment asks for {total} actors ({asked}), but this Ray cluster has "
         f"{cpus:g} CPUs and {memory / 2**30:.1f} GB of memory for them: at most {fit} fit "
         f"({ACTORS_PER_CPU} per CPU, about {ACTOR_MEMORY // 2**20} MB each); lower "
-        f"{largest}.actors (e.g. --set {largest}.actors={max(1, wanted[largest] - (total - fit))}) "
-        "or join a larger cluster with --address"
+        f"{largest}.actors or join a larger cluster with --address"
     )
+
+
+def _fit(resources: Mapping[str, float]) -> int:
+    """How many role actors a cluster of ``resources`` holds."""
+    cpus = float(resources.get("CPU", 0.0))
+    memory = float(resources.get("memory", 0.0))
+    return min(int(cpus * ACTORS_PER_CPU), int(memory // ACTOR_MEMORY))
+
+
+def _reserved(experiment: Experiment) -> tuple[list[Any], list[Any]]:
+    """What the role tables reserve, as :func:`check_resources` takes it: the tables, and the driver's node's actors."""
+    wanted = [
+        (
+            table,
+            getattr(experiment, table).actors,
+            getattr(experiment, table).resources,
+            getattr(experiment, table).placement,
+        )
+        for table in ROLE_TABLES
+    ]
+    singletons = [
+        ("learner ([solver.resources])", experiment.solver.resources),
+        ("World model ([world_model.resources])", experiment.world_model.resources),
+    ]
+    return wanted, singletons
+
+
+def _check(
+    experiment: Experiment,
+    resources: Mapping[str, float],
+    nodes: list[dict[str, float]],
+    driver_node: dict[str, float],
+) -> None:
+    check_capacity(experiment, resources)
+    check_resources(*_reserved(experiment), nodes, driver_node)
+
+
+def _scaled(table: str, resource: str, amount: float) -> tuple[str, str]:
+    """The ``--set`` item for one actor's ``resource`` of ``table`` at ``amount`` (rounded down)."""
+    if resource == "memory":
+        return f"{table}.resources.memory", str(int(amount) // 2**20 * 2**20)
+    value = f"{math.floor(amount * 100) / 100:g}"
+    key = {"CPU": "cpus", "GPU": "gpus"}.get(resource)
+    return (f"{table}.resources.{key}", value) if key else (f"{table}.resources.custom", value)
+
+
+def fitting_overrides(
+    experiment: Experiment,
+    resources: Mapping[str, float],
+    nodes: list[dict[str, float]],
+    driver_node: dict[str, float],
+) -> list[str] | None:
+    """``--set`` items that make ``experiment`` fit this cluster, checked; None when none are found.
+
+    Fewer actors first (the largest table lowered one at a time until the
+    count fits), then each role's reservation of a resource the cluster has
+    too little of scaled down by the same share. The result is checked as a
+    run would check it, so a hint never leads to a second refusal.
+    """
+    from coevo.run.experiment import load_experiment  # the experiment module imports this one
+
+    counts = {table: getattr(experiment, table).actors for table in ROLE_TABLES}
+    while sum(counts.values()) + 2 > _fit(resources):
+        largest = max(counts, key=lambda table: counts[table])
+        if counts[largest] == 1:
+            return None  # not even one actor a role: no --set makes it fit
+        counts[largest] -= 1
+    sets = {
+        f"{table}.actors": str(n)
+        for table, n in counts.items()
+        if n != getattr(experiment, table).actors
+    }
+    totals: dict[str, float] = {}
+    for node in nodes:
+        for resource, amount in node.items():
+            totals[resource] = totals.get(resource, 0.0) + amount
+    demands = {table: getattr(experiment, table).resources.demand() for table in ROLE_TABLES}
+    learner = experiment.solver.resources.demand()
+    model = experiment.world_model.resources.demand()
+    customs: dict[str, dict[str, float]] = {}
+    for resource in sorted({r for d in demands.values() for r in d}):
+        needed = sum(counts[t] * d.get(resource, 0.0) for t, d in demands.items())
+        needed += learner.get(resource, 0.0) + model.get(resource, 0.0)
+        have = totals.get(resource, 0.0)
+        if needed <= have:
+            continue
+        share = have / needed
+        for table, demand in demands.items():
+            if resource not in demand:
+                continue
+            key, value = _scaled(table, resource, demand[resource] * share)
+            if key.endswith(".custom"):  # the table's whole custom map, with this one scaled
+                custom = customs.setdefault(
+                    table, dict(getattr(experiment, table).resources.custom)
+                )
+                custom[resource] = float(value)
+                value = "{ " + ", ".join(f'"{k}" = {v:g}' for k, v in custom.items()) + " }"
+            sets[key] = value
+    if not sets:
+        return None
+    items = [f"{key}={value}" for key, value in sets.items()]
+    try:
+        fitted = load_experiment(experiment.model_dump(mode="json"), items)
+        _check(fitted, resources, nodes, driver_node)
+    except (ArenaError, ExperimentError):
+        return None  # what was found does not fit after all: no hint rather than a wrong one
+    return items
 
 
 def check_cluster(experiment: Experiment) -> None:
@@ -91,19 +202,14 @@ def check_cluster(experiment: Experiment) -> None:
     """
     import ray  # lazy: the experiment file reads MAX_ACTORS here before Ray may be imported
 
-    check_capacity(experiment, ray.cluster_resources())  # Ray never refuses actors of 0 CPUs
+    resources = ray.cluster_resources()  # Ray never refuses actors of 0 CPUs: the count is ours
     nodes, driver_node = cluster_nodes()
-    wanted = [
-        (
-            table,
-            getattr(experiment, table).actors,
-            getattr(experiment, table).resources,
-            getattr(experiment, table).placement,
-        )
-        for table in ("synthesizer", "judge", "solver")
-    ]
-    singletons = [
-        ("learner ([solver.resources])", experiment.solver.resources),
-        ("World model ([world_model.resources])", experiment.world_model.resources),
-    ]
-    check_resources(wanted, singletons, nodes, driver_node)
+    try:
+        _check(experiment, resources, nodes, driver_node)
+    except ArenaError as exc:
+        items = fitting_overrides(experiment, resources, nodes, driver_node)
+        if not items:
+            raise
+        raise ArenaError(
+            f"{exc}. This fits the cluster: {' '.join(f'--set {item}' for item in items)}"
+        ) from None

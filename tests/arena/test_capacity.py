@@ -57,3 +57,56 @@ def test_coevo_run_with_too_many_actors_exits_2_with_one_line(tmp_path, capsys) 
     assert status == 2
     line = next(line for line in err.splitlines() if line.startswith("coevo run: "))
     assert "asks for 24 actors" in line and "CPUs" in line and "Traceback" not in err
+
+
+CLUSTER = "experiments/cluster.toml"
+LAPTOP = {"CPU": 2.0, "memory": 16.0 * 2**30, "object_store_memory": 2.0 * 2**30}
+
+
+def _hinted(message: str) -> list[str]:
+    """The `--set` items a refusal's hint gives."""
+    assert "This fits the cluster: " in message, message
+    words = message.split("This fits the cluster: ")[1].split(" --set ")
+    return [w.removeprefix("--set ").strip() for w in words]
+
+
+@pytest.mark.parametrize(
+    "nodes",
+    [[LAPTOP], [LAPTOP, LAPTOP], [{"CPU": 64.0, "memory": 2.0 * 2**30}]],
+    ids=["2-cpu", "two-2-cpu-nodes", "64-cpu-2-gib"],
+)
+def test_a_refusal_s_hint_is_a_configuration_that_fits(nodes) -> None:
+    """experiments/cluster.toml on a laptop, two small nodes, or little memory: the hinted --set values pass both checks (never a second refusal)."""
+    from coevo.run.capacity import _check, fitting_overrides
+
+    total = {k: sum(n.get(k, 0.0) for n in nodes) for k in ("CPU", "memory")}
+    exp = load_experiment(CLUSTER)
+    with pytest.raises(ArenaError):
+        _check(exp, total, nodes, nodes[0])
+    items = fitting_overrides(exp, total, nodes, nodes[0])
+    assert items, "a hint is found"
+    _check(load_experiment(CLUSTER, items), total, nodes, nodes[0])  # fits: no error
+    keys = {item.split("=")[0] for item in items}
+    assert keys <= {
+        f"{t}.{k}" for t in ("synthesizer", "judge", "solver") for k in ("actors", "resources.cpus")
+    }, items
+
+
+def test_no_hint_when_one_actor_a_role_cannot_fit() -> None:
+    """A cluster too small for one actor of each role gets the refusal alone, not a hint that fails."""
+    from coevo.run.capacity import fitting_overrides
+
+    tiny = {"CPU": 0.25, "memory": 16.0 * 2**30}
+    assert fitting_overrides(load_experiment(CLUSTER), tiny, [tiny], tiny) is None
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("ray_cluster")
+def test_coevo_run_cluster_toml_on_a_small_ray_hints_the_sets_that_fit(tmp_path, capsys) -> None:
+    """`coevo run cluster.toml` on the 2-CPU test Ray: exit 2 and a hint; with the hint's --set values the cluster check passes."""
+    from coevo.run.capacity import check_cluster
+    from coevo.run.cli import main
+
+    assert main(["run", CLUSTER, "--out", str(tmp_path / "r")]) == 2
+    line = next(ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("coevo run: "))
+    check_cluster(load_experiment(CLUSTER, _hinted(line)))  # no second refusal

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -68,18 +69,13 @@ class Cluster:
     env: dict[str, str]
 
 
-@contextlib.contextmanager
-def two_nodes(port: str, *, jobs: bool = False) -> Iterator[Cluster]:
-    """Head (1 CPU) + worker (1 CPU) on this machine; every process of it SIGKILLed after."""
-    # Ray 2.60 turns token auth on for `ray start` clusters; a local test cluster opts out
-    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
-    env["RAY_AUTH_MODE"] = "disabled"
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"  # coevo on it
-    temp_dir = tempfile.mkdtemp(prefix="coevo-ray-", dir="/tmp")  # short: Ray puts sockets in it
-    dashboard_port = str(int(port) + 1000)
-    base = int(
-        port
-    )  # every port its own: another Ray on the machine (the test session's) holds the defaults
+def _start_commands(port: str, temp_dir: str, *, jobs: bool) -> tuple[list[str], list[str]]:
+    """`ray start` for the head and the worker: every port its own, as docs/cluster.md gives them.
+
+    Another Ray on the machine (the test session's) holds the default ports; a
+    dashboard agent without its port leaves `ray job submit` without an agent.
+    """
+    base = int(port)
 
     def ports(offset: int) -> list[str]:
         return [
@@ -95,21 +91,55 @@ def two_nodes(port: str, *, jobs: bool = False) -> Iterator[Cluster]:
         [
             "--include-dashboard=true",
             "--dashboard-host=127.0.0.1",
-            f"--dashboard-port={dashboard_port}",
+            f"--dashboard-port={base + 1000}",
         ]
         if jobs
         else ["--include-dashboard=false"]
     )
+    worker = [str(RAY), "start", f"--address=127.0.0.1:{port}", "--num-cpus=1", *ports(4)]
+    return head, worker
+
+
+def _documented(marker: str) -> list[list[str]]:
+    """The commands of docs/cluster.md's block after ``<!-- marker -->``, each split as a shell would."""
+    text = (Path(__file__).parents[2] / "docs" / "cluster.md").read_text(encoding="utf-8")
+    block = text.split(f"<!-- {marker} -->", 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
+    joined = block.replace("\\\n", " ")
+    return [shlex.split(line, comments=True) for line in joined.splitlines() if line.strip()]
+
+
+def _flags(command: list[str]) -> set[str]:
+    return {word.split("=")[0] for word in command if word.startswith("--")}
+
+
+def test_the_documented_test_cluster_gives_every_port_the_tests_give() -> None:
+    """docs/cluster.md's `ray start` commands pass the same flags as the tests' cluster (the ports that make Ray Jobs work beside another Ray)."""
+    commands = [c for c in _documented("test-cluster-commands") if c[:2] == ["ray", "start"]]
+    head, worker = _start_commands("6390", "/tmp/my-ray", jobs=True)
+    assert [_flags(c) for c in commands] == [_flags(head), _flags(worker)]
+    assert [sorted(c[2:]) for c in commands] == [sorted(head[2:]), sorted(worker[2:])], "values too"
+
+
+def _documented_sets() -> list[str]:
+    """The `--set` items of docs/cluster.md's test-cluster submission."""
+    (command,) = _documented("test-cluster-submit")
+    return [command[i + 1] for i, word in enumerate(command) if word == "--set"]
+
+
+@contextlib.contextmanager
+def two_nodes(port: str, *, jobs: bool = False) -> Iterator[Cluster]:
+    """Head (1 CPU) + worker (1 CPU) on this machine; every process of it SIGKILLed after."""
+    # Ray 2.60 turns token auth on for `ray start` clusters; a local test cluster opts out
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    env["RAY_AUTH_MODE"] = "disabled"
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"  # coevo on it
+    temp_dir = tempfile.mkdtemp(prefix="coevo-ray-", dir="/tmp")  # short: Ray puts sockets in it
+    dashboard_port = str(int(port) + 1000)
+    head, worker_start = _start_commands(port, temp_dir, jobs=jobs)
     try:
         subprocess.run(head, env=env, check=True, capture_output=True, timeout=180)
         head_raylets = _raylets(temp_dir)
-        subprocess.run(
-            [str(RAY), "start", f"--address=127.0.0.1:{port}", "--num-cpus=1", *ports(4)],
-            env=env,
-            check=True,
-            capture_output=True,
-            timeout=180,
-        )
+        subprocess.run(worker_start, env=env, check=True, capture_output=True, timeout=180)
         worker = sorted(_raylets(temp_dir) - head_raylets)
         assert worker, "the worker node's raylet is running"
         yield Cluster(f"127.0.0.1:{port}", f"http://127.0.0.1:{dashboard_port}", worker, env)
@@ -206,21 +236,8 @@ def test_experiments_cluster_toml_goes_in_as_a_ray_job_and_writes_a_whole_log(tm
         Path(__file__).parents[2] / "experiments" / "cluster.toml", project / "cluster.toml"
     )
     out = f"file://{tmp_path / 'shared' / 'run-1'}"  # a filesystem every node sees
-    smaller = {  # the file as shipped, scaled to two 1-CPU nodes
-        "run.generations": "2",
-        "run.rollouts": "2",
-        "synthesizer.actors": "1",
-        "judge.actors": "1",
-        "judge.config": "{ budget = 300 }",
-        "solver.actors": "2",
-        "solver.resources.cpus": "0.25",
-        "judge.resources.cpus": "0.25",
-        "curriculum.tasks_per_gen": "8",
-        "curriculum.min_fill": "8",
-        "eval.levels": "[1, 2]",
-        "eval.per_level": "2",
-    }
-    sets = [arg for key, value in smaller.items() for arg in ("--set", f"{key}={value}")]
+    # the file as shipped, scaled to two 1-CPU nodes with the values docs/cluster.md gives
+    sets = [arg for item in _documented_sets() for arg in ("--set", item)]
     with two_nodes("6393", jobs=True) as cluster:
         submitted = _submit(
             cluster,
