@@ -146,7 +146,7 @@ class BatchConsumer:
         if not self.run.exists("experiment.json"):
             return None
         try:
-            data = json.loads(self.run.read_bytes("experiment.json"))
+            data = self.run.read_json("experiment.json")
         except (OSError, ValueError, RecursionError) as exc:
             raise ArenaError(
                 f"{self.consumer.run_dir}/experiment.json cannot be read: {exc}"

@@ -492,7 +492,7 @@ def _committed(run: RunDir) -> dict[int, dict[str, Any]]:
     out = {}
     for name in run.listdir(_COMMITS):
         if name.startswith("shard-") and name.endswith(".json"):
-            data = json.loads(run.read_bytes(_COMMITS, name))
+            data = run.read_json(_COMMITS, name)
             out[int(data["shard"])] = data
     return out
 
@@ -580,7 +580,7 @@ def build_record(folder: str) -> dict[str, Any]:
     failed = []
     for name in run.listdir(_FAILED):
         if name.startswith("shard-") and name.endswith(".json"):
-            data = json.loads(run.read_bytes(_FAILED, name))
+            data = run.read_json(_FAILED, name)
             if int(data["shard"]) not in committed:
                 why = data.get("notes") or ["no reason recorded"]
                 failed.append(
@@ -672,7 +672,7 @@ def build_corpus(
     try:
         wanted = _manifest(source)
         if run.exists(MANIFEST):
-            have = json.loads(run.read_bytes(MANIFEST))
+            have = run.read_json(MANIFEST)
             if have.get("format") != CORPUS_FORMAT or have.get("source") != wanted["source"]:
                 raise CorpusError(
                     f"{run.uri} holds a corpus built from another source or other flags "

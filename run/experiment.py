@@ -22,7 +22,6 @@ TOML (``1``, ``"text"``, ``[1, 2]``, ``true``) or, failing that, as text.
 from __future__ import annotations
 
 import difflib
-import json
 import os
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -565,7 +564,7 @@ def recorded_experiment(run_dir: str) -> Experiment:
         raise ExperimentError(run.no_run(run_dir))
     label = f"{run_dir}/experiment.json"
     try:
-        data = json.loads(run.read_bytes("experiment.json"))
+        data = run.read_json("experiment.json")
         if not isinstance(data, dict) or not isinstance(data.get("curriculum", {}), dict):
             raise ValueError("it is not an experiment record (a JSON object of tables)")
         data["curriculum"] = recorded_curriculum(data.get("curriculum", {}))

@@ -163,7 +163,7 @@ class FolderTransport:
         record = {"format": "coevo.trainer/1", "run": run}
         if self.dir.exists("transport.json"):
             try:
-                there = json.loads(self.dir.read_bytes("transport.json")).get("run")
+                there = self.dir.read_json("transport.json").get("run")
             except (OSError, ValueError, AttributeError):
                 there = None
             if there != run:

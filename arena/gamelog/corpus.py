@@ -9,7 +9,6 @@ is the split rule.
 
 from __future__ import annotations
 
-import json
 from typing import Any, Final
 
 import pyarrow as pa
@@ -43,7 +42,7 @@ def read_corpus(folder: str) -> tuple[dict[str, Any], dict[str, pa.Table]]:
             f"{folder} holds no corpus (no {CORPUS_MANIFEST}); build one with `coevo corpus build`"
         )
     try:
-        manifest = json.loads(run.read_bytes(CORPUS_MANIFEST))
+        manifest = run.read_json(CORPUS_MANIFEST)
     except (ValueError, UnicodeDecodeError) as exc:
         raise CoevoError(f"{folder}/{CORPUS_MANIFEST} is not JSON ({exc})") from exc
     if not isinstance(manifest, dict) or manifest.get("format") != CORPUS_FORMAT:

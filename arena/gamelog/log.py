@@ -292,7 +292,7 @@ class GameLog:
         """
         name = _manifest_name(gen)
         try:
-            manifest = json.loads(self.run.read_bytes("log", "_manifests", name))
+            manifest = self.run.read_json("log", "_manifests", name)
         except (OSError, ValueError) as exc:
             return {}, f"its manifest {name} cannot be read ({type(exc).__name__}: {exc})"
         if isinstance(manifest, dict) and manifest.get("schema_version") not in READABLE_VERSIONS:

@@ -7,6 +7,7 @@ this process, or the installed ``coevo`` script), as a user would meet it.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -119,20 +120,42 @@ def test_a_binary_experiment_file_is_refused_by_the_installed_command(tmp_path) 
     assert "Traceback" not in done.stderr
 
 
-@pytest.mark.parametrize("garbage", ["{not json", "[1, 2]", "\xff"])
-@pytest.mark.parametrize("command", ["analyze", "report", "resume"])
+@pytest.mark.parametrize(
+    "garbage", ["{not json", "[1, 2]", "\xff", '{"run": 5}', "[" * 200_000 + "]" * 200_000]
+)
+@pytest.mark.parametrize("command", ["analyze", "report", "export", "resume"])
 def test_a_damaged_experiment_record_is_named(
     garbage: str, command: str, finished_run: Path, tmp_path, capsys
 ) -> None:
-    """Garbage in RUN_DIR/experiment.json: analyze, report and resume say the record cannot be read (exit 2)."""
+    """Garbage in RUN_DIR/experiment.json (a table that is a number, JSON nested 200,000 deep): analyze, report, export and resume say the record cannot be read (exit 2), no traceback."""
     run = tmp_path / "run"
     shutil.copytree(finished_run, run)
     (run / "experiment.json").write_bytes(garbage.encode("latin-1"))
-    args = [command, str(run)] + (
-        ["--out", str(tmp_path / "r.html")] if command == "report" else []
-    )
-    err = refused(args, capsys)
+    out = {"report": ["--out", str(tmp_path / "r.html")], "export": ["--out", str(tmp_path / "x")]}
+    err = refused([command, str(run), *out.get(command, [])], capsys)
     assert f"{run}/experiment.json" in err
+
+
+@pytest.mark.parametrize("command", ["analyze", "report", "export", "resume"])
+def test_an_experiment_record_that_is_a_link_or_a_fifo_is_refused_unread(
+    command: str, finished_run: Path, tmp_path, capsys
+) -> None:
+    """RUN_DIR/experiment.json a link to a file outside the run, or a FIFO: refused at once (no wait for a writer), naming the file, exit 2."""
+    out = {"report": ["--out", str(tmp_path / "r.html")], "export": ["--out", str(tmp_path / "x")]}
+    for kind in ("link", "fifo"):
+        run = tmp_path / kind
+        shutil.copytree(finished_run, run)
+        record = run / "experiment.json"
+        if kind == "link":
+            outside = tmp_path / "elsewhere.json"
+            record.rename(outside)
+            record.symlink_to(outside)
+        else:
+            record.unlink()
+            os.mkfifo(record)
+        err = refused([command, str(run), *out.get(command, [])], capsys)
+        assert f"{record} is a" in err
+        assert ("symbolic link" if kind == "link" else "a FIFO, not a regular file") in err
 
 
 def test_report_into_a_directory_is_refused(finished_run: Path, tmp_path, capsys) -> None:
