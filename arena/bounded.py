@@ -36,6 +36,8 @@ from coevo.arena.errors import FileRefusedError
 
 __all__ = [
     "MAX_FILE_BYTES",
+    "MAX_IMPORT_DEPTH",
+    "MAX_IMPORT_FILE_BYTES",
     "MAX_INBOX_PART_BYTES",
     "MAX_JSON_BYTES",
     "MAX_PARQUET_UNCOMPRESSED_BYTES",
@@ -59,6 +61,13 @@ MAX_FILE_BYTES: Final = 1 << 30
 MAX_PARQUET_UNCOMPRESSED_BYTES: Final = 1 << 30
 """The most one Parquet file (a log part, an inbox part, a training batch, a corpus part) may
 hold once decompressed, by its footer: 1 GiB. A 7 KB file of zstd can hold gigabytes."""
+
+MAX_IMPORT_FILE_BYTES: Final = 64 << 20
+"""The largest file of a benchmark checkout ``coevo import`` reads (``tasks.json``, ``db.json`` or
+``db.toml``, ``policy.md``, ``tools.py``): 64 MiB (τ²-bench's biggest is a few MB)."""
+
+MAX_IMPORT_DEPTH: Final = 100
+"""How deep an imported JSON or TOML file may nest (τ²-bench's data nests a few levels)."""
 
 MAX_INBOX_PART_BYTES: Final = 256 << 20
 """The most one inbox part may hold decompressed, by its footer: 256 MiB (a bigger batch is

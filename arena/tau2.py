@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 import inspect
 import json
+import os
 import re
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
@@ -27,7 +28,9 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, Final, Literal, cast, get_args
 
-from coevo.arena.errors import RecordError
+from coevo.arena import bounded
+from coevo.arena.bounded import read_regular
+from coevo.arena.errors import FileRefusedError, RecordError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 __all__ = [
@@ -564,14 +567,20 @@ class Task(BaseModel):
     user_tools: list[str] | None = None
 
 
-def read_tasks(path: Path) -> list[Task]:
+def read_tasks(path: Path, roots: Sequence[Path] | None = None) -> list[Task]:
     """Every task of a τ² ``tasks.json`` (a JSON array of tasks), in file order.
 
+    Args:
+        path: the file.
+        roots: the folders it must resolve inside (default: its own folder).
+
     Raises:
-        RecordError: the file is missing, not JSON, not an array, or a task
-            does not have τ²'s shape (the message names the task and the field).
+        RecordError: the file is missing, points out of ``roots``, is not a
+            regular file or too big or nested too deep, is not JSON, not an
+            array, or a task does not have τ²'s shape (the message names the
+            task and the field).
     """
-    data = _load(path)
+    data = _load(path, roots)
     if not isinstance(data, list):
         raise RecordError(f"{path} holds a {type(data).__name__}, not an array of tasks")
     tasks, seen = [], set()
@@ -645,15 +654,79 @@ class Tau2Domain:
         return [task for task in self.tasks if task.id in ids]
 
 
-def _load(path: Path) -> Any:
-    if not path.is_file():
-        raise RecordError(f"no file {path}")
+def _read(path: Path, roots: Sequence[Path]) -> bytes:
+    """A file of the checkout, read bounded: a regular file that resolves inside one of ``roots``.
+
+    A link inside the checkout is followed; one that points out of it (or a
+    device, a FIFO, a file over :data:`~coevo.arena.bounded.MAX_IMPORT_FILE_BYTES`)
+    is refused, naming the file: what a domain's files hold becomes what the
+    agent, the LLM API and MCP clients see.
+
+    Raises:
+        RecordError: it points out of the checkout, is not a regular file, is too big, or cannot be read.
+    """
+    resolved = Path(os.path.realpath(path))
+    if not any(resolved == r or resolved.is_relative_to(r) for r in roots):
+        within = " or ".join(str(r) for r in roots)
+        raise RecordError(
+            f"{path} points out of the checkout (to {resolved}); coevo reads only files inside "
+            f"{within}: replace the link with the file itself"
+        )
     try:
-        with path.open("rb") as handle:
-            return tomllib.load(handle) if path.suffix == ".toml" else json.load(handle)
+        return read_regular(resolved, limit=bounded.MAX_IMPORT_FILE_BYTES, what=str(path))
+    except OSError as error:  # FileRefusedError too: a device, a FIFO, too big
+        raise RecordError(
+            str(error)
+            if isinstance(error, FileRefusedError)
+            else f"cannot read {path}: {error.strerror or error}"
+        ) from None
+
+
+def _text(path: Path, roots: Sequence[Path]) -> str:
+    """A text file of the checkout (:func:`_read`), as UTF-8."""
+    try:
+        return _read(path, roots).decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise RecordError(f"{path} is not UTF-8 text: {error}") from None
+
+
+def _depth(value: Any) -> int:
+    """How deep ``value`` nests (a scalar: 0), counted without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        children = (
+            item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        )
+        if children is None:
+            continue
+        deepest = max(deepest, level)
+        if level > bounded.MAX_IMPORT_DEPTH:
+            break
+        stack.extend((child, level + 1) for child in children)
+    return deepest
+
+
+def _load(path: Path, roots: Sequence[Path] | None = None) -> Any:
+    if not _there(path):
+        raise RecordError(f"no file {path}")
+    data = _read(path, roots if roots is not None else [Path(os.path.realpath(path.parent))])
+    kind = path.suffix.lstrip(".").upper()
+    try:
+        value = tomllib.loads(data.decode("utf-8")) if path.suffix == ".toml" else json.loads(data)
     except (json.JSONDecodeError, tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
-        kind = path.suffix.lstrip(".").upper()
         raise RecordError(f"{path} is not valid {kind}: {error}") from error
+    except RecursionError:
+        raise RecordError(
+            f"{path} is nested too deep to read (τ²'s data nests a few levels; "
+            f"coevo reads at most {bounded.MAX_IMPORT_DEPTH})"
+        ) from None
+    if _depth(value) > bounded.MAX_IMPORT_DEPTH:
+        raise RecordError(
+            f"{path} is nested more than {bounded.MAX_IMPORT_DEPTH} levels deep (τ²'s data nests "
+            "a few levels): it is not a τ² file"
+        )
+    return value
 
 
 # (data root, code root) under the path given: a checkout, a site-packages, the tau2 package itself
@@ -686,9 +759,15 @@ def _roots(root: Path, domain: str, data: Path | None, code: Path | None) -> tup
     return data / domain, code / domain
 
 
+def _there(path: Path) -> bool:
+    """Whether ``path`` is there and not a folder (a link, even dangling, is there)."""
+    return os.path.lexists(path) and not path.is_dir()
+
+
 def _first(directory: Path, names: Sequence[str], root: Path | None = None) -> Path | None:
     """The first of ``names`` that is a file in ``directory``; with ``root``, one must be."""
-    found = next((directory / n for n in names if (directory / n).is_file()), None)
+    # anything there but a folder counts (the reading refuses a link out, a device or a FIFO)
+    found = next((directory / n for n in names if _there(directory / n)), None)
     if found is None and root is not None:
         where = directory.relative_to(root) if directory.is_relative_to(root) else directory
         raise RecordError(
@@ -723,25 +802,27 @@ def read_domain(
     data_dir, code_dir = _roots(
         root, domain, Path(data_root) if data_root else None, Path(code_root) if code_root else None
     )
-    tasks = read_tasks(cast(Path, _first(data_dir, ["tasks.json"], root)))
+    # every file read must resolve inside the checkout (or the roots given for data and code)
+    roots = [Path(os.path.realpath(p)) for p in (root, data_root, code_root) if p]
+    tasks = read_tasks(cast(Path, _first(data_dir, ["tasks.json"], root)), roots)
     db_file = cast(Path, _first(data_dir, ["db.json", "db.toml"], root))
-    db = _load(db_file)
+    db = _load(db_file, roots)
     if not isinstance(db, dict):
         raise RecordError(f"{db_file} holds a {type(db).__name__}, not a τ² database (an object)")
     user_db_file = _first(data_dir, ["user_db.json", "user_db.toml"])
-    user_db = _load(user_db_file) if user_db_file else None
+    user_db = _load(user_db_file, roots) if user_db_file else None
     policy_file = _first(data_dir, ["policy.md", "main_policy.md"])
     splits_file = _first(data_dir, ["split_tasks.json"])
-    splits = _load(splits_file) if splits_file else None
+    splits = _load(splits_file, roots) if splits_file else None
     tools_file = cast(Path, _first(code_dir, ["tools.py"], root))
     models = [code_dir / n for n in ("data_model.py", "user_data_model.py")]
-    context = [m.read_text(encoding="utf-8") for m in models if m.is_file()]
+    context = [_text(m, roots) for m in models if _there(m)]
     agent_side: list[ToolInfo] = []
     user_side: list[ToolInfo] = []
-    for tool in read_tools(tools_file.read_text(encoding="utf-8"), context=context):
+    for tool in read_tools(_text(tools_file, roots), context=context):
         (user_side if tool.toolkit.endswith("UserTools") else agent_side).append(tool)
     if user_tools := _first(code_dir, ["user_tools.py"]):
-        user_side += read_tools(user_tools.read_text(encoding="utf-8"), context=context)
+        user_side += read_tools(_text(user_tools, roots), context=context)
     return Tau2Domain(
         name=domain,
         data_dir=data_dir,
@@ -749,7 +830,7 @@ def read_domain(
         db=db,
         db_file=db_file,
         user_db=user_db if isinstance(user_db, dict) else None,
-        policy=policy_file.read_text(encoding="utf-8") if policy_file else None,
+        policy=_text(policy_file, roots) if policy_file else None,
         policy_file=policy_file,
         tasks=tasks,
         tools=agent_side,
