@@ -330,8 +330,7 @@ class GameLog:
                 continue
             if table is not None and (expected := manifest.get("rows", {}).get(table)) is not None:
                 try:
-                    with self.run.fs.open_input_file(self.run.path(path)) as stream:
-                        found = pq.read_metadata(stream).num_rows
+                    found = self.run.parquet_footer(path).num_rows
                 except (OSError, pa.ArrowException) as exc:
                     problems.append(f"{path} is not a readable Parquet file ({exc})")
                     continue
@@ -417,6 +416,15 @@ class GameLog:
         if not chosen:
             empty = _schema(table).empty_table()
             return empty if columns is None else empty.select(list(columns))
+        for (
+            manifest
+        ) in chosen:  # regular files within their limits, by their footers, before reading
+            path = manifest["parts"][table]
+            try:
+                self.run.parquet_footer(path)
+            except (OSError, pa.ArrowException) as exc:
+                problem = f"{path} cannot be read ({type(exc).__name__}: {exc})"
+                raise LogError(_damage_message(self.run.uri, manifest["gen"], problem)) from exc
         try:
             return self._dataset(
                 [self.run.path(m["parts"][table]) for m in chosen], table

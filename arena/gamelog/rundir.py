@@ -17,6 +17,7 @@ import pyarrow.fs as pafs
 from coevo.arena.bounded import (
     MAX_FILE_BYTES,
     MAX_JSON_BYTES,
+    check_parquet_size,
     inside,
     loads_json,
     open_regular,
@@ -115,6 +116,29 @@ class RunDir:
             OSError: it cannot be read.
         """
         return loads_json(self.read_bytes(*parts, limit=limit), self.label(*parts))
+
+    def parquet_footer(self, *parts: str, limit: int | None = None) -> Any:
+        """A Parquet file's footer (``pyarrow.parquet.FileMetaData``), once checked; only the footer is read.
+
+        The file must be a regular file of at most
+        :data:`~coevo.arena.bounded.MAX_FILE_BYTES` that holds at most ``limit``
+        bytes decompressed (default
+        :data:`~coevo.arena.bounded.MAX_PARQUET_UNCOMPRESSED_BYTES`).
+
+        Raises:
+            FileRefusedError: a link, not a regular file, too big on disk or decompressed.
+            OSError, pyarrow.ArrowException: it cannot be read, or is not Parquet.
+        """
+        path, what = self.path(*parts), self.label(*parts)
+        if self.is_local:
+            self._check_inside(path, what)
+            with os.fdopen(open_regular(path, limit=MAX_FILE_BYTES, what=what), "rb") as stream:
+                return check_parquet_size(stream, what, limit=limit)
+        info = self.fs.get_file_info(path)
+        if info.type == pafs.FileType.File and info.size is not None and info.size > MAX_FILE_BYTES:
+            raise FileRefusedError(too_big(what, info.size, MAX_FILE_BYTES))
+        with self.fs.open_input_file(path) as stream:
+            return check_parquet_size(stream, what, limit=limit)
 
     def label(self, *parts: str) -> str:
         """How a message names a file of the run directory: its path (its URI on an object store)."""

@@ -277,3 +277,34 @@ def test_a_role_of_another_kind_is_not_suggested(capsys) -> None:
     assert "no solver called 'linear'; did you mean 'linear-pg'?" in err
     assert "miner" not in err and "procedural" not in err
     assert "--debug" not in err  # the message says it all
+
+
+def _a_part(run: Path) -> Path:
+    return next(iter(sorted((run / "log" / "episodes").glob("gen=0/*.parquet"))))
+
+
+def test_a_log_part_that_is_a_link_out_of_the_run_is_refused(
+    finished_run: Path, tmp_path, capsys
+) -> None:
+    """A game-log part replaced by a link to an identical file outside the run (same size, same checksum): `coevo analyze` refuses it, naming the part and `coevo doctor`, exit 2."""
+    run = tmp_path / "run"
+    shutil.copytree(finished_run, run)
+    part = _a_part(run)
+    outside = tmp_path / "outside.parquet"
+    part.rename(outside)
+    part.symlink_to(outside)
+    err = refused(["analyze", str(run)], capsys)
+    assert f"{part} is a symbolic link" in err and "coevo doctor" in err
+
+
+def test_a_log_part_that_decompresses_past_the_limit_is_refused_by_its_footer(
+    finished_run: Path, tmp_path, capsys, monkeypatch
+) -> None:
+    """A log part whose footer says it holds more than the limit decompressed is refused before a column is read (the limit lowered for the test), naming the part."""
+    from coevo.arena import bounded
+
+    run = tmp_path / "run"
+    shutil.copytree(finished_run, run)
+    monkeypatch.setattr(bounded, "MAX_PARQUET_UNCOMPRESSED_BYTES", 256)
+    err = refused(["analyze", str(run)], capsys)
+    assert "once decompressed, by its Parquet footer" in err and "/log/" in err
