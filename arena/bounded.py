@@ -26,6 +26,8 @@ import errno
 import json
 import os
 import stat
+import tomllib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -44,8 +46,11 @@ __all__ = [
     "check_parquet_size",
     "inside",
     "kind_of",
+    "load_document",
     "loads_json",
+    "nesting_depth",
     "open_regular",
+    "read_inside",
     "read_parquet_bytes",
     "read_regular",
     "too_big",
@@ -167,6 +172,67 @@ def read_regular(path: str | Path, *, limit: int, what: str | None = None) -> by
     if len(data) > limit:
         raise FileRefusedError(too_big(what or str(path), len(data), limit))
     return data
+
+
+def read_inside(path: str | Path, roots: Sequence[Path], *, limit: int) -> bytes:
+    """A file read as :func:`read_regular` does, once it resolves inside one of ``roots`` (resolved folders).
+
+    A link that stays inside is followed; one that points out is refused, naming the file and
+    where it points (what such a file holds may be shown to an agent, an LLM API, MCP clients).
+
+    Raises:
+        FileRefusedError: it points out of ``roots``, or as :func:`read_regular`.
+        OSError: it cannot be read.
+    """
+    resolved = Path(os.path.realpath(path))
+    if not any(resolved == r or resolved.is_relative_to(r) for r in roots):
+        raise FileRefusedError(
+            f"{path} points out of the checkout (to {resolved}); coevo reads only files inside "
+            f"{' or '.join(str(r) for r in roots)}: replace the link with the file itself"
+        )
+    return read_regular(resolved, limit=limit, what=str(path))
+
+
+def nesting_depth(value: Any, stop: int = MAX_IMPORT_DEPTH) -> int:
+    """How deep parsed JSON or TOML nests (a scalar: 0), counted without recursion; counting stops past ``stop``."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        children = (
+            item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        )
+        if children is None:
+            continue
+        deepest = max(deepest, level)
+        if level > stop:
+            break
+        stack.extend((child, level + 1) for child in children)
+    return deepest
+
+
+def load_document(path: Path, roots: Sequence[Path], limit: int = MAX_IMPORT_FILE_BYTES) -> Any:
+    """A JSON file (TOML for ``.toml``) parsed, read as :func:`read_inside` does, nested at most :data:`MAX_IMPORT_DEPTH`.
+
+    Raises:
+        FileRefusedError: it points out of ``roots``, is not a regular file, or is over ``limit``.
+        ValueError: not UTF-8, not valid JSON or TOML, or nested too deep (naming the file).
+        OSError: it cannot be read.
+    """
+    text = read_inside(path, roots, limit=limit).decode("utf-8")
+    kind = "TOML" if path.suffix == ".toml" else "JSON"
+    try:
+        value = tomllib.loads(text) if kind == "TOML" else json.loads(text)
+        deep = nesting_depth(value) > MAX_IMPORT_DEPTH
+    except (json.JSONDecodeError, tomllib.TOMLDecodeError) as error:
+        raise ValueError(f"{path} is not valid {kind}: {error}") from error
+    except RecursionError:
+        deep = True
+    if deep:
+        raise ValueError(
+            f"{path} is nested more than {MAX_IMPORT_DEPTH} levels deep (a benchmark's data "
+            "nests a few levels): it is not such a file"
+        )
+    return value
 
 
 def loads_json(data: bytes | str, what: str) -> Any:

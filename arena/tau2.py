@@ -21,16 +21,15 @@ import inspect
 import json
 import os
 import re
-import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, Final, Literal, cast, get_args
 
-from coevo.arena import bounded
-from coevo.arena.bounded import read_regular
-from coevo.arena.errors import FileRefusedError, RecordError
+from coevo.arena.errors import RecordError
+from coevo.arena.tau2_checkout import first, load, roots_of, there
+from coevo.arena.tau2_checkout import text as read_text
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 __all__ = [
@@ -570,17 +569,11 @@ class Task(BaseModel):
 def read_tasks(path: Path, roots: Sequence[Path] | None = None) -> list[Task]:
     """Every task of a τ² ``tasks.json`` (a JSON array of tasks), in file order.
 
-    Args:
-        path: the file.
-        roots: the folders it must resolve inside (default: its own folder).
-
     Raises:
-        RecordError: the file is missing, points out of ``roots``, is not a
-            regular file or too big or nested too deep, is not JSON, not an
-            array, or a task does not have τ²'s shape (the message names the
-            task and the field).
+        RecordError: the file is missing, points out of ``roots`` (default: its folder), is not
+            JSON, not an array, or a task does not have τ²'s shape (naming the task and the field).
     """
-    data = _load(path, roots)
+    data = load(path, roots)
     if not isinstance(data, list):
         raise RecordError(f"{path} holds a {type(data).__name__}, not an array of tasks")
     tasks, seen = [], set()
@@ -654,129 +647,6 @@ class Tau2Domain:
         return [task for task in self.tasks if task.id in ids]
 
 
-def _read(path: Path, roots: Sequence[Path]) -> bytes:
-    """A file of the checkout, read bounded: a regular file that resolves inside one of ``roots``.
-
-    A link inside the checkout is followed; one that points out of it (or a
-    device, a FIFO, a file over :data:`~coevo.arena.bounded.MAX_IMPORT_FILE_BYTES`)
-    is refused, naming the file: what a domain's files hold becomes what the
-    agent, the LLM API and MCP clients see.
-
-    Raises:
-        RecordError: it points out of the checkout, is not a regular file, is too big, or cannot be read.
-    """
-    resolved = Path(os.path.realpath(path))
-    if not any(resolved == r or resolved.is_relative_to(r) for r in roots):
-        within = " or ".join(str(r) for r in roots)
-        raise RecordError(
-            f"{path} points out of the checkout (to {resolved}); coevo reads only files inside "
-            f"{within}: replace the link with the file itself"
-        )
-    try:
-        return read_regular(resolved, limit=bounded.MAX_IMPORT_FILE_BYTES, what=str(path))
-    except OSError as error:  # FileRefusedError too: a device, a FIFO, too big
-        raise RecordError(
-            str(error)
-            if isinstance(error, FileRefusedError)
-            else f"cannot read {path}: {error.strerror or error}"
-        ) from None
-
-
-def _text(path: Path, roots: Sequence[Path]) -> str:
-    """A text file of the checkout (:func:`_read`), as UTF-8."""
-    try:
-        return _read(path, roots).decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise RecordError(f"{path} is not UTF-8 text: {error}") from None
-
-
-def _depth(value: Any) -> int:
-    """How deep ``value`` nests (a scalar: 0), counted without recursion."""
-    deepest, stack = 0, [(value, 1)]
-    while stack:
-        item, level = stack.pop()
-        children = (
-            item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
-        )
-        if children is None:
-            continue
-        deepest = max(deepest, level)
-        if level > bounded.MAX_IMPORT_DEPTH:
-            break
-        stack.extend((child, level + 1) for child in children)
-    return deepest
-
-
-def _load(path: Path, roots: Sequence[Path] | None = None) -> Any:
-    if not _there(path):
-        raise RecordError(f"no file {path}")
-    data = _read(path, roots if roots is not None else [Path(os.path.realpath(path.parent))])
-    kind = path.suffix.lstrip(".").upper()
-    try:
-        value = tomllib.loads(data.decode("utf-8")) if path.suffix == ".toml" else json.loads(data)
-    except (json.JSONDecodeError, tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
-        raise RecordError(f"{path} is not valid {kind}: {error}") from error
-    except RecursionError:
-        raise RecordError(
-            f"{path} is nested too deep to read (τ²'s data nests a few levels; "
-            f"coevo reads at most {bounded.MAX_IMPORT_DEPTH})"
-        ) from None
-    if _depth(value) > bounded.MAX_IMPORT_DEPTH:
-        raise RecordError(
-            f"{path} is nested more than {bounded.MAX_IMPORT_DEPTH} levels deep (τ²'s data nests "
-            "a few levels): it is not a τ² file"
-        )
-    return value
-
-
-# (data root, code root) under the path given: a checkout, a site-packages, the tau2 package itself
-_LAYOUTS: Final = (
-    ("data/tau2/domains", "src/tau2/domains"),
-    ("tau2/data/tau2/domains", "tau2/domains"),
-    ("data/tau2/domains", "domains"),
-)
-
-
-def _roots(root: Path, domain: str, data: Path | None, code: Path | None) -> tuple[Path, Path]:
-    """The data and code directories of ``domain``."""
-    data = data or next((root / d for d, _ in _LAYOUTS if (root / d).is_dir()), None)
-    pairs = [(root / d, root / c) for d, c in _LAYOUTS]
-    code = code or next((c for d, c in pairs if d.is_dir() and c.is_dir()), None)
-    code = code or next((c for _, c in pairs if c.is_dir()), None)
-    if data is None:
-        raise RecordError(
-            f"no data/tau2/domains under {root}: pass the root of a τ²-bench checkout, the "
-            "site-packages of an installed tau2, or data_root= (the directory holding the domains' data)"
-        )
-    if code is None:
-        raise RecordError(
-            f"no src/tau2/domains (nor tau2/domains) under {root}: pass the root of a τ²-bench "
-            "checkout, or code_root= (the directory holding each domain's tools.py)"
-        )
-    if not (data / domain).is_dir():
-        known = sorted(p.name for p in data.iterdir() if p.is_dir()) if data.is_dir() else []
-        raise RecordError(f"no domain {domain!r} in {data}: its domains are {known}")
-    return data / domain, code / domain
-
-
-def _there(path: Path) -> bool:
-    """Whether ``path`` is there and not a folder (a link, even dangling, is there)."""
-    return os.path.lexists(path) and not path.is_dir()
-
-
-def _first(directory: Path, names: Sequence[str], root: Path | None = None) -> Path | None:
-    """The first of ``names`` that is a file in ``directory``; with ``root``, one must be."""
-    # anything there but a folder counts (the reading refuses a link out, a device or a FIFO)
-    found = next((directory / n for n in names if _there(directory / n)), None)
-    if found is None and root is not None:
-        where = directory.relative_to(root) if directory.is_relative_to(root) else directory
-        raise RecordError(
-            f"no {where}/{' or '.join(names)} under {root}: "
-            "pass the root of a τ²-bench checkout (or data_root= and code_root=)"
-        )
-    return found
-
-
 def read_domain(
     checkout: Path | str,
     domain: str,
@@ -799,30 +669,30 @@ def read_domain(
             missing or malformed; the message names it and what to pass.
     """
     root = Path(checkout)
-    data_dir, code_dir = _roots(
+    data_dir, code_dir = roots_of(
         root, domain, Path(data_root) if data_root else None, Path(code_root) if code_root else None
     )
     # every file read must resolve inside the checkout (or the roots given for data and code)
     roots = [Path(os.path.realpath(p)) for p in (root, data_root, code_root) if p]
-    tasks = read_tasks(cast(Path, _first(data_dir, ["tasks.json"], root)), roots)
-    db_file = cast(Path, _first(data_dir, ["db.json", "db.toml"], root))
-    db = _load(db_file, roots)
+    tasks = read_tasks(cast(Path, first(data_dir, ["tasks.json"], root)), roots)
+    db_file = cast(Path, first(data_dir, ["db.json", "db.toml"], root))
+    db = load(db_file, roots)
     if not isinstance(db, dict):
         raise RecordError(f"{db_file} holds a {type(db).__name__}, not a τ² database (an object)")
-    user_db_file = _first(data_dir, ["user_db.json", "user_db.toml"])
-    user_db = _load(user_db_file, roots) if user_db_file else None
-    policy_file = _first(data_dir, ["policy.md", "main_policy.md"])
-    splits_file = _first(data_dir, ["split_tasks.json"])
-    splits = _load(splits_file, roots) if splits_file else None
-    tools_file = cast(Path, _first(code_dir, ["tools.py"], root))
+    user_db_file = first(data_dir, ["user_db.json", "user_db.toml"])
+    user_db = load(user_db_file, roots) if user_db_file else None
+    policy_file = first(data_dir, ["policy.md", "main_policy.md"])
+    splits_file = first(data_dir, ["split_tasks.json"])
+    splits = load(splits_file, roots) if splits_file else None
+    tools_file = cast(Path, first(code_dir, ["tools.py"], root))
     models = [code_dir / n for n in ("data_model.py", "user_data_model.py")]
-    context = [_text(m, roots) for m in models if _there(m)]
+    context = [read_text(m, roots) for m in models if there(m)]
     agent_side: list[ToolInfo] = []
     user_side: list[ToolInfo] = []
-    for tool in read_tools(_text(tools_file, roots), context=context):
+    for tool in read_tools(read_text(tools_file, roots), context=context):
         (user_side if tool.toolkit.endswith("UserTools") else agent_side).append(tool)
-    if user_tools := _first(code_dir, ["user_tools.py"]):
-        user_side += read_tools(_text(user_tools, roots), context=context)
+    if user_tools := first(code_dir, ["user_tools.py"]):
+        user_side += read_tools(read_text(user_tools, roots), context=context)
     return Tau2Domain(
         name=domain,
         data_dir=data_dir,
@@ -830,7 +700,7 @@ def read_domain(
         db=db,
         db_file=db_file,
         user_db=user_db if isinstance(user_db, dict) else None,
-        policy=_text(policy_file, roots) if policy_file else None,
+        policy=read_text(policy_file, roots) if policy_file else None,
         policy_file=policy_file,
         tasks=tasks,
         tools=agent_side,
