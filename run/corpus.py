@@ -655,8 +655,8 @@ def build_corpus(
         failed (the command exits non-zero; the next build tries them again).
 
     Raises:
-        CorpusError: ``out`` holds a corpus built from another source, or its commits do not
-            read; or an experiment source comes without its ``role``.
+        CorpusError: ``out`` holds a run, or a corpus built from another source, or its commits
+            do not read; or an experiment source comes without its ``role``.
         LogError: another builder holds ``out``.
     """
     named = source.synthesizer.name if source.synthesizer is not None else None
@@ -666,6 +666,12 @@ def build_corpus(
             "experiment_synthesizer() returned with it"
         )
     run = RunDir(out)
+    if run.exists("experiment.json") or run.exists("log", "_manifests"):
+        raise CorpusError(
+            f"{run.uri} holds a run (its experiment.json and game log), not a corpus: a corpus "
+            "is built in a folder of its own; choose another --out (a run draws on a corpus "
+            "with [corpus] path = ...)"
+        )
     lock = claim(run, resume=False)
     say = progress or (lambda line: None)
     report = BuildReport(out=run.uri, shards=source.shards)
