@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from coevo.agents.registry import REGISTRY
+from coevo.arena.bounded import MAX_JSON_BYTES, read_regular
 from coevo.arena.errors import ArenaError, CoevoError, ExperimentError, RegistryError
 from coevo.arena.examples import find_bundled
 from coevo.arena.gamelog import RunDir
@@ -352,6 +353,8 @@ def parse_overrides(items: Sequence[str]) -> dict[str, Any]:
             value = tomllib.loads(f"v = {text}")["v"]
         except tomllib.TOMLDecodeError:
             value = text
+        except RecursionError:
+            raise ExperimentError(f"--set {key.strip()}: the value is nested too deep") from None
         node = out
         parts = key.strip().split(".")
         for part in parts[:-1]:
@@ -409,9 +412,15 @@ def load_experiment(
         path = _experiment_file(source)
         label = str(path)
         try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
+            # a link the user made is followed (their own file); a device, a FIFO, a huge file is not read
+            text = read_regular(path.resolve(), limit=MAX_JSON_BYTES, what=str(path))
+            data = tomllib.loads(text.decode("utf-8"))
         except tomllib.TOMLDecodeError as exc:
             raise ExperimentError(f"{path} is not valid TOML: {exc}") from exc
+        except RecursionError:
+            raise ExperimentError(f"{path} is nested too deep to be an experiment") from None
+        except OSError as exc:  # FileRefusedError too: a FIFO, a device, over the limit
+            raise ExperimentError(f"{path} cannot be read: {exc}") from exc
         except UnicodeDecodeError as exc:
             raise ExperimentError(
                 f"{path} is not a TOML file: it is not UTF-8 text (byte {exc.start}); "

@@ -308,3 +308,19 @@ def test_a_log_part_that_decompresses_past_the_limit_is_refused_by_its_footer(
     monkeypatch.setattr(bounded, "MAX_PARQUET_UNCOMPRESSED_BYTES", 256)
     err = refused(["analyze", str(run)], capsys)
     assert "once decompressed, by its Parquet footer" in err and "/log/" in err
+
+
+def test_an_experiment_or_a_set_value_nested_too_deep_is_refused_with_a_message(
+    tmp_path, capsys
+) -> None:
+    """An experiment file nested 5,000 deep, or a --set value 3,000 deep: exit 2 with one line, never a RecursionError."""
+    deep = tmp_path / "deep.toml"
+    deep.write_text("x = " + "[" * 5_000 + "]" * 5_000 + "\n")
+    err = refused(["run", str(deep), "--out", str(tmp_path / "r")], capsys)
+    assert f"{deep} is nested too deep" in err
+    value = "[" * 3_000 + "]" * 3_000
+    err = refused(
+        ["run", QUICKSTART, "--set", f"run.name={value}", "--out", str(tmp_path / "r")], capsys
+    )
+    assert "--set run.name: the value is nested too deep" in err
+    assert not (tmp_path / "r").exists()
