@@ -135,6 +135,8 @@ class GameLog:
 
     def __init__(self, run: RunDir | str):
         self.run = run if isinstance(run, RunDir) else RunDir(str(run))
+        # parts whose footers passed (a committed part is never rewritten): read again, not checked again
+        self._footers_checked: set[tuple[str, int | None]] = set()
 
     # ---- writing ------------------------------------------------------------------------
 
@@ -416,12 +418,14 @@ class GameLog:
         if not chosen:
             empty = _schema(table).empty_table()
             return empty if columns is None else empty.select(list(columns))
-        for (
-            manifest
-        ) in chosen:  # regular files within their limits, by their footers, before reading
+        # regular files within their limits, by their footers, before the dataset reads them
+        for manifest in chosen:
             path = manifest["parts"][table]
+            if (path, sizes[path]) in self._footers_checked:
+                continue
             try:
                 self.run.parquet_footer(path)
+                self._footers_checked.add((path, sizes[path]))
             except (OSError, pa.ArrowException) as exc:
                 problem = f"{path} cannot be read ({type(exc).__name__}: {exc})"
                 raise LogError(_damage_message(self.run.uri, manifest["gen"], problem)) from exc
