@@ -492,8 +492,14 @@ def _committed(run: RunDir) -> dict[int, dict[str, Any]]:
     out = {}
     for name in run.listdir(_COMMITS):
         if name.startswith("shard-") and name.endswith(".json"):
-            data = run.read_json(_COMMITS, name)
-            out[int(data["shard"])] = data
+            try:
+                data = run.read_json(_COMMITS, name)
+                out[int(data["shard"])] = data
+            except (OSError, ValueError, KeyError, TypeError) as exc:  # refused, or not a commit
+                raise CorpusError(
+                    f"{run.label(_COMMITS, name)} is not a shard's commit this coevo reads "
+                    f"({type(exc).__name__}: {exc}); delete it to build that shard again"
+                ) from exc
     return out
 
 

@@ -147,6 +147,22 @@ def test_a_corpus_part_that_is_a_link_out_of_it_is_refused(reference, tmp_path, 
     assert f"{part} is a symbolic link" in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize("damage", ["garbage", "fifo"])
+def test_a_damaged_or_fifo_shard_commit_is_named(damage, reference, tmp_path, capsys) -> None:
+    """A shard's commit that is not JSON, or a FIFO: the build resumed on the folder stops at once, naming the file and the fix (exit 2)."""
+    out = tmp_path / "copy"
+    shutil.copytree(reference, out)
+    commit = out / "_commits" / "shard-0.json"
+    commit.unlink()
+    if damage == "fifo":
+        os.mkfifo(commit)
+    else:
+        commit.write_text("{not json")
+    assert main(["corpus", "build", "--out", str(out), *SMALL, "--workers", "0"]) == 2
+    err = capsys.readouterr().err
+    assert f"{commit} is not a shard's commit" in err and "Traceback" not in err
+
+
 def test_near_duplicates_share_a_key_that_ignores_values_not_tools(reference) -> None:
     from coevo.arena.spec import TaskSpec
 
