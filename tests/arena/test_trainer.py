@@ -209,14 +209,19 @@ def test_an_announcement_nested_too_deep_is_named_not_a_recursion_error(tmp_path
         assert "batch-000000.json" in str(caught.value)
 
 
-@pytest.mark.parametrize("where", ["versions/batch-000000.json", "batches/batch-000000.parquet"])
+@pytest.mark.parametrize(
+    "where",
+    ["versions/batch-000000.json", "batches/batch-000000.parquet", "reference/journal.jsonl"],
+)
 def test_a_trainer_folder_file_that_is_a_link_or_a_fifo_is_refused_unread(tmp_path, where) -> None:
-    """An announcement or a batch that is a link to /dev/zero, or a FIFO, is refused at once naming it (never read whole, never waited on)."""
+    """An announcement, a batch or the trainer's journal that is a link to /dev/zero, or a FIFO, is refused at once naming it (never read whole, never waited on)."""
     folder = FolderTransport(str(tmp_path))
     path = tmp_path / where
     path.parent.mkdir()
 
     def look() -> Any:
+        if where.startswith("reference"):
+            return journal(folder)
         return folder.announcements() if "versions" in where else folder.read("batch-000000")
 
     path.symlink_to("/dev/zero")
