@@ -11,9 +11,15 @@ same careful way, and the limits below are the one place they are set
 * a size limit, checked on the open file (``fstat``) before a byte is read,
   and the read itself stops one byte past the limit;
 * a Parquet file's decompressed size is taken from its footer (the sum of its
-  row groups' uncompressed sizes) and checked before any column is read;
+  row groups' uncompressed sizes) and checked before any column is read; one
+  read whole in memory (an inbox part, a training batch) is then read with its
+  text columns dictionary-encoded, and their size once expanded is checked
+  before they are;
 * JSON nested deeper than Python's parser can follow is a ``ValueError``
-  naming the file, never a ``RecursionError``.
+  naming the file, never a ``RecursionError``;
+* a benchmark checkout's files (``coevo import tau2``) are read only when
+  they resolve inside the checkout (:func:`read_inside`), nested at most
+  :data:`MAX_IMPORT_DEPTH` levels (:func:`load_document`).
 
 A refusal is a :class:`~coevo.arena.errors.FileRefusedError` naming the file,
 what it is and the limit; it is an ``OSError``, so a caller that already
@@ -64,8 +70,8 @@ MAX_FILE_BYTES: Final = 1 << 30
 """The largest other file read whole (a checkpoint's role state, a Parquet part or batch): 1 GiB."""
 
 MAX_PARQUET_UNCOMPRESSED_BYTES: Final = 1 << 30
-"""The most one Parquet file (a log part, an inbox part, a training batch, a corpus part) may
-hold once decompressed, by its footer: 1 GiB. A 7 KB file of zstd can hold gigabytes."""
+"""The most one Parquet file (a game-log or corpus part, a training batch) may hold once
+decompressed, by its footer: 1 GiB. A 7 KB file of zstd can hold gigabytes."""
 
 MAX_IMPORT_FILE_BYTES: Final = 64 << 20
 """The largest file of a benchmark checkout ``coevo import`` reads (``tasks.json``, ``db.json`` or
@@ -75,7 +81,7 @@ MAX_IMPORT_DEPTH: Final = 100
 """How deep an imported JSON or TOML file may nest (τ²-bench's data nests a few levels)."""
 
 MAX_INBOX_PART_BYTES: Final = 256 << 20
-"""The most one inbox part may hold decompressed, by its footer: 256 MiB (a bigger batch is
+"""The most one inbox part may hold decompressed and decoded: 256 MiB (a bigger batch is
 several parts; :func:`~coevo.arena.gamelog.inbox.write_part` refuses to write more)."""
 
 _NOFOLLOW: Final = getattr(os, "O_NOFOLLOW", 0)
