@@ -34,8 +34,9 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 import jsonschema
+from coevo.arena.bounded import MAX_FILE_BYTES, read_regular
 from coevo.arena.codeworld import CodeWorlds, CodeWorldSpec, replay, spec_error, state_diff
-from coevo.arena.errors import CommandError, RecordError, SpecError
+from coevo.arena.errors import CommandError, FileRefusedError, RecordError, SpecError
 from coevo.arena.ids import canonical_json
 from coevo.arena.outcomes import CheckResult, Verdict
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
@@ -318,10 +319,15 @@ def read_code_tasks(path: str | Path) -> list[CodeTaskSpec]:
         RecordError: a line is not JSON.
         SpecError: a record breaks the format, or names a world not defined above it (naming the line).
     """
-    try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    try:  # a link the user made is followed; a device, a FIFO or a file over the limit is not read
+        data = read_regular(Path(path).resolve(), limit=MAX_FILE_BYTES, what=str(path))
+        lines = data.decode("utf-8").splitlines()
+    except FileRefusedError as exc:
+        raise CommandError(str(exc)) from None
     except OSError as exc:
         raise CommandError(f"cannot read {path}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise CommandError(f"{path} is not UTF-8 text (byte {exc.start})") from None
     return code_tasks_of(lines, str(path))
 
 

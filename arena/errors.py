@@ -20,6 +20,7 @@ __all__ = [
     "CurriculumCheckError",
     "EpisodeError",
     "ExperimentError",
+    "FileRefusedError",
     "LogError",
     "Problem",
     "RecordError",
@@ -136,6 +137,13 @@ class CurriculumCheckError(ConformanceError):
 
 class LogError(CoevoError):
     """The game log cannot be read or written; the message says where and what to do."""
+
+
+class FileRefusedError(CoevoError, OSError):
+    """A file coevo will not read: a link, not a regular file, or bigger than its limit (:mod:`coevo.arena.bounded`).
+
+    It is an ``OSError``, so code that treats an unreadable file as damage treats a refused one the same.
+    """
 
 
 class StateError(CoevoError, ValueError):

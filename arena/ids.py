@@ -61,7 +61,7 @@ def episode_id(*parts: object, prefix: str = "ep-") -> str:
 
     The loop names a Solver's episode by ``(seed, gen, purpose, index, task_id)``,
     a benchmark run by ``(seed, trial, "benchmark", task_id)``, the inbox by
-    ``("inbox", part, rollout)``, and a proposer's rollout (prefix ``prop-``) by
+    ``("inbox", digest of the rollout's id or content, occurrence in its part)``, and a proposer's rollout (prefix ``prop-``) by
     ``(seed, gen, "propose", task_id)``.
     """
     raw = ":".join(str(part) for part in parts)

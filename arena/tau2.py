@@ -19,8 +19,8 @@ from __future__ import annotations
 import ast
 import inspect
 import json
+import os
 import re
-import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -28,6 +28,8 @@ from pathlib import Path
 from typing import Any, Final, Literal, cast, get_args
 
 from coevo.arena.errors import RecordError
+from coevo.arena.tau2_checkout import first, load, roots_of, there
+from coevo.arena.tau2_checkout import text as read_text
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 __all__ = [
@@ -564,14 +566,14 @@ class Task(BaseModel):
     user_tools: list[str] | None = None
 
 
-def read_tasks(path: Path) -> list[Task]:
+def read_tasks(path: Path, roots: Sequence[Path] | None = None) -> list[Task]:
     """Every task of a τ² ``tasks.json`` (a JSON array of tasks), in file order.
 
     Raises:
-        RecordError: the file is missing, not JSON, not an array, or a task
-            does not have τ²'s shape (the message names the task and the field).
+        RecordError: the file is missing, points out of ``roots`` (default: its folder), is not
+            JSON, not an array, or a task does not have τ²'s shape (naming the task and the field).
     """
-    data = _load(path)
+    data = load(path, roots)
     if not isinstance(data, list):
         raise RecordError(f"{path} holds a {type(data).__name__}, not an array of tasks")
     tasks, seen = [], set()
@@ -645,59 +647,6 @@ class Tau2Domain:
         return [task for task in self.tasks if task.id in ids]
 
 
-def _load(path: Path) -> Any:
-    if not path.is_file():
-        raise RecordError(f"no file {path}")
-    try:
-        with path.open("rb") as handle:
-            return tomllib.load(handle) if path.suffix == ".toml" else json.load(handle)
-    except (json.JSONDecodeError, tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
-        kind = path.suffix.lstrip(".").upper()
-        raise RecordError(f"{path} is not valid {kind}: {error}") from error
-
-
-# (data root, code root) under the path given: a checkout, a site-packages, the tau2 package itself
-_LAYOUTS: Final = (
-    ("data/tau2/domains", "src/tau2/domains"),
-    ("tau2/data/tau2/domains", "tau2/domains"),
-    ("data/tau2/domains", "domains"),
-)
-
-
-def _roots(root: Path, domain: str, data: Path | None, code: Path | None) -> tuple[Path, Path]:
-    """The data and code directories of ``domain``."""
-    data = data or next((root / d for d, _ in _LAYOUTS if (root / d).is_dir()), None)
-    pairs = [(root / d, root / c) for d, c in _LAYOUTS]
-    code = code or next((c for d, c in pairs if d.is_dir() and c.is_dir()), None)
-    code = code or next((c for _, c in pairs if c.is_dir()), None)
-    if data is None:
-        raise RecordError(
-            f"no data/tau2/domains under {root}: pass the root of a τ²-bench checkout, the "
-            "site-packages of an installed tau2, or data_root= (the directory holding the domains' data)"
-        )
-    if code is None:
-        raise RecordError(
-            f"no src/tau2/domains (nor tau2/domains) under {root}: pass the root of a τ²-bench "
-            "checkout, or code_root= (the directory holding each domain's tools.py)"
-        )
-    if not (data / domain).is_dir():
-        known = sorted(p.name for p in data.iterdir() if p.is_dir()) if data.is_dir() else []
-        raise RecordError(f"no domain {domain!r} in {data}: its domains are {known}")
-    return data / domain, code / domain
-
-
-def _first(directory: Path, names: Sequence[str], root: Path | None = None) -> Path | None:
-    """The first of ``names`` that is a file in ``directory``; with ``root``, one must be."""
-    found = next((directory / n for n in names if (directory / n).is_file()), None)
-    if found is None and root is not None:
-        where = directory.relative_to(root) if directory.is_relative_to(root) else directory
-        raise RecordError(
-            f"no {where}/{' or '.join(names)} under {root}: "
-            "pass the root of a τ²-bench checkout (or data_root= and code_root=)"
-        )
-    return found
-
-
 def read_domain(
     checkout: Path | str,
     domain: str,
@@ -720,28 +669,30 @@ def read_domain(
             missing or malformed; the message names it and what to pass.
     """
     root = Path(checkout)
-    data_dir, code_dir = _roots(
+    data_dir, code_dir = roots_of(
         root, domain, Path(data_root) if data_root else None, Path(code_root) if code_root else None
     )
-    tasks = read_tasks(cast(Path, _first(data_dir, ["tasks.json"], root)))
-    db_file = cast(Path, _first(data_dir, ["db.json", "db.toml"], root))
-    db = _load(db_file)
+    # every file read must resolve inside the checkout (or the roots given for data and code)
+    roots = [Path(os.path.realpath(p)) for p in (root, data_root, code_root) if p]
+    tasks = read_tasks(cast(Path, first(data_dir, ["tasks.json"], root)), roots)
+    db_file = cast(Path, first(data_dir, ["db.json", "db.toml"], root))
+    db = load(db_file, roots)
     if not isinstance(db, dict):
         raise RecordError(f"{db_file} holds a {type(db).__name__}, not a τ² database (an object)")
-    user_db_file = _first(data_dir, ["user_db.json", "user_db.toml"])
-    user_db = _load(user_db_file) if user_db_file else None
-    policy_file = _first(data_dir, ["policy.md", "main_policy.md"])
-    splits_file = _first(data_dir, ["split_tasks.json"])
-    splits = _load(splits_file) if splits_file else None
-    tools_file = cast(Path, _first(code_dir, ["tools.py"], root))
+    user_db_file = first(data_dir, ["user_db.json", "user_db.toml"])
+    user_db = load(user_db_file, roots) if user_db_file else None
+    policy_file = first(data_dir, ["policy.md", "main_policy.md"])
+    splits_file = first(data_dir, ["split_tasks.json"])
+    splits = load(splits_file, roots) if splits_file else None
+    tools_file = cast(Path, first(code_dir, ["tools.py"], root))
     models = [code_dir / n for n in ("data_model.py", "user_data_model.py")]
-    context = [m.read_text(encoding="utf-8") for m in models if m.is_file()]
+    context = [read_text(m, roots) for m in models if there(m)]
     agent_side: list[ToolInfo] = []
     user_side: list[ToolInfo] = []
-    for tool in read_tools(tools_file.read_text(encoding="utf-8"), context=context):
+    for tool in read_tools(read_text(tools_file, roots), context=context):
         (user_side if tool.toolkit.endswith("UserTools") else agent_side).append(tool)
-    if user_tools := _first(code_dir, ["user_tools.py"]):
-        user_side += read_tools(user_tools.read_text(encoding="utf-8"), context=context)
+    if user_tools := first(code_dir, ["user_tools.py"]):
+        user_side += read_tools(read_text(user_tools, roots), context=context)
     return Tau2Domain(
         name=domain,
         data_dir=data_dir,
@@ -749,7 +700,7 @@ def read_domain(
         db=db,
         db_file=db_file,
         user_db=user_db if isinstance(user_db, dict) else None,
-        policy=policy_file.read_text(encoding="utf-8") if policy_file else None,
+        policy=read_text(policy_file, roots) if policy_file else None,
         policy_file=policy_file,
         tasks=tasks,
         tools=agent_side,

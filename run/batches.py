@@ -19,7 +19,8 @@ from typing import Any, Final, Literal
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from coevo.arena.errors import ArenaError, LogError
+from coevo.arena.bounded import loads_json, read_parquet_bytes
+from coevo.arena.errors import ArenaError, FileRefusedError, LogError
 from coevo.arena.gamelog import GameLog, RunDir
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -120,8 +121,13 @@ def read_announcement(data: bytes | str | dict[str, Any], where: str) -> Announc
         ArenaError: not an announcement (naming ``where`` and the problem, with the format's page).
     """
     try:
-        parsed = json.loads(data) if isinstance(data, bytes | str) else data
+        parsed = loads_json(data, where) if isinstance(data, bytes | str) else data
         return Announcement.model_validate(parsed)
+    except RecursionError:  # a dict nested past what validation follows
+        raise ArenaError(
+            f"{where} is not a policy announcement (it is nested too deep to read); "
+            "docs/trainer.md gives the format"
+        ) from None
     except (ValueError, ValidationError, ArenaError) as exc:
         detail = (
             "; ".join(f"{'.'.join(map(str, e['loc'])) or 'it'}: {e['msg']}" for e in exc.errors())
@@ -412,7 +418,9 @@ def read_batch_bytes(data: bytes, where: str) -> pa.Table:
         ArenaError: not a coevo batch (naming ``where``).
     """
     try:
-        table = pq.read_table(pa.BufferReader(data))
+        table = read_parquet_bytes(data, where)
+    except FileRefusedError as exc:
+        raise ArenaError(str(exc)) from None
     except (OSError, pa.ArrowException) as exc:
         raise ArenaError(f"{where} is not a readable Parquet batch: {exc}") from None
     fmt = (table.schema.metadata or {}).get(b"coevo.format", b"").decode()

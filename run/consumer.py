@@ -29,7 +29,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-from coevo.arena.errors import ArenaError
+import pyarrow.fs as pafs
+from coevo.arena.bounded import MAX_JSON_BYTES
+from coevo.arena.errors import ArenaError, FileRefusedError
 from coevo.arena.gamelog import RunDir
 from coevo.run.trainer import (
     Announcement,
@@ -77,7 +79,10 @@ def journal(folder: FolderTransport, name: str = "reference") -> list[dict[str, 
     if not folder.dir.exists(name, "journal.jsonl"):
         return []
     entries = []
-    raw = folder.dir.read_bytes(name, "journal.jsonl")
+    try:
+        raw = folder.dir.read_bytes(name, "journal.jsonl", limit=MAX_JSON_BYTES)
+    except FileRefusedError as exc:  # a link, a device, too big: refused unread
+        raise ArenaError(str(exc)) from None
     for n, line in enumerate(raw.decode("utf-8", "replace").splitlines(), 1):
         if not line.strip():
             continue
@@ -146,7 +151,7 @@ class BatchConsumer:
         if not self.run.exists("experiment.json"):
             return None
         try:
-            data = json.loads(self.run.read_bytes("experiment.json"))
+            data = self.run.read_json("experiment.json")
         except (OSError, ValueError, RecursionError) as exc:
             raise ArenaError(
                 f"{self.consumer.run_dir}/experiment.json cannot be read: {exc}"
@@ -185,6 +190,12 @@ class BatchConsumer:
             ArenaError: the run or its batches did not appear within ``wait``, or a batch is not one.
         """
         settings = self.consumer
+        there = self.run.fs.get_file_info(self.run.root).type
+        if there not in (pafs.FileType.NotFound, pafs.FileType.Directory):
+            raise ArenaError(
+                f"{settings.run_dir} is a file, not a run directory: give the folder "
+                "`coevo run EXPERIMENT --out RUN_DIR` writes (or will write)"
+            )
         started = time.monotonic()
         waiting_said = False
         trained_now = 0

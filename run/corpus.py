@@ -492,8 +492,14 @@ def _committed(run: RunDir) -> dict[int, dict[str, Any]]:
     out = {}
     for name in run.listdir(_COMMITS):
         if name.startswith("shard-") and name.endswith(".json"):
-            data = json.loads(run.read_bytes(_COMMITS, name))
-            out[int(data["shard"])] = data
+            try:
+                data = run.read_json(_COMMITS, name)
+                out[int(data["shard"])] = data
+            except (OSError, ValueError, KeyError, TypeError) as exc:  # refused, or not a commit
+                raise CorpusError(
+                    f"{run.label(_COMMITS, name)} is not a shard's commit this coevo reads "
+                    f"({type(exc).__name__}: {exc}); delete it to build that shard again"
+                ) from exc
     return out
 
 
@@ -580,7 +586,7 @@ def build_record(folder: str) -> dict[str, Any]:
     failed = []
     for name in run.listdir(_FAILED):
         if name.startswith("shard-") and name.endswith(".json"):
-            data = json.loads(run.read_bytes(_FAILED, name))
+            data = run.read_json(_FAILED, name)
             if int(data["shard"]) not in committed:
                 why = data.get("notes") or ["no reason recorded"]
                 failed.append(
@@ -655,8 +661,8 @@ def build_corpus(
         failed (the command exits non-zero; the next build tries them again).
 
     Raises:
-        CorpusError: ``out`` holds a corpus built from another source, or its commits do not
-            read; or an experiment source comes without its ``role``.
+        CorpusError: ``out`` holds a run, or a corpus built from another source, or its commits
+            do not read; or an experiment source comes without its ``role``.
         LogError: another builder holds ``out``.
     """
     named = source.synthesizer.name if source.synthesizer is not None else None
@@ -666,13 +672,19 @@ def build_corpus(
             "experiment_synthesizer() returned with it"
         )
     run = RunDir(out)
+    if run.exists("experiment.json") or run.exists("log", "_manifests"):
+        raise CorpusError(
+            f"{run.uri} holds a run (its experiment.json and game log), not a corpus: a corpus "
+            "is built in a folder of its own; choose another --out (a run draws on a corpus "
+            "with [corpus] path = ...)"
+        )
     lock = claim(run, resume=False)
     say = progress or (lambda line: None)
     report = BuildReport(out=run.uri, shards=source.shards)
     try:
         wanted = _manifest(source)
         if run.exists(MANIFEST):
-            have = json.loads(run.read_bytes(MANIFEST))
+            have = run.read_json(MANIFEST)
             if have.get("format") != CORPUS_FORMAT or have.get("source") != wanted["source"]:
                 raise CorpusError(
                     f"{run.uri} holds a corpus built from another source or other flags "

@@ -22,7 +22,6 @@ TOML (``1``, ``"text"``, ``[1, 2]``, ``true``) or, failing that, as text.
 from __future__ import annotations
 
 import difflib
-import json
 import os
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -30,6 +29,7 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from coevo.agents.registry import REGISTRY
+from coevo.arena.bounded import MAX_JSON_BYTES, read_regular
 from coevo.arena.errors import ArenaError, CoevoError, ExperimentError, RegistryError
 from coevo.arena.examples import find_bundled
 from coevo.arena.gamelog import RunDir
@@ -353,6 +353,8 @@ def parse_overrides(items: Sequence[str]) -> dict[str, Any]:
             value = tomllib.loads(f"v = {text}")["v"]
         except tomllib.TOMLDecodeError:
             value = text
+        except RecursionError:
+            raise ExperimentError(f"--set {key.strip()}: the value is nested too deep") from None
         node = out
         parts = key.strip().split(".")
         for part in parts[:-1]:
@@ -410,9 +412,15 @@ def load_experiment(
         path = _experiment_file(source)
         label = str(path)
         try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
+            # a link the user made is followed (their own file); a device, a FIFO, a huge file is not read
+            text = read_regular(path.resolve(), limit=MAX_JSON_BYTES, what=str(path))
+            data = tomllib.loads(text.decode("utf-8"))
         except tomllib.TOMLDecodeError as exc:
             raise ExperimentError(f"{path} is not valid TOML: {exc}") from exc
+        except RecursionError:
+            raise ExperimentError(f"{path} is nested too deep to be an experiment") from None
+        except OSError as exc:  # FileRefusedError too: a FIFO, a device, over the limit
+            raise ExperimentError(f"{path} cannot be read: {exc}") from exc
         except UnicodeDecodeError as exc:
             raise ExperimentError(
                 f"{path} is not a TOML file: it is not UTF-8 text (byte {exc.start}); "
@@ -565,7 +573,7 @@ def recorded_experiment(run_dir: str) -> Experiment:
         raise ExperimentError(run.no_run(run_dir))
     label = f"{run_dir}/experiment.json"
     try:
-        data = json.loads(run.read_bytes("experiment.json"))
+        data = run.read_json("experiment.json")
         if not isinstance(data, dict) or not isinstance(data.get("curriculum", {}), dict):
             raise ValueError("it is not an experiment record (a JSON object of tables)")
         data["curriculum"] = recorded_curriculum(data.get("curriculum", {}))

@@ -14,14 +14,26 @@ Exactly once: a part is ingested in the generation whose commit records it
 resume, in the replayed generation, and never twice: the parts already
 ingested are read from the committed log when the run starts.
 
+Once per rollout too: the same rollout under a second part name (a part
+copied, a producer that wrote a batch twice under two names) is not logged
+again. A rollout is known by its producer's ``rollout_id`` when it has one,
+else by its whole content (every column but its index in the part); its
+episode id is derived from that, so it is the same whichever part brings
+it, and a rollout whose episode is in the committed log, or was taken from
+an earlier part, is rejected as a duplicate. Rows of one part are never
+duplicates of one another (a trainer may play the same calls twice).
+
 What a part cannot give is counted, never fatal: a part that cannot be read
-(its ``error``), a rollout of a task the run does not know, or whose world
-cannot be built (``rejected``). Each counts as a failure of the generation.
+or is refused unread (a link, a device, too big: its ``error``), a rollout
+of a task the run does not know, whose world cannot be built, or that was
+ingested before (``rejected``). Each counts as a failure of the generation.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -68,6 +80,22 @@ class Inbox:
         self.events = events or (lambda event, **kw: None)
         self.done: set[str] = set(log.read("ingested", columns=["part_id"]).column(0).to_pylist())
         self.worlds = WorldPool(keep=16)
+        self._logged: set[str] | None = None  # the external episodes' ids, read on the first part
+
+    def _seen(self) -> set[str]:
+        """The ids of the external episodes logged (committed, and taken since), read once."""
+        if self._logged is None:
+            episodes = self.log.read("episodes", columns=["episode_id", "purpose"])
+            self._logged = {
+                e
+                for e, purpose in zip(
+                    episodes.column("episode_id").to_pylist(),
+                    episodes.column("purpose").to_pylist(),
+                    strict=True,
+                )
+                if purpose == "external"
+            }
+        return self._logged
 
     def take(self, gen: int, tasks: Callable[[str], TaskSpec | None]) -> Ingested:
         """Ingest every part not ingested yet (it is marked ingested at once: the caller commits it with ``gen``).
@@ -117,10 +145,17 @@ class Inbox:
     ) -> tuple[list[Episode], int, int]:
         episodes: list[Episode] = []
         rejected = disagreed = 0
-        for rollout in rollouts:
+        seen = self._seen()
+        ids = _episode_ids(rollouts)
+        for rollout, ep_id in zip(rollouts, ids, strict=True):
             task = tasks(rollout.task_id)
             why = None
-            if task is None or not isinstance(task.world, WorldSpec):
+            if ep_id in seen:
+                why = (
+                    f"it was ingested before (episode {ep_id}), from another part: "
+                    "the same rollout is logged once"
+                )
+            elif task is None or not isinstance(task.world, WorldSpec):
                 why = f"{rollout.task_id} is not an accepted training task of this run"
             elif len(rollout.tool_calls) > MAX_CALLS:
                 why = (
@@ -128,9 +163,7 @@ class Inbox:
                 )
             else:
                 try:
-                    episode = self._played(
-                        task, rollout, episode_id("inbox", part, rollout.rollout)
-                    )
+                    episode = self._played(task, rollout, ep_id)
                 except Exception as exc:  # a rollout coevo cannot replay is counted, never fatal
                     why = f"it could not be replayed: {type(exc).__name__}: {exc}"
             if why is not None:
@@ -141,6 +174,7 @@ class Inbox:
                 continue
             disagreed += episode.reward.value != round(rollout.reward)
             episodes.append(episode)
+        seen.update(e.episode_id for e in episodes)
         return episodes, rejected, disagreed
 
     def _played(self, task: TaskSpec, rollout: InboxRollout, episode_id: str) -> Episode:
@@ -168,6 +202,26 @@ class Inbox:
         finally:
             self.worlds.give_back(world)
         return episode.model_copy(update={"trajectory": _trajectory(rollout, signed)})
+
+
+def _episode_ids(rollouts: list[InboxRollout]) -> list[str]:
+    """Each rollout's episode id: from its producer's ``rollout_id`` (else its content) and how many rows of its part came before with the same.
+
+    The same rollout gets the same id whichever part brings it; two equal rows
+    of one part get two ids.
+    """
+    counts: Counter[str] = Counter()
+    out = []
+    for rollout in rollouts:
+        if rollout.rollout_id is not None:
+            key = json.dumps(["id", rollout.source, rollout.rollout_id])
+        else:
+            cells = {k: v for k, v in rollout.cells().items() if k != "rollout"}
+            key = json.dumps(["content", cells], sort_keys=True)
+        digest = hashlib.sha256(key.encode("utf-8")).hexdigest()
+        out.append(episode_id("inbox", digest, counts[digest]))
+        counts[digest] += 1
+    return out
 
 
 def _trajectory(rollout: InboxRollout, signed: str) -> Trajectory | None:

@@ -381,7 +381,7 @@ class Arena:
         rows = [r for r in sorted(rows, key=lambda r: r["gen"]) if r["accepted"]]  # in order
         self.scoring.rebuild([self._canonical(tasks[r["task_id"]]) for r in rows])
         try:
-            state = json.loads(self.run.read_bytes(*base, "state.json"))
+            state = self.run.read_json(*base, "state.json")
             self.curriculum.load(state["curriculum"], tasks)
             self.eval_tasks = [tasks[t] for t in state["eval_tasks"]]
             version, plan = state["version"], plan_of(state["next_plan"])

@@ -17,7 +17,6 @@ print this without starting Ray.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -82,7 +81,7 @@ class RunTables:
 def _recorded(run_dir: str) -> dict[str, Any]:
     """The run's ``experiment.json`` as recorded (empty when it cannot be read)."""
     try:
-        recorded = json.loads(RunDir(run_dir).read_bytes("experiment.json"))
+        recorded = RunDir(run_dir).read_json("experiment.json")
     except (OSError, ValueError):
         return {}
     return recorded if isinstance(recorded, dict) else {}

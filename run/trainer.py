@@ -38,7 +38,8 @@ from typing import Any, Final, Literal, Protocol
 
 import pyarrow as pa
 from coevo.agents.registry import REGISTRY
-from coevo.arena.errors import ArenaError, CoevoError, TrainerTimeout
+from coevo.arena.bounded import MAX_JSON_BYTES
+from coevo.arena.errors import ArenaError, CoevoError, FileRefusedError, TrainerTimeout
 from coevo.arena.gamelog import GameLog, PolicyRow, RunDir
 from coevo.arena.outcomes import Episode
 from coevo.arena.settings import StrictNumbers
@@ -163,7 +164,7 @@ class FolderTransport:
         record = {"format": "coevo.trainer/1", "run": run}
         if self.dir.exists("transport.json"):
             try:
-                there = json.loads(self.dir.read_bytes("transport.json")).get("run")
+                there = self.dir.read_json("transport.json").get("run")
             except (OSError, ValueError, AttributeError):
                 there = None
             if there != run:
@@ -197,10 +198,11 @@ class FolderTransport:
         Raises:
             ArenaError: the file is not a coevo batch.
         """
-        return read_batch_bytes(
-            self.dir.read_bytes("batches", f"{batch}.parquet"),
-            f"{self.uri}/batches/{batch}.parquet",
-        )
+        try:
+            data = self.dir.read_bytes("batches", f"{batch}.parquet")
+        except FileRefusedError as exc:  # a link, a device, too big: refused unread
+            raise ArenaError(str(exc)) from None
+        return read_batch_bytes(data, f"{self.uri}/batches/{batch}.parquet")
 
     def announcements(self, after: int = -1) -> dict[str, Announcement]:
         """The announcements in ``versions/`` for batches of generations after ``after``, by batch id.
@@ -221,7 +223,14 @@ class FolderTransport:
                 continue
             where = f"{self.uri}/versions/{name}"
             try:
-                announcement = read_announcement(self.dir.read_bytes("versions", name), where)
+                data = self.dir.read_bytes("versions", name, limit=MAX_JSON_BYTES)
+            except FileRefusedError as exc:  # a link, a device, too big: refused unread
+                raise ArenaError(
+                    f"{exc}; an announcement is a small JSON file the trainer writes there "
+                    "(docs/trainer.md)"
+                ) from None
+            try:
+                announcement = read_announcement(data, where)
             except ArenaError:
                 if self._settling("versions", name):
                     continue

@@ -45,6 +45,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from coevo.arena.analysis.metrics import Run
+from coevo.arena.bounded import (
+    MAX_FILE_BYTES,
+    MAX_JSON_BYTES,
+    loads_json,
+    read_parquet_bytes,
+    read_regular,
+)
 from coevo.arena.codetask import CODETASK_FORMAT, CodeTaskSpec
 from coevo.arena.codeworld import CODEWORLD_FORMAT, CodeWorldSpec
 from coevo.arena.errors import CoevoError
@@ -567,8 +574,8 @@ def _clear(target: Path) -> None:
     if not manifest.is_file():
         return
     try:
-        earlier = ExportManifest.model_validate_json(manifest.read_text(encoding="utf-8"))
-    except (ValidationError, UnicodeDecodeError):
+        earlier = ExportManifest.model_validate_json(read_regular(manifest, limit=MAX_JSON_BYTES))
+    except (ValidationError, OSError):  # a link, a FIFO, too big: no manifest this coevo wrote
         earlier = None
     manifest.unlink()  # first: a directory with no manifest holds no finished export
     tables = {f"{table}.{fmt}" for table in ("tasks", "worlds") for fmt in ("jsonl", "parquet")}
@@ -685,7 +692,9 @@ def read_manifest(directory: str | Path) -> ExportManifest:
             f"{directory} holds no export (no {MANIFEST}); write one with `coevo export RUN --out {directory}`"
         )
     try:
-        return ExportManifest.model_validate_json(path.read_text(encoding="utf-8"))
+        return ExportManifest.model_validate_json(read_regular(path, limit=MAX_JSON_BYTES))
+    except OSError as exc:  # a link, a FIFO, a device, too big: refused unread
+        raise CoevoError(f"{path} cannot be read: {exc}") from exc
     except ValidationError as exc:
         raise CoevoError(
             f"{path} is not a {EXPORT_FORMAT} manifest ({exc.error_count()} problems, first: "
@@ -695,10 +704,17 @@ def read_manifest(directory: str | Path) -> ExportManifest:
 
 def _rows(directory: Path, file: ExportFile) -> list[dict[str, Any]]:
     path = directory / file.path
-    if path.suffix == ".jsonl":
-        with path.open(encoding="utf-8") as handle:
-            return [json.loads(line) for line in handle if line.strip()]
-    return pq.read_table(path).to_pylist()
+    try:
+        data = read_regular(path, limit=MAX_FILE_BYTES)
+        if path.suffix == ".jsonl":
+            return [
+                loads_json(line, str(path))
+                for line in data.decode("utf-8").splitlines()
+                if line.strip()
+            ]
+        return read_parquet_bytes(data, str(path)).to_pylist()
+    except (OSError, ValueError, pa.ArrowException) as exc:
+        raise CoevoError(f"{path} cannot be read: {exc}") from exc
 
 
 def _worlds_of(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:

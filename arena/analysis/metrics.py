@@ -132,16 +132,26 @@ def load_run(run_dir: str) -> Run:
     if not run.exists("experiment.json"):
         raise CoevoError(run.no_run(run_dir))
     try:
-        experiment = json.loads(run.read_bytes("experiment.json"))
+        experiment = run.read_json("experiment.json")
     except (ValueError, UnicodeDecodeError) as exc:
         raise CoevoError(
             f"{run_dir}/experiment.json cannot be read: it is not JSON ({exc}); "
             "the run's record is damaged"
         ) from exc
-    if not isinstance(experiment, dict):
+    not_tables = (
+        [
+            f"`{k}` is {json.dumps(v)[:40]}"
+            for k, v in experiment.items()
+            if not isinstance(v, dict | None)
+        ]
+        if isinstance(experiment, dict)
+        else [f"it is {type(experiment).__name__}"]
+    )
+    if not_tables:
         raise CoevoError(
             f"{run_dir}/experiment.json cannot be read: it is not an experiment record "
-            "(a JSON object of tables); the run's record is damaged"
+            f"(a JSON object of tables: {'; '.join(not_tables[:3])}); the run's record is "
+            "damaged: restore it, or copy the experiment.json of a run of the same experiment"
         )
     log = GameLog(run)
     tables = {name: log.read(name) for name in SCHEMAS}

@@ -9,7 +9,6 @@ is the split rule.
 
 from __future__ import annotations
 
-import json
 from typing import Any, Final
 
 import pyarrow as pa
@@ -43,9 +42,11 @@ def read_corpus(folder: str) -> tuple[dict[str, Any], dict[str, pa.Table]]:
             f"{folder} holds no corpus (no {CORPUS_MANIFEST}); build one with `coevo corpus build`"
         )
     try:
-        manifest = json.loads(run.read_bytes(CORPUS_MANIFEST))
-    except (ValueError, UnicodeDecodeError) as exc:
+        manifest = run.read_json(CORPUS_MANIFEST)
+    except ValueError as exc:
         raise CoevoError(f"{folder}/{CORPUS_MANIFEST} is not JSON ({exc})") from exc
+    except OSError as exc:  # a link, a device, too big: refused unread
+        raise CoevoError(f"{folder}/{CORPUS_MANIFEST} cannot be read ({exc})") from exc
     if not isinstance(manifest, dict) or manifest.get("format") != CORPUS_FORMAT:
         raise CoevoError(f"{folder}/{CORPUS_MANIFEST} is not a {CORPUS_FORMAT} manifest")
     # lazy: pyarrow.dataset loads pandas (half a second), which most users of this module never need
@@ -55,6 +56,12 @@ def read_corpus(folder: str) -> tuple[dict[str, Any], dict[str, pa.Table]]:
     for name, schema in SCHEMAS.items():
         with_gen = schema.append(pa.field("gen", pa.int32()))
         if name in manifest.get("tables", []) and run.exists(name):
+            for part in run.walk(name):  # the parts the dataset reads: regular, within limits
+                if part.endswith(".parquet") and not part.rsplit("/", 1)[-1].startswith((".", "_")):
+                    try:
+                        run.parquet_footer(part)
+                    except (OSError, pa.ArrowException) as exc:
+                        raise CoevoError(f"{folder}: {part} cannot be read ({exc})") from exc
             data = ds.dataset(
                 run.path(name),
                 filesystem=run.fs,

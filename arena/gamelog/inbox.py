@@ -23,6 +23,12 @@ once, across crashes too.
 * :func:`read_part` validates every row and the part as a whole; a malformed
   row or part is a :class:`~coevo.arena.errors.LogError` naming the part,
   the row and the column.
+* A part is read within limits (:mod:`coevo.arena.bounded`): a regular file
+  (a link, a device or a FIFO is refused unread), at most
+  :data:`~coevo.arena.bounded.MAX_FILE_BYTES` on disk and
+  :data:`~coevo.arena.bounded.MAX_INBOX_PART_BYTES` decompressed, by its
+  footer, before any column is read. :func:`write_part` refuses to write a
+  part the loop would refuse to read.
 """
 
 from __future__ import annotations
@@ -39,7 +45,8 @@ from typing import Any, ClassVar, Final
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from coevo.arena.errors import LogError
+from coevo.arena import bounded
+from coevo.arena.errors import FileRefusedError, LogError
 from coevo.arena.gamelog.rows import Row, _arrow_type
 from coevo.arena.gamelog.rundir import RunDir
 from coevo.arena.spec import ToolCall
@@ -319,6 +326,11 @@ def write_part(
             f"{where}: {len(rows)} rows, more than a part may hold ({MAX_PART_ROWS}); write several parts"
         )
     table = pa.Table.from_pylist([r.cells() for r in _rollouts(rows, where)], schema=INBOX_SCHEMA)
+    if table.nbytes > bounded.MAX_INBOX_PART_BYTES:
+        raise LogError(
+            f"{where}: {table.nbytes} bytes of rollouts, more than the loop reads from one part "
+            f"({bounded.MAX_INBOX_PART_BYTES}); write several parts"
+        )
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink)
     data = sink.getvalue()
@@ -365,8 +377,10 @@ def read_part(run: RunDir | str, part_id: str) -> list[InboxRollout]:
     is an error.
 
     Raises:
-        LogError: no such part, a part that is not Parquet or not an inbox
-            part, or a malformed row; the message names the part, the row and the column.
+        LogError: no such part, a part refused unread (a link, not a regular
+            file, too big on disk or decompressed), a part that is not Parquet
+            or not an inbox part, or a malformed row; the message names the
+            part, the row and the column.
     """
     _check_part_id(part_id)
     run = _run_dir(run)
@@ -376,7 +390,10 @@ def read_part(run: RunDir | str, part_id: str) -> list[InboxRollout]:
     if not run.exists(relative):
         raise LogError(f"{where}: no such part; the inbox holds {list_parts(run) or 'none'}")
     try:
-        table = pq.read_table(pa.BufferReader(run.read_bytes(relative)))
+        data = run.read_bytes(relative)
+        table = bounded.read_parquet_bytes(data, where, limit=bounded.MAX_INBOX_PART_BYTES)
+    except FileRefusedError as exc:  # a link, a device, too big: refused before it was read
+        raise LogError(f"{exc}; {fix}") from exc
     except (OSError, pa.ArrowException) as exc:
         raise LogError(f"{where} cannot be read as Parquet ({exc}); {fix}") from exc
     unknown = [name for name in table.column_names if name not in INBOX_SCHEMA.names]

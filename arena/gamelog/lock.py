@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 import pyarrow.fs as pafs
+from coevo.arena.bounded import MAX_JSON_BYTES, read_regular
 from coevo.arena.errors import LogError
 from coevo.arena.gamelog.rundir import RunDir
 
@@ -122,8 +123,8 @@ def read_lock(run: RunDir) -> LockInfo | None:
     started and last heard of at the epoch: stale.
     """
     try:
-        data = run.read_bytes(LOCK_NAME)
-    except OSError:
+        data = run.read_bytes(LOCK_NAME, limit=MAX_JSON_BYTES)
+    except OSError:  # FileRefusedError too: a link, a FIFO, a device read as no lock of coevo's
         return None
     return LockInfo.parse(data) or LockInfo("?", -1, 0.0, 0.0, "")
 
@@ -270,7 +271,6 @@ class RunLock:
 
 def _read_local(path: str) -> LockInfo | None:
     try:
-        with open(path, "rb") as stream:
-            return LockInfo.parse(stream.read())
-    except OSError:
+        return LockInfo.parse(read_regular(path, limit=MAX_JSON_BYTES))
+    except OSError:  # FileRefusedError too: a link, a FIFO or a device is no lock coevo wrote
         return None

@@ -135,6 +135,8 @@ class GameLog:
 
     def __init__(self, run: RunDir | str):
         self.run = run if isinstance(run, RunDir) else RunDir(str(run))
+        # parts whose footers passed (a committed part is never rewritten): read again, not checked again
+        self._footers_checked: set[tuple[str, int | None]] = set()
 
     # ---- writing ------------------------------------------------------------------------
 
@@ -292,7 +294,7 @@ class GameLog:
         """
         name = _manifest_name(gen)
         try:
-            manifest = json.loads(self.run.read_bytes("log", "_manifests", name))
+            manifest = self.run.read_json("log", "_manifests", name)
         except (OSError, ValueError) as exc:
             return {}, f"its manifest {name} cannot be read ({type(exc).__name__}: {exc})"
         if isinstance(manifest, dict) and manifest.get("schema_version") not in READABLE_VERSIONS:
@@ -330,8 +332,7 @@ class GameLog:
                 continue
             if table is not None and (expected := manifest.get("rows", {}).get(table)) is not None:
                 try:
-                    with self.run.fs.open_input_file(self.run.path(path)) as stream:
-                        found = pq.read_metadata(stream).num_rows
+                    found = self.run.parquet_footer(path).num_rows
                 except (OSError, pa.ArrowException) as exc:
                     problems.append(f"{path} is not a readable Parquet file ({exc})")
                     continue
@@ -417,6 +418,17 @@ class GameLog:
         if not chosen:
             empty = _schema(table).empty_table()
             return empty if columns is None else empty.select(list(columns))
+        # regular files within their limits, by their footers, before the dataset reads them
+        for manifest in chosen:
+            path = manifest["parts"][table]
+            if (path, sizes[path]) in self._footers_checked:
+                continue
+            try:
+                self.run.parquet_footer(path)
+                self._footers_checked.add((path, sizes[path]))
+            except (OSError, pa.ArrowException) as exc:
+                problem = f"{path} cannot be read ({type(exc).__name__}: {exc})"
+                raise LogError(_damage_message(self.run.uri, manifest["gen"], problem)) from exc
         try:
             return self._dataset(
                 [self.run.path(m["parts"][table]) for m in chosen], table

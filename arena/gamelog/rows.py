@@ -192,7 +192,7 @@ class EpisodeRow(Row):
     about: ClassVar[str] = "every episode played: training rollouts and eval episodes"
 
     episode_id: str = Field(
-        description="unique and deterministic: from the seed, generation, purpose, index and task (`external`: from its inbox part and rollout)"
+        description="unique and deterministic: from the seed, generation, purpose, index and task (`external`: from the rollout's `rollout_id`, else its content, so the same rollout in two inbox parts is one episode)"
     )
     task_id: str = Field(description="the task played")
     purpose: str = Field(

@@ -1,13 +1,30 @@
-"""Run directories: a local path or any pyarrow filesystem URI, read and written whole-file."""
+"""Run directories: a local path or any pyarrow filesystem URI, read and written whole-file.
+
+Every read is bounded (:mod:`coevo.arena.bounded`): a regular file only, no
+link followed, its size checked before it is read.
+"""
 
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 import pyarrow.fs as pafs
+from coevo.arena.bounded import (
+    MAX_FILE_BYTES,
+    MAX_JSON_BYTES,
+    check_parquet_size,
+    inside,
+    loads_json,
+    open_regular,
+    read_regular,
+    too_big,
+)
+from coevo.arena.errors import FileRefusedError
 
 __all__ = ["RunDir"]
 
@@ -69,10 +86,73 @@ class RunDir:
             out.write(data)
         self.fs.move(temporary, target)
 
-    def read_bytes(self, *parts: str) -> bytes:
-        """Read a file whole."""
-        with self.fs.open_input_stream(self.path(*parts)) as stream:
-            return bytes(stream.read())
+    def read_bytes(self, *parts: str, limit: int = MAX_FILE_BYTES) -> bytes:
+        """Read a file whole: a regular file of at most ``limit`` bytes (checked before reading).
+
+        Raises:
+            FileRefusedError: a symbolic link, not a regular file, a folder leading out of the
+                run directory, or bigger than ``limit`` (an ``OSError``; nothing was read).
+            OSError: it cannot be read.
+        """
+        path, what = self.path(*parts), self.label(*parts)
+        if self.is_local:
+            self._check_inside(path, what)
+            return read_regular(path, limit=limit, what=what)
+        info = self.fs.get_file_info(path)
+        if info.type == pafs.FileType.File and info.size is not None and info.size > limit:
+            raise FileRefusedError(too_big(what, info.size, limit))
+        with self.fs.open_input_stream(path) as stream:
+            data = bytes(stream.read(limit + 1))
+        if len(data) > limit:
+            raise FileRefusedError(too_big(what, len(data), limit))
+        return data
+
+    def read_json(self, *parts: str, limit: int = MAX_JSON_BYTES) -> Any:
+        """A JSON file parsed, read as :meth:`read_bytes` does (at most ``limit`` bytes).
+
+        Raises:
+            FileRefusedError: as :meth:`read_bytes`.
+            ValueError: not JSON, not UTF-8, or nested too deep (naming the file).
+            OSError: it cannot be read.
+        """
+        return loads_json(self.read_bytes(*parts, limit=limit), self.label(*parts))
+
+    def parquet_footer(self, *parts: str, limit: int | None = None) -> Any:
+        """A Parquet file's footer (``pyarrow.parquet.FileMetaData``), once checked; only the footer is read.
+
+        The file must be a regular file of at most
+        :data:`~coevo.arena.bounded.MAX_FILE_BYTES` that holds at most ``limit``
+        bytes decompressed (default
+        :data:`~coevo.arena.bounded.MAX_PARQUET_UNCOMPRESSED_BYTES`).
+
+        Raises:
+            FileRefusedError: a link, not a regular file, too big on disk or decompressed.
+            OSError, pyarrow.ArrowException: it cannot be read, or is not Parquet.
+        """
+        path, what = self.path(*parts), self.label(*parts)
+        if self.is_local:
+            self._check_inside(path, what)
+            with os.fdopen(open_regular(path, limit=MAX_FILE_BYTES, what=what), "rb") as stream:
+                return check_parquet_size(stream, what, limit=limit)
+        info = self.fs.get_file_info(path)
+        if info.type == pafs.FileType.File and info.size is not None and info.size > MAX_FILE_BYTES:
+            raise FileRefusedError(too_big(what, info.size, MAX_FILE_BYTES))
+        with self.fs.open_input_file(path) as stream:
+            return check_parquet_size(stream, what, limit=limit)
+
+    def label(self, *parts: str) -> str:
+        """How a message names a file of the run directory: its path (its URI on an object store)."""
+        if not self.is_local:
+            return "/".join([self.uri.rstrip("/"), *parts])
+        return self.path(*parts)
+
+    def _check_inside(self, path: str, what: str) -> None:
+        """Refuse a file whose folder, links followed, is not inside the run directory."""
+        if not inside(path, self.root):
+            raise FileRefusedError(
+                f"{what} is in a folder that is a link out of {self.root}; coevo follows no link "
+                "out of a run directory: put the folder itself there"
+            )
 
     def listdir(self, *parts: str) -> list[str]:
         """Base names in a directory (empty when it does not exist)."""
@@ -82,13 +162,19 @@ class RunDir:
         return sorted(info.base_name for info in infos)
 
     def sha256(self, *parts: str) -> tuple[int, str]:
-        """A file's size and sha256 (hex), read in chunks.
+        """A file's size and sha256 (hex), read in chunks (a regular file only, as :meth:`read_bytes`).
 
         Raises:
-            OSError: the file cannot be read.
+            OSError: the file cannot be read, or is refused (:class:`FileRefusedError`).
         """
         digest, size = hashlib.sha256(), 0
-        with self.fs.open_input_stream(self.path(*parts)) as stream:
+        path = self.path(*parts)
+        if self.is_local:
+            self._check_inside(path, self.label(*parts))
+            stream: Any = os.fdopen(open_regular(path, limit=None, what=self.label(*parts)), "rb")
+        else:
+            stream = self.fs.open_input_stream(path)
+        with stream:
             while chunk := stream.read(1 << 20):
                 digest.update(chunk)
                 size += len(chunk)

@@ -24,8 +24,16 @@ def cmd_import_tau2(args: argparse.Namespace) -> int:
     domain = read_domain(
         args.checkout, args.domain, data_root=args.data_root, code_root=args.code_root
     )
-    imported = import_domain(domain)
     out = Path(args.out)
+    target = out.resolve()
+    for folder in (domain.data_dir.resolve(), domain.code_dir.resolve()):
+        if target.is_relative_to(folder):
+            raise CommandError(
+                f"--out {out} is inside the domain's own folder {folder} (the import's input): "
+                "write the records elsewhere, e.g. --out tasks/"
+                f"{domain.name}.jsonl"
+            )
+    imported = import_domain(domain)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".partial")
     with tmp.open("w") as handle:

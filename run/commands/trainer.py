@@ -51,6 +51,8 @@ def _train_settings(args: argparse.Namespace) -> Any:
             data = tomllib.loads(where.read_text(encoding="utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise CommandError(f"--settings {args.settings}: not TOML ({exc})") from None
+        except RecursionError:
+            raise CommandError(f"--settings {args.settings}: nested too deep") from None
         given.update(data.get("train", data))
     for name in TrainSettings.model_fields:
         value = getattr(args, name, None)

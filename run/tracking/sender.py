@@ -161,7 +161,7 @@ class Tracking:
         if not self._run.exists(RECORD):
             return {}
         try:
-            data = json.loads(self._run.read_bytes(RECORD))
+            data = self._run.read_json(RECORD)
         except (OSError, ValueError) as exc:
             self._fail(RECORD, f"cannot be read ({describe(exc)}); the trackers start afresh")
             return {}

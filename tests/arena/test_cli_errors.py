@@ -7,6 +7,7 @@ this process, or the installed ``coevo`` script), as a user would meet it.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -119,20 +120,42 @@ def test_a_binary_experiment_file_is_refused_by_the_installed_command(tmp_path) 
     assert "Traceback" not in done.stderr
 
 
-@pytest.mark.parametrize("garbage", ["{not json", "[1, 2]", "\xff"])
-@pytest.mark.parametrize("command", ["analyze", "report", "resume"])
+@pytest.mark.parametrize(
+    "garbage", ["{not json", "[1, 2]", "\xff", '{"run": 5}', "[" * 200_000 + "]" * 200_000]
+)
+@pytest.mark.parametrize("command", ["analyze", "report", "export", "resume"])
 def test_a_damaged_experiment_record_is_named(
     garbage: str, command: str, finished_run: Path, tmp_path, capsys
 ) -> None:
-    """Garbage in RUN_DIR/experiment.json: analyze, report and resume say the record cannot be read (exit 2)."""
+    """Garbage in RUN_DIR/experiment.json (a table that is a number, JSON nested 200,000 deep): analyze, report, export and resume say the record cannot be read (exit 2), no traceback."""
     run = tmp_path / "run"
     shutil.copytree(finished_run, run)
     (run / "experiment.json").write_bytes(garbage.encode("latin-1"))
-    args = [command, str(run)] + (
-        ["--out", str(tmp_path / "r.html")] if command == "report" else []
-    )
-    err = refused(args, capsys)
+    out = {"report": ["--out", str(tmp_path / "r.html")], "export": ["--out", str(tmp_path / "x")]}
+    err = refused([command, str(run), *out.get(command, [])], capsys)
     assert f"{run}/experiment.json" in err
+
+
+@pytest.mark.parametrize("command", ["analyze", "report", "export", "resume"])
+def test_an_experiment_record_that_is_a_link_or_a_fifo_is_refused_unread(
+    command: str, finished_run: Path, tmp_path, capsys
+) -> None:
+    """RUN_DIR/experiment.json a link to a file outside the run, or a FIFO: refused at once (no wait for a writer), naming the file, exit 2."""
+    out = {"report": ["--out", str(tmp_path / "r.html")], "export": ["--out", str(tmp_path / "x")]}
+    for kind in ("link", "fifo"):
+        run = tmp_path / kind
+        shutil.copytree(finished_run, run)
+        record = run / "experiment.json"
+        if kind == "link":
+            outside = tmp_path / "elsewhere.json"
+            record.rename(outside)
+            record.symlink_to(outside)
+        else:
+            record.unlink()
+            os.mkfifo(record)
+        err = refused([command, str(run), *out.get(command, [])], capsys)
+        assert f"{record} is a" in err
+        assert ("symbolic link" if kind == "link" else "a FIFO, not a regular file") in err
 
 
 def test_report_into_a_directory_is_refused(finished_run: Path, tmp_path, capsys) -> None:
@@ -254,3 +277,50 @@ def test_a_role_of_another_kind_is_not_suggested(capsys) -> None:
     assert "no solver called 'linear'; did you mean 'linear-pg'?" in err
     assert "miner" not in err and "procedural" not in err
     assert "--debug" not in err  # the message says it all
+
+
+def _a_part(run: Path) -> Path:
+    return next(iter(sorted((run / "log" / "episodes").glob("gen=0/*.parquet"))))
+
+
+def test_a_log_part_that_is_a_link_out_of_the_run_is_refused(
+    finished_run: Path, tmp_path, capsys
+) -> None:
+    """A game-log part replaced by a link to an identical file outside the run (same size, same checksum): `coevo analyze` refuses it, naming the part and `coevo doctor`, exit 2."""
+    run = tmp_path / "run"
+    shutil.copytree(finished_run, run)
+    part = _a_part(run)
+    outside = tmp_path / "outside.parquet"
+    part.rename(outside)
+    part.symlink_to(outside)
+    err = refused(["analyze", str(run)], capsys)
+    assert f"{part} is a symbolic link" in err and "coevo doctor" in err
+
+
+def test_a_log_part_that_decompresses_past_the_limit_is_refused_by_its_footer(
+    finished_run: Path, tmp_path, capsys, monkeypatch
+) -> None:
+    """A log part whose footer says it holds more than the limit decompressed is refused before a column is read (the limit lowered for the test), naming the part."""
+    from coevo.arena import bounded
+
+    run = tmp_path / "run"
+    shutil.copytree(finished_run, run)
+    monkeypatch.setattr(bounded, "MAX_PARQUET_UNCOMPRESSED_BYTES", 256)
+    err = refused(["analyze", str(run)], capsys)
+    assert "once decompressed, by its Parquet footer" in err and "/log/" in err
+
+
+def test_an_experiment_or_a_set_value_nested_too_deep_is_refused_with_a_message(
+    tmp_path, capsys
+) -> None:
+    """An experiment file nested 5,000 deep, or a --set value 3,000 deep: exit 2 with one line, never a RecursionError."""
+    deep = tmp_path / "deep.toml"
+    deep.write_text("x = " + "[" * 5_000 + "]" * 5_000 + "\n")
+    err = refused(["run", str(deep), "--out", str(tmp_path / "r")], capsys)
+    assert f"{deep} is nested too deep" in err
+    value = "[" * 3_000 + "]" * 3_000
+    err = refused(
+        ["run", QUICKSTART, "--set", f"run.name={value}", "--out", str(tmp_path / "r")], capsys
+    )
+    assert "--set run.name: the value is nested too deep" in err
+    assert not (tmp_path / "r").exists()

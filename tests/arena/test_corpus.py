@@ -122,6 +122,47 @@ def test_another_source_on_the_same_folder_is_refused(reference, tmp_path, capsy
     assert "another source or other flags" in capsys.readouterr().err
 
 
+def test_a_build_into_a_run_directory_is_refused_and_leaves_it_alone(
+    finished_small_run, tmp_path, capsys
+) -> None:
+    """`coevo corpus build --out RUN` where RUN holds a run: exit 2 naming it, nothing written there (no lock, no corpus.json)."""
+    run = tmp_path / "run"
+    shutil.copytree(finished_small_run, run)
+    before = sorted(p.relative_to(run) for p in run.rglob("*"))
+    assert main(["corpus", "build", "--out", str(run), *SMALL, "--workers", "0"]) == 2
+    err = capsys.readouterr().err
+    assert f"{run} holds a run" in err and "choose another --out" in err
+    assert sorted(p.relative_to(run) for p in run.rglob("*")) == before
+
+
+def test_a_corpus_part_that_is_a_link_out_of_it_is_refused(reference, tmp_path, capsys) -> None:
+    """A corpus whose part is a link to a copy outside it: `coevo analyze CORPUS` refuses, naming the part (exit 2)."""
+    out = tmp_path / "copy"
+    shutil.copytree(reference, out)
+    part = next(iter(sorted(out.rglob("tasks/shard=0/*.parquet"))))
+    part.rename(tmp_path / "outside.parquet")
+    part.symlink_to(tmp_path / "outside.parquet")
+    assert main(["analyze", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"{part} is a symbolic link" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("damage", ["garbage", "fifo"])
+def test_a_damaged_or_fifo_shard_commit_is_named(damage, reference, tmp_path, capsys) -> None:
+    """A shard's commit that is not JSON, or a FIFO: the build resumed on the folder stops at once, naming the file and the fix (exit 2)."""
+    out = tmp_path / "copy"
+    shutil.copytree(reference, out)
+    commit = out / "_commits" / "shard-0.json"
+    commit.unlink()
+    if damage == "fifo":
+        os.mkfifo(commit)
+    else:
+        commit.write_text("{not json")
+    assert main(["corpus", "build", "--out", str(out), *SMALL, "--workers", "0"]) == 2
+    err = capsys.readouterr().err
+    assert f"{commit} is not a shard's commit" in err and "Traceback" not in err
+
+
 def test_near_duplicates_share_a_key_that_ignores_values_not_tools(reference) -> None:
     from coevo.arena.spec import TaskSpec
 

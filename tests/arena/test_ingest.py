@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
+from coevo.arena.errors import LogError
 from coevo.arena.gamelog import GameLog
-from coevo.arena.gamelog.inbox import write_part
+from coevo.arena.gamelog.inbox import INBOX_SCHEMA, InboxRollout, read_part, write_part
 from coevo.arena.spec import TaskSpec
 from coevo.run.experiment import load_experiment
 from coevo.run.ingest import MAX_CALLS, Inbox, known_tasks
@@ -162,3 +166,131 @@ def test_a_run_ingests_each_part_once_into_its_log_and_its_curriculum_across_a_c
         if e["purpose"] == "train" and e["task_id"] == written[0] and e["gen"] <= 1
     ]
     assert sorted(seen[0]) == sorted([*own, 1, 1, 1])  # the Solver's outcomes and the trainer's
+
+
+def _resume_with_more_generations(run_dir: Path, generations: int) -> Any:
+    """``coevo resume RUN`` after raising ``run.generations`` in its experiment.json, as docs/verifiers.md says."""
+    from tests.factories import run_cli
+
+    record = json.loads((run_dir / "experiment.json").read_text())
+    record["run"]["generations"] = generations
+    (run_dir / "experiment.json").write_text(json.dumps(record))
+    return run_cli("resume", str(run_dir))
+
+
+def test_a_part_that_is_a_link_to_a_device_or_a_fifo_is_refused_unread_and_the_run_goes_on(
+    run_copy,
+) -> None:
+    """`ln -s /dev/zero RUN/inbox/zero.parquet` and a FIFO in the inbox are refused at once, each named, counted where the user looks (the summary, the ingested table), and the run goes on to its last generation."""
+    inbox = run_copy / "inbox"
+    inbox.mkdir()
+    (inbox / "zero.parquet").symlink_to("/dev/zero")
+    os.mkfifo(inbox / "waiting.parquet")  # no writer: a read would block for ever
+    task = _accepted(GameLog(str(run_copy)))[0]
+    write_part(run_copy, "verifiers-good", _numbered([_rollout(task, _solution(task), 1.0)]))
+    result = _resume_with_more_generations(run_copy, 4)
+    assert result.returncode == 0, result.stderr
+    log = GameLog(str(run_copy))
+    assert log.last_generation() == 3
+    rows = {r["part_id"]: r for r in log.read("ingested").to_pylist()}
+    assert "is a symbolic link" in rows["zero"]["error"]
+    assert "zero.parquet" in rows["zero"]["error"]
+    assert "is a FIFO, not a regular file" in rows["waiting"]["error"]
+    assert rows["verifiers-good"]["episodes"] == 1 and rows["verifiers-good"]["error"] is None
+    summary = result.stdout + result.stderr
+    assert "inbox: 1 external episode ingested, 2 rollout" in summary, summary
+
+
+def _bomb(run_dir: Path, part_id: str, task: TaskSpec, contents: list[str]) -> Path:
+    """An inbox part of a row per text, each text a `messages` of 4 MiB, in a few KB of zstd."""
+    rows = _numbered([_rollout(task, SUBMIT, 0.0) for _ in contents])
+    table = pa.Table.from_pylist(
+        [
+            {
+                **InboxRollout.model_validate(r).cells(),
+                "messages": json.dumps([{"role": "user", "content": c * (4 << 20)}]),
+            }
+            for r, c in zip(rows, contents, strict=True)
+        ],
+        schema=INBOX_SCHEMA,
+    )
+    (run_dir / "inbox").mkdir(exist_ok=True)
+    part = run_dir / "inbox" / f"{part_id}.parquet"
+    pq.write_table(table, part, compression="zstd", compression_level=19)
+    assert part.stat().st_size < 64 << 10  # a few KB on disk
+    return part
+
+
+def test_a_part_that_decompresses_past_its_limit_is_refused_before_it_is_read(
+    run_copy, monkeypatch
+) -> None:
+    """A few KB of zstd whose `messages` decompress to 20 MiB is refused, naming the part: by its Parquet footer before a column is decompressed, or, when five rows share one value the footer counts once, before the values are expanded; the run goes on."""
+    from coevo.arena import bounded
+
+    task = _accepted(GameLog(str(run_copy)))[0]
+    _bomb(run_copy, "bomb", task, ["A", "B", "C", "D", "E"])  # five values: 20 MiB in the footer
+    _bomb(run_copy, "echo", task, ["A"] * 5)  # one value five times: 4 MiB in the footer
+    # the limit lowered for the test (8 MiB instead of 256 MiB): 5 × 4 MiB decoded is over it
+    monkeypatch.setattr(bounded, "MAX_INBOX_PART_BYTES", 8 << 20)
+    with pytest.raises(
+        LogError,
+        match=r"inbox part 'bomb' .* holds 20\.0 MiB .* once decompressed, by its Parquet footer",
+    ):
+        read_part(run_copy, "bomb")
+    with pytest.raises(
+        LogError, match=r"inbox part 'echo' .* holds 20\.0 MiB .* once its values are decoded"
+    ):
+        read_part(run_copy, "echo")
+    result = _resume_with_more_generations(run_copy, 4)
+    assert result.returncode == 0, result.stderr
+    rows = {r["part_id"]: r for r in GameLog(str(run_copy)).read("ingested").to_pylist()}
+    assert "once decompressed" in rows["bomb"]["error"]
+    assert "once its values are decoded" in rows["echo"]["error"]
+    assert rows["bomb"]["episodes"] == rows["echo"]["episodes"] == 0
+
+
+def test_the_same_rollout_under_a_second_part_name_is_ingested_once(run_copy) -> None:
+    """A part copied under another name brings no second episode: its rollouts are rejected as ingested before, in this generation and after a resume."""
+    log = GameLog(str(run_copy))
+    first, second = _accepted(log)[:2]
+    rows = _numbered(
+        [
+            _rollout(first, _solution(first), 1.0),
+            _rollout(first, _solution(first), 1.0),  # played twice alike: two episodes
+            _rollout(second, SUBMIT, 0.0, rollout_id="trace-9"),
+        ]
+    )
+    write_part(run_copy, "verifiers-a", rows)
+    shutil.copy(
+        run_copy / "inbox" / "verifiers-a.parquet", run_copy / "inbox" / "verifiers-b.parquet"
+    )
+    # the same trace again, with another conversation: known by its id
+    write_part(
+        run_copy,
+        "verifiers-c",
+        _numbered([_rollout(second, SUBMIT, 0.0, rollout_id="trace-9", model="m")]),
+    )
+    events: list[tuple[str, dict]] = []
+    taken = Inbox(log, lambda name, **kw: events.append((name, kw))).take(
+        3, known_tasks({}, log=log)
+    )
+    got = {r.part_id: (r.episodes, r.rejected) for r in taken.rows}
+    assert got == {"verifiers-a": (3, 0), "verifiers-b": (0, 3), "verifiers-c": (0, 1)}
+    assert len({e.episode_id for e in taken.episodes}) == 3
+    why = [kw["why"] for name, kw in events if name == "inbox_rollout_rejected"]
+    assert len(why) == 4 and all("ingested before" in w for w in why)
+    # committed, then the copy comes again under a third name: still once
+    result = _resume_with_more_generations(run_copy, 4)
+    assert result.returncode == 0, result.stderr
+    shutil.copy(
+        run_copy / "inbox" / "verifiers-a.parquet", run_copy / "inbox" / "verifiers-d.parquet"
+    )
+    result = _resume_with_more_generations(run_copy, 5)
+    assert result.returncode == 0, result.stderr
+    ingested = {r["part_id"]: r for r in GameLog(str(run_copy)).read("ingested").to_pylist()}
+    assert (ingested["verifiers-a"]["episodes"], ingested["verifiers-d"]["episodes"]) == (3, 0)
+    assert ingested["verifiers-d"]["rejected"] == 3
+    external = [
+        e for e in GameLog(str(run_copy)).read("episodes").to_pylist() if e["purpose"] == "external"
+    ]
+    assert len(external) == 3

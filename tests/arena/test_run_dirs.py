@@ -170,6 +170,21 @@ def test_an_unreadable_lock_is_garbage_and_taken_over(garbage: bytes, tmp_path) 
     assert not (run / LOCK_NAME).exists()
 
 
+@pytest.mark.parametrize("kind", ["link to /dev/zero", "fifo"])
+def test_a_lock_that_is_a_link_or_a_fifo_is_taken_over_without_reading_it(kind, tmp_path) -> None:
+    """A lock file that is a link to /dev/zero or a FIFO is no lock coevo wrote: taken over at once, never read whole, never waited on."""
+    run = tmp_path / "run"
+    run.mkdir()
+    if kind == "fifo":
+        os.mkfifo(run / LOCK_NAME)
+    else:
+        (run / LOCK_NAME).symlink_to("/dev/zero")
+    with RunLock(RunDir(str(run))) as lock:
+        assert lock.taken_over
+        assert read_lock(lock.run).token == lock.info.token
+    assert not (run / LOCK_NAME).exists()
+
+
 def test_the_lock_is_released_on_error_and_its_heartbeat_is_refreshed(tmp_path) -> None:
     """An exception inside the lock releases it; the holder's thread rewrites its heartbeat."""
     run = RunDir(str(tmp_path / "run"))

@@ -12,6 +12,7 @@ import hashlib
 import importlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -260,3 +261,94 @@ def test_audit_without_the_domains_code_says_so_and_audits_statically(checkout, 
     assert "the domain's code could not run" in done.stderr and "auditing statically" in done.stderr
     assert "ModuleNotFoundError" in done.stderr
     assert {json.loads(line)["basis"] for line in done.stdout.splitlines()} == {"static"}
+
+
+# ---- what the import reads: files inside the checkout, bounded --------------------------------
+
+
+def _copy(checkout: Path, tmp_path: Path) -> Path:
+    copy = tmp_path / "checkout"
+    shutil.copytree(checkout, copy, symlinks=True)
+    return copy
+
+
+@pytest.mark.parametrize("name", ["policy.md", "db.json", "tasks.json"])
+def test_a_domain_file_that_links_out_of_the_checkout_is_refused(checkout, tmp_path, name) -> None:
+    """`ln -sf /some/secret.txt CK/.../policy.md` (or db.json, tasks.json): the import refuses, naming the file that points out; the secret reaches no record."""
+    copy = _copy(checkout, tmp_path)
+    data = copy / "data" / "tau2" / "domains" / "kiosk"
+    secret = tmp_path / "secret.txt"
+    secret.write_text((data / name).read_text().replace("Kiosk policy", "SECRET-CANARY") + "\n")
+    (data / name).unlink()
+    (data / name).symlink_to(secret)
+    out = tmp_path / "o.jsonl"
+    done = _coevo("import", "tau2", str(copy), "--domain", "kiosk", "--out", str(out), cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert f"{data / name} points out of the checkout (to {secret})" in done.stderr
+    assert "Traceback" not in done.stderr and not out.exists()
+
+
+def test_a_link_inside_the_checkout_is_followed(checkout, tmp_path) -> None:
+    """A domain file that is a link to another file of the checkout is read (checkouts may share files)."""
+    copy = _copy(checkout, tmp_path)
+    data = copy / "data" / "tau2" / "domains" / "kiosk"
+    (data / "policy.md").rename(copy / "shared-policy.md")
+    (data / "policy.md").symlink_to(copy / "shared-policy.md")
+    out = tmp_path / "o.jsonl"
+    done = _coevo("import", "tau2", str(copy), "--domain", "kiosk", "--out", str(out), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(out.read_text().splitlines()[0])["system"].startswith("# Kiosk policy")
+
+
+def test_a_domain_file_that_is_a_device_or_a_fifo_is_refused_at_once(checkout, tmp_path) -> None:
+    """policy.md a FIFO (no writer) or db.json a device: refused without waiting or reading, naming the file."""
+    copy = _copy(checkout, tmp_path)
+    data = copy / "data" / "tau2" / "domains" / "kiosk"
+    (data / "policy.md").unlink()
+    os.mkfifo(data / "policy.md")
+    done = _coevo(
+        "import", "tau2", str(copy), "--domain", "kiosk", "--out", "o.jsonl", cwd=tmp_path
+    )
+    assert done.returncode == 2
+    assert f"{data / 'policy.md'} is a FIFO, not a regular file" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("name", "content"),
+    [
+        ("tasks.json", "[" * 200_000 + "]" * 200_000),
+        ("db.json", '{"orders": ' + "[" * 200_000 + "]" * 200_000 + "}"),
+        ("db.toml", "x = " + "[" * 5_000 + "]" * 5_000 + "\n"),
+        (
+            "db.json",
+            '{"orders": ' + "[" * 500 + "]" * 500 + "}",
+        ),  # parses, but past the depth limit
+    ],
+)
+def test_a_domain_file_nested_too_deep_is_named_not_a_recursion_error(
+    checkout, tmp_path, name, content
+) -> None:
+    """tasks.json or db.json nested 200,000 deep, db.toml 5,000 deep, or any past the depth limit: exit 2 naming the file, no traceback."""
+    copy = _copy(checkout, tmp_path)
+    data = copy / "data" / "tau2" / "domains" / "kiosk"
+    if name == "db.toml":
+        (data / "db.json").unlink()
+    (data / name).write_text(content)
+    done = _coevo(
+        "import", "tau2", str(copy), "--domain", "kiosk", "--out", "o.jsonl", cwd=tmp_path
+    )
+    assert done.returncode == 2, done.stderr
+    assert f"{data / name} is nested" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_import_refuses_to_write_over_its_own_input(checkout, tmp_path) -> None:
+    """`--out` naming a file of the domain's folders (its tasks.json, say) is refused; the input is untouched."""
+    copy = _copy(checkout, tmp_path)
+    tasks = copy / "data" / "tau2" / "domains" / "kiosk" / "tasks.json"
+    before = tasks.read_bytes()
+    done = _coevo(
+        "import", "tau2", str(copy), "--domain", "kiosk", "--out", str(tasks), cwd=tmp_path
+    )
+    assert done.returncode == 2
+    assert f"--out {tasks} is inside the domain's own folder" in done.stderr
+    assert tasks.read_bytes() == before

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from coevo.arena.errors import ArenaError, LogError
 from coevo.arena.gamelog import GameLog, GenerationRecord, TaskRow, TrajectoryRow
@@ -192,6 +193,62 @@ def test_a_malformed_announcement_is_named_with_what_is_wrong(tmp_path, content,
     assert "batch-000000.json" in str(caught.value)
 
 
+def test_an_announcement_nested_too_deep_is_named_not_a_recursion_error(tmp_path) -> None:
+    """An announcement nested 200,000 deep (JSON arrays, or a batch_id nested in objects) is coevo's error naming the file, never a RecursionError."""
+    (tmp_path / "versions").mkdir()
+    written = tmp_path / "versions" / "batch-000000.json"
+    settled = time.time() - 60
+    for content in (
+        "[" * 200_000 + "]" * 200_000,
+        '{"batch_id": ' + '{"a": ' * 200_000 + "1" + "}" * 200_000 + "}",
+    ):
+        written.write_text(content)
+        os.utime(written, (settled, settled))
+        with pytest.raises(ArenaError, match="nested too deep") as caught:
+            FolderTransport(str(tmp_path)).announcements()
+        assert "batch-000000.json" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "where",
+    ["versions/batch-000000.json", "batches/batch-000000.parquet", "reference/journal.jsonl"],
+)
+def test_a_trainer_folder_file_that_is_a_link_or_a_fifo_is_refused_unread(tmp_path, where) -> None:
+    """An announcement, a batch or the trainer's journal that is a link to /dev/zero, or a FIFO, is refused at once naming it (never read whole, never waited on)."""
+    folder = FolderTransport(str(tmp_path))
+    path = tmp_path / where
+    path.parent.mkdir()
+
+    def look() -> Any:
+        if where.startswith("reference"):
+            return journal(folder)
+        return folder.announcements() if "versions" in where else folder.read("batch-000000")
+
+    path.symlink_to("/dev/zero")
+    with pytest.raises(ArenaError, match=f"{path} is a symbolic link"):
+        look()
+    path.unlink()
+    os.mkfifo(path)
+    with pytest.raises(ArenaError, match=f"{path} is a FIFO, not a regular file"):
+        look()
+
+
+def test_a_batch_that_decompresses_past_its_limit_is_refused_by_its_footer(
+    tmp_path, monkeypatch
+) -> None:
+    """A batch file of a few KB whose column decompresses to megabytes is refused before it is decompressed, naming it."""
+    from coevo.arena import bounded
+
+    (tmp_path / "batches").mkdir()
+    table = pa.table({"messages": [c * (2 << 20) for c in "ABCD"]})
+    pq.write_table(table, tmp_path / "batches" / "batch-000000.parquet", compression="zstd")
+    monkeypatch.setattr(bounded, "MAX_PARQUET_UNCOMPRESSED_BYTES", 1 << 20)
+    with pytest.raises(
+        ArenaError, match=r"batch-000000.parquet holds 8\.0 MiB .* once decompressed"
+    ):
+        FolderTransport(str(tmp_path)).read("batch-000000")
+
+
 # ---- waiting for policies -------------------------------------------------------------------
 
 
@@ -344,6 +401,17 @@ def test_a_trainer_killed_between_its_step_and_its_announcement_announces_withou
     assert [e["batch_id"] for e in journal(folder)] == ["batch-000000", "batch-000001"]
     assert sorted(folder.announcements()) == ["batch-000000", "batch-000001"]
     assert folder.announcements()["batch-000000"].lora_path is None
+
+
+def test_the_reference_trainer_given_a_file_refuses_at_once(tmp_path, capsys) -> None:
+    """`coevo reference-trainer FILE`: exit 2 at once, naming the file (no wait for a run directory at a file's path)."""
+    from coevo.run.cli import main
+
+    file = tmp_path / "notes.txt"
+    file.write_text("not a run\n")
+    assert main(["reference-trainer", str(file), "--wait", "30"]) == 2
+    err = capsys.readouterr().err
+    assert f"{file} is a file, not a run directory" in err and "Traceback" not in err
 
 
 def test_the_reference_trainer_waits_for_a_run_that_does_not_exist_yet(tmp_path) -> None:
