@@ -304,7 +304,7 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
     if summary.get("external_episodes") or summary.get("external_rejected"):
         lines.append(
             f"inbox: {_plural(summary['external_episodes'], 'external episode')} ingested, "
-            f"{_plural(summary['external_rejected'], 'rollout or part')} rejected, "
+            f"{summary['external_rejected']} rejected (rollouts and unreadable parts), "
             f"{summary.get('external_disagreed', 0)} scored otherwise by its producer "
             "(the ingested table)"
         )

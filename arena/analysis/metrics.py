@@ -50,13 +50,14 @@ import json
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from coevo.arena.analysis.irt import fit_rasch
 from coevo.arena.analysis.passk import pass_k_of_log
+from coevo.arena.bounded import MAX_JSON_BYTES
 from coevo.arena.calibration import brier, expected_calibration_error, reliability
 from coevo.arena.codetask import CODETASK_FORMAT
 from coevo.arena.errors import CoevoError
@@ -512,26 +513,23 @@ def _calibration(run: Run) -> dict[str, Any]:
     return {"per_generation": per_gen, "reliability": table}
 
 
-EVENTS_READ_LIMIT: Final = 64 << 20
-"""The most of ``events.jsonl`` :func:`generation_seconds` reads (a longer file gives no timings)."""
-
-
 def generation_seconds(run_dir: str) -> dict[int, float]:
     """Each generation's wall time, from the ``generation`` events of ``RUN_DIR/events.jsonl``.
 
     The game log holds no timings (the same seed gives the same log); the
     events do. A generation played twice (stopped before its commit, then
-    resumed) counts its last time. Empty when there are no events, or more
-    than :data:`EVENTS_READ_LIMIT` bytes of them.
+    resumed) counts its last time. Empty when there are no events, or when
+    the file is refused (more than :data:`~coevo.arena.bounded.MAX_JSON_BYTES`,
+    a link, not a regular file).
     """
     run = RunDir(run_dir)
-    size = run.sizes(["events.jsonl"])["events.jsonl"]
-    if size is None or size > EVENTS_READ_LIMIT:
+    if not run.exists("events.jsonl"):
         return {}
     try:
-        lines = run.read_bytes("events.jsonl").decode("utf-8", "replace").splitlines()
-    except OSError:
+        data = run.read_bytes("events.jsonl", limit=MAX_JSON_BYTES)
+    except OSError:  # refused or unreadable: no timings, the rest of the analysis goes on
         return {}
+    lines = data.decode("utf-8", "replace").splitlines()
     seconds: dict[int, float] = {}
     for line in lines:
         if '"generation"' not in line:  # most events are not: skip them unparsed
