@@ -463,7 +463,7 @@ def run_benchmark(
     else:  # a resumed run plays the pool it logged, whatever the file holds now
         tasks = read_pool(lock.run.uri)
     if not resume:
-        lock.run.write_bytes(exp.model_dump_json(indent=1).encode(), "experiment.json")
+        lock.run.write_bytes(exp.recorded_json().encode(), "experiment.json")
     say = events or (lambda name, **fields: None)
     args = (exp.solver.name, exp.solver.config, bench.user, bench, lock.run.uri, _environment(exp))
     actors: list[Any] = []

@@ -33,6 +33,7 @@ from coevo.agents.registry import REGISTRY
 from coevo.arena.errors import ArenaError, CoevoError, ExperimentError, RegistryError
 from coevo.arena.examples import find_bundled
 from coevo.arena.gamelog import RunDir
+from coevo.arena.secrets import redact_value
 from coevo.arena.settings import (
     Settings,
     StrictNumbers,
@@ -257,6 +258,20 @@ class Experiment(_Table):
     def _the_named_curriculums_settings(cls, value: Any) -> Any:
         # the [curriculum] table is read by the curriculum it names (its own keys, no others)
         return curriculum_config(value) if isinstance(value, Mapping) else value
+
+    def public(self, **dump: Any) -> dict[str, Any]:
+        """The experiment as JSON values with every secret taken out (:func:`~coevo.arena.secrets.redact_value`).
+
+        What ``experiment.json``, MLflow's params and artifacts record. A key
+        pasted into a setting (``extra_body``, a tag) is recorded as
+        ``[redacted]``, so a resumed run sends that text in its place: keys belong
+        in variables (``api_key_env``). ``dump`` goes to ``model_dump``.
+        """
+        return dict(redact_value(self.model_dump(mode="json", **dump)))
+
+    def recorded_json(self) -> str:
+        """What ``experiment.json`` holds: :meth:`public`, as indented JSON."""
+        return json.dumps(self.public(), indent=1, ensure_ascii=False)
 
     def role_settings(self) -> dict[str, Settings]:
         """Each role table's settings, validated by its role (did-you-mean on a misspelt key).

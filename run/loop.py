@@ -348,7 +348,7 @@ class Arena:
                 f"continue it with `coevo resume {self.run.uri}` or choose another --out"
             )
         if not resume:
-            self.run.write_bytes(self.exp.model_dump_json(indent=1).encode(), "experiment.json")
+            self.run.write_bytes(self.exp.recorded_json().encode(), "experiment.json")
         if self.exp.trainer is not None:
             self.handoff = Handoff(
                 self.exp.trainer, self.log, self.exp.run.max_staleness, events=self.events

@@ -61,6 +61,7 @@ from coevo.run.interfaces.sources import accepted_tasks, source_kind
 from mcp.server import Server, ServerRequestContext
 from mcp.server.connection import Connection
 from mcp.server.context import CallNext, HandlerResult
+from mcp.server.runner import serve_loop
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import UNSUPPORTED_PROTOCOL_VERSION
@@ -458,8 +459,11 @@ class TaskServer:
     # -- transports ----------------------------------------------------------------------
     async def run_stdio(self) -> None:
         """Serve one client over standard input and output until it closes them."""
-        async with stdio_server() as (read, write):
-            await self.server.run(read, write, self.server.create_initialization_options())
+        options = self.server.create_initialization_options()
+        async with stdio_server() as (read, write), self.server.lifespan(self.server) as state:
+            # The handshake-only loop (``Server.run`` would let a ``server/discover`` probe lock the
+            # connection into the sessionless era, where the fallback ``initialize`` is refused).
+            await serve_loop(self.server, read, write, lifespan_state=state, init_options=options)
 
     def http_app(self, host: str = "127.0.0.1") -> Any:
         """A Starlette app serving streamable HTTP at ``/mcp``, stateful (one episode per ``mcp-session-id``).

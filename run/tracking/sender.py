@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from coevo.arena.errors import ExperimentError
 from coevo.arena.gamelog import GameLog, RunDir
+from coevo.arena.secrets import redact_value
 from coevo.run.tracking.metrics import (
     TaskLevels,
     generation_metrics,
@@ -136,10 +137,10 @@ class Tracking:
                         "coevo.run_dir": run.uri if not run.is_local else run.root,
                         "coevo.seed": str(experiment.run.seed),
                         "coevo.curriculum": experiment.curriculum.name,
-                        **mlflow.tags,
+                        **redact_value(mlflow.tags),
                     },
                     params=mlflow_params(experiment),
-                    recorded=experiment.model_dump_json(indent=1),
+                    recorded=experiment.recorded_json(),
                 )
             )
         if resume:
