@@ -69,6 +69,7 @@ from coevo.arena.gamelog.rows import (
 )
 from coevo.arena.ids import episode_id
 from coevo.arena.outcomes import JUDGE_FAILED_PREFIX, CheckResult, Episode, Verdict
+from coevo.arena.secrets import redact
 from coevo.arena.seeding import derive_seed
 from coevo.run.driver import driving
 from coevo.run.experiment import BenchmarkConfig, Experiment
@@ -503,5 +504,7 @@ def _close(actors: list[Any]) -> None:
         try:
             get(actor.close.remote(), timeout=30)
         except Exception as exc:  # the run's outcome stands; the workers end with the actor
-            print(f"coevo: a Solver actor did not close cleanly: {exc}", file=sys.stderr)
+            print(
+                f"coevo: a Solver actor did not close cleanly: {redact(str(exc))}", file=sys.stderr
+            )
         kill(actor)
