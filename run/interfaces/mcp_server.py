@@ -28,7 +28,10 @@
 The server speaks the handshake protocol versions only (``initialize``, a
 stateful session): a client that asks for the sessionless 2026-07-28 era is
 refused with ``UNSUPPORTED_PROTOCOL_VERSION`` and falls back (the SDK's
-``mode="auto"`` client does), since a sessionless request has no episode.
+``Client`` in its default ``mode="auto"`` does), since a sessionless request
+has no episode. Over stdio the server runs the SDK's handshake-only loop
+(``serve_loop``), so the refused probe leaves the connection open for the
+fallback ``initialize``; streamable HTTP's session manager does the same.
 Per-session state lives on the SDK's ``Connection`` (``state`` and
 ``exit_stack``, unwound when the session ends), which the low-level request
 context reaches only through ``ctx.session._connection`` in mcp 2.0 to 2.3.
