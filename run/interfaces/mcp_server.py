@@ -56,6 +56,7 @@ import uvicorn
 from coevo.arena.errors import CoevoError, CommandError
 from coevo.arena.judge import WorldCache, assess_task
 from coevo.arena.outcomes import Episode, Observation, Reward
+from coevo.arena.oversize import arguments_problem, cut_arguments
 from coevo.arena.records import load_records
 from coevo.arena.rendering import prompt
 from coevo.arena.spec import TaskSpec, ToolCall, WorldSpec
@@ -273,10 +274,16 @@ class SessionEpisode:
         args = dict(arguments or {})
         call = ToolCall(name, args)
         validator = self.server.validators.get(name)
+        too_big = arguments_problem(name, args)
         problem = None
-        if validator is not None:
+        if too_big is None and validator is not None:
             problem = jsonschema.exceptions.best_match(validator.iter_errors(args))
-        if problem is not None:
+        if (
+            too_big is not None
+        ):  # refused, and recorded cut (with its size): a record line stays small
+            call = ToolCall(name, cut_arguments(args))
+            obs = self.world.refuse(call, too_big)
+        elif problem is not None:
             where = ".".join(str(p) for p in problem.absolute_path)
             at = f" at {where}" if where else ""
             obs = self.world.refuse(call, f"{name}: invalid arguments{at}: {problem.message}")

@@ -290,3 +290,25 @@ def test_recorded_lines_are_episodes(tmp_path: Path, cancel: TaskSpec) -> None:
     line = (tmp_path / EPISODES_FILE).read_text().splitlines()[0]
     episode = Episode.model_validate_json(line)
     assert episode.reward.reason and episode.observations[0].tool == "submit"
+
+
+def test_an_oversized_argument_is_refused_and_recorded_cut_with_its_size(
+    cancel: TaskSpec, tmp_path: Path
+) -> None:
+    """A 2 MiB argument over HTTP: an error result naming the limit; the record keeps its start and its size, not the whole."""
+    server = TaskServer(cancel, record=tmp_path)
+    huge = "a" * (2 << 20)
+
+    async def body(url: str) -> None:
+        async with _session(url) as session:
+            refused = await session.call_tool("find_customer_by_email", {"email": huge})
+            assert refused.is_error and "1,000,000 bytes" in _text(refused)
+            final = await _play(session, cancel)  # the session goes on
+            assert final.structured_content["reward"] == 1
+
+    _run(server, body)
+    line = (tmp_path / EPISODES_FILE).read_text()
+    assert len(line) < 20_000, "the record holds the whole argument"
+    [episode] = EpisodeRecorder(tmp_path).read()
+    recorded = episode.calls[0].arguments["email"]
+    assert recorded.startswith("aaaa") and recorded.endswith(f"[cut: {2 << 20:,} bytes in all]")
