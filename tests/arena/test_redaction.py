@@ -56,6 +56,9 @@ def test_the_rule_takes_out_keys_by_value_and_by_shape_and_leaves_ordinary_value
         redact("Authorization: Bearer abcdef0123456789ghij") == f"Authorization: Bearer {REDACTED}"
     )
     assert redact("hf_" + "A1b2" * 9) == REDACTED
+    assert redact("https://ada:hunter2hunter2@mlflow.internal/") == (
+        f"https://ada:{REDACTED}@mlflow.internal/"
+    )
     ordinary = (
         "sha256:a9b333b3690a285444745194760c91329f7c6ab36c0dc73b76e2c7770b190081 "
         "bfcf560c-5afc-47d9-b5eb-9e30f7a5bcdc http://127.0.0.1:8000/v1 task-sk-1 desk-organizer "
