@@ -18,6 +18,9 @@ CANARY = "sk-SECRETCANARY-12345"
 OTHER = "sk-proj-NOTTHEENVIRONMENTSKEY0042"
 """A key that is not the environment's: caught by its shape."""
 
+CUSTOM = "plain-custom-credential-99"
+"""The key of a server whose variable the role names (``api_key_env``, no key-like suffix): caught by value."""
+
 
 def _holds(path: Path, secret: str) -> bool:
     """Whether the file holds ``secret``: in its bytes, or in its rows (Parquet compresses them)."""
@@ -72,28 +75,30 @@ def test_the_rule_takes_out_keys_by_value_and_by_shape_and_leaves_ordinary_value
 def test_a_key_pasted_into_settings_reaches_no_file_of_the_run_nor_mlflow(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """`coevo run` with the key in extra_body and in an MLflow tag: no file of the run directory or of MLflow's store holds it, nor the output."""
+    """`coevo run` with the keys in extra_body and in an MLflow tag: no file of the run directory or of MLflow's store holds one, nor the output."""
     monkeypatch.setenv("OPENAI_API_KEY", CANARY)
+    monkeypatch.setenv("MY_SERVER_CREDENTIAL", CUSTOM)
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     monkeypatch.setenv("MLFLOW_DISABLE_TELEMETRY", "true")
     monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
     experiment = (
         SMALL_RUN.replace("generations = 3", "generations = 1").replace(IN_PROCESS_TOML, "")
-        + f'[solver]\nname = "llm-solver"\nconfig = {{ max_steps = 4, extra_body = {{ note = "{CANARY}" }} }}\n'
+        + '[solver]\nname = "llm-solver"\nconfig = { max_steps = 4, api_key_env = "MY_SERVER_CREDENTIAL", '
+        + f'extra_body = {{ note = "{CANARY}", more = "{CUSTOM}" }} }}\n'
         + f'[tracking]\nmlflow = {{ tags = {{ note = "{CANARY}", other = "{OTHER}" }} }}\n'
         + IN_PROCESS_TOML
     )
     toml = tmp_path / "leaky.toml"
     toml.write_text(experiment)
     run_dir = tmp_path / "run"
-    with FakeOpenAI(ExplorerPolicy(2), models=["fake-model"], api_key=CANARY) as server:
+    with FakeOpenAI(ExplorerPolicy(2), models=["fake-model"], api_key=CUSTOM) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.url)
         result = run_cli("run", str(toml), "--out", str(run_dir))
-        sent = [body.get("note") for body in server.requests]
+        sent = [(body.get("note"), body.get("more")) for body in server.requests]
     assert result.returncode == 0, result.stderr
-    assert sent and set(sent) == {CANARY}  # the setting still works: the server gets it
+    assert sent and set(sent) == {(CANARY, CUSTOM)}  # the setting still works: the server gets it
     assert (run_dir / "mlruns").is_dir()  # MLflow's file store is inside the run directory
-    for secret in (CANARY, OTHER):
+    for secret in (CANARY, OTHER, CUSTOM):
         assert _files_holding(run_dir, secret) == []
         assert secret not in result.stdout + result.stderr
     recorded = (run_dir / "experiment.json").read_text()
