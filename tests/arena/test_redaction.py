@@ -72,6 +72,7 @@ def test_the_rule_takes_out_keys_by_value_and_by_shape_and_leaves_ordinary_value
     assert redact_value(nested) == {"a": [REDACTED, {"b": REDACTED}], "n": 3, "k": "fine"}
 
 
+@pytest.mark.slow  # a whole run with MLflow (about 5 s alone)
 def test_a_key_pasted_into_settings_reaches_no_file_of_the_run_nor_mlflow(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -103,6 +104,8 @@ def test_a_key_pasted_into_settings_reaches_no_file_of_the_run_nor_mlflow(
         assert secret not in result.stdout + result.stderr
     recorded = (run_dir / "experiment.json").read_text()
     assert REDACTED in recorded
+    assert "settings_redacted" in result.stderr  # said, naming the settings
+    assert "solver.config.extra_body.note" in result.stderr
     tags = list((run_dir / "mlruns").rglob("tags/note"))
     assert [t.read_text() for t in tags] == [REDACTED]
 
