@@ -95,9 +95,12 @@ def secret_values() -> list[str]:
     return sorted(found, key=len, reverse=True)  # a longer form first, so no piece of it is left
 
 
-def redact(text: str) -> str:
-    """``text`` with every secret (by value, by shape) replaced by :data:`REDACTED`."""
-    for secret in secret_values():
+def redact(text: str, known: list[str] | None = None) -> str:
+    """``text`` with every secret (by value, by shape) replaced by :data:`REDACTED`.
+
+    ``known``: :func:`secret_values`, when the caller has them already (None: read now).
+    """
+    for secret in secret_values() if known is None else known:
         text = text.replace(secret, REDACTED)
     text = KEY_SHAPES.sub(REDACTED, text)
     text = _BEARER.sub(rf"\g<1>{REDACTED}", text)
@@ -117,13 +120,17 @@ def redact_value(value: Any, name: str = "") -> Any:
     Strings are :func:`redact`-ed, and a string under a secret's name (``api_key``,
     ``hf_token``, ``password``) becomes :data:`REDACTED` whole. Mapping keys are redacted too.
     """
+    return _redacted(value, name, secret_values())
+
+
+def _redacted(value: Any, name: str, known: list[str]) -> Any:
     if isinstance(value, Mapping):
         return {
-            redact(k) if isinstance(k, str) else k: redact_value(v, str(k))
+            redact(k, known) if isinstance(k, str) else k: _redacted(v, str(k), known)
             for k, v in value.items()
         }
     if isinstance(value, (list, tuple)):
-        return [redact_value(v, name) for v in value]
+        return [_redacted(v, name, known) for v in value]
     if isinstance(value, str):
-        return REDACTED if value and _secret_name(name) else redact(value)
+        return REDACTED if value and _secret_name(name) else redact(value, known)
     return value
