@@ -44,6 +44,8 @@ from typing import Any, Final, Literal, Protocol
 import jsonschema
 from coevo.arena.errors import SpecError
 from coevo.arena.ids import canonical_json
+from coevo.arena.limits import DEFAULT_LIMITS
+from coevo.arena.oversize import arguments_problem, cut_text, result_problem
 from coevo.arena.sandbox import Sandbox
 from coevo.arena.workers import Crashed, Done, Overrun, WorkerPool
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
@@ -218,10 +220,37 @@ def _runtime(target: str) -> Runtime:
 
 def _jsonable(value: Any) -> Any:
     """A tool's result as JSON data (pydantic models by their dump, other objects as text)."""
+    return json.loads(_json_text(value))
+
+
+def _json_text(value: Any) -> str:
+    """``value`` as JSON text (ASCII: its length is its size in bytes)."""
     dump = getattr(value, "model_dump", None)
     if callable(dump):
         value = dump(mode="json")
-    return json.loads(json.dumps(value, default=str))
+    return json.dumps(value, default=str)
+
+
+def _call(runtime: Runtime, env: Any, message: dict[str, Any]) -> dict[str, Any]:
+    """A tool call in the worker: its result, or the error the agent sees.
+
+    A result over ``max_result_bytes`` (and a tool's error message, cut to that
+    size) never crosses the pipe: the agent reads why instead, as from a SQL
+    world's cap.
+    """
+    tool = message["tool"]
+    limit = DEFAULT_LIMITS.max_result_bytes
+    try:
+        result = runtime.call(env, tool, message["arguments"])
+    except Exception as exc:  # the tool's own error: the agent sees it
+        return {"ok": False, "error": cut_text(f"{type(exc).__name__}: {exc}", limit)}
+    if isinstance(result, (str, bytes)) and len(result) > limit:  # said without copying it
+        return {"ok": False, "error": result_problem(tool, len(result) + 2)}
+    text = _json_text(result)
+    problem = result_problem(tool, len(text))
+    if problem is not None:
+        return {"ok": False, "error": problem}
+    return {"ok": True, "result": json.loads(text)}
 
 
 def job(message: dict[str, Any]) -> dict[str, Any]:
@@ -254,11 +283,7 @@ def job(message: dict[str, Any]) -> dict[str, Any]:
     runtime, env = _episodes[key]
     if op == "state":
         return {"ok": True, "state": _jsonable(runtime.dump(env))}
-    try:
-        result = runtime.call(env, message["tool"], message["arguments"])
-        return {"ok": True, "result": _jsonable(result)}
-    except Exception as exc:  # the tool's own error: the agent sees it
-        return {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+    return _call(runtime, env, message)
 
 
 # ---- in the parent ------------------------------------------------------------------------
@@ -300,7 +325,7 @@ class CodeEpisode:
             known = ", ".join(t.name for t in self.world.tools)
             obs = CodeObservation(step, tool, False, error=f"no tool {tool!r}; the tools: {known}")
         else:
-            problem = _argument_problem(spec, arguments)
+            problem = arguments_problem(tool, arguments) or _argument_problem(spec, arguments)
             if problem is not None:
                 obs = CodeObservation(step, tool, False, error=problem)
             else:

@@ -69,6 +69,7 @@ from coevo.arena.gamelog.rows import (
 )
 from coevo.arena.ids import episode_id
 from coevo.arena.outcomes import JUDGE_FAILED_PREFIX, CheckResult, Episode, Verdict
+from coevo.arena.secrets import redact
 from coevo.arena.seeding import derive_seed
 from coevo.run.driver import driving
 from coevo.run.experiment import BenchmarkConfig, Experiment
@@ -463,7 +464,7 @@ def run_benchmark(
     else:  # a resumed run plays the pool it logged, whatever the file holds now
         tasks = read_pool(lock.run.uri)
     if not resume:
-        lock.run.write_bytes(exp.model_dump_json(indent=1).encode(), "experiment.json")
+        lock.run.write_bytes(exp.recorded_json().encode(), "experiment.json")
     say = events or (lambda name, **fields: None)
     args = (exp.solver.name, exp.solver.config, bench.user, bench, lock.run.uri, _environment(exp))
     actors: list[Any] = []
@@ -503,5 +504,7 @@ def _close(actors: list[Any]) -> None:
         try:
             get(actor.close.remote(), timeout=30)
         except Exception as exc:  # the run's outcome stands; the workers end with the actor
-            print(f"coevo: a Solver actor did not close cleanly: {exc}", file=sys.stderr)
+            print(
+                f"coevo: a Solver actor did not close cleanly: {redact(str(exc))}", file=sys.stderr
+            )
         kill(actor)

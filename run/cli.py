@@ -46,6 +46,7 @@ from collections.abc import Sequence
 from importlib import metadata
 
 from coevo.arena.errors import CoevoError, CommandError
+from coevo.arena.secrets import redact
 from coevo.run.commands import (
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -63,7 +64,6 @@ from coevo.run.commands import (
     synthesis,
     trainer,
 )
-from coevo.run.secrets import redacted
 
 __all__ = ["build_parser", "main"]
 
@@ -130,7 +130,7 @@ def _version() -> str:
 
 def _report(command: str, exc: BaseException, debug: bool) -> None:
     # a key pasted where a setting goes comes back in the message: never show it
-    print(f"coevo {command}: {redacted(str(exc))}", file=sys.stderr)
+    print(f"coevo {command}: {redact(str(exc))}", file=sys.stderr)
     if debug:
         traceback.print_exception(exc, file=sys.stderr)
     elif exc.__cause__ is not None and not isinstance(exc.__cause__, (CoevoError, ValueError)):

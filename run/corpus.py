@@ -78,6 +78,7 @@ from coevo.arena.gamelog import GameLog, RunDir, RunLock
 from coevo.arena.gamelog.corpus import CORPUS_FORMAT, CORPUS_MANIFEST, held_out
 from coevo.arena.gamelog.rows import TaskRow, VerdictRow, WorldRow
 from coevo.arena.judge import WorldCache, assess_task
+from coevo.arena.secrets import redact
 from coevo.arena.seeding import derive_seed
 from coevo.arena.spec import TaskSpec, WorldSpec
 from coevo.run.connection import ray_for
@@ -91,7 +92,6 @@ from coevo.run.corpus_experiment import (
 )
 from coevo.run.driver import claim
 from coevo.run.inprocess import LocalRef, LocalTask, get, wait
-from coevo.run.secrets import redacted
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = [
@@ -361,7 +361,7 @@ def _proposed_worlds(
         except Exception as exc:  # a Synthesizer that cannot be made here: every proposal failed
             result.failed += result.asked
             result.notes.append(
-                redacted(f"the synthesizer {role.name!r}: {type(exc).__name__}: {exc}")
+                redact(f"the synthesizer {role.name!r}: {type(exc).__name__}: {exc}")
             )
             return
         for index in indexes:
@@ -373,7 +373,7 @@ def _proposed_worlds(
                     failed = _failed_proposals(synth) or request.n
                     result.failed += failed
                     result.missed += request.n - failed
-                    result.notes.append(redacted(f"world {index}: {type(exc).__name__}: {exc}"))
+                    result.notes.append(redact(f"world {index}: {type(exc).__name__}: {exc}"))
                     continue
                 failed = _failed_proposals(synth) or 0
                 result.failed += failed

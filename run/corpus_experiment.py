@@ -12,19 +12,18 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import tomllib
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
 from coevo.agents.registry import REGISTRY
 from coevo.arena.errors import CoevoError
 from coevo.arena.examples import find_bundled
+from coevo.arena.secrets import redact_value
 from coevo.run.experiment import load_experiment
-from coevo.run.secrets import SECRET_SUFFIXES, redacted
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
@@ -75,30 +74,16 @@ class SynthesizerRole:
     env: dict[str, str] = field(default_factory=dict, repr=False)
 
 
-_SECRET_NAMES: Final = tuple(suffix[1:].lower() for suffix in SECRET_SUFFIXES)  # key, token, ...
-_URL_PASSWORD: Final = re.compile(r"(://[^/@:\s]+):[^/@\s]+@")
-
-
 def public_config(value: Any, name: str = "") -> Any:
     """``value`` (a role's config) without secrets, as a manifest may record it.
 
-    A string under a name that is or ends in ``key``, ``token``, ``secret`` or
+    The one rule of :mod:`coevo.arena.secrets` (:func:`~coevo.arena.secrets.redact_value`):
+    a string under a name that is or ends in ``key``, ``token``, ``secret`` or
     ``password`` (``api_key``, ``hf_token``; not ``api_key_env``, the name of a
-    variable) becomes ``[redacted]``; a URL's password too; and any secret of
-    the environment (:func:`~coevo.run.secrets.redacted`).
+    variable), a URL's password, a key-shaped token and any key of the
+    environment become ``[redacted]``.
     """
-    if isinstance(value, Mapping):
-        return {k: public_config(v, str(k)) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [public_config(v, name) for v in value]
-    if not isinstance(value, str):
-        return value
-    lower = name.lower()
-    if lower != "api_key_env" and any(
-        lower == word or lower.endswith("_" + word) for word in _SECRET_NAMES
-    ):
-        return "[redacted]"
-    return redacted(_URL_PASSWORD.sub(r"\1:[redacted]@", value))
+    return redact_value(value, name)
 
 
 def experiment_synthesizer(path: str) -> tuple[ExperimentSynthesizer, SynthesizerRole]:

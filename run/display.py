@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import structlog
 from coevo.arena.gamelog import RunDir
+from coevo.arena.secrets import redact_value
 from coevo.run.columns import COLUMNS
-from coevo.run.secrets import secrets
 from rich import box
 from rich.console import Console
 from rich.live import Live
@@ -31,27 +31,12 @@ __all__ = ["EventLog", "GenerationTable", "redact_secrets"]
 
 
 def redact_secrets(logger: Any, method: str, event: dict[str, Any]) -> dict[str, Any]:
-    """A structlog processor: every secret from the environment (``*_KEY``, ``*_TOKEN``, ...) becomes ``[redacted]``.
+    """A structlog processor: every secret (:mod:`coevo.arena.secrets`'s rule) becomes ``[redacted]``.
 
     Applied to every event before it is written or shown, so an API key that
     ends up in an error message never reaches ``events.jsonl`` or the console.
     """
-    known = secrets()
-    if not known:
-        return event
-
-    def clean(value: Any) -> Any:
-        if isinstance(value, str):
-            for secret in known:
-                value = value.replace(secret, "[redacted]")
-            return value
-        if isinstance(value, dict):
-            return {k: clean(v) for k, v in value.items()}
-        if isinstance(value, (list, tuple)):
-            return [clean(v) for v in value]
-        return value
-
-    return {k: clean(v) for k, v in event.items()}
+    return dict(redact_value(event))
 
 
 def _fmt(value: Any, digits: int = 2) -> str:

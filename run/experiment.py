@@ -33,6 +33,7 @@ from coevo.arena.bounded import MAX_JSON_BYTES, read_regular
 from coevo.arena.errors import ArenaError, CoevoError, ExperimentError, RegistryError
 from coevo.arena.examples import find_bundled
 from coevo.arena.gamelog import RunDir
+from coevo.arena.secrets import redact, redact_value
 from coevo.arena.settings import (
     Settings,
     StrictNumbers,
@@ -257,6 +258,37 @@ class Experiment(_Table):
     def _the_named_curriculums_settings(cls, value: Any) -> Any:
         # the [curriculum] table is read by the curriculum it names (its own keys, no others)
         return curriculum_config(value) if isinstance(value, Mapping) else value
+
+    def public(self, **dump: Any) -> dict[str, Any]:
+        """The experiment as JSON values with every secret taken out (:func:`~coevo.arena.secrets.redact_value`).
+
+        What ``experiment.json``, MLflow's params and artifacts record. A key
+        pasted into a setting (``extra_body``, a tag) is recorded as
+        ``[redacted]``, so a resumed run sends that text in its place: keys belong
+        in variables (``api_key_env``). ``dump`` goes to ``model_dump``.
+        """
+        return dict(redact_value(self.model_dump(mode="json", **dump)))
+
+    def recorded_json(self) -> str:
+        """What ``experiment.json`` holds: :meth:`public`, as indented JSON."""
+        return json.dumps(self.public(), indent=1, ensure_ascii=False)
+
+    def redacted_settings(self) -> list[str]:
+        """The dotted keys whose values hold a secret, so that :meth:`public` records them otherwise."""
+        found: list[str] = []
+
+        def walk(path: str, given: Any, public: Any) -> None:
+            if isinstance(given, dict) and isinstance(public, dict):
+                for key, value in given.items():
+                    walk(f"{path}.{key}" if path else str(key), value, public.get(redact(key)))
+            elif isinstance(given, list) and isinstance(public, list):
+                for i, (a, b) in enumerate(zip(given, public, strict=False)):
+                    walk(f"{path}[{i}]", a, b)
+            elif given != public:
+                found.append(path)
+
+        walk("", self.model_dump(mode="json"), self.public())
+        return found
 
     def role_settings(self) -> dict[str, Settings]:
         """Each role table's settings, validated by its role (did-you-mean on a misspelt key).

@@ -348,7 +348,16 @@ class Arena:
                 f"continue it with `coevo resume {self.run.uri}` or choose another --out"
             )
         if not resume:
-            self.run.write_bytes(self.exp.model_dump_json(indent=1).encode(), "experiment.json")
+            self.run.write_bytes(self.exp.recorded_json().encode(), "experiment.json")
+            hidden = self.exp.redacted_settings()
+            if hidden:  # a key pasted into a setting: said once, at the start
+                self.events(
+                    "settings_redacted",
+                    keys=hidden,
+                    why="they hold a key (docs/security.md#redaction): experiment.json, MLflow "
+                    "and the events record [redacted], and a resumed run sends [redacted] there; "
+                    "give keys in variables (api_key_env)",
+                )
         if self.exp.trainer is not None:
             self.handoff = Handoff(
                 self.exp.trainer, self.log, self.exp.run.max_staleness, events=self.events

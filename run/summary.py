@@ -24,6 +24,7 @@ import pyarrow as pa
 from coevo.arena.analysis.passk import pass_k_of_log
 from coevo.arena.gamelog import SCHEMAS, GameLog, RunDir
 from coevo.arena.gamelog.figures import rejection_counts, spend, top_rejections
+from coevo.arena.secrets import redact_value
 from coevo.run.selfplay import Watch, WatchConfig
 
 __all__ = ["RunTables", "summarize", "summary_lines", "tokens_per_second"]
@@ -134,7 +135,7 @@ def summarize(run_dir: str, tables: RunTables | None = None) -> dict[str, Any]:
     if benchmark:  # trials, not training: pass^k over them, every episode played
         summary["pass_k"] = pass_k_of_log(tables["episodes"], tables["evals"])
         summary["episodes"] = tables["episodes"].num_rows
-    return summary
+    return dict(redact_value(summary))  # causes quote what failed: no key among them
 
 
 def _spend(usage: pa.Table) -> dict[str, Any] | None:

@@ -23,6 +23,14 @@ TEMPLATE = ROOT / "docs" / "templates" / "role_plugin"
 PYTHON_BLOCK = re.compile(r"^```python\n(.*?)^```", flags=re.S | re.M)
 FENCED = re.compile(r"^```.*?^```", flags=re.S | re.M)
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+SERVER_MARK = re.compile(r"<!-- doc-server: ([\w-]+) -->\n\Z")
+"""The line before a block that talks to a server: tests/test_doc_servers.py runs it against one."""
+
+
+def server_of(text: str, block: re.Match[str]) -> str | None:
+    """The server a ```python block of ``text`` talks to (its ``doc-server`` mark), or None."""
+    mark = SERVER_MARK.search(text, 0, block.start())
+    return mark.group(1) if mark else None
 
 
 def _name(page: Path) -> str:
@@ -40,13 +48,15 @@ def _executed(page: Path) -> object:
 def test_every_python_block_runs(
     page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Every ```python block of the page runs as written from the repository root, in order, in one namespace."""
+    """Every ```python block of the page runs as written from the repository root, in order, in one namespace (those that talk to a server: tests/test_doc_servers.py)."""
     monkeypatch.chdir(ROOT)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # what blocks write goes to tmp_path
     monkeypatch.setattr(sys, "path", list(sys.path))  # a block may put a package on the path
     text = page.read_text()
     namespace: dict[str, object] = {"__name__": f"docs:{_name(page)}"}
     for block in PYTHON_BLOCK.finditer(text):
+        if server_of(text, block) is not None:
+            continue  # run against its server by tests/test_doc_servers.py
         line = text.count("\n", 0, block.start(1))  # so a traceback gives the page's line numbers
         exec(compile("\n" * line + block.group(1), _name(page), "exec"), namespace)
 

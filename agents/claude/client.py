@@ -6,12 +6,11 @@ everything it does is :mod:`coevo.agents.llm.client`'s.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
-from coevo.agents.claude.environment import KEY_VARIABLE
 from coevo.agents.llm.client import PRICES, LLMClient, Usage
 from coevo.agents.llm.turns import LLMCallError, LLMConfigError
+from coevo.arena.secrets import redact as redact_secrets
 
 __all__ = ["PRICES", "ClaudeCallError", "ClaudeClient", "ClaudeConfigError", "Usage", "redact"]
 
@@ -22,9 +21,8 @@ ClaudeConfigError = LLMConfigError
 
 
 def redact(text: str) -> str:
-    """``text`` with the Anthropic key (if set) replaced, for anything that may be logged."""
-    key = os.environ.get(KEY_VARIABLE)
-    return text.replace(key, "[redacted]") if key else text
+    """``text`` without secrets (the one rule: :func:`coevo.arena.secrets.redact`), for anything that may be logged."""
+    return redact_secrets(text)
 
 
 class ClaudeClient(LLMClient):

@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import json
 import os
 import re
 import time
@@ -75,6 +74,7 @@ from coevo.agents.llm.turns import (
 )
 from coevo.arena.errors import ConfigError
 from coevo.arena.gamelog.rows import UsageRow
+from coevo.arena.secrets import redact
 from pydantic import BaseModel
 
 __all__ = ["PRICES", "LLMClient", "Usage", "backoff", "shown", "where"]
@@ -328,17 +328,11 @@ class LLMClient:
         return key
 
     def redact(self, text: str) -> str:
-        """``text`` with the key replaced, also as Python or JSON would quote it, for anything logged or recorded.
+        """``text`` without secrets (:func:`coevo.arena.secrets.redact`, the key's variable counted), for anything logged or recorded.
 
         A key shorter than 8 characters is taken for a placeholder and left alone.
         """
-        key = os.environ.get(self.key_variable)
-        if not key or len(key.strip()) < 8:
-            return text  # a placeholder ("x") is no secret, and replacing it would garble the text
-        for shown in {key, repr(key)[1:-1], json.dumps(key)[1:-1], key.strip()}:
-            if shown:
-                text = text.replace(shown, "[redacted]")
-        return text
+        return redact(text)
 
     # ---- start-up -----------------------------------------------------------------------
 

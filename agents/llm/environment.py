@@ -14,6 +14,7 @@ from typing import Any, Final
 
 from coevo.agents.protocols import RoleEnvironment
 from coevo.arena.errors import ConfigError
+from coevo.arena.secrets import remember_key_variable
 
 __all__ = [
     "BASE_URL_VARIABLES",
@@ -58,7 +59,9 @@ def key_variable(provider: str, api_key_env: str | None) -> str:
             "(letters, digits and _, e.g. VLLM_API_KEY), never the key itself; "
             "the value given is not such a name"
         )
-    return api_key_env or KEY_VARIABLES[provider]
+    name = api_key_env or KEY_VARIABLES[provider]
+    remember_key_variable(name)  # its value is a secret wherever coevo writes or prints
+    return name
 
 
 def llm_environment(settings: Any, *, default: str = "openai") -> RoleEnvironment:

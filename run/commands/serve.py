@@ -29,14 +29,19 @@ def _port(text: str) -> int:
     return value
 
 
+_HEAD_BYTES = 1 << 16
+"""What is read of a file to tell code tasks from SQL task records."""
+
+
 def _is_code_file(source: str) -> bool:
     """Whether ``source`` is a file of code worlds and tasks (what ``coevo import`` writes)."""
     path = Path(source)
     if not path.is_file():
         return False
-    with path.open(encoding="utf-8", errors="replace") as lines:
-        first = next((line for line in lines if line.strip()), "")
-    return '"coevo.codeworld/1"' in first[:200] or '"coevo.codetask/1"' in first[:200]
+    with path.open("rb") as file:
+        head = file.read(_HEAD_BYTES)  # bounded: a file of one endless line is not read whole
+    first = head.lstrip()[:200].decode("utf-8", errors="replace")
+    return '"coevo.codeworld/1"' in first or '"coevo.codetask/1"' in first
 
 
 def _code_server(args: argparse.Namespace) -> Any:

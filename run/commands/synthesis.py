@@ -18,6 +18,7 @@ from typing import Any
 from coevo.arena.errors import CoevoError, CommandError
 from coevo.arena.judge import WorldCache, assess_task
 from coevo.arena.records import dump_record
+from coevo.arena.secrets import redact
 from coevo.arena.seeding import derive_seed
 from coevo.arena.spec import TaskSpec, WorldSpec
 from coevo.run.commands import EXIT_OK, EXIT_REJECTED
@@ -146,7 +147,7 @@ def cmd_mine(args: argparse.Namespace) -> int:
     try:
         miner = Miner(args.db, seed=args.seed, per_table=args.per_table)
     except NothingToMine as exc:
-        print(f"coevo mine: {exc}", file=sys.stderr)
+        print(f"coevo mine: {redact(str(exc))}", file=sys.stderr)
         return EXIT_OK
     except CoevoError as exc:
         raise CommandError(str(exc)) from exc
@@ -170,7 +171,7 @@ def cmd_mine(args: argparse.Namespace) -> int:
             miner, ProposalRequest(n=args.n, seed=args.seed, level=args.level), "mining tasks"
         )
     except (NothingToMine, ValueError) as exc:
-        print(f"coevo mine: {exc}", file=sys.stderr)
+        print(f"coevo mine: {redact(str(exc))}", file=sys.stderr)
         return EXIT_OK
     kept, rejected = _judged(tasks, [miner.world], not args.no_check, "mined tasks")
     _write(args.out, _records(kept, [miner.world]))

@@ -30,6 +30,7 @@ import mcp.types as types
 from coevo.arena.codetask import RESPOND, CodeTaskSpec, code_reward
 from coevo.arena.codeworld import CodeEpisode, CodeWorlds, replay
 from coevo.arena.errors import CommandError
+from coevo.arena.oversize import arguments_problem, cut_arguments
 from coevo.run.interfaces.mcp_server import EpisodeRecorder, TaskServer, _text
 
 __all__ = ["CodeSessionEpisode", "CodeTaskServer"]
@@ -81,10 +82,11 @@ class CodeSessionEpisode:
                 structured=outcome,
             )
         obs = self.live.step(name, args)
+        too_big = arguments_problem(name, args) is not None  # refused: recorded cut, with its size
         self.calls.append(
             {
                 "tool": name,
-                "arguments": args,
+                "arguments": cut_arguments(args) if too_big else args,
                 "ok": obs.ok,
                 "result": obs.result,
                 "error": obs.error,

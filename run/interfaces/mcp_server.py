@@ -28,7 +28,10 @@
 The server speaks the handshake protocol versions only (``initialize``, a
 stateful session): a client that asks for the sessionless 2026-07-28 era is
 refused with ``UNSUPPORTED_PROTOCOL_VERSION`` and falls back (the SDK's
-``mode="auto"`` client does), since a sessionless request has no episode.
+``Client`` in its default ``mode="auto"`` does), since a sessionless request
+has no episode. Over stdio the server runs the SDK's handshake-only loop
+(``serve_loop``), so the refused probe leaves the connection open for the
+fallback ``initialize``; streamable HTTP's session manager does the same.
 Per-session state lives on the SDK's ``Connection`` (``state`` and
 ``exit_stack``, unwound when the session ends), which the low-level request
 context reaches only through ``ctx.session._connection`` in mcp 2.0 to 2.3.
@@ -53,6 +56,7 @@ import uvicorn
 from coevo.arena.errors import CoevoError, CommandError
 from coevo.arena.judge import WorldCache, assess_task
 from coevo.arena.outcomes import Episode, Observation, Reward
+from coevo.arena.oversize import arguments_problem, cut_arguments
 from coevo.arena.records import load_records
 from coevo.arena.rendering import prompt
 from coevo.arena.spec import TaskSpec, ToolCall, WorldSpec
@@ -61,6 +65,7 @@ from coevo.run.interfaces.sources import accepted_tasks, source_kind
 from mcp.server import Server, ServerRequestContext
 from mcp.server.connection import Connection
 from mcp.server.context import CallNext, HandlerResult
+from mcp.server.runner import serve_loop
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import UNSUPPORTED_PROTOCOL_VERSION
@@ -269,10 +274,16 @@ class SessionEpisode:
         args = dict(arguments or {})
         call = ToolCall(name, args)
         validator = self.server.validators.get(name)
+        too_big = arguments_problem(name, args)
         problem = None
-        if validator is not None:
+        if too_big is None and validator is not None:
             problem = jsonschema.exceptions.best_match(validator.iter_errors(args))
-        if problem is not None:
+        if (
+            too_big is not None
+        ):  # refused, and recorded cut (with its size): a record line stays small
+            call = ToolCall(name, cut_arguments(args))
+            obs = self.world.refuse(call, too_big)
+        elif problem is not None:
             where = ".".join(str(p) for p in problem.absolute_path)
             at = f" at {where}" if where else ""
             obs = self.world.refuse(call, f"{name}: invalid arguments{at}: {problem.message}")
@@ -458,8 +469,11 @@ class TaskServer:
     # -- transports ----------------------------------------------------------------------
     async def run_stdio(self) -> None:
         """Serve one client over standard input and output until it closes them."""
-        async with stdio_server() as (read, write):
-            await self.server.run(read, write, self.server.create_initialization_options())
+        options = self.server.create_initialization_options()
+        async with stdio_server() as (read, write), self.server.lifespan(self.server) as state:
+            # The handshake-only loop (``Server.run`` would let a ``server/discover`` probe lock the
+            # connection into the sessionless era, where the fallback ``initialize`` is refused).
+            await serve_loop(self.server, read, write, lifespan_state=state, init_options=options)
 
     def http_app(self, host: str = "127.0.0.1") -> Any:
         """A Starlette app serving streamable HTTP at ``/mcp``, stateful (one episode per ``mcp-session-id``).

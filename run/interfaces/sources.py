@@ -24,6 +24,8 @@ its world inline, every one of them passed by the Judge:
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Collection
 from pathlib import Path
 from typing import Final
@@ -40,6 +42,28 @@ __all__ = ["EXPORT_FILES", "accepted_tasks", "source_kind"]
 
 EXPORT_FILES: Final = ("tasks.jsonl", "tasks.parquet", "worlds.jsonl", "worlds.parquet")
 """The files of an export that stand for the whole export when given as a source."""
+
+
+_KINDS: Final = (
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _what_it_is(path: Path) -> str:
+    """What a path that is neither a folder nor a regular file is (a device, a FIFO, a link to one)."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return f"it is a link to {os.readlink(path)}, which does not exist"
+    except OSError as exc:  # a loop of links, a folder that cannot be entered
+        return f"it cannot be read: {exc.strerror or exc}"
+    kind = next((name for test, name in _KINDS if test(mode)), "not a file")
+    if path.is_symlink():
+        return f"it is a link to {os.readlink(path)}, {kind}"
+    return f"it is {kind}"
 
 
 def source_kind(source: str) -> str:
@@ -64,6 +88,11 @@ def source_kind(source: str) -> str:
         if path.name in EXPORT_FILES and (path.parent / MANIFEST).is_file():
             return "export"
         return "records"
+    if os.path.lexists(path):  # there, but not a folder or a regular file: say what it is
+        raise CoevoError(
+            f"{source} is not a regular file ({_what_it_is(path)}); give a run directory, an "
+            "export or a file of task records"
+        )
     raise CoevoError(
         f"{source}: no such file or directory; give a run directory, an export "
         "(`coevo export RUN --out DIR`) or a file of task records (`coevo synth --out FILE`)"

@@ -110,7 +110,7 @@ def mlflow_params(experiment: Experiment) -> dict[str, str]:
             text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
             out[metric_key(prefix)] = text[:500]  # older MLflow servers take 500 characters
 
-    walk("", experiment.model_dump(mode="json", exclude={"tracking"}))
+    walk("", experiment.public(exclude={"tracking"}))  # no secret in a param
     return out
 
 

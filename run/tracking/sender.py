@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from coevo.arena.errors import ExperimentError
 from coevo.arena.gamelog import GameLog, RunDir
+from coevo.arena.secrets import REDACTED, redact, redact_value
 from coevo.run.tracking.metrics import (
     TaskLevels,
     generation_metrics,
@@ -119,7 +120,9 @@ class Tracking:
         if self.config.mlflow.enabled:
             mlflow = self.config.mlflow
             record = dict(recorded.get("mlflow") or {})
-            if "uri" not in record:
+            if REDACTED in str(
+                record.get("uri", REDACTED)
+            ):  # none recorded, or its password left out
                 uri = mlflow.uri or os.environ.get("MLFLOW_TRACKING_URI")
                 if not uri:
                     uri = Path(self._default(run, "mlflow", "uri", "mlruns")).as_uri()
@@ -136,10 +139,10 @@ class Tracking:
                         "coevo.run_dir": run.uri if not run.is_local else run.root,
                         "coevo.seed": str(experiment.run.seed),
                         "coevo.curriculum": experiment.curriculum.name,
-                        **mlflow.tags,
+                        **redact_value(mlflow.tags),
                     },
                     params=mlflow_params(experiment),
-                    recorded=experiment.model_dump_json(indent=1),
+                    recorded=experiment.recorded_json(),
                 )
             )
         if resume:
@@ -242,7 +245,7 @@ class Tracking:
         lines = []
         for tracker in self.trackers:
             if tracker.error is None and tracker.name not in self.failed:
-                lines.append(f"{tracker.name}: {tracker.where()}")
+                lines.append(redact(f"{tracker.name}: {tracker.where()}"))
         for name, error in self.failed.items():
             lines.append(f"tracking: {name} failed and the run went on without it: {error}")
         return lines
@@ -332,7 +335,8 @@ class Tracking:
         self._save()
 
     def _save(self) -> None:
-        data = {"format": _FORMAT, **{t.name: t.record for t in self.trackers}}
+        # no secret on disk: a URI's password is given again by the experiment or the environment
+        data = redact_value({"format": _FORMAT, **{t.name: t.record for t in self.trackers}})
         try:
             self._run.write_bytes(json.dumps(data, indent=1, sort_keys=True).encode(), RECORD)
         except OSError as exc:

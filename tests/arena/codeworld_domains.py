@@ -113,6 +113,16 @@ def count(state: dict[str, Any]) -> int:
     return state["n"]
 
 
+def flood(state: dict[str, Any], megabytes: int) -> str:
+    """Return ``megabytes`` MiB of text."""
+    return "A" * (megabytes << 20)
+
+
+def shout(state: dict[str, Any], megabytes: int) -> None:
+    """Raise an error whose message is ``megabytes`` MiB long."""
+    raise ValueError("A" * (megabytes << 20))
+
+
 HOSTILE = FunctionRuntime(
     {
         "read_file": read_file,
@@ -123,5 +133,7 @@ HOSTILE = FunctionRuntime(
         "hang": hang,
         "die": die,
         "count": count,
+        "flood": flood,
+        "shout": shout,
     }
 )

@@ -14,8 +14,10 @@ from typing import Any
 
 import pytest
 from coevo.arena.codetask import CodeTaskSpec, assess_code_task, code_reward
-from coevo.arena.codeworld import CodeWorlds, CodeWorldSpec, replay, state_diff
+from coevo.arena.codeworld import CodeWorlds, CodeWorldSpec, job, replay, state_diff
 from coevo.arena.errors import SpecError
+from coevo.arena.limits import DEFAULT_LIMITS
+from coevo.arena.oversize import json_size
 from coevo.arena.sandbox import Sandbox
 
 HERE = str(Path(__file__).parent)
@@ -105,6 +107,8 @@ def hostile_world() -> CodeWorldSpec:
                 tool("hang"),
                 tool("die"),
                 tool("count"),
+                tool("flood", {"megabytes": {"type": "integer"}}),
+                tool("shout", {"megabytes": {"type": "integer"}}),
             ],
         }
     )
@@ -384,3 +388,48 @@ def test_a_world_a_worker_let_go_of_is_sent_again(worlds) -> None:
     again = worlds.episode(many[0])
     assert again.failed is None and again.state()["n"] == 0
     again.close()
+
+
+def test_a_result_or_an_error_over_the_cap_is_refused_in_the_worker_and_the_episode_goes_on(
+    worlds, monkeypatch
+) -> None:
+    """A tool returning 3 MiB (or raising a 3 MiB message) gives the agent an error naming the cap; the worker's answer stays small."""
+    cap = DEFAULT_LIMITS.max_result_bytes
+    episode = worlds.episode(hostile_world())
+    big = episode.step("flood", {"megabytes": 3})
+    assert not big.ok and f"flood returned {(3 << 20) + 2:,} bytes" in big.error
+    assert f"the limit of {cap:,} bytes" in big.error
+    loud = episode.step("shout", {"megabytes": 3})
+    assert not loud.ok and loud.error.startswith("ValueError: AAA")
+    assert len(loud.error) < cap + 100 and loud.error.endswith(
+        f"[cut: {(3 << 20) + 12:,} bytes in all]"
+    )
+    assert episode.step("count", {}).ok and episode.failed is None  # it goes on
+    episode.close()
+    # what crosses the pipe is what the worker's function answers: the error, not the result
+    monkeypatch.syspath_prepend(HERE)
+    opened = job(
+        {
+            "op": "open",
+            "episode": "e",
+            "world": "w",
+            "state": {},
+            "runtime": RUNTIMES["hostile"],
+            "domain": "hostile",
+        }
+    )
+    assert opened == {"ok": True}
+    answer = job({"op": "call", "episode": "e", "tool": "flood", "arguments": {"megabytes": 3}})
+    assert answer["ok"] is False and json_size(answer) < 1_000
+    job({"op": "close", "episode": "e"})
+
+
+def test_arguments_over_the_limit_are_refused_before_any_code_runs(worlds) -> None:
+    """A call sending 2 MiB of arguments is an error the agent reads; the tool never ran."""
+    episode = worlds.episode(hostile_world())
+    assert episode.step("count", {}).result == 1
+    refused = episode.step("count", {"pad": "x" * (2 << 20)})
+    assert not refused.ok and "its arguments are 2,097," in refused.error
+    assert "nothing was run" in refused.error
+    assert episode.step("count", {}).result == 2  # the refused call changed nothing
+    episode.close()

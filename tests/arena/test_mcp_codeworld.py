@@ -144,3 +144,40 @@ def test_coevo_serve_refuses_a_task_the_judge_rejects_and_asks_which_task(kiosk,
         timeout=120,
     )
     assert nowhere.returncode == 2 and "no such folder" in nowhere.stderr
+
+
+def test_a_code_tools_oversized_result_and_argument_are_errors_and_records_stay_small(
+    tmp_path,
+) -> None:
+    """Over MCP, a tool returning 3 MiB is an error naming the cap, a 2 MiB argument is refused, and the record line holds neither."""
+    from tests.arena.test_codeworld import HERE, RUNTIMES, hostile_world
+
+    task = CodeTaskSpec.read(
+        {
+            "world": hostile_world().model_dump(mode="json"),
+            "instruction": "Count once.",
+            "solution": [{"tool": "count", "arguments": {}}],
+        }
+    )
+    with CodeWorlds(runtimes=RUNTIMES, paths=[HERE]) as worlds:
+        server = CodeTaskServer(task, worlds, record=tmp_path)
+
+        async def body(url: str) -> None:
+            async with _session(url) as session:
+                big = await session.call_tool("flood", {"megabytes": 3})
+                assert big.is_error and "more than the limit of 256,000 bytes" in _text(big)
+                sent = await session.call_tool("count", {"pad": "x" * (2 << 20)})
+                assert sent.is_error and "1,000,000 bytes" in _text(sent)
+                assert not (await session.call_tool("count", {})).is_error
+                done = await session.call_tool("submit", {})
+                assert done.structured_content["reward"] == 1, _text(done)
+
+        async def go() -> None:
+            async with _http(server) as url:
+                await asyncio.wait_for(body(url), timeout=60)
+
+        asyncio.run(go())
+    line = (tmp_path / "episodes.jsonl").read_text()
+    assert len(line) < 20_000, "the record holds the whole result or argument"
+    calls = json.loads(line)["calls"]
+    assert calls[1]["arguments"]["pad"].endswith(f"[cut: {2 << 20:,} bytes in all]")

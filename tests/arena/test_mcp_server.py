@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -24,6 +25,8 @@ from coevo.run.interfaces.mcp_server import EPISODES_FILE, EpisodeRecorder, Task
 from coevo.run.testing import sample_tasks
 from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+
+from tests.factories import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -290,3 +293,59 @@ def test_recorded_lines_are_episodes(tmp_path: Path, cancel: TaskSpec) -> None:
     line = (tmp_path / EPISODES_FILE).read_text().splitlines()[0]
     episode = Episode.model_validate_json(line)
     assert episode.reward.reason and episode.observations[0].tool == "submit"
+
+
+def test_an_oversized_argument_is_refused_and_recorded_cut_with_its_size(
+    cancel: TaskSpec, tmp_path: Path
+) -> None:
+    """A 2 MiB argument over HTTP: an error result naming the limit; the record keeps its start and its size, not the whole."""
+    server = TaskServer(cancel, record=tmp_path)
+    huge = "a" * (2 << 20)
+
+    async def body(url: str) -> None:
+        async with _session(url) as session:
+            refused = await session.call_tool("find_customer_by_email", {"email": huge})
+            assert refused.is_error and "1,000,000 bytes" in _text(refused)
+            final = await _play(session, cancel)  # the session goes on
+            assert final.structured_content["reward"] == 1
+
+    _run(server, body)
+    line = (tmp_path / EPISODES_FILE).read_text()
+    assert len(line) < 20_000, "the record holds the whole argument"
+    [episode] = EpisodeRecorder(tmp_path).read()
+    recorded = episode.calls[0].arguments["email"]
+    assert recorded.startswith("aaaa") and recorded.endswith(f"[cut: {2 << 20:,} bytes in all]")
+
+
+@pytest.mark.parametrize(
+    ("make", "said"),
+    [
+        (lambda tmp: Path("/dev/zero"), "it is a character device"),
+        (lambda tmp: _fifo(tmp / "tasks.jsonl"), "it is a FIFO"),
+        (
+            lambda tmp: _link(tmp / "tasks.jsonl", "/dev/zero"),
+            "a link to /dev/zero, a character device",
+        ),
+        (lambda tmp: _link(tmp / "tasks.jsonl", str(tmp / "gone")), "which does not exist"),
+    ],
+    ids=["device", "fifo", "link-to-device", "dangling-link"],
+)
+def test_serve_refuses_what_is_not_a_regular_file_saying_what_it_is(
+    tmp_path: Path, make: Callable[[Path], Path], said: str
+) -> None:
+    """`coevo serve /dev/zero` (a FIFO, a link to a device): status 2, "not a regular file" and what it is, never "no such file"."""
+    source = make(tmp_path)
+    result = run_cli("serve", str(source), "--task", "1")
+    assert result.returncode == 2, result.stderr
+    assert f"{source} is not a regular file (" in result.stderr and said in result.stderr
+    assert "no such file" not in result.stderr
+
+
+def _fifo(path: Path) -> Path:
+    os.mkfifo(path)
+    return path
+
+
+def _link(path: Path, target: str) -> Path:
+    path.symlink_to(target)
+    return path
