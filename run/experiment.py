@@ -22,6 +22,7 @@ TOML (``1``, ``"text"``, ``[1, 2]``, ``true``) or, failing that, as text.
 from __future__ import annotations
 
 import difflib
+import json
 import os
 import tomllib
 from collections.abc import Mapping, Sequence
