@@ -198,7 +198,7 @@ def test_a_part_that_is_a_link_to_a_device_or_a_fifo_is_refused_unread_and_the_r
     assert "is a FIFO, not a regular file" in rows["waiting"]["error"]
     assert rows["verifiers-good"]["episodes"] == 1 and rows["verifiers-good"]["error"] is None
     summary = result.stdout + result.stderr
-    assert "inbox: 1 external episode ingested, 2 rollout" in summary, summary
+    assert "inbox: 1 external episode ingested, 2 rejected" in summary, summary
 
 
 def _bomb(run_dir: Path, part_id: str, task: TaskSpec, contents: list[str]) -> Path:
