@@ -64,6 +64,7 @@ from coevo.run.commands import (
     trainer,
 )
 from coevo.run.secrets import redacted
+from coevo.run.stopping import EXIT_TERMINATED, Terminated
 
 __all__ = ["build_parser", "main"]
 
@@ -155,7 +156,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CoevoError as exc:
         _report(args.command, exc, debug)
         return EXIT_UNREADABLE
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
+        if isinstance(exc, Terminated):
+            print(f"coevo {args.command}: stopped by SIGTERM", file=sys.stderr)
+            return EXIT_TERMINATED
         print(f"coevo {args.command}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:

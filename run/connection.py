@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 import ray
 from coevo.arena.errors import ArenaError
+from coevo.run.stopping import reinstall
 
 __all__ = ["check_reachable", "connect", "ray_for"]
 
@@ -49,6 +50,7 @@ def connect(address: str | None, num_cpus: int | None) -> bool:
             logging_level=logging.WARNING,
             log_to_driver=False,
         )
+    reinstall()  # ray.init put its own SIGTERM handler in place of the run's
     return True
 
 

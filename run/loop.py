@@ -79,6 +79,7 @@ from coevo.run.overlap import (
 from coevo.run.pool import ActorPool, Calls, Lost
 from coevo.run.record import generation_record
 from coevo.run.selfplay import ProposalScoring, Watch
+from coevo.run.stopping import at_commit, generations_begin
 from coevo.run.summary import summarize
 from coevo.run.trainer import (
     Announcement,
@@ -834,10 +835,12 @@ def _generations(
         first = arena.start(resume=resume)
         if on_start is not None:
             on_start(arena)
+        generations_begin()  # a SIGTERM from now on lets the generation in flight commit
         for gen in range(first, experiment.run.generations):
             if stop_after is not None and len(reports) >= stop_after:
                 break
             reports.append(arena.generation(gen))
+            at_commit()  # a commit boundary: where a SIGTERM stops the run
         if (
             arena.handoff is not None
             and arena.log.last_generation() + 1 >= experiment.run.generations
