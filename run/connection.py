@@ -5,7 +5,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import socket
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 
 import ray
 from coevo.arena.errors import ArenaError
@@ -56,10 +57,21 @@ def connect(address: str | None, num_cpus: int | None) -> bool:
 
 @contextlib.contextmanager
 def ray_for(
-    address: str | None, num_cpus: int | None, *, in_process: bool = False
+    address: str | None,
+    num_cpus: int | None,
+    *,
+    in_process: bool = False,
+    progress: Callable[[str], None] | None = None,
 ) -> Iterator[None]:
-    """Ray for one driver (a run, a benchmark run, a corpus build): joined, or started and shut down at the end; nothing ``in_process``."""
+    """Ray for one driver (a run, a benchmark run, a corpus build): joined, or started and shut down at the end; nothing ``in_process``.
+
+    ``progress(text)`` is told when a Ray started here is up, and how long it took (for the status line).
+    """
+    say = progress or (lambda text: None)
+    began = time.monotonic()
     started = not in_process and connect(address, num_cpus)
+    if started:
+        say(f"Ray up in {time.monotonic() - began:.1f} s")
     try:
         yield
     finally:

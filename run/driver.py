@@ -79,6 +79,7 @@ def driving(
     address: str | None = None,
     lock: RunLock | None = None,
     events: Callable[..., None] | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> Iterator[RunLock]:
     """A run's life in its driver: the preflight and the lock, then Ray; Ray shut down at the end.
 
@@ -90,6 +91,7 @@ def driving(
         lock: the lock, when the caller holds it (and so has run :func:`preflight`): left
             to it; else the preflight runs and the lock is claimed here, and released at the end.
         events: ``events(name, **fields)``.
+        progress: told when a Ray started here is up.
     """
     owned = lock is None
     if lock is None:
@@ -97,7 +99,9 @@ def driving(
         lock = claim(run, resume=resume, events=events)
     try:
         where = ray_address(address, experiment)
-        with ray_for(where, experiment.ray.num_cpus, in_process=experiment.ray.in_process):
+        with ray_for(
+            where, experiment.ray.num_cpus, in_process=experiment.ray.in_process, progress=progress
+        ):
             yield lock
     finally:
         if owned:

@@ -23,7 +23,16 @@ One :class:`LLMClient` per role instance:
   other servers take them. A server that answered before and now refuses
   connections is restarting: its calls wait for it (or go to another
   server) for up to ``reconnect`` seconds. A server never reached fails
-  after ``max_retries``. Other statuses are not retried: 401 and 403 name
+  after ``max_retries``. A server's ``retry-after`` is waited for up to
+  :data:`RETRY_AFTER_CAP` seconds.
+* **Giving up** (a circuit breaker): once every request of the client has
+  been answered with an error status for ``give_up_after`` seconds (an
+  outage, an API overloaded: 529 to everything), or a server asks to wait
+  past that time, the call fails and so does every later call, at once,
+  without a request, naming the last answer; the run counts them as failed
+  calls, and a role every call of which failed stops the run
+  (``run.stop_after_failing``). Any answer that is not an error closes it
+  again. Other statuses are not retried: 401 and 403 name
   the key's variable, 400 for a conversation longer than the model's
   context ends the episode (:class:`ContextLengthError`), and a 400 that
   refuses ``return_token_ids`` turns token capture off and tries again.
@@ -77,7 +86,10 @@ from coevo.arena.errors import ConfigError
 from coevo.arena.gamelog.rows import UsageRow
 from pydantic import BaseModel
 
-__all__ = ["PRICES", "LLMClient", "Usage", "backoff", "shown", "where"]
+__all__ = ["PRICES", "RETRY_AFTER_CAP", "LLMClient", "Usage", "backoff", "shown", "where"]
+
+RETRY_AFTER_CAP: Final = 60.0
+"""The longest ``retry-after`` a server is obeyed for (seconds); it is waited for that long at most."""
 
 PRICES: Final[dict[str, tuple[float, float]]] = {
     # dollars per million tokens: (input, output); cache writes cost 1.25× input, reads 0.1×
@@ -195,6 +207,8 @@ class LLMClient:
         timeout: seconds per request.
         max_retries: retries of a failed call (a restarting server is waited for instead).
         reconnect: seconds to wait for a server that answered before and now refuses connections.
+        give_up_after: seconds of nothing but error answers after which every call fails at
+            once (see the module docstring).
         token_ids: ask for token ids and log-probs (``auto``: yes for openai except
             api.openai.com, and no more once a server refuses them).
         tool_protocol: how tools reach the model: ``native`` (the API's function
@@ -230,6 +244,7 @@ class LLMClient:
         timeout: float = 60.0,
         max_retries: int = 4,
         reconnect: float = 60.0,
+        give_up_after: float = 30.0,
         token_ids: bool | Literal["auto"] = "auto",
         tool_protocol: Literal["auto", "native", "text"] = "auto",
         token_prompts: bool | Literal["auto"] = "auto",
@@ -271,6 +286,9 @@ class LLMClient:
         self.timeout = timeout
         self.max_retries = max_retries
         self.reconnect = reconnect
+        self.give_up_after = give_up_after
+        self.failing_since: float | None = None  # the first error answer since the last good one
+        self.gave_up: str | None = None  # why every call now fails at once (the breaker is open)
         self.http_client = http_client
         self.prices = dict(PRICES if provider == "anthropic" and prices is None else prices or {})
         self.servers = self._servers(base_url, endpoints, concurrency)
@@ -737,6 +755,8 @@ class LLMClient:
     ) -> T:
         retries = 0
         while True:
+            if self.gave_up is not None:  # the breaker is open: no request
+                raise LLMCallError(self.gave_up)
             server = await self._acquire()
             rest = 0.0
             try:
@@ -744,9 +764,23 @@ class LLMClient:
             except Transient as exc:
                 retries += 1
                 server.answered()  # an error status is an answer: the server is up
-                rest = exc.retry_after if exc.retry_after is not None else -1.0
-                if not 0 <= rest <= 60:
+                asked = exc.retry_after
+                rest = min(asked, RETRY_AFTER_CAP) if asked is not None and asked >= 0 else -1.0
+                if rest < 0:
                     rest = backoff(retries)
+                now = time.monotonic()
+                if self.failing_since is None:
+                    self.failing_since = now
+                failing = now - self.failing_since
+                if failing + rest >= self.give_up_after:
+                    waited = f" and asked to wait {asked:g} s more" if asked else ""
+                    self.gave_up = self.redact(
+                        f"{self.api.API} at {where(server.url)} answered nothing but errors for "
+                        f"{failing:.0f} s{waited} (the last: {exc.status}: {exc}); {self.owner} "
+                        f"gave up after give_up_after = {self.give_up_after:g} s"
+                    )
+                    rest = 0.0
+                    raise LLMCallError(self.gave_up) from None
                 if retries > self.max_retries:
                     raise LLMCallError(
                         self.redact(
@@ -801,6 +835,8 @@ class LLMClient:
                     server, rest
                 )  # exactly once, whatever happened (a cancelled call too)
             server.answered()
+            self.failing_since = None
+            self.gave_up = None  # an answer that is not an error: the breaker closes
             return turn
 
     def _account(self, role: str, task: str, turn: Turn) -> None:

@@ -317,6 +317,7 @@ def _drive(
                 on_start=lambda arena: table.start(first),
                 events=events,
                 lock=lock,
+                progress=table.progress,
             )
     except KeyboardInterrupt as exc:
         table.close()
@@ -368,6 +369,15 @@ def _drive(
         for role, gens in result.failing.items()
     }
     summary["roles_never_succeeded"] = sorted(result.never_succeeded)
+    halted = getattr(result, "halted", None)  # a benchmark run's summary has none
+    if halted is not None:
+        calls = result.calls[halted]
+        summary["stopped_by"] = {
+            "role": halted,
+            "generations": experiment.run.stop_after_failing,
+            "calls": calls.calls,
+            "error": calls.error,
+        }
     if tracking.enabled:
         print("sending the last metrics and the report's figures to the trackers", file=sys.stderr)
     summary["tracking_failed"] = tracking.close()  # the figures too; never raises for a tracker
@@ -377,6 +387,16 @@ def _drive(
         print(line, file=sys.stderr)
     if args.json:
         sys.stdout.write(json.dumps(summary, indent=2) + "\n")
+    if halted is not None:
+        n = experiment.run.stop_after_failing
+        name = getattr(experiment, ROLE_TABLE[halted]).name
+        raise CommandError(
+            f"stopped after {summary['generations']} of {experiment.run.generations} generations: "
+            f"every call of the {halted} {name!r} failed in the last {n} generation{'s' * (n > 1)} "
+            f"(run.stop_after_failing = {n}; {result.calls[halted].calls} calls), the last error: "
+            f"{result.calls[halted].error}; once it works again, `coevo resume {run_dir}`",
+            status=EXIT_ROLE_FAILED,
+        )
     if result.never_succeeded:
         raise CommandError(
             "; ".join(

@@ -85,6 +85,9 @@ def test_sigterm_stops_an_in_process_run_at_a_commit_and_it_resumes(tmp_path) ->
     _, err = process.communicate(timeout=120)
     committed = _assert_stopped_cleanly(process.returncode, err, run)
     assert "SIGTERM: stopping once the generation in flight commits" in err
+    starting = err[: err.index("ready in")]  # what was starting, as it started
+    for role in ("synthesizer 'procedural'", "judge", "solver 'linear-pg'", "world model 'irt'"):
+        assert f"starting the {role}" in starting, err
     _resumes(run, committed)
 
 
@@ -97,6 +100,11 @@ def test_sigterm_stops_a_run_on_ray_without_rays_signal_dump(tmp_path) -> None:
     process.send_signal(signal.SIGTERM)
     _, err = process.communicate(timeout=180)
     committed = _assert_stopped_cleanly(process.returncode, err, run)
+    # what was starting, as it started (not seconds of silence before "ready")
+    starting = err[: err.index("ready in")]
+    assert "Ray up in" in starting, err
+    for role in ("synthesizer", "judge", "solver", "learner", "world model"):
+        assert f"starting 1 {role} actor" in starting and f"{role}: 1/1 up" in starting, err
     _resumes(run, committed)
 
 
