@@ -63,6 +63,7 @@ from coevo.run.commands import (
     synthesis,
     trainer,
 )
+from coevo.run.failures import without_doc_links
 from coevo.run.secrets import redacted
 from coevo.run.stopping import EXIT_TERMINATED, Terminated
 
@@ -131,7 +132,7 @@ def _version() -> str:
 
 def _report(command: str, exc: BaseException, debug: bool) -> None:
     # a key pasted where a setting goes comes back in the message: never show it
-    print(f"coevo {command}: {redacted(str(exc))}", file=sys.stderr)
+    print(f"coevo {command}: {redacted(without_doc_links(str(exc)))}", file=sys.stderr)
     if debug:
         traceback.print_exception(exc, file=sys.stderr)
     elif exc.__cause__ is not None and not isinstance(exc.__cause__, (CoevoError, ValueError)):

@@ -246,6 +246,8 @@ class EventLog:
             "run_resumed",
             "run_finished",
             "run_interrupted",
+            "run_stopped",  # what stopped it is the command's last line
+            "run_halted",
             "synthesis_attempt",  # one per stage of every proposal: the log keeps them
             "plateau",  # the watch's: the summary lists them
             "collapse",

@@ -17,9 +17,18 @@ succeeded ends with a non-zero exit status and that role's last error.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
-__all__ = ["ROLE_TABLE", "RoleCalls", "RoleTally"]
+__all__ = ["ROLE_TABLE", "RoleCalls", "RoleTally", "without_doc_links"]
+
+_DOC_LINK = re.compile(r"\n?[ \t]*For further information visit https://errors\.pydantic\.dev/\S*")
+
+
+def without_doc_links(text: str) -> str:
+    """``text`` without pydantic's "For further information visit ..." lines (one per problem: noise in a message that already says what is wrong)."""
+    return _DOC_LINK.sub("", text)
+
 
 ROLE_TABLE = {
     "synthesizer": "synthesizer",

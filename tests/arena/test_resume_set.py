@@ -26,9 +26,7 @@ def _events(run: Path) -> list[dict]:
 
 def test_resume_set_generations_runs_longer_and_records_the_change(run: Path) -> None:
     """--set run.generations=4 on a finished 3-generation run plays one more; experiment.json and an event record the change."""
-    done = run_cli(
-        "resume", str(run), "--set", "run.generations=4", "--set", "run.stop_grace=5"
-    )
+    done = run_cli("resume", str(run), "--set", "run.generations=4", "--set", "run.stop_grace=5")
     assert done.returncode == 0, done.stderr
     assert GameLog(str(run)).last_generation() == 3
     record = json.loads((run / "experiment.json").read_text())
