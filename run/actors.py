@@ -28,6 +28,7 @@ import ray
 from coevo.agents.registry import REGISTRY
 from coevo.arena.errors import ArenaError
 from coevo.run.capacity import check_cluster
+from coevo.run.connection import ends_with_this_driver
 from coevo.run.experiment import Experiment, RoleTable
 from coevo.run.hosts import host_for, remote_host
 from coevo.run.inprocess import LocalActor, LocalRef, kill
@@ -78,7 +79,9 @@ class Actors:
         ]
 
     def close(self) -> None:
-        """Kill the actors and remove their placement groups."""
+        """Kill the actors and remove their placement groups (on Ray this driver shuts down, Ray's shutdown does)."""
+        if not self.in_process and ends_with_this_driver():
+            return  # killing them now makes Ray print a failed-task line per call in flight
         for _, actor in self.labelled:
             kill(actor)
         for group in self.groups:

@@ -12,7 +12,9 @@ import ray
 from coevo.arena.errors import ArenaError
 from coevo.run.stopping import reinstall
 
-__all__ = ["check_reachable", "connect", "ray_for"]
+__all__ = ["check_reachable", "connect", "ends_with_this_driver", "ray_for"]
+
+_SESSIONS: list[bool] = []  # one entry per ray_for inside another: did it start Ray
 
 
 def check_reachable(address: str, timeout: float = 10.0) -> None:
@@ -72,8 +74,20 @@ def ray_for(
     started = not in_process and connect(address, num_cpus)
     if started:
         say(f"Ray up in {time.monotonic() - began:.1f} s")
+    _SESSIONS.append(started)
     try:
         yield
     finally:
+        _SESSIONS.pop()
         if started:
             ray.shutdown()
+
+
+def ends_with_this_driver() -> bool:
+    """True inside a :func:`ray_for` that started (or joined) Ray itself: its shutdown ends this driver's actors.
+
+    Actors killed one by one while calls are in flight each make Ray print a
+    "(raylet) Task ... failed. There are 4 retries remaining" line (a failed
+    task, pushed to the driver); shutting down first ends them without a word.
+    """
+    return bool(_SESSIONS) and _SESSIONS[-1]
