@@ -95,6 +95,7 @@ RESUMABLE: Final = {
     "tracking": "where the metrics go",
     "ray.address": "where the run's actors play",
     "ray.num_cpus": "the CPUs of a Ray started here",
+    "ray.in_process": "Ray actors or hosts in this process (the same log either way)",
 }
 """The keys ``coevo resume --set`` may change (a prefix covers the keys under it): none changes what the log's generations mean."""
 

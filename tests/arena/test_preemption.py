@@ -68,8 +68,13 @@ def _assert_stopped_cleanly(status: int, err: str, run: Path) -> int:
 
 
 def _resumes(run: Path, committed: int) -> None:
-    """`coevo resume` continues after the last committed generation and ends (shortened to one more)."""
-    done = run_cli("resume", str(run), "--set", f"run.generations={committed + 1}")
+    """`coevo resume` continues after the last committed generation and ends (shortened to one more, in this process)."""
+    done = run_cli(
+        "resume",
+        str(run),
+        *("--set", f"run.generations={committed + 1}"),
+        *("--set", "ray.in_process=true"),
+    )
     assert done.returncode == 0, done.stderr
     assert GameLog(str(run)).last_generation() == committed
     GameLog(str(run)).verify(checksum=True)
