@@ -56,7 +56,7 @@ from coevo.curricula.registry import make_curriculum
 from coevo.run.actors import Actors, start_actors
 from coevo.run.driver import driving
 from coevo.run.experiment import Experiment, recorded_experiment
-from coevo.run.failures import ROLE_TABLE, RoleTally
+from coevo.run.failures import ROLE_TABLE, RoleTally, failing_streak
 from coevo.run.generation import (
     Clock,
     Generation,
@@ -644,14 +644,6 @@ class Arena:
             )
         self.calls.add(calls)
 
-    def failing_too_long(self, gen: int) -> str | None:
-        """The role every call of which failed in the last ``run.stop_after_failing`` generations through ``gen`` (None: none)."""
-        n = self.exp.run.stop_after_failing
-        if n <= 0:
-            return None
-        streak = list(range(gen - n + 1, gen + 1))
-        return next((r for r, gens in sorted(self.failing.items()) if gens[-n:] == streak), None)
-
     def _record(self, done: Generation) -> GenerationRecord:
         """The generation's rows of every table."""
         logged = self.logged_worlds
@@ -871,7 +863,7 @@ def _generations(
                 break
             reports.append(arena.generation(gen))
             at_commit()  # a commit boundary: where a SIGTERM stops the run
-            role = arena.failing_too_long(gen)
+            role = failing_streak(arena.failing, experiment.run.stop_after_failing, gen)
             if role is not None and gen + 1 < experiment.run.generations:
                 arena.halted = role  # an outage: said now, not after every generation's retries
                 arena.events(

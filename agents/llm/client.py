@@ -23,16 +23,9 @@ One :class:`LLMClient` per role instance:
   other servers take them. A server that answered before and now refuses
   connections is restarting: its calls wait for it (or go to another
   server) for up to ``reconnect`` seconds. A server never reached fails
-  after ``max_retries``. A server's ``retry-after`` is waited for up to
-  :data:`RETRY_AFTER_CAP` seconds.
-* **Giving up** (a circuit breaker): once every request of the client has
-  been answered with an error status for ``give_up_after`` seconds (an
-  outage, an API overloaded: 529 to everything), or a server asks to wait
-  past that time, the call fails and so does every later call, at once,
-  without a request, naming the last answer; the run counts them as failed
-  calls, and a role every call of which failed stops the run
-  (``run.stop_after_failing``). Any answer that is not an error closes it
-  again. Other statuses are not retried: 401 and 403 name
+  after ``max_retries``; ``retry-after`` is obeyed for 60 s at most. After
+  ``give_up_after`` seconds of nothing but error answers the client gives
+  up (:mod:`~coevo.agents.llm.breaker`). Other statuses are not retried: 401 and 403 name
   the key's variable, 400 for a conversation longer than the model's
   context ends the episode (:class:`ContextLengthError`), and a 400 that
   refuses ``return_token_ids`` turns token capture off and tries again.
@@ -61,6 +54,7 @@ from typing import Any, Final, Literal, TypeVar
 from urllib.parse import urlsplit
 
 from coevo.agents.llm import anthropic_api, openai_api
+from coevo.agents.llm.breaker import Breaker
 from coevo.agents.llm.environment import BASE_URL_VARIABLES, PROVIDERS, key_variable
 from coevo.agents.llm.structured import structured
 from coevo.agents.llm.template import Template, probe
@@ -86,10 +80,7 @@ from coevo.arena.errors import ConfigError
 from coevo.arena.gamelog.rows import UsageRow
 from pydantic import BaseModel
 
-__all__ = ["PRICES", "RETRY_AFTER_CAP", "LLMClient", "Usage", "backoff", "shown", "where"]
-
-RETRY_AFTER_CAP: Final = 60.0
-"""The longest ``retry-after`` a server is obeyed for (seconds); it is waited for that long at most."""
+__all__ = ["PRICES", "LLMClient", "Usage", "backoff", "shown", "where"]
 
 PRICES: Final[dict[str, tuple[float, float]]] = {
     # dollars per million tokens: (input, output); cache writes cost 1.25× input, reads 0.1×
@@ -286,9 +277,7 @@ class LLMClient:
         self.timeout = timeout
         self.max_retries = max_retries
         self.reconnect = reconnect
-        self.give_up_after = give_up_after
-        self.failing_since: float | None = None  # the first error answer since the last good one
-        self.gave_up: str | None = None  # why every call now fails at once (the breaker is open)
+        self.breaker = Breaker(give_up_after)
         self.http_client = http_client
         self.prices = dict(PRICES if provider == "anthropic" and prices is None else prices or {})
         self.servers = self._servers(base_url, endpoints, concurrency)
@@ -755,8 +744,7 @@ class LLMClient:
     ) -> T:
         retries = 0
         while True:
-            if self.gave_up is not None:  # the breaker is open: no request
-                raise LLMCallError(self.gave_up)
+            self.breaker.check()  # given up: no request
             server = await self._acquire()
             rest = 0.0
             try:
@@ -764,23 +752,11 @@ class LLMClient:
             except Transient as exc:
                 retries += 1
                 server.answered()  # an error status is an answer: the server is up
-                asked = exc.retry_after
-                rest = min(asked, RETRY_AFTER_CAP) if asked is not None and asked >= 0 else -1.0
-                if rest < 0:
-                    rest = backoff(retries)
-                now = time.monotonic()
-                if self.failing_since is None:
-                    self.failing_since = now
-                failing = now - self.failing_since
-                if failing + rest >= self.give_up_after:
-                    waited = f" and asked to wait {asked:g} s more" if asked else ""
-                    self.gave_up = self.redact(
-                        f"{self.api.API} at {where(server.url)} answered nothing but errors for "
-                        f"{failing:.0f} s{waited} (the last: {exc.status}: {exc}); {self.owner} "
-                        f"gave up after give_up_after = {self.give_up_after:g} s"
-                    )
+                rest = self.breaker.rest(exc.retry_after, backoff(retries))
+                what = f"{self.api.API} at {where(server.url)} answered {exc.status}: {exc}"
+                if why := self.breaker.failed(rest, exc.retry_after, what, self.owner):
                     rest = 0.0
-                    raise LLMCallError(self.gave_up) from None
+                    raise LLMCallError(self.redact(why)) from None
                 if retries > self.max_retries:
                     raise LLMCallError(
                         self.redact(
@@ -835,8 +811,7 @@ class LLMClient:
                     server, rest
                 )  # exactly once, whatever happened (a cancelled call too)
             server.answered()
-            self.failing_since = None
-            self.gave_up = None  # an answer that is not an error: the breaker closes
+            self.breaker.answered()
             return turn
 
     def _account(self, role: str, task: str, turn: Turn) -> None:

@@ -431,7 +431,8 @@ def add_commands(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
             "Ray, or --address / RAY_ADDRESS for a cluster. Generations of propose → judge →\n"
             "predict → train → learn, logged to RUN_DIR/log as Parquet; one table row per\n"
             "generation on the terminal, every event in RUN_DIR/events.jsonl. Ctrl-C stops\n"
-            "after what is committed (exit 130); `coevo resume RUN_DIR` continues.\n"
+            "after what is committed (exit 130), SIGTERM once the generation in flight\n"
+            "commits (exit 143; run.stop_grace); `coevo resume RUN_DIR` continues.\n"
             "An experiment with a [benchmark] table plays a file of imported tasks k times\n"
             "instead (one generation per trial; pass^k in the summary and `coevo analyze`)."
         ),

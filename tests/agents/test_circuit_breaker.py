@@ -106,6 +106,6 @@ def test_the_breaker_closes_on_a_good_answer() -> None:
         )
 
     assert client.run(ask()).text == "ok"
-    assert client.gave_up is None and client.failing_since is None
+    assert client.breaker.gave_up is None and client.breaker.failing_since is None
     assert len(fake.requests) == 3
     asyncio.run(asyncio.sleep(0))
