@@ -744,8 +744,10 @@ class LLMClient:
     ) -> T:
         retries = 0
         while True:
-            self.breaker.check()  # given up: no request
             server = await self._acquire()
+            if self.breaker.gave_up is not None:  # given up (while this call waited): no request
+                self._release(server)
+                self.breaker.check()
             rest = 0.0
             try:
                 turn = await send(server.sdk)

@@ -16,7 +16,7 @@ from coevo.agents.llm.client import LLMClient
 from coevo.agents.llm.turns import LLMCallError
 
 from tests.agents.fake_anthropic import FakeMessages, LoopbackServer, error
-from tests.factories import run_cli
+from tests.factories import IN_PROCESS_FLAGS, run_cli
 
 
 @pytest.fixture(autouse=True)
@@ -53,7 +53,7 @@ def test_a_role_gives_up_when_the_server_asks_to_wait_past_its_time(monkeypatch)
 def test_an_overloaded_api_stops_the_run_after_two_failing_generations(
     monkeypatch, tmp_path
 ) -> None:
-    """`coevo run claude` against 529 to everything (retry-after 1): the Synthesizer gives up in 2 s, the run stops after 2 of 6 generations with exit 3 naming the cause; few requests."""
+    """`coevo run claude` against 529 to everything (retry-after 1): the Synthesizer gives up within 1.5 s, the run stops after 2 of 6 generations with exit 3 naming the cause; few requests."""
     out = tmp_path / "run"
     with LoopbackServer(overloaded("1")) as server:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
@@ -65,7 +65,7 @@ def test_an_overloaded_api_stops_the_run_after_two_failing_generations(
             str(out),
             *("--set", "ray.in_process=true"),
             *("--set", "run.generations=6"),
-            *("--set", "synthesizer.config.give_up_after=2"),
+            *("--set", "synthesizer.config.give_up_after=1.5"),
             "--json",
         )
         requests = len(server.fake.requests)
@@ -76,12 +76,12 @@ def test_an_overloaded_api_stops_the_run_after_two_failing_generations(
         "coevo run: stopped after 2 of 6 generations: every call of the synthesizer "
         "'claude-synth' failed in the last 2 generations (run.stop_after_failing = 2;"
     ), last
-    assert "529" in last and "gave up after give_up_after = 2 s" in last, last
+    assert "529" in last and "gave up after give_up_after = 1.5 s" in last, last
     assert f"`coevo resume {out}`" in last
     summary = json.loads(done.stdout)
     assert summary["generations"] == 2
     assert summary["stopped_by"]["role"] == "synthesizer"
-    # the synthesizer's concurrency (4) times the tries within 2 s at retry-after 1 (2), at most:
+    # the synthesizer's concurrency (4) times the tries within 1.5 s at retry-after 1 (2), at most:
     # before, every call was retried 2 times in each of the 6 generations
     assert 1 <= requests <= 8, requests
     events = [json.loads(line) for line in (out / "events.jsonl").read_text().splitlines()]
@@ -109,3 +109,41 @@ def test_the_breaker_closes_on_a_good_answer() -> None:
     assert client.breaker.gave_up is None and client.breaker.failing_since is None
     assert len(fake.requests) == 3
     asyncio.run(asyncio.sleep(0))
+
+
+@pytest.mark.slow
+def test_an_openai_server_down_stops_the_llm_solver_run(monkeypatch, tmp_path) -> None:
+    """openai-solver against a server answering 503 (retry-after 1) to every chat request: the Solver gives up within 1.5 s, the run stops after 2 of 6 generations, exit 3 naming the solver and the 503."""
+    from tests.agents.fake_openai import FakeOpenAI, status
+
+    out = tmp_path / "run"
+    with FakeOpenAI(api_key="sk-fake-test-key") as server:
+        server.outage = status(503, retry_after=1)
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-fake-test-key")
+        began = time.perf_counter()
+        done = run_cli(
+            "run",
+            "openai-solver",
+            "--out",
+            str(out),
+            *IN_PROCESS_FLAGS,
+            *("--set", "run.generations=6"),
+            *("--set", "curriculum.tasks_per_gen=3"),
+            *("--set", "eval.per_level=1"),
+            *("--set", "solver.config.concurrency=4"),
+            *("--set", "solver.config.give_up_after=1.5"),
+            "--json",
+        )
+        requests = len(server.requests)
+    print(f"{requests} requests, exit {done.returncode} after {time.perf_counter() - began:.1f} s")
+    assert done.returncode == 3, done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith(
+        "coevo run: stopped after 2 of 6 generations: every call of the solver 'llm-solver' "
+        "failed in the last 2 generations"
+    ), last
+    assert "503" in last, last
+    assert json.loads(done.stdout)["stopped_by"]["role"] == "solver"
+    # at most two tries (at 0 s and 1 s) of each of the 4 calls in flight before it gave up
+    assert 1 <= requests <= 8, requests
