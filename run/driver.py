@@ -11,8 +11,10 @@
   for as long as the driver runs; the lock released at the end when it was
   claimed here.
 
-``coevo run`` and ``coevo resume`` run the preflight and claim the lock
-themselves, before the run's events and trackers start, and hand the lock to
+``coevo run`` and ``coevo resume`` claim the lock themselves first, before
+Ray or the roles are imported (a second run into the directory is refused
+at once), then run the preflight (releasing the lock when it fails), before
+the run's events and trackers start, and hand the lock to
 :func:`~coevo.run.loop.run_experiment` or
 :func:`~coevo.run.benchmark.run_benchmark`; a library call of
 :func:`~coevo.run.loop.run_experiment` without a lock does both here. A
