@@ -128,6 +128,11 @@ def _resumed_with(
                 "`coevo run ... --out NEW`). On resume --set takes: "
                 + ", ".join(f"{k} ({why})" for k, why in RESUMABLE.items())
             )
+        if key == "run.generations" and experiment.benchmark is not None:
+            raise CommandError(
+                f"--set run.generations: {run_dir} is a [benchmark] run, whose generations are its "
+                f"trials (benchmark.trials = {experiment.benchmark.trials}), fixed when it started"
+            )
     before = experiment.model_dump(mode="json")
     after = load_experiment(before, overrides)
     new = after.model_dump(mode="json")

@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from coevo.arena.examples import bundled
 from coevo.arena.gamelog import GameLog
 
 from tests.factories import run_cli
@@ -63,3 +64,20 @@ def test_resume_set_checks_the_value(run: Path) -> None:
     done = run_cli("resume", str(run), "--set", "run.generations=0")
     assert done.returncode == 2, done.stderr
     assert "--set run.generations=0" in done.stderr and "generations" in done.stderr
+
+
+@pytest.mark.parametrize("name", [b.name for b in bundled() if b.kind == "experiment"])
+def test_every_bundled_experiment_takes_resume_set_as_recorded(name: str) -> None:
+    """A bundled experiment as experiment.json records it, with resume's --set: only the keys set change."""
+    from coevo.run.commands.runs import _resumed_with
+    from coevo.run.experiment import load_experiment
+
+    recorded = load_experiment(name)
+    sets = ["run.stop_grace=3", "run.stop_after_failing=0"]
+    if recorded.benchmark is None:  # a benchmark run's generations are its trials
+        sets.append("run.generations=99")
+    changed, changes = _resumed_with(recorded, sets, "RUN")
+    assert {k: v[1] for k, v in changes.items()} == {
+        k: float(v) if k == "run.stop_grace" else int(v) for k, v in (s.split("=") for s in sets)
+    }
+    assert changed.model_copy(update={"run": recorded.run}) == recorded
