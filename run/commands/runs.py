@@ -474,7 +474,7 @@ def add_commands(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
         "resume",
         help="continue a run after its last complete generation",
         formatter_class=fmt,
-        description="Continue RUN_DIR after its last committed generation, from its checkpoint\n(after Ctrl-C, a killed driver or a crash): no lost and no duplicated rows.",
+        description="Continue RUN_DIR after its last committed generation, from its checkpoint\n(after Ctrl-C, SIGTERM, a killed driver or a crash): no lost and no duplicated\nrows. --set changes what may change on resume (the run's length, tracking, ...).",
         epilog="examples:\n  coevo resume runs/quickstart\n"
         "  coevo resume runs/quickstart --set run.generations=50",
     )
