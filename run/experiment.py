@@ -97,6 +97,10 @@ class RunConfig(_Table):
             beside the solving of n, which plays the policy learnt through n − 2
             (:mod:`coevo.run.overlap`); with a ``[trainer]``, generation n plays once
             the trainer has trained through batch n − 1 − k.
+        stop_grace: seconds a SIGTERM (a scheduler's, ``timeout``'s) waits for the generation
+            in flight to commit before the run ends at once (:mod:`coevo.run.stopping`).
+        stop_after_failing: stop the run (exit 3, the cause said) once a role has failed every
+            call in this many generations in a row; 0: never (the run goes on to the end).
     """
 
     name: str = "experiment"
@@ -106,6 +110,8 @@ class RunConfig(_Table):
     rollouts: int = Field(default=4, ge=1)
     chunk: int = Field(default=64, ge=1)
     max_staleness: int = Field(default=0, ge=0, le=1000)
+    stop_grace: float = Field(default=25.0, ge=0, le=3600)
+    stop_after_failing: int = Field(default=2, ge=0)
 
 
 class RoleTable(_Table):
