@@ -62,6 +62,7 @@ from pydantic import (
 )
 
 __all__ = [
+    "REDACTED_WHY",
     "BenchmarkConfig",
     "EvalConfig",
     "Experiment",
@@ -321,6 +322,12 @@ class Experiment(_Table):
                 raise ExperimentError(f"{table}: {exc}") from exc
         return out
 
+
+REDACTED_WHY: Final = (
+    "they hold a key (docs/security.md#redaction): experiment.json, MLflow and the events record "
+    "[redacted], and a resumed run sends [redacted] there; give keys in variables (api_key_env)"
+)
+"""What the ``settings_redacted`` event says of the settings :meth:`Experiment.redacted_settings` names."""
 
 ROLE_TABLES: Final = ("synthesizer", "judge", "solver", "world_model")
 """The tables of an experiment that name a role."""

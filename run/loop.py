@@ -55,7 +55,7 @@ from coevo.curricula.base import Curriculum, GenerationPlan
 from coevo.curricula.registry import make_curriculum
 from coevo.run.actors import Actors, start_actors
 from coevo.run.driver import driving
-from coevo.run.experiment import Experiment, recorded_experiment
+from coevo.run.experiment import REDACTED_WHY, Experiment, recorded_experiment
 from coevo.run.failures import ROLE_TABLE, RoleTally, failing_streak
 from coevo.run.generation import (
     Clock,
@@ -139,9 +139,7 @@ class Arena:
         self.suite_calls = RoleTally()  # the role calls that made it (counted with generation 0's)
         self.calls = RoleTally()  # every role call of this invocation
         self.failing: dict[str, list[int]] = {}  # generations in which every call of a role failed
-        self.halted: str | None = (
-            None  # the role whose failures stopped the run (run.stop_after_failing)
-        )
+        self.halted: str | None = None  # the role whose failures stopped the run
         self.handoff: Handoff | None = None  # with a [trainer]: the hand-off (made in start)
         self.scoring = ProposalScoring(experiment.proposer)  # what proposals earned, novelty
         self.watch = Watch(experiment.watch)  # plateau and collapse
@@ -356,15 +354,8 @@ class Arena:
             )
         if not resume:
             self.run.write_bytes(self.exp.recorded_json().encode(), "experiment.json")
-            hidden = self.exp.redacted_settings()
-            if hidden:  # a key pasted into a setting: said once, at the start
-                self.events(
-                    "settings_redacted",
-                    keys=hidden,
-                    why="they hold a key (docs/security.md#redaction): experiment.json, MLflow "
-                    "and the events record [redacted], and a resumed run sends [redacted] there; "
-                    "give keys in variables (api_key_env)",
-                )
+            if hidden := self.exp.redacted_settings():  # a key pasted into a setting: said once
+                self.events("settings_redacted", keys=hidden, why=REDACTED_WHY)
         if self.exp.trainer is not None:
             self.handoff = Handoff(
                 self.exp.trainer, self.log, self.exp.run.max_staleness, events=self.events
