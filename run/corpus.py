@@ -450,7 +450,8 @@ class BuildReport:
             f"{self.out}: {self.shards} shards; reused {self.reused} committed, built {self.built}",
             f"this build: {self.worlds} worlds, {self.tasks} tasks, {self.accepted} accepted "
             f"({rate:,.0f} accepted/s over {self.seconds:.1f} s); duplicates dropped: "
-            f"{self.duplicates} tasks, {self.duplicate_worlds} worlds; {self.missed} draws missed; "
+            f"{self.duplicates} task{'s' * (self.duplicates != 1)}, {self.duplicate_worlds} "
+            f"world{'s' * (self.duplicate_worlds != 1)}; {self.missed} draws missed; "
             f"{self.failed} proposals failed",
         ]
         if self.failed_shards:
@@ -650,7 +651,7 @@ def build_corpus(
         workers: shards built at once (Ray tasks of one CPU each; a local Ray gets this many CPUs);
             0: one after another in this process, without Ray (debugging, tests).
         address: a Ray cluster to join (else a local Ray).
-        progress: called with a line after each committed shard.
+        progress: called with a line as Ray starts and after each committed shard.
         stop_after: commit at most this many shards in this call (tests of resume).
         role: for an experiment source, the Synthesizer the workers build, with the variables
             it needs (:func:`experiment_synthesizer`); handed to each shard's Ray task as the
@@ -703,6 +704,12 @@ def build_corpus(
         todo = [s for s in range(source.shards) if s not in committed]
         if not todo:
             return report
+        if workers:  # Ray takes seconds to start: said, so the wait is not silence
+            where = f"joining the Ray cluster at {address}" if address else "starting Ray"
+            say(
+                f"{where} for {len(todo)} shard{'s' * (len(todo) != 1)} "
+                f"({report.reused} already committed), {workers} at once"
+            )
         with ray_for(address, workers or None, in_process=workers == 0):
             _run_shards(
                 run, lock, source, role, todo, workers, seen_worlds, report, say, stop_after

@@ -310,12 +310,12 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
             "(the ingested table)"
         )
     if summary.get("objective"):
-        lines.append(
-            f"proposer ({summary['objective']}): mean reward "
-            f"{_figure(summary['proposer_reward'])}; {summary['proposals_flaky']} of "
-            f"{summary['proposals_scored']} proposals flaky ({summary['proposals_middle_flaky']} of the "
-            f"{summary['proposals_middle']} at 0 < p̂ < 1)"
-        )
+        lines += [
+            f"proposer ({summary['objective']}): mean reward {_figure(summary['proposer_reward'])}",
+            f"  {summary['proposals_flaky']} of {summary['proposals_scored']} proposals flaky "
+            f"({summary['proposals_middle_flaky']} of the {summary['proposals_middle']} at "
+            "0 < p̂ < 1)",
+        ]
     for stall in summary.get("stalls", []):
         if stall["event"] == "plateau":
             lines.append(

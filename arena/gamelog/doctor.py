@@ -57,7 +57,10 @@ class Diagnosis:
 
     def lines(self) -> list[str]:
         """The diagnosis, as lines for a terminal."""
-        out = [f"{self.run}: {self.committed} committed generations, {self.intact} intact"]
+        out = [
+            f"{self.run}: {self.committed} committed generation{'s' * (self.committed != 1)}, "
+            f"{self.intact} intact"
+        ]
         for gen, problems in self.damage.items():
             out += [f"  generation {gen}: {problem}" for problem in problems]
         if self.unverified:

@@ -188,7 +188,8 @@ def _build_lines(build: dict[str, Any]) -> list[str]:
     lines = [
         f"draws: {build['proposed']} tasks made of {build['asked']} asked, {build['missed']} "
         f"missed, {build['failed']} proposals failed; duplicates dropped: "
-        f"{build['duplicates']} tasks, {build['duplicate_worlds']} worlds"
+        f"{build['duplicates']} task{'s' * (build['duplicates'] != 1)}, "
+        f"{build['duplicate_worlds']} world{'s' * (build['duplicate_worlds'] != 1)}"
     ]
     for shard in build["not_committed"]:
         lines.append(

@@ -68,12 +68,15 @@ def _finished(args: argparse.Namespace, experiment: Any, run_dir: str, done: int
     trainer = experiment.trainer
     if trainer is not None and trainer.transport == "folder":
         log = GameLog(run_dir)
+        log.verify(checksum=True, last_checkpoint_only=True)  # a batch only from a whole log
         for batch in Handoff(trainer, log, experiment.run.max_staleness).start(done, None):
             print(
                 f"handed {batch} out to the trainer (committed, not yet handed out)",
                 file=sys.stderr,
             )
 
+    # damage is said here too, as a resume that went on would say it (and analyze, export)
+    GameLog(run_dir).verify(checksum=True, last_checkpoint_only=True)
     summary = summarize(run_dir)  # after the fact: from the log
     print(
         f"{run_dir} is finished ({done} generations): nothing to resume (to run it longer: "

@@ -84,7 +84,8 @@ def test_two_workers_and_a_build_killed_with_kill_9_give_the_same_corpus(
             break
         time.sleep(0.05)
     os.killpg(builder.pid, signal.SIGKILL)
-    builder.wait()
+    _, said = builder.communicate()
+    assert b"starting Ray for 6 shards (0 already committed), 2 at once" in said, said[-2000:]
     before = _digests(out)
     committed = len(list((out / "_commits").glob("*.json")))
     assert 2 <= committed < 6, f"killed after {committed} of 6 shards"

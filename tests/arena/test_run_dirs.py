@@ -290,6 +290,16 @@ def test_a_truncated_part_stops_resume_and_the_readers_with_one_line(run, tmp_pa
         assert "generation 1" in line and "gen=1/part-0.parquet is truncated" in line, line
 
 
+def test_resume_of_a_finished_run_says_its_damage(run, capsys) -> None:
+    """A finished run with a truncated part: `coevo resume` exits 2 naming the part (not "nothing to resume" and a summary)."""
+    os.truncate(run / "log" / "episodes" / "gen=1" / "part-0.parquet", 100)
+    assert main(["resume", str(run)]) == 2
+    err = capsys.readouterr().err
+    line = _one_line(err, "resume")
+    assert "generation 1" in line and "log/episodes/gen=1/part-0.parquet is truncated" in line
+    assert "coevo doctor" in line and "nothing to resume" not in err
+
+
 def test_a_checkpoint_that_fails_its_checksum_stops_resume(run, capsys) -> None:
     """Bytes changed in place (same size) in the checkpoint resume loads: exit 2, naming the file and the checksum."""
     state = run / "checkpoints" / "gen=2" / "world_model.state"
