@@ -94,8 +94,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         from coevo.run.train.learner import main
     except ImportError as exc:
         raise CommandError(
-            f"coevo train needs torch, transformers and peft ({exc.name} is missing): "
-            "pip install 'coevo[train]'"
+            f"torch, transformers and peft are needed ({exc.name} is missing): "
+            "pip install 'coevo[train]' (without a GPU, torch's CPU build first: docs/training.md)"
         ) from None
     from coevo.run.consumer import ConsumerSettings
 
@@ -120,8 +120,8 @@ def cmd_logprobs(args: argparse.Namespace) -> int:
         from coevo.run.train.check import main
     except ImportError as exc:
         raise CommandError(
-            f"coevo logprobs needs torch, transformers and peft ({exc.name} is missing): "
-            "pip install 'coevo[train]'"
+            f"torch, transformers and peft are needed ({exc.name} is missing): "
+            "pip install 'coevo[train]' (without a GPU, torch's CPU build first: docs/training.md)"
         ) from None
     gens = None
     if args.gen:
@@ -179,8 +179,8 @@ def cmd_tiny_model(args: argparse.Namespace) -> int:
         from coevo.run.train.tiny_model import make_tiny_model
     except ImportError as exc:
         raise CommandError(
-            f"coevo tiny-model needs torch, transformers and gguf ({exc.name} is missing): "
-            "pip install 'coevo[train]'"
+            f"torch, transformers and gguf are needed ({exc.name} is missing): "
+            "pip install 'coevo[train]' (without a GPU, torch's CPU build first: docs/training.md)"
         ) from None
     where = make_tiny_model(args.out, args.wheel)
     print(f"SmolLM2-135M-Instruct → {where} (serve it with vLLM; train it with coevo train)")
