@@ -20,6 +20,7 @@ run's actors take.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +28,7 @@ import ray
 from coevo.agents.registry import REGISTRY
 from coevo.arena.errors import ArenaError
 from coevo.run.capacity import check_cluster
+from coevo.run.connection import ends_with_this_driver
 from coevo.run.experiment import Experiment, RoleTable
 from coevo.run.hosts import host_for, remote_host
 from coevo.run.inprocess import LocalActor, LocalRef, kill
@@ -77,7 +79,9 @@ class Actors:
         ]
 
     def close(self) -> None:
-        """Kill the actors and remove their placement groups."""
+        """Kill the actors and remove their placement groups (on Ray this driver shuts down, Ray's shutdown does)."""
+        if not self.in_process and ends_with_this_driver():
+            return  # killing them now makes Ray print a failed-task line per call in flight
         for _, actor in self.labelled:
             kill(actor)
         for group in self.groups:
@@ -95,8 +99,11 @@ def _in_process(table: str, role: RoleTable, kind: str, env: dict[str, str]) -> 
         ) from exc
 
 
-def start_actors(exp: Experiment) -> Actors:
+def start_actors(exp: Experiment, progress: Callable[[str], None] | None = None) -> Actors:
     """Start every actor of ``exp`` (on Ray, joined already; or in this process).
+
+    ``progress(text)`` is told what is starting and, on Ray, how many of each role's
+    actors are up (``solver: 2/4 up``), for the status line while a run starts.
 
     Raises:
         ArenaError: the cluster cannot hold the role tables (Ray), or a role cannot be made
@@ -108,13 +115,21 @@ def start_actors(exp: Experiment) -> Actors:
         check_cluster(exp)  # before any actor: Ray would wait forever for what is not there
         here = ray.get_runtime_context().get_node_id()
     settings = exp.role_settings()
+    say = progress or (lambda text: None)
+    started: list[tuple[str, list[Any]]] = []  # on Ray: each role's actors, to wait for
 
-    def actors(table: str, n: int, restarts: bool) -> list[Any]:
+    def actors(table: str, n: int, restarts: bool, label: str = "") -> list[Any]:
         role: RoleTable = getattr(exp, table)
         info = REGISTRY.get(role.name)
         env = {k: os.environ[k] for k in info.env(settings[table]).passed if k in os.environ}
+        label = label or table.replace("_", " ")
         if in_process:
-            return [_in_process(table, role, info.kind, env) for _ in range(n)]
+            made = []
+            for i in range(n):
+                say(f"starting the {label} {role.name!r}" + (f" ({i + 1}/{n})" if n > 1 else ""))
+                made.append(_in_process(table, role, info.kind, env))
+            return made
+        say(f"starting {n} {label} actor{'s' * (n > 1)} ({role.name!r})")
         if restarts:
             each, group = placed(table, n, role.resources, role.placement)
             groups.extend([group] if group is not None else [])
@@ -125,18 +140,37 @@ def start_actors(exp: Experiment) -> Actors:
             affinity = NodeAffinitySchedulingStrategy(here, soft=False)
             each = [{**ray_options(role.resources), "scheduling_strategy": affinity}] * n
         host = remote_host(info.kind)
-        return [host.options(**o).remote(role.name, role.config, env) for o in each]
+        handles = [host.options(**o).remote(role.name, role.config, env) for o in each]
+        started.append((label, handles))
+        return handles
 
     # what the Synthesizer can do, from its class (no call: a constructor error is the pool's)
     able = set(REGISTRY.get(exp.synthesizer.name).capabilities)
     learns = {"learns", "stateful"} <= able
-    return Actors(
+    made = Actors(
         synth=ActorPool("synthesizer", actors("synthesizer", exp.synthesizer.actors, True)),
         judges=ActorPool("judge", actors("judge", exp.judge.actors, True)),
         solvers=ActorPool("solver", actors("solver", exp.solver.actors, True)),
-        learner=actors("solver", 1, False)[0],
+        learner=actors("solver", 1, False, "learner")[0],
         model=actors("world_model", 1, False)[0],
-        synth_learner=actors("synthesizer", 1, False)[0] if learns else None,
+        synth_learner=actors("synthesizer", 1, False, "synthesizer learner")[0] if learns else None,
         in_process=in_process,
         groups=groups,
     )
+    _count_up(started, say)
+    return made
+
+
+def _count_up(started: list[tuple[str, list[Any]]], say: Callable[[str], None]) -> None:
+    """Wait until every actor of ``started`` is up (its constructor returned or failed), saying how many of each role are.
+
+    A constructor that failed is not raised here: the pool names it at the role's first call.
+    """
+    waiting = {a.__ray_ready__.remote(): label for label, handles in started for a in handles}
+    total = {label: len(handles) for label, handles in started}
+    up = dict.fromkeys(total, 0)
+    while waiting:
+        ready, _ = ray.wait(list(waiting), num_returns=1)
+        label = waiting.pop(ready[0])
+        up[label] += 1
+        say(f"{label}: {up[label]}/{total[label]} up")

@@ -77,6 +77,7 @@ from coevo.run.failures import RoleTally
 from coevo.run.generation import GenerationReport, RunSummary
 from coevo.run.inprocess import LocalActor, get, kill
 from coevo.run.pool import ActorPool, Lost
+from coevo.run.stopping import at_commit, generations_begin
 
 __all__ = [
     "POOL",
@@ -481,6 +482,7 @@ def run_benchmark(
             get([a.pid.remote() for a in actors])  # built: the pool read, the servers answered
             if on_start is not None:
                 on_start(actors)
+            generations_begin()  # a SIGTERM from now on lets the trial in flight commit
             run = _Benchmark(exp, log, lock, ActorPool("solver", actors), tasks, say)
             if last >= 0:
                 verdicts = log.read("verdicts", columns=["task_id", "accepted"]).to_pylist()
@@ -492,6 +494,7 @@ def run_benchmark(
                 if on_generation is not None:
                     on_generation(report)
                 reports.append(replace(report, tables={}))  # the summary keeps no copy
+                at_commit()  # where a SIGTERM stops the run
         finally:
             _close(actors)
     calls = run.calls.roles if run is not None else {}

@@ -185,13 +185,37 @@ def fitting_overrides(
             sets[key] = value
     if not sets:
         return None
-    items = [f"{key}={value}" for key, value in sets.items()]
-    try:
-        fitted = load_experiment(experiment.model_dump(mode="json"), items)
-        _check(fitted, resources, nodes, driver_node)
-    except (ArenaError, ExperimentError):
-        return None  # what was found does not fit after all: no hint rather than a wrong one
-    return items
+    for _ in range(_SHRINKS):  # the nodes one by one may hold less than the total says
+        items = [f"{key}={value}" for key, value in sets.items()]
+        try:
+            _check(
+                load_experiment(experiment.model_dump(mode="json"), items),
+                resources,
+                nodes,
+                driver_node,
+            )
+            return items
+        except ExperimentError:
+            return None
+        except ArenaError:
+            shrunk = {key: _shrink(key, value) for key, value in sets.items()}
+            if shrunk == sets:
+                return None
+            sets = shrunk
+    return None  # nothing found that fits: no hint rather than a wrong one
+
+
+_SHRINKS: Final = 20
+"""How many times :func:`fitting_overrides` lowers the scaled reservations by a tenth before it gives up."""
+
+
+def _shrink(key: str, value: str) -> str:
+    """A scaled reservation a tenth lower (actor counts and custom maps as they are)."""
+    if not key.endswith((".cpus", ".gpus", ".memory")):
+        return value
+    if key.endswith(".memory"):
+        return str(int(int(value) * 0.9) // 2**20 * 2**20)
+    return f"{math.floor(float(value) * 90) / 100:g}"
 
 
 def check_cluster(experiment: Experiment) -> None:

@@ -64,6 +64,8 @@ from coevo.run.commands import (
     synthesis,
     trainer,
 )
+from coevo.run.failures import without_doc_links
+from coevo.run.stopping import EXIT_TERMINATED, Terminated
 
 __all__ = ["build_parser", "main"]
 
@@ -130,7 +132,7 @@ def _version() -> str:
 
 def _report(command: str, exc: BaseException, debug: bool) -> None:
     # a key pasted where a setting goes comes back in the message: never show it
-    print(f"coevo {command}: {redact(str(exc))}", file=sys.stderr)
+    print(f"coevo {command}: {redact(without_doc_links(str(exc)))}", file=sys.stderr)
     if debug:
         traceback.print_exception(exc, file=sys.stderr)
     elif exc.__cause__ is not None and not isinstance(exc.__cause__, (CoevoError, ValueError)):
@@ -155,7 +157,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CoevoError as exc:
         _report(args.command, exc, debug)
         return EXIT_UNREADABLE
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
+        if isinstance(exc, Terminated):
+            print(f"coevo {args.command}: stopped by SIGTERM", file=sys.stderr)
+            return EXIT_TERMINATED
         print(f"coevo {args.command}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:

@@ -5,12 +5,16 @@ from __future__ import annotations
 import contextlib
 import logging
 import socket
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 
 import ray
 from coevo.arena.errors import ArenaError
+from coevo.run.stopping import reinstall
 
-__all__ = ["check_reachable", "connect", "ray_for"]
+__all__ = ["check_reachable", "connect", "ends_with_this_driver", "ray_for"]
+
+_SESSIONS: list[bool] = []  # one entry per ray_for inside another: did it start Ray
 
 
 def check_reachable(address: str, timeout: float = 10.0) -> None:
@@ -49,17 +53,41 @@ def connect(address: str | None, num_cpus: int | None) -> bool:
             logging_level=logging.WARNING,
             log_to_driver=False,
         )
+    reinstall()  # ray.init put its own SIGTERM handler in place of the run's
     return True
 
 
 @contextlib.contextmanager
 def ray_for(
-    address: str | None, num_cpus: int | None, *, in_process: bool = False
+    address: str | None,
+    num_cpus: int | None,
+    *,
+    in_process: bool = False,
+    progress: Callable[[str], None] | None = None,
 ) -> Iterator[None]:
-    """Ray for one driver (a run, a benchmark run, a corpus build): joined, or started and shut down at the end; nothing ``in_process``."""
+    """Ray for one driver (a run, a benchmark run, a corpus build): joined, or started and shut down at the end; nothing ``in_process``.
+
+    ``progress(text)`` is told when a Ray started here is up, and how long it took (for the status line).
+    """
+    say = progress or (lambda text: None)
+    began = time.monotonic()
     started = not in_process and connect(address, num_cpus)
+    if started:
+        say(f"Ray up in {time.monotonic() - began:.1f} s")
+    _SESSIONS.append(started)
     try:
         yield
     finally:
+        _SESSIONS.pop()
         if started:
             ray.shutdown()
+
+
+def ends_with_this_driver() -> bool:
+    """True inside a :func:`ray_for` that started (or joined) Ray itself: its shutdown ends this driver's actors.
+
+    Actors killed one by one while calls are in flight each make Ray print a
+    "(raylet) Task ... failed. There are 4 retries remaining" line (a failed
+    task, pushed to the driver); shutting down first ends them without a word.
+    """
+    return bool(_SESSIONS) and _SESSIONS[-1]

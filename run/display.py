@@ -110,6 +110,13 @@ class GenerationTable:
         else:
             self.console.print(what, highlight=False, soft_wrap=True)
 
+    def progress(self, what: str) -> None:
+        """Say how the start is going (Ray up, each role's actors): the spinner's text on a terminal, else one line."""
+        if self._status is not None:
+            self._status.update(what)
+        elif self._running_since is None and not self.live_mode:
+            self.console.print(what, highlight=False, soft_wrap=True)
+
     def start(self, first: int) -> None:
         """The actors are up and generation ``first`` begins: show the (empty) table."""
         if self._status is not None:
@@ -224,6 +231,8 @@ class EventLog:
             "run_resumed",
             "run_finished",
             "run_interrupted",
+            "run_stopped",  # what stopped it is the command's last line
+            "run_halted",
             "synthesis_attempt",  # one per stage of every proposal: the log keeps them
             "plateau",  # the watch's: the summary lists them
             "collapse",

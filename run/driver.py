@@ -11,8 +11,10 @@
   for as long as the driver runs; the lock released at the end when it was
   claimed here.
 
-``coevo run`` and ``coevo resume`` run the preflight and claim the lock
-themselves, before the run's events and trackers start, and hand the lock to
+``coevo run`` and ``coevo resume`` claim the lock themselves first, before
+Ray or the roles are imported (a second run into the directory is refused
+at once), then run the preflight (releasing the lock when it fails), before
+the run's events and trackers start, and hand the lock to
 :func:`~coevo.run.loop.run_experiment` or
 :func:`~coevo.run.benchmark.run_benchmark`; a library call of
 :func:`~coevo.run.loop.run_experiment` without a lock does both here. A
@@ -79,6 +81,7 @@ def driving(
     address: str | None = None,
     lock: RunLock | None = None,
     events: Callable[..., None] | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> Iterator[RunLock]:
     """A run's life in its driver: the preflight and the lock, then Ray; Ray shut down at the end.
 
@@ -90,6 +93,7 @@ def driving(
         lock: the lock, when the caller holds it (and so has run :func:`preflight`): left
             to it; else the preflight runs and the lock is claimed here, and released at the end.
         events: ``events(name, **fields)``.
+        progress: told when a Ray started here is up.
     """
     owned = lock is None
     if lock is None:
@@ -97,7 +101,9 @@ def driving(
         lock = claim(run, resume=resume, events=events)
     try:
         where = ray_address(address, experiment)
-        with ray_for(where, experiment.ray.num_cpus, in_process=experiment.ray.in_process):
+        with ray_for(
+            where, experiment.ray.num_cpus, in_process=experiment.ray.in_process, progress=progress
+        ):
             yield lock
     finally:
         if owned:

@@ -62,6 +62,7 @@ from pydantic import (
 )
 
 __all__ = [
+    "REDACTED_WHY",
     "BenchmarkConfig",
     "EvalConfig",
     "Experiment",
@@ -97,6 +98,10 @@ class RunConfig(_Table):
             beside the solving of n, which plays the policy learnt through n − 2
             (:mod:`coevo.run.overlap`); with a ``[trainer]``, generation n plays once
             the trainer has trained through batch n − 1 − k.
+        stop_grace: seconds a SIGTERM (a scheduler's, ``timeout``'s) waits for the generation
+            in flight to commit before the run ends at once (:mod:`coevo.run.stopping`).
+        stop_after_failing: stop the run (exit 3, the cause said) once a role has failed every
+            call in this many generations in a row; 0: never (the run goes on to the end).
     """
 
     name: str = "experiment"
@@ -106,6 +111,8 @@ class RunConfig(_Table):
     rollouts: int = Field(default=4, ge=1)
     chunk: int = Field(default=64, ge=1)
     max_staleness: int = Field(default=0, ge=0, le=1000)
+    stop_grace: float = Field(default=25.0, ge=0, le=3600)
+    stop_after_failing: int = Field(default=2, ge=0)
 
 
 class RoleTable(_Table):
@@ -315,6 +322,12 @@ class Experiment(_Table):
                 raise ExperimentError(f"{table}: {exc}") from exc
         return out
 
+
+REDACTED_WHY: Final = (
+    "they hold a key (docs/security.md#redaction): experiment.json, MLflow and the events record "
+    "[redacted], and a resumed run sends [redacted] there; give keys in variables (api_key_env)"
+)
+"""What the ``settings_redacted`` event says of the settings :meth:`Experiment.redacted_settings` names."""
 
 ROLE_TABLES: Final = ("synthesizer", "judge", "solver", "world_model")
 """The tables of an experiment that name a role."""

@@ -12,14 +12,36 @@ the role could not do it (the host recorded the failure as data):
 
 A generation in which every call of a role failed is an error event
 (``role_failed_every_call``); a run in which a role's calls never once
-succeeded ends with a non-zero exit status and that role's last error.
+succeeded ends with a non-zero exit status and that role's last error;
+one whose every call failed in ``run.stop_after_failing`` generations in a
+row (:func:`failing_streak`) stops the run there.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
-__all__ = ["ROLE_TABLE", "RoleCalls", "RoleTally"]
+__all__ = ["ROLE_TABLE", "RoleCalls", "RoleTally", "failing_streak", "without_doc_links"]
+
+_DOC_LINK = re.compile(r"\n?[ \t]*For further information visit https://errors\.pydantic\.dev/\S*")
+
+
+def failing_streak(failing: dict[str, list[int]], n: int, gen: int) -> str | None:
+    """The role every call of which failed in each of the ``n`` generations through ``gen`` (None: none, or ``n`` is 0).
+
+    ``failing``: by role, the generations in which every call of it failed (in order).
+    """
+    if n <= 0:
+        return None
+    streak = list(range(gen - n + 1, gen + 1))
+    return next((role for role, gens in sorted(failing.items()) if gens[-n:] == streak), None)
+
+
+def without_doc_links(text: str) -> str:
+    """``text`` without pydantic's "For further information visit ..." lines (one per problem: noise in a message that already says what is wrong)."""
+    return _DOC_LINK.sub("", text)
+
 
 ROLE_TABLE = {
     "synthesizer": "synthesizer",

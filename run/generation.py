@@ -68,6 +68,8 @@ class RunSummary:
     """Calls per role in this invocation (see :mod:`coevo.run.failures`)."""
     failing: dict[str, list[int]] = field(default_factory=dict)
     """The generations in which every call of a role failed, by role."""
+    halted: str | None = None
+    """The role that stopped the run early, every call of it failed in ``run.stop_after_failing`` generations in a row."""
 
     @property
     def never_succeeded(self) -> dict[str, RoleCalls]:

@@ -60,6 +60,7 @@ from coevo.arena.outcomes import Episode, Verdict, failed_episode, failed_verdic
 from coevo.arena.spec import TaskSpec
 from coevo.arena.trajectory import Trajectory
 from coevo.curricula.base import Mutation
+from coevo.run.failures import without_doc_links
 
 __all__ = [
     "MONITOR",
@@ -104,7 +105,7 @@ def _resolved(ref: Any) -> Any:
 def _error(exc: BaseException) -> str:
     frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
     where = f" at {os.path.basename(frame.filename)}:{frame.lineno}" if frame else ""
-    return f"{type(exc).__name__}: {exc}{where}"
+    return f"{type(exc).__name__}: {without_doc_links(str(exc))}{where}"
 
 
 def _matches(results: Sequence[Episode] | Sequence[Verdict], tasks: Sequence[TaskSpec]) -> bool:

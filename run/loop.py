@@ -55,8 +55,8 @@ from coevo.curricula.base import Curriculum, GenerationPlan
 from coevo.curricula.registry import make_curriculum
 from coevo.run.actors import Actors, start_actors
 from coevo.run.driver import driving
-from coevo.run.experiment import Experiment, recorded_experiment
-from coevo.run.failures import ROLE_TABLE, RoleTally
+from coevo.run.experiment import REDACTED_WHY, Experiment, recorded_experiment
+from coevo.run.failures import ROLE_TABLE, RoleTally, failing_streak
 from coevo.run.generation import (
     Clock,
     Generation,
@@ -79,6 +79,7 @@ from coevo.run.overlap import (
 from coevo.run.pool import ActorPool, Calls, Lost
 from coevo.run.record import generation_record
 from coevo.run.selfplay import ProposalScoring, Watch
+from coevo.run.stopping import at_commit, generations_begin
 from coevo.run.summary import summarize
 from coevo.run.trainer import (
     Announcement,
@@ -106,6 +107,7 @@ class Arena:
         on_generation: called with each generation's report (the display).
         events: ``events(name, **fields)`` for structured events.
         lock: the run directory's lock, held; checked before every commit.
+        progress: told what is starting (Ray, each role's actors), for the status line.
     """
 
     def __init__(
@@ -116,8 +118,10 @@ class Arena:
         on_generation: Callable[[GenerationReport], None] | None = None,
         events: Callable[..., None] | None = None,
         lock: RunLock | None = None,
+        progress: Callable[[str], None] | None = None,
     ):
         self.exp = experiment
+        self.progress = progress
         self.run = run_dir if isinstance(run_dir, RunDir) else RunDir(run_dir)
         self.log = GameLog(self.run)
         self.lock = lock
@@ -135,6 +139,7 @@ class Arena:
         self.suite_calls = RoleTally()  # the role calls that made it (counted with generation 0's)
         self.calls = RoleTally()  # every role call of this invocation
         self.failing: dict[str, list[int]] = {}  # generations in which every call of a role failed
+        self.halted: str | None = None  # the role whose failures stopped the run
         self.handoff: Handoff | None = None  # with a [trainer]: the hand-off (made in start)
         self.scoring = ProposalScoring(experiment.proposer)  # what proposals earned, novelty
         self.watch = Watch(experiment.watch)  # plateau and collapse
@@ -154,7 +159,7 @@ class Arena:
     # ---- actors -------------------------------------------------------------------------
 
     def _start_actors(self) -> None:
-        self.actors = start_actors(self.exp)
+        self.actors = start_actors(self.exp, self.progress)
         a = self.actors
         self.synth, self.judges, self.solvers = a.synth, a.judges, a.solvers
         self.learner, self.model, self.synth_learner = a.learner, a.model, a.synth_learner
@@ -349,15 +354,8 @@ class Arena:
             )
         if not resume:
             self.run.write_bytes(self.exp.recorded_json().encode(), "experiment.json")
-            hidden = self.exp.redacted_settings()
-            if hidden:  # a key pasted into a setting: said once, at the start
-                self.events(
-                    "settings_redacted",
-                    keys=hidden,
-                    why="they hold a key (docs/security.md#redaction): experiment.json, MLflow "
-                    "and the events record [redacted], and a resumed run sends [redacted] there; "
-                    "give keys in variables (api_key_env)",
-                )
+            if hidden := self.exp.redacted_settings():  # a key pasted into a setting: said once
+                self.events("settings_redacted", keys=hidden, why=REDACTED_WHY)
         if self.exp.trainer is not None:
             self.handoff = Handoff(
                 self.exp.trainer, self.log, self.exp.run.max_staleness, events=self.events
@@ -794,6 +792,7 @@ def run_experiment(
     stop_after: int | None = None,
     on_start: Callable[[Arena], None] | None = None,
     lock: RunLock | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> RunSummary:
     """Run (or continue) ``experiment``; returns the summary.
 
@@ -809,6 +808,7 @@ def run_experiment(
         lock: the run directory's lock, when the caller has claimed it after its preflight
             (:mod:`coevo.run.driver`, as ``coevo run`` does); else this call runs the
             preflight and claims it before Ray starts.
+        progress: told what is starting (Ray, each role's actors) until the first generation.
 
     Raises:
         LogError: another run holds the run directory, or (to resume) its log is damaged.
@@ -817,9 +817,22 @@ def run_experiment(
     if resume and (last := GameLog(target).last_generation()) >= 0:
         _resumable(GameLog(target), last)  # before Ray starts or the lock is taken
     with driving(
-        experiment, target, resume=resume, address=address, lock=lock, events=events
+        experiment,
+        target,
+        resume=resume,
+        address=address,
+        lock=lock,
+        events=events,
+        progress=progress,
     ) as held:
-        arena = Arena(experiment, held.run, on_generation=on_generation, events=events, lock=held)
+        arena = Arena(
+            experiment,
+            held.run,
+            on_generation=on_generation,
+            events=events,
+            lock=held,
+            progress=progress,
+        )
         reports = _generations(arena, experiment, resume, stop_after, on_start)
     return RunSummary(
         arena.run.uri,
@@ -827,6 +840,7 @@ def run_experiment(
         reports,
         calls=arena.calls.roles,
         failing=arena.failing,
+        halted=arena.halted,
     )
 
 
@@ -843,10 +857,23 @@ def _generations(
         first = arena.start(resume=resume)
         if on_start is not None:
             on_start(arena)
+        generations_begin()  # a SIGTERM from now on lets the generation in flight commit
         for gen in range(first, experiment.run.generations):
             if stop_after is not None and len(reports) >= stop_after:
                 break
             reports.append(arena.generation(gen))
+            at_commit()  # a commit boundary: where a SIGTERM stops the run
+            role = failing_streak(arena.failing, experiment.run.stop_after_failing, gen)
+            if role is not None and gen + 1 < experiment.run.generations:
+                arena.halted = role  # an outage: said now, not after every generation's retries
+                arena.events(
+                    "run_halted",
+                    gen=gen,
+                    role=role,
+                    generations=experiment.run.stop_after_failing,
+                    error=arena.calls.roles[role].error,
+                )
+                break
         if (
             arena.handoff is not None
             and arena.log.last_generation() + 1 >= experiment.run.generations

@@ -212,6 +212,62 @@ def check_resources(
                 f"({', '.join(asking[resource])}) and this Ray cluster has {_fmt(resource, have)}: "
                 "lower the actors or their resources, or join a larger cluster with --address"
             )
+    _check_packing(wanted, singletons, nodes, driver_node)
+
+
+def _check_packing(
+    wanted: Sequence[tuple[str, int, RoleResources, Placement]],
+    singletons: Sequence[tuple[str, RoleResources]],
+    nodes: Sequence[Mapping[str, float]],
+    driver_node: Mapping[str, float],
+) -> None:
+    """Refuse actors that fit the cluster's total but not its nodes (five 0.18-CPU actors a 1-CPU node, not six).
+
+    The learner and the World model go on the driver's node first, then every
+    actor that reserves something, largest first, on the first node with room
+    (a ``strict-spread`` table's each on a node of its own, a ``strict-pack``
+    table's all on one): Ray, which places actors one at a time, could not
+    place more.
+    """
+    free = [dict(node) for node in nodes]
+    driver = next((i for i, node in enumerate(nodes) if node is driver_node), None)
+    if driver is None:
+        driver = next((i for i, node in enumerate(nodes) if node == driver_node), 0)
+    for _, res in singletons:
+        for resource, amount in res.demand().items():
+            if free:
+                free[driver][resource] = free[driver].get(resource, 0.0) - amount
+    order = sorted(
+        (t for t in wanted if t[2].demand()),
+        key=lambda t: -max(t[2].demand().values()),
+    )
+    for table, actors, res, placement in order:
+        demand = res.demand()
+        used: set[int] = set()
+        placed_count = 0
+        for _ in range(actors):
+            candidates = [
+                i
+                for i, node in enumerate(free)
+                if _fits(demand, node)
+                and not (placement == "strict-spread" and i in used)
+                and not (placement == "strict-pack" and used and i not in used)
+            ]
+            if not candidates:
+                break
+            node = free[candidates[0]]
+            for resource, amount in demand.items():
+                node[resource] = node.get(resource, 0.0) - amount
+            used.add(candidates[0])
+            placed_count += 1
+        if placed_count < actors:
+            raise ArenaError(
+                f"the cluster's nodes hold {placed_count} of the {actors} {table} actors, each "
+                f"reserving {', '.join(_fmt(k, v) for k, v in demand.items())}, beside the "
+                "other tables' actors (the total fits, the nodes one by one do not: the nodes "
+                f"have {'; '.join(_node_text(n) for n in nodes)}): lower [{table}.resources] or "
+                f"{table}.actors, or add a node"
+            )
 
 
 def _fits(demand: Mapping[str, float], node: Mapping[str, float]) -> bool:

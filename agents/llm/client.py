@@ -23,7 +23,9 @@ One :class:`LLMClient` per role instance:
   other servers take them. A server that answered before and now refuses
   connections is restarting: its calls wait for it (or go to another
   server) for up to ``reconnect`` seconds. A server never reached fails
-  after ``max_retries``. Other statuses are not retried: 401 and 403 name
+  after ``max_retries``; ``retry-after`` is obeyed for 60 s at most. After
+  ``give_up_after`` seconds of nothing but error answers the client gives
+  up (:mod:`~coevo.agents.llm.breaker`). Other statuses are not retried: 401 and 403 name
   the key's variable, 400 for a conversation longer than the model's
   context ends the episode (:class:`ContextLengthError`), and a 400 that
   refuses ``return_token_ids`` turns token capture off and tries again.
@@ -51,6 +53,7 @@ from typing import Any, Final, Literal, TypeVar
 from urllib.parse import urlsplit
 
 from coevo.agents.llm import anthropic_api, openai_api
+from coevo.agents.llm.breaker import Breaker
 from coevo.agents.llm.environment import BASE_URL_VARIABLES, PROVIDERS, key_variable
 from coevo.agents.llm.structured import structured
 from coevo.agents.llm.template import Template, probe
@@ -195,6 +198,8 @@ class LLMClient:
         timeout: seconds per request.
         max_retries: retries of a failed call (a restarting server is waited for instead).
         reconnect: seconds to wait for a server that answered before and now refuses connections.
+        give_up_after: seconds of nothing but error answers after which every call fails at
+            once (see the module docstring).
         token_ids: ask for token ids and log-probs (``auto``: yes for openai except
             api.openai.com, and no more once a server refuses them).
         tool_protocol: how tools reach the model: ``native`` (the API's function
@@ -230,6 +235,7 @@ class LLMClient:
         timeout: float = 60.0,
         max_retries: int = 4,
         reconnect: float = 60.0,
+        give_up_after: float = 30.0,
         token_ids: bool | Literal["auto"] = "auto",
         tool_protocol: Literal["auto", "native", "text"] = "auto",
         token_prompts: bool | Literal["auto"] = "auto",
@@ -271,6 +277,7 @@ class LLMClient:
         self.timeout = timeout
         self.max_retries = max_retries
         self.reconnect = reconnect
+        self.breaker = Breaker(give_up_after)
         self.http_client = http_client
         self.prices = dict(PRICES if provider == "anthropic" and prices is None else prices or {})
         self.servers = self._servers(base_url, endpoints, concurrency)
@@ -732,15 +739,20 @@ class LLMClient:
         retries = 0
         while True:
             server = await self._acquire()
+            if self.breaker.gave_up is not None:  # given up (while this call waited): no request
+                self._release(server)
+                self.breaker.check()
             rest = 0.0
             try:
                 turn = await send(server.sdk)
             except Transient as exc:
                 retries += 1
                 server.answered()  # an error status is an answer: the server is up
-                rest = exc.retry_after if exc.retry_after is not None else -1.0
-                if not 0 <= rest <= 60:
-                    rest = backoff(retries)
+                rest = self.breaker.rest(exc.retry_after, backoff(retries))
+                what = f"{self.api.API} at {where(server.url)} answered {exc.status}: {exc}"
+                if why := self.breaker.failed(rest, exc.retry_after, what, self.owner):
+                    rest = 0.0
+                    raise LLMCallError(self.redact(why)) from None
                 if retries > self.max_retries:
                     raise LLMCallError(
                         self.redact(
@@ -795,6 +807,7 @@ class LLMClient:
                     server, rest
                 )  # exactly once, whatever happened (a cancelled call too)
             server.answered()
+            self.breaker.answered()
             return turn
 
     def _account(self, role: str, task: str, turn: Turn) -> None:

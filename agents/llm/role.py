@@ -18,6 +18,8 @@ Every LLM role (``llm-*`` and ``claude*``) takes these settings in the
 ``timeout``         seconds per request
 ``max_retries``     retries of a failed call
 ``reconnect``       seconds to wait for a server that is restarting
+``give_up_after``   seconds of nothing but error answers (429, 5xx, 529) after
+                    which the role's calls fail at once (30)
 ``token_ids``       ask for token ids and log-probs (``auto``, true, false)
 ``tool_protocol``   ``native`` function calling, ``text`` (tools in the system
                     text, calls in ``<tool_call>`` tags), ``auto`` (text when the
@@ -53,6 +55,7 @@ _CLIENT_SETTINGS: Final = (
     "timeout",
     "max_retries",
     "reconnect",
+    "give_up_after",
     "token_ids",
     "tool_protocol",
     "token_prompts",
@@ -77,6 +80,8 @@ class LLMRole:
         timeout: seconds per request.
         max_retries: retries of a failed call.
         reconnect: seconds to wait for a server that answered before and now refuses connections.
+        give_up_after: seconds in which every request was answered with an error status
+            (an outage, an overload) after which the role gives up: its calls fail at once.
         token_ids: ask the server for token ids and log-probs (``auto``: unless it is OpenAI's own API).
         tool_protocol: how tools reach the model: ``native``, ``text`` (the text protocol of
             :mod:`~coevo.agents.llm.text_tools`) or ``auto`` (text when the server shows its
@@ -113,6 +118,7 @@ class LLMRole:
         timeout: float = 60.0,
         max_retries: int = 4,
         reconnect: float = 60.0,
+        give_up_after: float = 30.0,
         token_ids: bool | Literal["auto"] = "auto",
         tool_protocol: Literal["auto", "native", "text"] = "auto",
         token_prompts: bool | Literal["auto"] = "auto",
@@ -132,6 +138,7 @@ class LLMRole:
             timeout=timeout,
             max_retries=max_retries,
             reconnect=reconnect,
+            give_up_after=give_up_after,
             token_ids=token_ids,
             tool_protocol=tool_protocol,
             token_prompts=token_prompts,

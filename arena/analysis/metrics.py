@@ -97,6 +97,12 @@ class Run:
     def __getitem__(self, name: str) -> pa.Table:
         return self.tables[name]
 
+    def __repr__(self) -> str:
+        """Where the run is, its generations and each table's rows (not the tables themselves)."""
+        gens = self.tables["generations"].num_rows if "generations" in self.tables else 0
+        rows = ", ".join(f"{name}={table.num_rows}" for name, table in sorted(self.tables.items()))
+        return f"Run({self.run_dir!r}, generations={gens}, rows: {rows or 'none'})"
+
     def to_pandas(self, name: str) -> Any:
         """The table as a pandas DataFrame (needs the ``frames`` extra)."""
         try:

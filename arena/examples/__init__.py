@@ -13,6 +13,7 @@ examples --copy shop DIR``).
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -54,11 +55,19 @@ class Bundled:
 
 
 def _first_comment(path: Path) -> str:
-    """An experiment file's description: its first comment line."""
+    """An experiment file's description: the first sentence of its opening comment (which may run over lines)."""
+    said: list[str] = []
     for line in path.read_text(encoding="utf-8").splitlines():
-        if line.startswith("#"):
-            return line.lstrip("#").strip()
-    return "an experiment"
+        if not line.startswith("#"):
+            if said:
+                break
+            continue
+        if said and line.startswith("#  "):  # an indented command line: the sentence is over
+            break
+        said.append(line.lstrip("#").strip())
+    text = " ".join(said)
+    end = re.search(r"\.(\s|$)", text)
+    return text[: end.start() + 1] if end else text or "an experiment"
 
 
 def _experiments() -> list[Bundled]:

@@ -16,11 +16,14 @@ import os
 import sys
 from typing import Final
 
+from coevo.run.stopping import EXIT_TERMINATED
+
 __all__ = [
     "EXIT_INTERRUPTED",
     "EXIT_OK",
     "EXIT_REJECTED",
     "EXIT_ROLE_FAILED",
+    "EXIT_TERMINATED",
     "EXIT_TRAINER_TIMEOUT",
     "EXIT_UNREADABLE",
     "local_ray_auth",

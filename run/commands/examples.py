@@ -12,6 +12,7 @@ import argparse
 import json
 import shutil
 import sys
+import textwrap
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -65,8 +66,11 @@ def _print_table(files: list[Bundled]) -> None:
     kind_width = max(len("kind"), *(len(f.kind) for f in files))
     indent = " " * (name_width + kind_width + 4)
     print(f"{'name':<{name_width}}  {'kind':<{kind_width}}  description / installed path")
+    # whole descriptions, wrapped under their column (never cut)
+    width = max(shutil.get_terminal_size().columns, len(indent) + 40)
     for f in files:
-        print(f"{f.name:<{name_width}}  {f.kind:<{kind_width}}  {f.description}")
+        head = f"{f.name:<{name_width}}  {f.kind:<{kind_width}}  "
+        print(textwrap.fill(f.description, width, initial_indent=head, subsequent_indent=indent))
         print(f"{indent}{f.path}")
 
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
-from typing import Any
+from typing import Any, Final
 
 from coevo.arena.errors import CoevoError, CommandError
 from coevo.run.columns import column_help
@@ -17,6 +18,7 @@ from coevo.run.commands import (
     local_ray_auth,
 )
 from coevo.run.failures import ROLE_TABLE
+from coevo.run.stopping import EXIT_TERMINATED, Terminated, stop_on_sigterm
 
 __all__ = ["add_commands", "cmd_resume", "cmd_run"]
 
@@ -74,14 +76,77 @@ def _finished(args: argparse.Namespace, experiment: Any, run_dir: str, done: int
 
     summary = summarize(run_dir)  # after the fact: from the log
     print(
-        f"{run_dir} is finished ({done} generations): nothing to resume (to run it longer, raise "
-        f"run.generations in {run_dir}/experiment.json, then resume)",
+        f"{run_dir} is finished ({done} generations): nothing to resume (to run it longer: "
+        f"`coevo resume {run_dir} --set run.generations={done + 10}`)",
         file=sys.stderr,
     )
     _print_summary(summary)
     if args.json:
         sys.stdout.write(json.dumps(summary, indent=2) + "\n")
     return 0
+
+
+RESUMABLE: Final = {
+    "run.generations": "how far the run goes",
+    "run.stop_grace": "how long a SIGTERM waits for a commit",
+    "run.stop_after_failing": "when a failing role stops the run",
+    "trainer.timeout": "how long to wait for the trainer",
+    "trainer.poll": "how often to look for the trainer's announcement",
+    "tracking": "where the metrics go",
+    "ray.address": "where the run's actors play",
+    "ray.num_cpus": "the CPUs of a Ray started here",
+    "ray.in_process": "Ray actors or hosts in this process (the same log either way)",
+}
+"""The keys ``coevo resume --set`` may change (a prefix covers the keys under it): none changes what the log's generations mean."""
+
+
+def _dotted(tree: dict[str, Any], prefix: str = "") -> list[str]:
+    """The dotted keys of a nested mapping of overrides (a table's keys, not the table)."""
+    keys: list[str] = []
+    for key, value in tree.items():
+        name = f"{prefix}{key}"
+        keys.extend(_dotted(value, f"{name}.") if isinstance(value, dict) and value else [name])
+    return keys
+
+
+def _resumed_with(
+    experiment: Any, overrides: list[str], run_dir: str
+) -> tuple[Any, dict[str, Any]]:
+    """The recorded experiment with ``coevo resume --set`` overrides, and what they change (key: [before, after]).
+
+    Raises:
+        CommandError: a key that may not change on resume (naming why, and those that may).
+    """
+    from coevo.run.experiment import load_experiment, parse_overrides
+
+    for key in _dotted(parse_overrides(overrides)):
+        if not any(key == k or key.startswith(f"{k}.") for k in RESUMABLE):
+            raise CommandError(
+                f"--set {key}: cannot change on resume: the generations {run_dir} holds were made "
+                "with its recorded value, and a resumed run must go on as the uninterrupted one "
+                "would (the same seeds, roles and curriculum; a changed log means a new run: "
+                "`coevo run ... --out NEW`). On resume --set takes: "
+                + ", ".join(f"{k} ({why})" for k, why in RESUMABLE.items())
+            )
+        if key == "run.generations" and experiment.benchmark is not None:
+            raise CommandError(
+                f"--set run.generations: {run_dir} is a [benchmark] run, whose generations are its "
+                f"trials (benchmark.trials = {experiment.benchmark.trials}), fixed when it started"
+            )
+    before = experiment.model_dump(mode="json")
+    after = load_experiment(before, overrides)
+    new = after.model_dump(mode="json")
+    return after, {
+        key: [_at(before, key), _at(new, key)]
+        for key in sorted(set(_dotted(before)) | set(_dotted(new)))
+        if _at(before, key) != _at(new, key)
+    }
+
+
+def _at(tree: Any, key: str) -> Any:
+    for part in key.split("."):
+        tree = tree.get(part) if isinstance(tree, dict) else None
+    return tree
 
 
 def _unwritable(run_dir: str, exc: OSError) -> CommandError:
@@ -91,11 +156,14 @@ def _unwritable(run_dir: str, exc: OSError) -> CommandError:
 
 
 def _run(args: argparse.Namespace, *, resume: bool) -> int:
-    from coevo.arena.gamelog import GameLog
+    from coevo.arena.gamelog import GameLog, RunDir
     from coevo.run.experiment import load_experiment, ray_address, recorded_experiment
 
+    changed: dict[str, Any] = {}
     if resume:
         experiment = recorded_experiment(args.run_dir)
+        if args.set:
+            experiment, changed = _resumed_with(experiment, args.set, args.run_dir)
         run_dir = args.run_dir
         done = GameLog(run_dir).last_generation() + 1
         if done >= experiment.run.generations:
@@ -126,27 +194,54 @@ def _run(args: argparse.Namespace, *, resume: bool) -> int:
                 f"{run_dir} already holds {done} of {planned} generations of a run; "
                 f"continue it with `coevo resume {run_dir}`, or start a new one with --out DIR"
             )
-    local_ray_auth(ray_address(getattr(args, "address", None), experiment))
-    # Ray loads here, once the run is known, so that `coevo --help` and bad input stay fast
-    from coevo.run.driver import claim, preflight
-
-    # a missing API key, a tracker not installed, a cluster address where nothing listens:
-    # said before anything is written (the run's one preflight: run_experiment is given the lock)
-    preflight(experiment, args.address, trackers=True)
-    pool = None
-    if experiment.benchmark is not None and done == 0:  # and a pool that cannot be played
-        from coevo.run.benchmark import check_pool
-
-        pool = check_pool(experiment)
-    # before Ray starts or an event is written: a second writer stops here, naming the first
+    # the lock first, before Ray or the roles are imported: a second run into this directory
+    # stops here at once, naming the first (and nothing of the first run's is touched)
+    lock, made = _claim(run_dir, resume=resume)
     try:
-        lock = claim(run_dir, resume=resume)
-    except OSError as exc:
-        raise _unwritable(run_dir, exc) from exc
-    try:
-        return _drive(args, experiment, run_dir, lock, resume=resume, first=done, pool=pool)
+        with stop_on_sigterm(experiment.run.stop_grace, lock, run_dir):
+            local_ray_auth(ray_address(getattr(args, "address", None), experiment))
+            # Ray loads here, once the run is known, so that `coevo --help` and bad input stay fast
+            from coevo.run.driver import preflight
+
+            # a missing API key, a tracker not installed, a cluster address where nothing listens:
+            # said before anything but the lock is written (run_experiment is given the lock)
+            try:
+                preflight(experiment, args.address, trackers=True)
+                pool = None
+                if experiment.benchmark is not None and done == 0:  # a pool that cannot be played
+                    from coevo.run.benchmark import check_pool
+
+                    pool = check_pool(experiment)
+            except BaseException:
+                lock.release()
+                if made:  # the directory the lock made, empty again: as it was
+                    with contextlib.suppress(OSError):
+                        os.rmdir(RunDir(run_dir).root)
+                raise
+            return _drive(
+                args,
+                experiment,
+                run_dir,
+                lock,
+                resume=resume,
+                first=done,
+                pool=pool,
+                changed=changed,
+            )
     finally:
         lock.release()
+
+
+def _claim(run_dir: str, *, resume: bool) -> tuple[Any, bool]:
+    """The run directory's lock (a second writer stops here, naming the first), and whether claiming it made the directory (local)."""
+    from coevo.arena.gamelog import GameLog, RunDir
+
+    run = RunDir(run_dir)
+    made = run.is_local and not os.path.isdir(run.root)
+    try:
+        return GameLog(run).claim(resume=resume), made
+    except OSError as exc:
+        raise _unwritable(run_dir, exc) from exc
 
 
 def _drive(
@@ -158,6 +253,7 @@ def _drive(
     resume: bool,
     first: int,
     pool: Any = None,
+    changed: dict[str, Any] | None = None,
 ) -> int:
     """The run, its directory's lock held: its events, live table, trackers and summary."""
     from coevo.arena.gamelog import GameLog, RunDir
@@ -179,6 +275,9 @@ def _drive(
             generations=experiment.run.generations,
             curriculum=experiment.curriculum.name,
         )
+        if changed:  # `coevo resume --set`: the record says what the run goes on with
+            RunDir(run_dir).write_bytes(experiment.recorded_json().encode(), "experiment.json")
+            events("experiment_changed", run_dir=run_dir, changes=changed)
     except OSError as exc:
         raise _unwritable(run_dir, exc) from exc
     table = GenerationTable(f"{experiment.run.name} → {run_dir}", total=experiment.run.generations)
@@ -222,27 +321,34 @@ def _drive(
                 on_start=lambda arena: table.start(first),
                 events=events,
                 lock=lock,
+                progress=table.progress,
             )
     except KeyboardInterrupt as exc:
         table.close()
         tracking.close(exc)  # what was queued is sent, within a bounded wait
         done = GameLog(run_dir).last_generation() + 1
-        events("run_interrupted", run_dir=run_dir, generations=done)
+        by_sigterm = isinstance(exc, Terminated)
+        events("run_interrupted", run_dir=run_dir, generations=done, sigterm=by_sigterm)
+        what, status = (
+            ("stopped by SIGTERM", EXIT_TERMINATED)
+            if by_sigterm
+            else ("interrupted", EXIT_INTERRUPTED)
+        )
         if done >= experiment.run.generations:  # stopped while closing down: nothing is missing
             raise CommandError(
-                f"interrupted while closing down; all {done} generations are committed: "
+                f"{what} while closing down; all {done} generations are committed: "
                 f"`coevo analyze {run_dir}` reads them",
-                status=EXIT_INTERRUPTED,
+                status=status,
             ) from None
         if not RunDir(run_dir).exists("experiment.json"):  # stopped while Ray was starting
             raise CommandError(
-                "interrupted before the run began; nothing to resume: run the same command again",
-                status=EXIT_INTERRUPTED,
+                f"{what} before the run began; nothing to resume: run the same command again",
+                status=status,
             ) from None
         raise CommandError(
-            f"interrupted after {done} of {experiment.run.generations} generations (all "
+            f"{what} after {done} of {experiment.run.generations} generations (all "
             f"committed); continue with `coevo resume {run_dir}`",
-            status=EXIT_INTERRUPTED,
+            status=status,
         ) from None
     except TrainerTimeout as exc:
         tracking.close(exc)
@@ -270,6 +376,15 @@ def _drive(
     summary["tokens_per_second"] = tokens_per_second(
         summary, {report.gen: report.seconds for report in result.reports}
     )
+    halted = getattr(result, "halted", None)  # a benchmark run's summary has none
+    if halted is not None:
+        calls = result.calls[halted]
+        summary["stopped_by"] = {
+            "role": halted,
+            "generations": experiment.run.stop_after_failing,
+            "calls": calls.calls,
+            "error": calls.error,
+        }
     if tracking.enabled:
         print("sending the last metrics and the report's figures to the trackers", file=sys.stderr)
     summary["tracking_failed"] = tracking.close()  # the figures too; never raises for a tracker
@@ -279,6 +394,16 @@ def _drive(
         print(line, file=sys.stderr)
     if args.json:
         sys.stdout.write(json.dumps(summary, indent=2) + "\n")
+    if halted is not None:
+        n = experiment.run.stop_after_failing
+        name = getattr(experiment, ROLE_TABLE[halted]).name
+        raise CommandError(
+            f"stopped after {summary['generations']} of {experiment.run.generations} generations: "
+            f"every call of the {halted} {name!r} failed in the last {n} generation{'s' * (n > 1)} "
+            f"(run.stop_after_failing = {n}; {result.calls[halted].calls} calls), the last error: "
+            f"{result.calls[halted].error}; once it works again, `coevo resume {run_dir}`",
+            status=EXIT_ROLE_FAILED,
+        )
     if result.never_succeeded:
         raise CommandError(
             "; ".join(
@@ -312,7 +437,8 @@ def add_commands(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
             "Ray, or --address / RAY_ADDRESS for a cluster. Generations of propose → judge →\n"
             "predict → train → learn, logged to RUN_DIR/log as Parquet; one table row per\n"
             "generation on the terminal, every event in RUN_DIR/events.jsonl. Ctrl-C stops\n"
-            "after what is committed (exit 130); `coevo resume RUN_DIR` continues.\n"
+            "after what is committed (exit 130), SIGTERM once the generation in flight\n"
+            "commits (exit 143; run.stop_grace); `coevo resume RUN_DIR` continues.\n"
             "An experiment with a [benchmark] table plays a file of imported tasks k times\n"
             "instead (one generation per trial; pass^k in the summary and `coevo analyze`)."
         ),
@@ -349,10 +475,19 @@ def add_commands(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
         "resume",
         help="continue a run after its last complete generation",
         formatter_class=fmt,
-        description="Continue RUN_DIR after its last committed generation, from its checkpoint\n(after Ctrl-C, a killed driver or a crash): no lost and no duplicated rows.",
-        epilog="example:\n  coevo resume runs/quickstart",
+        description="Continue RUN_DIR after its last committed generation, from its checkpoint\n(after Ctrl-C, SIGTERM, a killed driver or a crash): no lost and no duplicated\nrows. --set changes what may change on resume (the run's length, tracking, ...).",
+        epilog="examples:\n  coevo resume runs/quickstart\n"
+        "  coevo resume runs/quickstart --set run.generations=50",
     )
     resume.add_argument("run_dir", metavar="RUN_DIR")
+    resume.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="change a key that may change on resume (TOML value), e.g. run.generations=50: "
+        + ", ".join(RESUMABLE)
+        + "; recorded in RUN_DIR/experiment.json; repeatable",
+    )
     resume.add_argument("--address", default=None, help="a Ray cluster to join")
     resume.add_argument(
         "--json", action="store_true", help="print the summary as JSON on standard output"

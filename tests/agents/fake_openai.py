@@ -22,7 +22,8 @@ and completion ids (the prefix property a trainer relies on);
 templates do, and the property breaks.
 
 Failures are real too: ``faults`` (``status(429, retry_after=1)``,
-``drop()``) answer the next chat requests in place of the policy; ``stop()``
+``drop()``) answer the next chat requests in place of the policy, and
+``outage`` every one of them; ``stop()``
 closes the port and every open connection (a restarting server), ``start()``
 listens again on the same port; ``latency`` delays every chat answer, and up
 to hundreds of requests are served at once (``max_in_flight`` says how many
@@ -826,6 +827,8 @@ class FakeOpenAI:
         requests: every chat request body that parsed, in arrival order.
         headers: each one's request headers (lower-case names), in the same order.
         faults: failures that answer the next chat requests in place of the policy, leftmost first.
+        outage: a failure that answers every chat request once ``faults`` is empty (an API down or
+            overloaded: ``status(503, retry_after=1)``); None: the policy answers.
         max_in_flight: the most chat requests being served at one moment.
         adapters: the LoRA adapters loaded: name → the folder it was loaded from.
         adapter_requests: every adapter request body, in arrival order (with its endpoint).
@@ -858,6 +861,7 @@ class FakeOpenAI:
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.faults: collections.deque[Fault] = collections.deque()
+        self.outage: Fault | None = None
         self.max_in_flight = 0
         self._in_flight = 0
         self._lock = threading.Lock()
@@ -1031,9 +1035,9 @@ class FakeOpenAI:
         if not isinstance(body, dict):
             return _Answer(400, _error(400, problem or "the body must be a JSON object"))
         try:
-            fault = self.faults.popleft()
+            fault: Fault | None = self.faults.popleft()
         except IndexError:
-            fault = None
+            fault = self.outage
         if fault is not None:
             if fault.status is None:
                 return _Answer(0, None)

@@ -10,6 +10,7 @@ from coevo.agents.protocols import ProposalRequest
 from coevo.agents.synthesizers.procedural import ProceduralSynthesizer
 from coevo.arena import Episode, TaskSpec, Verdict
 from coevo.arena.outcomes import CheckResult
+from pydantic import BaseModel
 
 
 class FlakySolver(LinearPGSolver):
@@ -89,3 +90,23 @@ class StrictJudge:
                 verdict = verdict.model_copy(update={"accepted": False, "checks": checks})
             out.append(verdict)
         return out
+
+
+class _Level(BaseModel):
+    level: int
+
+
+class MisconfiguredSolver(LinearPGSolver):
+    """A solver whose constructor raises a pydantic ValidationError (a plugin checking its settings)."""
+
+    def __init__(self) -> None:
+        _Level.model_validate({"level": "high"})
+
+
+class ValidatingSynthesizer(ProceduralSynthesizer):
+    """A procedural synthesizer whose level-1 requests raise a pydantic ValidationError."""
+
+    def propose(self, request: ProposalRequest) -> list[TaskSpec]:
+        if request.level == 1:
+            _Level.model_validate({"level": "high"})
+        return super().propose(request)

@@ -72,8 +72,13 @@ def _hinted(message: str) -> list[str]:
 
 @pytest.mark.parametrize(
     "nodes",
-    [[LAPTOP], [LAPTOP, LAPTOP], [{"CPU": 64.0, "memory": 2.0 * 2**30}]],
-    ids=["2-cpu", "two-2-cpu-nodes", "64-cpu-2-gib"],
+    [
+        [LAPTOP],
+        [LAPTOP, LAPTOP],
+        [{"CPU": 1.0, "memory": 8.0 * 2**30}, {"CPU": 1.0, "memory": 8.0 * 2**30}],
+        [{"CPU": 64.0, "memory": 2.0 * 2**30}],
+    ],
+    ids=["2-cpu", "two-2-cpu-nodes", "two-1-cpu-nodes", "64-cpu-2-gib"],
 )
 def test_a_refusal_s_hint_is_a_configuration_that_fits(nodes) -> None:
     """experiments/cluster.toml on a laptop, two small nodes, or little memory: the hinted --set values pass both checks (never a second refusal)."""
@@ -110,3 +115,25 @@ def test_coevo_run_cluster_toml_on_a_small_ray_hints_the_sets_that_fit(tmp_path,
     assert main(["run", CLUSTER, "--out", str(tmp_path / "r")]) == 2
     line = next(ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("coevo run: "))
     check_cluster(load_experiment(CLUSTER, _hinted(line)))  # no second refusal
+
+
+def test_actors_that_fit_the_total_but_not_the_nodes_one_by_one_are_refused() -> None:
+    """Eleven actors of 0.18 CPU on two 1-CPU nodes: 1.98 CPU fits the total, but a node holds five; refused, not left pending."""
+    from coevo.run.resources import RoleResources, check_resources
+
+    one = {"CPU": 1.0, "memory": 8.0 * 2**30}
+    nodes = [one, dict(one)]
+    share = RoleResources(cpus=0.18)
+    with pytest.raises(ArenaError, match=r"hold 4 of the 5 solver actors.*0\.18 CPU"):
+        check_resources(
+            [("judge", 5, share, "spread"), ("solver", 5, share, "spread")],
+            [("learner", share)],
+            nodes,
+            one,
+        )
+    check_resources(  # one fewer: five a node
+        [("judge", 5, share, "spread"), ("solver", 4, share, "spread")],
+        [("learner", share)],
+        nodes,
+        one,
+    )

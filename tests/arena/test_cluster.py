@@ -86,7 +86,7 @@ def _start_commands(port: str, temp_dir: str, *, jobs: bool) -> tuple[list[str],
         ]
 
     head = [str(RAY), "start", "--head", f"--port={port}", "--num-cpus=1", f"--temp-dir={temp_dir}"]
-    head += ports(0)
+    head += [*ports(0), f"--ray-client-server-port={base + 18}"]
     head += (
         [
             "--include-dashboard=true",
