@@ -46,12 +46,18 @@ def test_the_readme_shows_the_quickstart_s_table_and_summary(quickstart) -> None
 
 
 def test_analysis_and_self_play_quote_the_quickstart_s_counts(quickstart, tmp_path) -> None:
-    """docs/analysis.md's exported task count and docs/self-play.md's proposal count are the quickstart's."""
+    """docs/analysis.md's exported task count and size per task, and docs/self-play.md's proposal count, are the quickstart's."""
     run_dir, _ = quickstart
-    assert run_cli("export", str(run_dir), "--out", str(tmp_path / "export")).returncode == 0
+    done = run_cli("export", str(run_dir), "--out", str(tmp_path / "export"))
+    assert done.returncode == 0, done.stderr
     exported = json.loads((tmp_path / "export" / "export.json").read_text())["tasks"]["rows"]
     analysis = (ROOT / "docs" / "analysis.md").read_text()
     assert f"The quickstart's {exported:,} tasks" in analysis
+    each = re.search(r"; (\S+ \S?B) a task$", (done.stdout + done.stderr).strip(), flags=re.M)
+    assert each, f"export's last line names the size a task: {done.stdout + done.stderr}"
+    assert f"instead of {each.group(1)}," in analysis, (
+        f"docs/analysis.md: the quickstart's export is {each.group(1)} a task"
+    )
     proposals = GameLog(str(run_dir)).read("proposals").to_pylist()
     flaky = sum(bool(p["flaky"]) for p in proposals)
     self_play = (ROOT / "docs" / "self-play.md").read_text()

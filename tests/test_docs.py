@@ -25,6 +25,10 @@ FENCED = re.compile(r"^```.*?^```", flags=re.S | re.M)
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 SERVER_MARK = re.compile(r"<!-- doc-server: ([\w-]+) -->\n\Z")
 """The line before a block that talks to a server: tests/test_doc_servers.py runs it against one."""
+CONTINUES = "# continues the block above"
+"""The first line of a ```python block that uses what the blocks before it on the page defined."""
+SECTION_REFERENCE = re.compile(r"((?:docs/)?[\w-]+\.md) \(\"([^\"]+)\"\)")
+"""A pointer to a page's section by its heading: ``docs/training.md ("The tiny real loop")``."""
 
 
 def server_of(text: str, block: re.Match[str]) -> str | None:
@@ -48,17 +52,21 @@ def _executed(page: Path) -> object:
 def test_every_python_block_runs(
     page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Every ```python block of the page runs as written from the repository root, in order, in one namespace (those that talk to a server: tests/test_doc_servers.py)."""
+    """Every ```python block of the page runs as written from the repository root, pasted alone into a fresh interpreter, unless its first line says it continues the block above (then after the blocks before it, in their namespace); those that talk to a server: tests/test_doc_servers.py."""
     monkeypatch.chdir(ROOT)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # what blocks write goes to tmp_path
     monkeypatch.setattr(sys, "path", list(sys.path))  # a block may put a package on the path
     text = page.read_text()
-    namespace: dict[str, object] = {"__name__": f"docs:{_name(page)}"}
+    namespace: dict[str, object] = {}
     for block in PYTHON_BLOCK.finditer(text):
         if server_of(text, block) is not None:
             continue  # run against its server by tests/test_doc_servers.py
+        if not block.group(1).startswith(CONTINUES):
+            namespace = {"__name__": f"docs:{_name(page)}"}
         line = text.count("\n", 0, block.start(1))  # so a traceback gives the page's line numbers
-        exec(compile("\n" * line + block.group(1), _name(page), "exec"), namespace)
+        # dont_inherit: this module's `from __future__ import annotations` is not the reader's
+        code = compile("\n" * line + block.group(1), _name(page), "exec", dont_inherit=True)
+        exec(code, namespace)
 
 
 def test_the_game_log_page_holds_the_tables_of_the_row_models() -> None:
@@ -82,6 +90,52 @@ def test_every_relative_link_points_to_a_file(page: Path) -> None:
         if not (page.parent / path).exists():
             missing.append(target)
     assert not missing, f"{_name(page)} links to files that do not exist: {missing}"
+
+
+def _headings(page: Path) -> list[str]:
+    """The page's headings as they read, outside code blocks (``## `coevo train` ...`` → ``coevo train ...``)."""
+    text = FENCED.sub("", page.read_text())
+    return [
+        line.lstrip("#").strip().replace("`", "")
+        for line in text.splitlines()
+        if HEADING.match(line)
+    ]
+
+
+def test_every_section_reference_names_a_heading_of_its_page() -> None:
+    """Where an experiment file or a page points to `docs/X.md ("Section")`, X.md exists and has a heading that begins with that name."""
+    sources = [*sorted((ROOT / "experiments").glob("*.toml")), *PAGES]
+    wrong, seen = [], 0
+    for source in sources:
+        for target, section in SECTION_REFERENCE.findall(source.read_text()):
+            seen += 1
+            page = ROOT / target if target.startswith("docs/") else source.parent / target
+            where = f'{source.relative_to(ROOT)}: {target} ("{section}")'
+            if not page.is_file():
+                wrong.append(f"{where}: no such page")
+            elif not any(h.startswith(section.replace("`", "")) for h in _headings(page)):
+                wrong.append(f"{where}: no such heading; it has {_headings(page)}")
+    assert seen, "no section reference found: has SECTION_REFERENCE stopped matching?"
+    assert not wrong, "\n".join(wrong)
+
+
+NUMBER_WORDS = {"eight": 8, "ten": 10, "twenty": 20, "thirty": 30}
+QUICKSTART_LENGTH = re.compile(
+    r"\b(\d+|eight|ten|twenty|thirty)-generation quickstart|quickstart \((\d+) generations",
+    flags=re.I,
+)
+
+
+def test_the_docs_give_the_quickstart_its_shipped_length() -> None:
+    """Every "N-generation quickstart" or "quickstart (N generations" of the docs is experiments/quickstart.toml's run.generations (a figure of an older quickstart says "then")."""
+    shipped = tomllib.loads((ROOT / "experiments" / "quickstart.toml").read_text())["run"]
+    wrong = []
+    for page in PAGES:
+        for match in QUICKSTART_LENGTH.finditer(page.read_text()):
+            said = match.group(1) or match.group(2)
+            if int(NUMBER_WORDS.get(said.lower(), said)) != shipped["generations"]:
+                wrong.append(f"{_name(page)}: {match.group(0)!r}")
+    assert not wrong, f"the quickstart runs {shipped['generations']} generations: {wrong}"
 
 
 @pytest.fixture

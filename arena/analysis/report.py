@@ -23,6 +23,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import math
 from collections import defaultdict
 from typing import Any
 
@@ -93,27 +94,7 @@ def _figures(runs: list[dict[str, Any]]) -> dict[str, str]:
         ax.legend(fontsize=8)
     out["success"] = _png(fig)
 
-    fig, ax = plt.subplots(figsize=(6.5, 3.8))
-    for m in runs:
-        points = [(r["gen"], r["mastered"]) for r in m["mastered"]]
-        (line,) = ax.plot(
-            [g for g, _ in points],
-            [v if v is not None else 0.0 for _, v in points],
-            marker="o",
-            label=f"{m['legend']}: mastered",
-        )
-        frontier = [(r["gen"], r["frontier"]) for r in m["frontier"] if r["frontier"] is not None]
-        ax.plot(
-            [g for g, _ in frontier],
-            [v for _, v in frontier],
-            linestyle="--",
-            color=line.get_color(),
-            label=f"{m['legend']}: curriculum's frontier",
-        )
-    ax.set_xlabel("generation")
-    ax.set_ylabel("level (mastered: 0 when none)")
-    ax.legend(fontsize=8)
-    out["mastered"] = _png(fig)
+    out["mastered"] = _png(_mastered_figure(plt, runs))
 
     fig, axes = plt.subplots(1, len(runs), figsize=(5.2 * len(runs), 3.6), squeeze=False)
     for ax, m in zip(axes[0], runs, strict=True):
@@ -179,6 +160,35 @@ def _figures(runs: list[dict[str, Any]]) -> dict[str, str]:
     out["proposals"] = _png(_proposal_figure(plt, runs))
     out["diversity"] = _png(_diversity_figure(plt, runs))
     return out
+
+
+def _mastered_figure(plt: Any, runs: list[dict[str, Any]]) -> Any:
+    """The level mastered (solid) and the curriculum's frontier (dashed) per generation, a colour per run.
+
+    A generation with no level mastered (``None``; ``coevo analyze`` prints "–") is
+    drawn as a gap (NaN), not as level 0, which no run has.
+    """
+    fig, ax = plt.subplots(figsize=(6.5, 3.8))
+    for m in runs:
+        points = [(r["gen"], r["mastered"]) for r in m["mastered"]]
+        (line,) = ax.plot(
+            [g for g, _ in points],
+            [math.nan if v is None else v for _, v in points],
+            marker="o",
+            label=f"{m['legend']}: mastered",
+        )
+        frontier = [(r["gen"], r["frontier"]) for r in m["frontier"] if r["frontier"] is not None]
+        ax.plot(
+            [g for g, _ in frontier],
+            [v for _, v in frontier],
+            linestyle="--",
+            color=line.get_color(),
+            label=f"{m['legend']}: curriculum's frontier",
+        )
+    ax.set_xlabel("generation")
+    ax.set_ylabel("level (mastered: a gap where none is)")
+    ax.legend(fontsize=8)
+    return fig
 
 
 NO_PROPOSALS = "no proposals recorded\n(a log from before the proposals table)"

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 import tomllib
 import types
 import typing
@@ -15,6 +17,22 @@ __all__ = ["add_commands", "cmd_logprobs", "cmd_reference_trainer", "cmd_tiny_mo
 
 SETTINGS_LIMIT: Final = 1 << 20
 """The largest ``--settings`` file read (bytes)."""
+
+
+def _no_progress_bars_off_a_terminal() -> None:
+    """When standard error is not a terminal, turn tqdm's and Hugging Face's progress bars off.
+
+    A bar redraws itself with carriage returns: on a terminal it is read, in a
+    log file or a pipe each redraw is more text (loading a model, converting a
+    GGUF file and saving the result each draw one). Called before torch,
+    transformers or huggingface_hub is imported: tqdm and huggingface_hub read
+    these variables then (transformers' bars follow huggingface_hub's). A value
+    the user set is kept.
+    """
+    if sys.stderr.isatty():
+        return
+    os.environ.setdefault("TQDM_DISABLE", "1")  # tqdm itself (transformers' GGUF reader uses it)
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
 
 def cmd_reference_trainer(args: argparse.Namespace) -> int:
@@ -71,12 +89,13 @@ def _train_settings(args: argparse.Namespace) -> Any:
 def cmd_train(args: argparse.Namespace) -> int:
     """``coevo train RUN_DIR --model MODEL_DIR``."""
     settings = _train_settings(args)
+    _no_progress_bars_off_a_terminal()
     try:
         from coevo.run.train.learner import main
     except ImportError as exc:
         raise CommandError(
-            f"coevo train needs torch, transformers and peft ({exc.name} is missing): "
-            "pip install 'coevo[train]'"
+            f"torch, transformers and peft are needed ({exc.name} is missing): "
+            "pip install 'coevo[train]' (without a GPU, torch's CPU build first: docs/training.md)"
         ) from None
     from coevo.run.consumer import ConsumerSettings
 
@@ -96,12 +115,13 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 def cmd_logprobs(args: argparse.Namespace) -> int:
     """``coevo logprobs RUN_DIR --model MODEL_DIR``."""
+    _no_progress_bars_off_a_terminal()
     try:
         from coevo.run.train.check import main
     except ImportError as exc:
         raise CommandError(
-            f"coevo logprobs needs torch, transformers and peft ({exc.name} is missing): "
-            "pip install 'coevo[train]'"
+            f"torch, transformers and peft are needed ({exc.name} is missing): "
+            "pip install 'coevo[train]' (without a GPU, torch's CPU build first: docs/training.md)"
         ) from None
     gens = None
     if args.gen:
@@ -154,12 +174,13 @@ def _add_logprobs(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
 
 def cmd_tiny_model(args: argparse.Namespace) -> int:
     """``coevo tiny-model --out DIR``."""
+    _no_progress_bars_off_a_terminal()
     try:
         from coevo.run.train.tiny_model import make_tiny_model
     except ImportError as exc:
         raise CommandError(
-            f"coevo tiny-model needs torch, transformers and gguf ({exc.name} is missing): "
-            "pip install 'coevo[train]'"
+            f"torch, transformers and gguf are needed ({exc.name} is missing): "
+            "pip install 'coevo[train]' (without a GPU, torch's CPU build first: docs/training.md)"
         ) from None
     where = make_tiny_model(args.out, args.wheel)
     print(f"SmolLM2-135M-Instruct → {where} (serve it with vLLM; train it with coevo train)")

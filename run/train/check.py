@@ -23,7 +23,7 @@ from typing import Any, TextIO
 import torch
 from coevo.arena.errors import ArenaError
 from coevo.arena.gamelog import GameLog
-from coevo.run.train.policy import choose_device, load_model, token_logprobs
+from coevo.run.train.policy import choose_device, load_model, peft_quietly, token_logprobs
 from coevo.run.train.sequences import sampled_temperature
 from peft import PeftModel
 
@@ -110,10 +110,11 @@ def check_logprobs(
                     f"the adapter of {version} ({path}, the run's policies table) holds no "
                     "adapter_model.safetensors"
                 )
-            if peft_model is None:
-                peft_model = PeftModel.from_pretrained(base, path, adapter_name=version)
-            else:
-                peft_model.load_adapter(path, adapter_name=version)
+            with peft_quietly():
+                if peft_model is None:
+                    peft_model = PeftModel.from_pretrained(base, path, adapter_name=version)
+                else:
+                    peft_model.load_adapter(path, adapter_name=version)
             peft_model.set_adapter(version)
             peft_model.eval()
             scorer, disabled = peft_model, False

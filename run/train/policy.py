@@ -16,9 +16,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +37,7 @@ __all__ = [
     "load_model",
     "load_optimizer",
     "lora_norms",
+    "peft_quietly",
     "save_version",
     "token_logprobs",
     "with_adapter",
@@ -53,6 +57,23 @@ def choose_device(setting: str) -> torch.device:
             "--device cuda: torch sees no GPU here (torch.cuda.is_available() is false)"
         )
     return torch.device(setting)
+
+
+@contextlib.contextmanager
+def peft_quietly() -> Iterator[None]:
+    """Around PEFT's wrapping of a model: no FutureWarning for the property PEFT reads, which is not ours to fix.
+
+    PEFT (0.21) asks every model it wraps for ``is_gradient_checkpointing``,
+    which transformers 5.25 deprecated in favour of
+    ``is_activation_checkpointing``: a FutureWarning on standard error at every
+    ``coevo train`` and ``coevo logprobs``, about code the user did not write.
+    Only that message is silenced, only here.
+    """
+    with warnings.catch_warnings():
+        warnings.filterwarnings(
+            "ignore", message="`is_gradient_checkpointing` is deprecated", category=FutureWarning
+        )
+        yield
 
 
 def load_model(folder: str, device: torch.device) -> Any:
@@ -96,7 +117,8 @@ def with_adapter(model: Any, settings: TrainSettings, adapter: str | None) -> An
                 f"{adapter}: not a PEFT LoRA adapter folder with adapter_config.json and "
                 "adapter_model.safetensors (a .bin adapter is a pickle, which coevo never reads)"
             )
-        return PeftModel.from_pretrained(model, adapter, is_trainable=True)
+        with peft_quietly():
+            return PeftModel.from_pretrained(model, adapter, is_trainable=True)
     targets: str | list[str] = settings.target_modules
     if targets != "all-linear":
         targets = [t.strip() for t in settings.target_modules.split(",") if t.strip()]
@@ -108,7 +130,8 @@ def with_adapter(model: Any, settings: TrainSettings, adapter: str | None) -> An
         target_modules=targets,
         task_type="CAUSAL_LM",
     )
-    return get_peft_model(model, config)
+    with peft_quietly():
+        return get_peft_model(model, config)
 
 
 def token_logprobs(

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import base64
+import math
 import shutil
 import subprocess
 from html.parser import HTMLParser
 
 import pytest
-from coevo.arena.analysis.report import FIGURES, render_report
+from coevo.arena.analysis import analyze, load_run
+from coevo.arena.analysis.report import FIGURES, _mastered_figure, render_report
 
 from tests.curricula.test_analysis import (
     OLD_LOG,
@@ -94,6 +96,29 @@ def test_an_older_log_alone_still_renders(tmp_path) -> None:
     figures = render_report([OLD_LOG], str(tmp_path / "report.html"))
     assert list(figures) == [key for key, _ in FIGURES]
     assert all(png[:8] == b"\x89PNG\r\n\x1a\n" for png in figures.values())
+
+
+def test_a_generation_with_no_level_mastered_is_a_gap_not_level_0(run) -> None:  # noqa: F811
+    """The report's mastered line has analyze's value at each generation, and no point (NaN) where analyze has none ("–"), never 0."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    seen = []
+    for run_dir in (OLD_LOG, run.run_dir):
+        metrics = analyze(load_run(run_dir), irt=False)
+        metrics["legend"] = run_dir
+        fig = _mastered_figure(plt, [metrics])
+        try:
+            mastered = fig.axes[0].get_lines()[0]
+            drawn = [None if math.isnan(v) else float(v) for v in mastered.get_ydata()]
+        finally:
+            plt.close(fig)
+        expected = [r["mastered"] for r in metrics["mastered"]]
+        assert drawn == expected, f"{run_dir}: drawn {drawn}, analyze says {expected}"
+        seen += expected
+    assert None in seen, "no generation without a level mastered: the test shows nothing"
 
 
 CHROMIUM = next(
