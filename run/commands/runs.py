@@ -467,7 +467,9 @@ def add_commands(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
     run.add_argument("--seed", type=int, default=None, help="the run's seed (run.seed)")
     run.add_argument("--out", default=None, help="the run directory (any pyarrow filesystem URI)")
     run.add_argument(
-        "--address", default=None, help="a Ray cluster to join (default: the experiment's [ray] address, else RAY_ADDRESS, else a local Ray)"
+        "--address",
+        default=None,
+        help="a Ray cluster to join (default: the experiment's [ray] address, else RAY_ADDRESS, else a local Ray)",
     )
     run.add_argument(
         "--json", action="store_true", help="print the summary as JSON on standard output"
