@@ -37,7 +37,11 @@ def test_the_readme_shows_the_quickstart_s_table_and_summary(quickstart) -> None
     shown = re.search(r"^```text\nstarting Ray.*?\n(gen .*?)^```", README, flags=re.S | re.M)
     assert shown, "README.md: the quickstart's output block"
     table, _, summary = shown.group(1).partition("\n\n")
-    rows = {line.split()[0]: line for line in printed.splitlines() if re.match(r"\s*\d+\s", line)}
+    rows = {  # the table's rows: ten cells, the first the generation
+        line.split()[0]: line
+        for line in printed.splitlines()
+        if re.fullmatch(r"\s*\d+(\s+\S+){9}\s*", line)
+    }
     for line in table.splitlines()[1:]:
         assert _without_timing(line) == _without_timing(rows[line.split()[0]]), line
     printed_summary = printed.replace(str(run_dir), "runs/quickstart")
