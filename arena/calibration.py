@@ -1,16 +1,31 @@
-"""Calibration of probabilities against binary outcomes: Brier score, reliability table, ECE.
+"""Calibration and discrimination of probabilities against binary outcomes: Brier score, reliability table, ECE, AUC.
 
-World models are judged by these (the loop's ``brier`` column, ``coevo
+Calibration asks whether a predicted 0.7 comes true seven times in ten;
+discrimination (:func:`auc`) whether the tasks predicted likelier are the
+ones solved, whatever the scale. A model that predicts every task's base
+rate is perfectly calibrated and has an AUC of 0.5. World models are judged by these (the loop's ``brier`` column, ``coevo
 analyze``'s calibration), so they live below every role and every reader.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
-__all__ = ["brier", "expected_calibration_error", "reliability"]
+__all__ = [
+    "FRONTIER",
+    "auc",
+    "brier",
+    "expected_calibration_error",
+    "frontier_mask",
+    "prediction_figures",
+    "reliability",
+]
+
+FRONTIER: tuple[float, float] = (0.2, 0.8)
+"""A task is at the frontier when its observed success lies in this band (inclusive)."""
 
 
 def brier(predictions: Sequence[float], outcomes: Sequence[float]) -> float:
@@ -44,3 +59,66 @@ def expected_calibration_error(
         sum(n * abs(mean_p - rate) for mean_p, rate, n in reliability(predictions, outcomes, bins))
         / total
     )
+
+
+def auc(predictions: Sequence[float], outcomes: Sequence[float]) -> float | None:
+    """ROC AUC: the probability that a random success was predicted above a random failure (ties: half).
+
+    Computed from ranks (Mann–Whitney U with mid-ranks for ties), O(n log n).
+    An outcome counts as a success when it is at least 0.5 (rewards are 0 or 1).
+
+    Returns:
+        The AUC in [0, 1]; None when the outcomes are all successes or all failures
+        (nothing to rank).
+    """
+    p, y = np.asarray(predictions, dtype=float), np.asarray(outcomes, dtype=float) >= 0.5
+    positives = int(y.sum())
+    negatives = len(y) - positives
+    if positives == 0 or negatives == 0:
+        return None
+    order = np.argsort(p, kind="mergesort")
+    ranked = p[order]
+    # mid-ranks: every member of a run of equal predictions gets the run's mean rank (1-based)
+    starts = np.flatnonzero(np.r_[True, ranked[1:] != ranked[:-1]])
+    ends = np.r_[starts[1:], len(ranked)]
+    mid = (starts + ends + 1) / 2.0
+    ranks = np.empty(len(p))
+    ranks[order] = np.repeat(mid, ends - starts)
+    u = ranks[y].sum() - positives * (positives + 1) / 2.0
+    return float(u / (positives * negatives))
+
+
+def frontier_mask(
+    task_ids: Sequence[str], outcomes: Sequence[float], band: tuple[float, float] = FRONTIER
+) -> np.ndarray:
+    """Per outcome: whether its task's observed success (the mean of its outcomes here) lies in ``band``."""
+    ids = np.asarray(task_ids, dtype=object)
+    y = np.asarray(outcomes, dtype=float)
+    if not len(ids):
+        return np.zeros(0, dtype=bool)
+    _, index = np.unique(ids, return_inverse=True)
+    rate = np.bincount(index, weights=y) / np.bincount(index)
+    return (rate[index] >= band[0]) & (rate[index] <= band[1])
+
+
+def prediction_figures(
+    predictions: Sequence[float], outcomes: Sequence[float], task_ids: Sequence[str]
+) -> dict[str, Any]:
+    """A World model's figures on some outcomes of the tasks it predicted.
+
+    Returns:
+        ``brier``, ``ece``, ``auc`` (None when nothing to rank), ``auc_frontier``
+        (the AUC over the outcomes of tasks whose observed success lies in
+        :data:`FRONTIER`; None when those hold no success or no failure),
+        ``episodes`` and ``frontier_episodes``.
+    """
+    p, y = np.asarray(predictions, dtype=float), np.asarray(outcomes, dtype=float)
+    at = frontier_mask(task_ids, y)
+    return {
+        "brier": brier(p, y) if len(p) else None,
+        "ece": expected_calibration_error(p, y) if len(p) else None,
+        "auc": auc(p, y),
+        "auc_frontier": auc(p[at], y[at]),
+        "episodes": len(p),
+        "frontier_episodes": int(at.sum()),
+    }
