@@ -77,10 +77,7 @@ def pooled(runs: list[dict[str, Any]]) -> dict[str, Any]:
     for i, run in enumerate(runs):
         # offset the generations so that run i's generation g never meets run j's
         shift = 1_000 * i
-        for name, rows, out in (
-            ("episodes", run["episodes"], episodes),
-            ("predictions", run["predictions"], predictions),
-        ):
+        for rows, out in ((run["episodes"], episodes), (run["predictions"], predictions)):
             gen = pa.array([g + shift for g in rows.column("gen").to_pylist()], pa.int64())
             out.append(rows.set_column(rows.column_names.index("gen"), "gen", gen))
         tasks.append(run["tasks"])
