@@ -89,10 +89,15 @@ def auc(predictions: Sequence[float], outcomes: Sequence[float]) -> float | None
 
 
 def frontier_mask(
-    task_ids: Sequence[str], outcomes: Sequence[float], band: tuple[float, float] = FRONTIER
+    task_ids: Sequence[Any] | np.ndarray,
+    outcomes: Sequence[float],
+    band: tuple[float, float] = FRONTIER,
 ) -> np.ndarray:
-    """Per outcome: whether its task's observed success (the mean of its outcomes here) lies in ``band``."""
-    ids = np.asarray(task_ids, dtype=object)
+    """Per outcome: whether its task's observed success (the mean of its outcomes here) lies in ``band``.
+
+    ``task_ids`` are any keys naming the task of each outcome (ids, or integer codes).
+    """
+    ids = np.asarray(task_ids)
     y = np.asarray(outcomes, dtype=float)
     if not len(ids):
         return np.zeros(0, dtype=bool)
@@ -102,7 +107,7 @@ def frontier_mask(
 
 
 def prediction_figures(
-    predictions: Sequence[float], outcomes: Sequence[float], task_ids: Sequence[str]
+    predictions: Sequence[float], outcomes: Sequence[float], task_ids: Sequence[Any] | np.ndarray
 ) -> dict[str, Any]:
     """A World model's figures on some outcomes of the tasks it predicted.
 

@@ -515,24 +515,21 @@ def calibration(episodes: pa.Table, predictions: pa.Table, tasks: pa.Table) -> d
     )
     p_all = joined.column("p").to_numpy(zero_copy_only=False).astype(float)
     o_all = joined.column("reward").to_numpy(zero_copy_only=False).astype(float)
-    # a task predicted in two generations is two predictions: the frontier is per prediction
-    ids = [
-        f"{g}:{t}"
-        for g, t in zip(
-            joined.column("gen").to_pylist(), joined.column("task_id").to_pylist(), strict=True
-        )
-    ]
-    gens = np.asarray(joined.column("gen").to_pylist(), dtype=np.int64)
-    levels = joined.column("level").to_pylist()
+    gens = joined.column("gen").to_numpy(zero_copy_only=False).astype(np.int64)
+    # a task predicted in two generations is two predictions: the frontier is per (gen, task)
+    codes = pc.dictionary_encode(joined.column("task_id")).combine_chunks().indices
+    task_code = codes.to_numpy(zero_copy_only=False).astype(np.int64)
+    ids = gens * (int(task_code.max(initial=0)) + 1) + task_code
+    levels = pc.fill_null(joined.column("level"), -1).to_numpy(zero_copy_only=False)
 
     def figures(mask: np.ndarray) -> dict[str, Any]:
         at = np.flatnonzero(mask)
-        return prediction_figures(p_all[at], o_all[at], [ids[i] for i in at])
+        return prediction_figures(p_all[at], o_all[at], ids[at])
 
     per_gen = [{"gen": int(g), **figures(gens == g)} for g in sorted(set(gens.tolist()))]
     per_level = [
-        {"level": level, **figures(np.array([x == level for x in levels], dtype=bool))}
-        for level in sorted({x for x in levels if x is not None})
+        {"level": int(level), **figures(levels == level)}
+        for level in sorted(set(levels.tolist()) - {-1})
     ]
     table = [
         {"predicted": mean_p, "observed": observed, "count": n}
