@@ -24,18 +24,21 @@ __all__ = [
     "reliability",
 ]
 
+Values = Sequence[float] | np.ndarray
+"""Probabilities or outcomes: a sequence of numbers or a 1-d array."""
+
 FRONTIER: tuple[float, float] = (0.2, 0.8)
 """A task is at the frontier when its observed success lies in this band (inclusive)."""
 
 
-def brier(predictions: Sequence[float], outcomes: Sequence[float]) -> float:
+def brier(predictions: Values, outcomes: Values) -> float:
     """Mean squared error of probabilities against 0/1 outcomes (lower is better)."""
     p, y = np.asarray(predictions, dtype=float), np.asarray(outcomes, dtype=float)
     return float(np.mean((p - y) ** 2))
 
 
 def reliability(
-    predictions: Sequence[float], outcomes: Sequence[float], bins: int = 10
+    predictions: Values, outcomes: Values, bins: int = 10
 ) -> list[tuple[float, float, int]]:
     """Per probability bin: (mean prediction, observed success rate, count); empty bins left out."""
     p, y = np.asarray(predictions, dtype=float), np.asarray(outcomes, dtype=float)
@@ -48,9 +51,7 @@ def reliability(
     return rows
 
 
-def expected_calibration_error(
-    predictions: Sequence[float], outcomes: Sequence[float], bins: int = 10
-) -> float:
+def expected_calibration_error(predictions: Values, outcomes: Values, bins: int = 10) -> float:
     """The count-weighted mean gap between predicted and observed success over probability bins."""
     total = len(predictions)
     if not total:
@@ -61,7 +62,7 @@ def expected_calibration_error(
     )
 
 
-def auc(predictions: Sequence[float], outcomes: Sequence[float]) -> float | None:
+def auc(predictions: Values, outcomes: Values) -> float | None:
     """ROC AUC: the probability that a random success was predicted above a random failure (ties: half).
 
     Computed from ranks (Mann–Whitney U with mid-ranks for ties), O(n log n).
@@ -90,7 +91,7 @@ def auc(predictions: Sequence[float], outcomes: Sequence[float]) -> float | None
 
 def frontier_mask(
     task_ids: Sequence[Any] | np.ndarray,
-    outcomes: Sequence[float],
+    outcomes: Values,
     band: tuple[float, float] = FRONTIER,
 ) -> np.ndarray:
     """Per outcome: whether its task's observed success (the mean of its outcomes here) lies in ``band``.
@@ -107,7 +108,7 @@ def frontier_mask(
 
 
 def prediction_figures(
-    predictions: Sequence[float], outcomes: Sequence[float], task_ids: Sequence[Any] | np.ndarray
+    predictions: Values, outcomes: Values, task_ids: Sequence[Any] | np.ndarray
 ) -> dict[str, Any]:
     """A World model's figures on some outcomes of the tasks it predicted.
 

@@ -73,7 +73,9 @@ def one_run(setting: str, model: str, seed: int, generations: int) -> dict[str, 
 
 def pooled(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """The figures over several runs' predictions at once (generations of each run kept apart)."""
-    episodes, predictions, tasks = [], [], []
+    episodes: list[pa.Table] = []
+    predictions: list[pa.Table] = []
+    tasks: list[pa.Table] = []
     for i, run in enumerate(runs):
         # offset the generations so that run i's generation g never meets run j's
         shift = 1_000 * i
