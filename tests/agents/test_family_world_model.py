@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import zlib
+from pathlib import Path
 
 import pytest
 from coevo.agents.family_world_model import FamilyWorldModel, reference_path, task_kinds
@@ -14,10 +15,14 @@ from coevo.agents.world_models import IRTWorldModel
 from coevo.arena import Episode, TaskSpec
 from coevo.arena.calibration import auc
 from coevo.arena.errors import StateError
+from coevo.arena.gamelog import GameLog
 from coevo.arena.outcomes import Reward
 from coevo.run.testing import check_role
 
+from tests.factories import IN_PROCESS_FLAGS, run_cli
+
 ROLLOUTS = 4
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -109,3 +114,30 @@ def test_reference_path_scores_the_solution_as_the_solver_sees_it(generations) -
 def test_the_family_irt_role_conforms(path: str) -> None:
     """The registered `family-irt` World model passes check_role (with and without the reference path)."""
     check_role(REGISTRY.create("family-irt", path=path), name="family-irt")
+
+
+def test_an_experiment_selects_family_irt_and_analyze_reports_its_discrimination(tmp_path) -> None:
+    """`[world_model] name = "family-irt"` runs through the CLI, and `coevo analyze` prints its AUC line."""
+    out = tmp_path / "run"
+    ran = run_cli(
+        "run",
+        "experiments/curricula.toml",
+        *IN_PROCESS_FLAGS,
+        "--set",
+        'world_model.name="family-irt"',
+        "--set",
+        "run.generations=3",
+        "--set",
+        "curriculum.tasks_per_gen=8",
+        "--set",
+        "eval.per_level=2",
+        "--out",
+        str(out),
+        cwd=ROOT,
+    )
+    assert ran.returncode == 0, ran.stderr
+    predicted = GameLog(str(out)).read("predictions").column("p").to_pylist()
+    assert predicted and len(set(predicted)) > 1, "the model's predictions are logged"
+    analyzed = run_cli("analyze", str(out))
+    assert analyzed.returncode == 0, analyzed.stderr
+    assert "AUC at the frontier" in analyzed.stdout
