@@ -2,6 +2,7 @@
 
     python benchmarks/bench_world_model.py [--quick] [--seeds 0,1,2,3,4] [--generations 30]
                                            [--models irt,family-irt] [--setting experiments/curricula.toml]
+                                           [--set KEY=VALUE ...]
 
 Per seed, ``experiments/curricula.toml`` (uniform curriculum: the World
 model's predictions change nothing the run does) is run in process once per
@@ -40,12 +41,15 @@ IN_PROCESS = ["ray.in_process=true", "judge.config.isolate=false"]
 FIGURES = ("brier", "auc", "auc_frontier", "ece")
 
 
-def one_run(setting: str, model: str, seed: int, generations: int) -> dict[str, Any]:
+def one_run(
+    setting: str, model: str, seed: int, generations: int, sets: list[str]
+) -> dict[str, Any]:
     """One run of ``setting`` with World model ``model``: its tables for the figures, and its episodes' ids."""
     exp = load_experiment(
         setting,
         [
             *IN_PROCESS,
+            *sets,
             f'world_model.name="{model}"',
             f"run.seed={seed}",
             f"run.generations={generations}",
@@ -113,6 +117,13 @@ def main() -> None:
     parser.add_argument("--generations", type=int, default=None)
     parser.add_argument("--models", default="irt,family-irt")
     parser.add_argument("--setting", default="experiments/curricula.toml")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an override of the setting, as `coevo run --set` takes (repeatable)",
+    )
     args = parser.parse_args()
     seeds = [int(s) for s in (args.seeds or ("0,1" if args.quick else "0,1,2,3,4")).split(",")]
     generations = args.generations or (10 if args.quick else 30)
@@ -123,7 +134,7 @@ def main() -> None:
     beats: dict[str, int] = dict.fromkeys(models, 0)
     for seed in seeds:
         for model in models:
-            run = one_run(args.setting, model, seed, generations)
+            run = one_run(args.setting, model, seed, generations, args.set)
             runs[model].append(run)
             seconds[model] += run["seconds"]
             if run["played"] != runs[BASELINE][-1]["played"]:
@@ -138,7 +149,7 @@ def main() -> None:
             beats[model] += int(mine is not None and base is not None and mine > base)
 
     print(
-        f"{args.setting}: seeds {','.join(map(str, seeds))}, {generations} generations; "
+        f"{args.setting} {' '.join(args.set)}: seeds {','.join(map(str, seeds))}, {generations} generations; "
         f"pooled over seeds; Δ: against {BASELINE} in the same invocation"
     )
     figures = {m: pooled(runs[m]) for m in models}
