@@ -261,6 +261,12 @@ _BUILTINS: Final = (
         description="online item-response model: ability per solver version, difficulty from task features",
     ),
     RoleInfo(
+        "family-irt",
+        "world model",
+        "coevo.agents.family_world_model:FamilyWorldModel",
+        description="the irt model plus a recency-weighted difficulty per kind of task (family, tool sequence, tool): sharper at the frontier",
+    ),
+    RoleInfo(
         "llm-world-model",
         "world model",
         "coevo.agents.llm.world_model:LLMWorldModel",

@@ -27,9 +27,12 @@ the live table, the summary and the trackers show too come from
 * ``rejections``: per generation and per check, how many rejected proposals
   failed it (``error``: rejected with no failed check, not judged at all) and
   at what rate;
-* ``calibration``: per generation, the World model's Brier score and expected
-  calibration error on the training episodes of tasks it predicted; and the
-  reliability table over the whole run;
+* ``calibration``: per generation, per level and overall, the World model's
+  Brier score, expected calibration error and discrimination (``auc``; and
+  ``auc_frontier``, on the tasks whose observed success lies in 0.2–0.8) on
+  the training episodes of tasks it predicted in their generation
+  (:func:`~coevo.arena.calibration.prediction_figures`); and the reliability
+  table over the whole run;
 * ``throughput``: per generation, episodes played and tasks accepted; when a
   role reports usage (LLM roles), its calls, input and output tokens, dollars,
   and tokens per second of the generation's wall time (from ``events.jsonl``:
@@ -58,7 +61,7 @@ import pyarrow.compute as pc
 from coevo.arena.analysis.irt import fit_rasch
 from coevo.arena.analysis.passk import pass_k_of_log
 from coevo.arena.bounded import MAX_JSON_BYTES
-from coevo.arena.calibration import brier, expected_calibration_error, reliability
+from coevo.arena.calibration import prediction_figures, reliability
 from coevo.arena.codetask import CODETASK_FORMAT
 from coevo.arena.errors import CoevoError
 from coevo.arena.gamelog import SCHEMAS, GameLog, RunDir
@@ -77,7 +80,7 @@ from coevo.arena.novelty import TaskSignature, distinct_share, signature
 from coevo.arena.spec import TaskSpec, WorldSpec
 from coevo.arena.trajectory import carried_out_turns
 
-__all__ = ["Run", "analyze", "load_run", "mastered_level"]
+__all__ = ["Run", "analyze", "calibration", "load_run", "mastered_level"]
 
 
 @dataclass
@@ -495,28 +498,49 @@ def _rejections(run: Run) -> list[dict[str, Any]]:
     return sorted(out, key=lambda r: (r["gen"], -r["failed"], r["check"]))
 
 
-def _calibration(run: Run) -> dict[str, Any]:
-    joined = predicted_outcomes(run["episodes"], run["predictions"])
-    per_gen = []
-    for gen in sorted(set(joined.column("gen").to_pylist())):
-        part = joined.filter(pc.equal(joined.column("gen"), gen))
-        p = part.column("p").to_pylist()
-        o = part.column("reward").to_pylist()
-        per_gen.append(
-            {
-                "gen": gen,
-                "brier": brier(p, o),
-                "ece": expected_calibration_error(p, o),
-                "episodes": len(p),
-            }
-        )
-    p_all = joined.column("p").to_pylist()
-    o_all = joined.column("reward").to_pylist()
+def calibration(episodes: pa.Table, predictions: pa.Table, tasks: pa.Table) -> dict[str, Any]:
+    """A World model's figures (:func:`~coevo.arena.calibration.prediction_figures`) per generation, per level and overall.
+
+    Args:
+        episodes: the ``episodes`` table (its played training episodes are scored).
+        predictions: ``predictions`` rows (``task_id``, ``gen``, ``p``): the log's, or another
+            model's predictions of the same tasks (``benchmarks/bench_world_model.py``).
+        tasks: one row per task id with its ``level``.
+
+    Returns:
+        ``per_generation``, ``per_level``, ``overall`` and the ``reliability`` table.
+    """
+    joined = predicted_outcomes(episodes, predictions).join(
+        tasks.select(["task_id", "level"]), keys="task_id", join_type="left outer"
+    )
+    p_all = joined.column("p").to_numpy(zero_copy_only=False).astype(float)
+    o_all = joined.column("reward").to_numpy(zero_copy_only=False).astype(float)
+    gens = joined.column("gen").to_numpy(zero_copy_only=False).astype(np.int64)
+    # a task predicted in two generations is two predictions: the frontier is per (gen, task)
+    codes = pc.dictionary_encode(joined.column("task_id")).combine_chunks().indices
+    task_code = codes.to_numpy(zero_copy_only=False).astype(np.int64)
+    ids = gens * (int(task_code.max(initial=0)) + 1) + task_code
+    levels = pc.fill_null(joined.column("level"), -1).to_numpy(zero_copy_only=False)
+
+    def figures(mask: np.ndarray) -> dict[str, Any]:
+        at = np.flatnonzero(mask)
+        return prediction_figures(p_all[at], o_all[at], ids[at])
+
+    per_gen = [{"gen": int(g), **figures(gens == g)} for g in sorted(set(gens.tolist()))]
+    per_level = [
+        {"level": int(level), **figures(levels == level)}
+        for level in sorted(set(levels.tolist()) - {-1})
+    ]
     table = [
         {"predicted": mean_p, "observed": observed, "count": n}
-        for mean_p, observed, n in (reliability(p_all, o_all) if p_all else [])
+        for mean_p, observed, n in (reliability(p_all, o_all) if len(p_all) else [])
     ]
-    return {"per_generation": per_gen, "reliability": table}
+    return {
+        "per_generation": per_gen,
+        "per_level": per_level,
+        "overall": figures(np.ones(len(p_all), dtype=bool)),
+        "reliability": table,
+    }
 
 
 def generation_seconds(run_dir: str) -> dict[int, float]:
@@ -646,7 +670,7 @@ def analyze(run: Run, *, irt: bool = True) -> dict[str, Any]:
         "proposals": _proposals(run),
         "diversity": _diversity(run),
         "rejections": _rejections(run),
-        "calibration": _calibration(run),
+        "calibration": calibration(run["episodes"], run["predictions"], tasks),
         "throughput": _throughput(run),
         "irt": _irt(run) if irt else None,
         "pass_k": _pass_k(run) if run.experiment.get("benchmark") else None,

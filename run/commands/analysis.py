@@ -68,6 +68,22 @@ def _print_spend(throughput: list[dict[str, Any]]) -> None:
     )
 
 
+def _print_calibration(calibration: dict[str, Any]) -> None:
+    overall = calibration.get("overall") or {}
+    if not overall.get("episodes"):
+        return
+
+    def f(value: Any) -> str:
+        return "–" if value is None else f"{value:.3f}"
+
+    print(
+        f"World model: brier {f(overall['brier'])}, ece {f(overall['ece'])}, "
+        f"AUC {f(overall['auc'])}, AUC at the frontier {f(overall['auc_frontier'])} "
+        f"({overall['frontier_episodes']:,} of {overall['episodes']:,} episodes: tasks of observed "
+        "success 0.2–0.8)"
+    )
+
+
 def _print_metrics(metrics: dict[str, Any]) -> None:
     if metrics.get("pass_k") is not None:
         _print_pass_k(metrics)
@@ -103,6 +119,7 @@ def _print_metrics(metrics: dict[str, Any]) -> None:
         "frontier: the curriculum's level; level_proposed: the mean level proposed; paid: "
         "the mean proposer reward of the proposals paid; div: the accepted tasks' diversity"
     )
+    _print_calibration(metrics["calibration"])
     _print_spend(metrics["throughput"])
     policies = metrics.get("policies") or []
     if policies:

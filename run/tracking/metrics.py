@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Final
 import pyarrow as pa
 import pyarrow.compute as pc
 from coevo.arena.analysis.report import render_report
-from coevo.arena.calibration import expected_calibration_error
+from coevo.arena.calibration import prediction_figures
 from coevo.arena.gamelog import GameLog
 from coevo.arena.gamelog.figures import (
     accepted_tasks,
@@ -65,6 +65,8 @@ METRICS: Final[Mapping[str, str]] = {
     "pool/families": "distinct task families among them",
     "calibration/brier": "the World model's Brier score on the generation's fresh tasks (`brier`)",
     "calibration/ece": "its expected calibration error on the same episodes",
+    "calibration/auc": "its discrimination there: the ROC AUC of its predictions against the rewards",
+    "calibration/auc_frontier": "the same AUC over the tasks whose observed success lies in 0.2–0.8",
     "learner/loss": "the learner's objective after its step (`updates.loss`), when it has one",
     "learner/entropy": "the policy's mean entropy (`updates.entropy`), when reported",
     "failures": "role failures recorded (`failures`)",
@@ -221,9 +223,15 @@ def generation_metrics(
 
     pairs = predicted_outcomes(episodes, tables["predictions"])
     if pairs.num_rows:
-        out["calibration/ece"] = expected_calibration_error(
-            pairs.column("p").to_pylist(), pairs.column("reward").to_pylist()
+        figures = prediction_figures(
+            pairs.column("p").to_pylist(),
+            pairs.column("reward").to_pylist(),
+            pairs.column("task_id").to_pylist(),
         )
+        out["calibration/ece"] = figures["ece"]
+        for name in ("auc", "auc_frontier"):
+            if figures[name] is not None:
+                out[f"calibration/{name}"] = figures[name]
 
     for update in tables["updates"].select(["loss", "entropy"]).to_pylist():
         for name in ("loss", "entropy"):

@@ -131,6 +131,8 @@ def test_the_readers_of_a_run_agree_on_every_figure_they_share(judged_run, tmp_p
         (calibrated,) = [r for r in calibration if r["gen"] == gen]
         assert row["brier"] == pytest.approx(calibrated["brier"])
         assert tracked["calibration/ece"] == pytest.approx(calibrated["ece"])
+        for name in ("auc", "auc_frontier"):  # absent when there is nothing to rank
+            assert tracked.get(f"calibration/{name}") == pytest.approx(calibrated[name])
         written.add(report.tables)
     whole = rejection_counts(log.read("verdicts"))
     assert whole[UNJUDGED] and whole["oracle"], "the Judge rejected tasks both ways"

@@ -18,6 +18,8 @@ from coevo.arena.novelty import distinct_share, diversity
 from coevo.run.experiment import load_experiment
 from coevo.run.loop import run_experiment
 
+from tests.factories import run_cli
+
 OLD_LOG = str(Path(__file__).resolve().parents[1] / "data" / "logs" / "v1-383f438")
 """A run directory of game-log schema 1 (before the proposals table), kept by the repository."""
 
@@ -84,6 +86,54 @@ def test_the_mastered_level_interpolates_where_success_crosses_one_half() -> Non
         "the first crossing"
     )
     assert mastered_level({1: 0.2, 2: 0.1}) is None
+
+
+def _auc_by_hand(pairs):
+    """Over every (success, failure) pair: 1 when the success was predicted higher, a half when tied."""
+    wins = [
+        1.0 if a > b else 0.5 if a == b else 0.0
+        for a, ya in pairs
+        for b, yb in pairs
+        if ya == 1 and yb == 0
+    ]
+    return sum(wins) / len(wins) if wins else None
+
+
+def test_the_world_models_discrimination_per_level_and_at_the_frontier_matches_the_log(run) -> None:
+    """AUC overall, per level and at the frontier (tasks of observed success 0.2–0.8 in their generation) equal a count by hand, and `coevo analyze` prints them."""
+    metrics = analyze(run)["calibration"]
+    p = {(r["gen"], r["task_id"]): r["p"] for r in run["predictions"].to_pylist()}
+    level = {r["task_id"]: r["level"] for r in run["tasks"].to_pylist()}
+    pairs = [
+        (e["gen"], e["task_id"], p[(e["gen"], e["task_id"])], e["reward"])
+        for e in run["episodes"].to_pylist()
+        if e["purpose"] == "train" and not e["failure"] and (e["gen"], e["task_id"]) in p
+    ]
+    observed = defaultdict(list)
+    for gen, task, _, reward in pairs:
+        observed[(gen, task)].append(reward)
+    at_frontier = [
+        (x, y) for gen, task, x, y in pairs if 0.2 <= _mean(observed[(gen, task)]) <= 0.8
+    ]
+    overall = metrics["overall"]
+    assert overall["episodes"] == len(pairs) and overall["frontier_episodes"] == len(at_frontier)
+    assert overall["auc"] == pytest.approx(_auc_by_hand([(x, y) for _, _, x, y in pairs]))
+    assert overall["auc_frontier"] == pytest.approx(_auc_by_hand(at_frontier))
+    for row in metrics["per_level"]:
+        mine = [(x, y) for _, task, x, y in pairs if level[task] == row["level"]]
+        assert row["episodes"] == len(mine)
+        assert row["auc"] == pytest.approx(_auc_by_hand(mine))
+    assert {r["level"] for r in metrics["per_level"]} == {level[t] for _, t, _, _ in pairs}
+    printed = run_cli("analyze", run.run_dir)
+    assert printed.returncode == 0, printed.stderr
+    assert f"AUC {overall['auc']:.3f}, AUC at the frontier {overall['auc_frontier']:.3f}" in (
+        printed.stdout
+    )
+    as_json = json.loads(run_cli("analyze", run.run_dir, "--json").stdout)["calibration"]
+    assert as_json["overall"]["auc_frontier"] == pytest.approx(overall["auc_frontier"])
+    assert [r["auc"] for r in as_json["per_generation"]] == [
+        r["auc"] for r in metrics["per_generation"]
+    ]
 
 
 def test_calibration_and_rejections_agree_with_the_log(run) -> None:
