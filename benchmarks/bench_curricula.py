@@ -1,62 +1,121 @@
-"""Does the curriculum matter? The same budget of episodes under each setup, over several seeds.
+"""Does the curriculum matter? The same budget of episodes under each setup, over many seeds, paired.
 
-    python benchmarks/bench_curricula.py [--quick] [--seeds 0,1,2,3,4] [--generations 30]
+    python benchmarks/bench_curricula.py [--setting easy|hard] [--quick] [--seeds 0,...,9]
+                                         [--generations 30] [--jobs 2]
                                          [--setups uniform,plr,accel,target-band,learned-synth,learned-synth+plr]
 
-Each run is ``experiments/curricula.toml`` (same solver, budget and eval
-suite: 30 generations × 32 tasks × 4 rollouts) with one setup:
+Settings (the same Solver and budget: 30 generations × 32 tasks × 4
+rollouts = 3,840 training episodes):
 
-* a curriculum name (``uniform``, ``plr``, ``accel``, ``target-band``) over
-  the procedural Synthesizer;
-* ``learned-synth``: the learning Synthesizer, its proposals passed straight
-  through (``uniform`` trains on the fresh proposals as they come, and the
-  learned Synthesizer takes a request's level as a hint it ignores);
-* ``learned-synth+plr``: the learning Synthesizer under PLR.
+* ``easy`` (the control): ``experiments/curricula.toml``, retail, levels 1–3,
+  all reachable, where sampling at random wastes little;
+* ``hard``: ``experiments/curricula-hard.toml``, levels 1–5 across the five
+  procedural domains, where most of what uniform draws early is out of reach
+  or already mastered.
 
-``uniform`` is the baseline, measured in the same invocation on the same
-seeds. Printed per setup: the median and range over seeds of the final
-held-out eval success (overall and on levels 2–3), and of the training
-episodes each run needed for its eval success to first reach uniform's
-final eval success on the same seed (``never`` when it did not within the
-budget); then the ratio of that median to uniform's budget, and on how many
-seeds the setup beat uniform on levels 2–3. The aim: an adaptive setup
-reaches uniform's final eval success with at most half the episodes on the
-median seed, and beats it on levels 2–3 on every seed.
+Setups: a curriculum name (``uniform``, ``plr``, ``accel``, ``target-band``)
+over the procedural Synthesizer; ``learned-synth`` (the learning
+Synthesizer, its proposals passed straight through); ``learned-synth+plr``.
+``uniform`` is the baseline, run in the same invocation on the same seeds.
 
-``--quick`` (seeds 0 and 1, 12 generations) is for iterating.
+**The eval suite.** Each seed has its own held-out suite
+(``eval.seed = 10**6 + seed``), the same for every setup of that seed: the
+script checks that every setup of a seed played the same eval task ids and
+stops if not (a learned Synthesizer makes the suite as the procedural one
+does: a binding request is the procedural synthesizer's). Its size: a
+success rate near 0.5 measured on n episodes has a binomial standard error
+of 0.5/√n; for one run's figure to be within ±0.05 at 95% (1.96·SE ≤ 0.05)
+n ≥ 385, and for the difference of two runs on independent suites
+(√2·SE) n ≥ 769 — on a shared suite the task difficulty cancels and fewer
+do. The easy setting holds 3 levels × 160 = 480 tasks (SE 0.023, ±0.045),
+the hard 5 × 100 = 500 (SE 0.022, ±0.044). An eval episode costs about a
+millisecond, so the suite costs about half a second each time it is played
+(``eval.every = 2``: 16 times a run) and a few seconds to judge once.
+
+**Printed per setup**, as the paired difference from uniform on the same
+seed, the mean over seeds with a 95% bootstrap interval (seeds resampled,
+10,000 times, bootstrap seed 0; :func:`coevo.arena.analysis.paired.paired_bootstrap`):
+
+* ``AUC``: the area under the eval-success curve against training episodes
+  (trapezoids between the eval points, divided by the episodes between the
+  first and the last: the mean eval success over the run);
+* ``final``: the eval success after the last generation;
+* ``top``: the final eval success on the upper levels (2–3 easy, 4–5 hard).
+
+An interval above zero is a setup that beat uniform on these seeds. Every run
+is in process (``ray.in_process``: no Ray workers; the same log as on Ray),
+``--jobs`` of them at a time in worker processes.
+
+``--quick`` (seeds 0–2, 8 generations) is for iterating.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
+import os
+import platform
 import statistics
+import sys
 import tempfile
 import time
+from concurrent.futures import ProcessPoolExecutor
+from datetime import UTC, datetime
 from typing import Any
 
-import ray
+import numpy as np
+from coevo.arena.analysis.paired import paired_bootstrap
 from coevo.arena.gamelog import GameLog
 from coevo.run.experiment import load_experiment
 from coevo.run.loop import run_experiment
 
 SETUPS = ("uniform", "plr", "accel", "target-band", "learned-synth", "learned-synth+plr")
+SETTINGS = {
+    "easy": ("experiments/curricula.toml", 2),  # the file, and the lowest of the "top" levels
+    "hard": ("experiments/curricula-hard.toml", 4),
+}
+IN_PROCESS = ("ray.in_process=true", "judge.config.isolate=false")
+EVAL_SEED = 10**6
 
 
 def overrides(setup: str) -> list[str]:
-    """The ``--set`` overrides of ``experiments/curricula.toml`` that make a setup."""
+    """The ``--set`` overrides of the setting's experiment file that make a setup."""
     if setup.startswith("learned-synth"):
         curriculum = setup.partition("+")[2] or "uniform"
         # every proposal is played when passed straight through (no spares to leave unplayed)
         spares = ["curriculum.oversample=1.0"] if curriculum == "uniform" else []
         return ['synthesizer.name="learned-synth"', f'curriculum.name="{curriculum}"', *spares]
+    if setup not in SETUPS:
+        raise SystemExit(f"unknown setup {setup!r}; choose from {', '.join(SETUPS)}")
     return [f'curriculum.name="{setup}"']
 
 
-def one_run(setup: str, seed: int, generations: int) -> dict[str, Any]:
-    """One run's curve: eval success (overall and levels 2–3) against training episodes."""
+def auc(curve: list[tuple[int, float, float]]) -> float:
+    """The mean eval success over the run: trapezoids between eval points over training episodes, divided by their span."""
+    x = np.array([c[0] for c in curve], dtype=float)
+    y = np.array([c[1] for c in curve], dtype=float)
+    if len(x) < 2 or x[-1] == x[0]:
+        return float(y[-1])
+    return float(np.trapezoid(y, x) / (x[-1] - x[0]))
+
+
+def one_run(
+    setting: str, setup: str, seed: int, generations: int, every: int | None = None
+) -> dict[str, Any]:
+    """One run's curve (training episodes, eval success, eval success on the top levels) and its eval suite's digest."""
+    path, top = SETTINGS[setting]
+    every_set = [] if every is None else [f"eval.every={every}"]
     exp = load_experiment(
-        "experiments/curricula.toml",
-        [*overrides(setup), f"run.seed={seed}", f"run.generations={generations}"],
+        path,
+        [
+            *overrides(setup),
+            *IN_PROCESS,
+            *every_set,
+            f"run.seed={seed}",
+            f"run.generations={generations}",
+            f"eval.seed={EVAL_SEED + seed}",
+        ],
     )
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as out:
@@ -65,90 +124,168 @@ def one_run(setup: str, seed: int, generations: int) -> dict[str, Any]:
         gens = log.read("generations").to_pylist()
         evals = log.read("evals").to_pylist()
     total, episodes = 0, {}
-    for row in gens:
+    for row in sorted(gens, key=lambda r: r["gen"]):
         total += row["train_episodes"]
         episodes[row["gen"]] = total
     curve = []
     for gen in sorted({r["gen"] for r in evals}):
         rows = [r for r in evals if r["gen"] == gen]
-        hard = [r for r in rows if (r["level"] or 0) >= 2]
+        upper = [r for r in rows if (r["level"] or 0) >= top]
         curve.append(
             (
                 episodes[gen],
                 sum(r["success"] for r in rows) / len(rows),
-                sum(r["success"] for r in hard) / len(hard) if hard else 0.0,
+                sum(r["success"] for r in upper) / len(upper) if upper else 0.0,
             )
         )
+    suite = sorted({r["task_id"] for r in evals})
     return {
+        "setup": setup,
+        "seed": seed,
         "curve": curve,
-        "eval": curve[-1][1],
-        "hard": curve[-1][2],
+        "auc": auc(curve),
+        "final": curve[-1][1],
+        "top": curve[-1][2],
         "episodes": total,
+        "suite": hashlib.sha256("\n".join(suite).encode()).hexdigest()[:16],
+        "suite_size": len(suite),
         "seconds": time.perf_counter() - started,
     }
 
 
-def reached(curve: list[tuple[int, float, float]], target: float) -> int | None:
-    """Training episodes when eval success first reached ``target`` (None: never)."""
-    return next((episodes for episodes, success, _ in curve if success >= target), None)
+def _one(job: tuple[str, str, int, int, int | None]) -> dict[str, Any]:
+    return one_run(*job)
 
 
-def spread(values: list[float]) -> str:
-    """``median [min–max]``."""
-    return f"{statistics.median(values):.2f} [{min(values):.2f}–{max(values):.2f}]"
+def interval(diffs: list[float]) -> str:
+    """``+0.031 [-0.004, +0.066]``: the mean paired difference and its 95% bootstrap interval."""
+    mean, low, high = paired_bootstrap(diffs, n=10_000, seed=0)
+    return f"{mean:+.3f} [{low:+.3f}, {high:+.3f}]"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="seeds 0,1 and 12 generations")
-    parser.add_argument("--seeds", default=None, help="comma-separated (default 0,1,2,3,4)")
+    parser.add_argument("--setting", choices=sorted(SETTINGS), default="hard")
+    parser.add_argument("--quick", action="store_true", help="seeds 0–2 and 8 generations")
+    parser.add_argument("--seeds", default=None, help="comma-separated (default 0–9)")
     parser.add_argument("--generations", type=int, default=None, help="default 30")
+    parser.add_argument("--jobs", type=int, default=2, help="runs at a time (worker processes)")
+    parser.add_argument("--setups", default=",".join(SETUPS))
     parser.add_argument(
-        "--setups", default="uniform,plr,accel,target-band,learned-synth,learned-synth+plr"
+        "--eval-every",
+        type=int,
+        default=None,
+        help="play the eval suite every N generations "
+        "(default: the file's, 2); fewer eval points cost less",
+    )
+    parser.add_argument(
+        "--results", default=None, help="append each run's result here (JSON lines)"
+    )
+    parser.add_argument(
+        "--report", default=None, help="print the table of a --results file instead of running"
     )
     args = parser.parse_args()
-    seeds = [int(s) for s in (args.seeds or ("0,1" if args.quick else "0,1,2,3,4")).split(",")]
-    generations = args.generations or (12 if args.quick else 30)
-    setups = args.setups.split(",")
+    if args.report:
+        report(args.report)
+        return
+    default_seeds = "0,1,2" if args.quick else ",".join(str(s) for s in range(10))
+    seeds = [int(s) for s in (args.seeds or default_seeds).split(",")]
+    generations = args.generations or (8 if args.quick else 30)
+    setups = [s for s in args.setups.split(",") if s]
+    for setup in setups:
+        overrides(setup)  # an unknown name stops here, before any run
     if "uniform" not in setups:
         setups.insert(0, "uniform")  # the baseline, measured in the same invocation
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    path, _ = SETTINGS[args.setting]
+    started = time.perf_counter()
     print(
-        f"budget: {generations} generations of experiments/curricula.toml (32 tasks × 4 "
-        f"rollouts each); seeds {seeds}\n"
+        f"setting {args.setting}: {generations} generations of {path} (32 tasks × 4 rollouts "
+        f"each); seeds {seeds}; {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {platform.machine()}, "
+        f"{os.cpu_count()} CPUs, {args.jobs} jobs\n",
+        flush=True,
     )
-    results: dict[str, list[dict[str, Any]]] = {}
-    for setup in setups:
-        results[setup] = [one_run(setup, seed, generations) for seed in seeds]
-        minutes = sum(r["seconds"] for r in results[setup]) / 60
-        print(f"  ran {setup} on {len(seeds)} seeds in {minutes:.1f} min", flush=True)
+    jobs = [
+        (args.setting, setup, seed, generations, args.eval_every)
+        for seed in seeds
+        for setup in setups
+    ]
+    results: dict[str, dict[int, dict[str, Any]]] = {s: {} for s in setups}
+    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+        for run in pool.map(_one, jobs):
+            results[run["setup"]][run["seed"]] = run
+            print(
+                f"  {run['setup']:<18} seed {run['seed']:>2}: AUC {run['auc']:.3f}, final "
+                f"{run['final']:.3f}, top {run['top']:.3f} ({run['seconds']:.0f} s)",
+                flush=True,
+            )
+            if args.results:
+                with open(args.results, "a") as out:
+                    out.write(json.dumps({"setting": args.setting, **run}) + "\n")
+    table(results, seeds, args.setting, (time.perf_counter() - started) / 60)
+
+
+def report(path: str) -> None:
+    """The table of the runs a ``--results`` file holds (the seeds every setup completed)."""
+    results: dict[str, dict[int, dict[str, Any]]] = {}
+    settings = set()
+    with open(path) as lines:
+        for line in lines:
+            run = json.loads(line)
+            settings.add(run["setting"])
+            results.setdefault(run["setup"], {})[run["seed"]] = run
+    if len(settings) != 1 or "uniform" not in results:
+        sys.exit(f"{path}: one setting's runs, uniform among them, are needed (found {settings})")
+    seeds = sorted(set.intersection(*(set(r) for r in results.values())))
+    setups = ["uniform", *(s for s in results if s != "uniform")]
+    print(f"{path}: setting {settings.pop()}, seeds {seeds}")
+    table({s: results[s] for s in setups}, seeds, run["setting"], None)
+
+
+def table(
+    results: dict[str, dict[int, dict[str, Any]]],
+    seeds: list[int],
+    setting: str,
+    minutes_wall: float | None,
+) -> None:
+    """Print the paired comparison with uniform."""
+    setups = list(results)
+    for seed in seeds:
+        digests = {results[s][seed]["suite"] for s in setups}
+        if len(digests) != 1:
+            sys.exit(f"seed {seed}: the setups played different eval suites ({digests})")
+    sizes = sorted({results["uniform"][s]["suite_size"] for s in seeds})
     base = results["uniform"]
-    budget = base[0]["episodes"]
+    levels = "2–3" if setting == "easy" else "4–5"
     print(
-        f"\n{'setup':<18} {'final eval':>18} {'levels 2–3':>18} {'episodes to uniform':>28} "
-        f"{'ratio':>6} {'beats L2–3':>10}"
+        f"\neval suite: {'/'.join(map(str, sizes))} tasks per seed, the same task ids for every "
+        f"setup of a seed (checked); uniform's budget {base[seeds[0]]['episodes']:,} episodes"
+        + ("" if minutes_wall is None else f"; {minutes_wall:.1f} min wall")
+        + "\n"
     )
-    for setup, runs in results.items():
-        needed = [reached(r["curve"], b["eval"]) for r, b in zip(runs, base, strict=True)]
-        shown = "/".join("never" if n is None else str(n) for n in needed)
-        # a run that never reached it counts as needing more than the budget
-        median = statistics.median([n if n is not None else budget + 1 for n in needed])
-        ratio = f"{median / budget:.2f}" if median <= budget else ">1"
-        beats = sum(r["hard"] > b["hard"] for r, b in zip(runs, base, strict=True))
+    print(
+        f"{'setup':<18} {'AUC':>5} {'final':>5} {'top':>5}  {'Δ AUC vs uniform [95%]':>25} "
+        f"{'Δ final':>25} {'Δ top (levels ' + levels + ')':>25}"
+    )
+    for setup in setups:
+        runs = [results[setup][s] for s in seeds]
+        cells = [
+            "–" if setup == "uniform" else interval([r[k] - base[r["seed"]][k] for r in runs])
+            for k in ("auc", "final", "top")
+        ]
         print(
-            f"{setup:<18} {spread([r['eval'] for r in runs]):>18} "
-            f"{spread([r['hard'] for r in runs]):>18} "
-            f"{(f'{median:.0f}' if median <= budget else 'never') + ' (' + shown + ')':>28} "
-            f"{ratio:>6} {f'{beats}/{len(runs)}':>10}",
-            flush=True,
+            f"{setup:<18} {statistics.mean(r['auc'] for r in runs):>5.3f} "
+            f"{statistics.mean(r['final'] for r in runs):>5.3f} "
+            f"{statistics.mean(r['top'] for r in runs):>5.3f}  "
+            f"{cells[0]:>25} {cells[1]:>25} {cells[2]:>25}"
         )
-    print("\nper seed (final eval, levels 2–3):")
-    for setup, runs in results.items():
-        cells = ", ".join(
-            f"{seed}: {r['eval']:.2f}/{r['hard']:.2f}" for seed, r in zip(seeds, runs, strict=True)
-        )
-        print(f"  {setup:<18} {cells}")
-    ray.shutdown()
+    print(
+        "\nAUC, final, top: means over seeds; Δ: the mean paired difference from uniform on the "
+        "same seed, with its 95% bootstrap interval over seeds"
+    )
+    minutes = {s: sum(results[s][x]["seconds"] for x in seeds) / 60 for s in setups}
+    print(
+        "run time (CPU-minutes of runs): " + ", ".join(f"{s} {m:.1f}" for s, m in minutes.items())
+    )
 
 
 if __name__ == "__main__":

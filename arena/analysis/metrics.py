@@ -9,7 +9,8 @@ the live table, the summary and the trackers show too come from
 :mod:`coevo.arena.gamelog.figures`:
 
 * ``success``: per generation, success on train and on eval; and per level
-  and per domain (joining episodes to their tasks);
+  and per domain (joining episodes to their tasks); each eval figure with its
+  95% interval (``low``, ``high``: Wilson's, :func:`_with_interval`);
 * ``mastered``: per generation, the level up to which eval success stays at
   or above 0.5 (linear between the last such level and the next one below);
 * ``frontier``: per generation, the curriculum's level, as the loop logged it
@@ -59,6 +60,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from coevo.arena.analysis.irt import fit_rasch
+from coevo.arena.analysis.paired import wilson_interval
 from coevo.arena.analysis.passk import pass_k_of_log
 from coevo.arena.bounded import MAX_JSON_BYTES
 from coevo.arena.calibration import prediction_figures, reliability
@@ -192,12 +194,30 @@ def _success(run: Run, tasks: pa.Table) -> dict[str, Any]:
     )
     return {
         "train": mean_success(train, ["gen"]),
-        "eval": mean_success(evals, ["gen"]),
+        "eval": _with_interval(mean_success(evals, ["gen"])),
         "train_by_level": mean_success(joined, ["gen", "level"]),
         "train_by_domain": mean_success(joined, ["gen", "domain"]),
-        "eval_by_level": mean_success(evals, ["gen", "level"]),
-        "eval_by_domain": mean_success(evals, ["gen", "domain"]),
+        "eval_by_level": _with_interval(mean_success(evals, ["gen", "level"])),
+        "eval_by_domain": _with_interval(mean_success(evals, ["gen", "domain"])),
     }
+
+
+def _with_interval(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each eval figure with its 95% interval, ``low`` and ``high``: the Wilson score interval.
+
+    An eval episode's reward is 0 or 1 and each held-out task is played once
+    a generation, so a figure is a binomial proportion over its episodes.
+    Wilson's interval is closed-form (deterministic, no resampling) and,
+    unlike the normal approximation, keeps its coverage and stays inside
+    [0, 1] at small n and near 0 or 1 — where a level's figure on a dozen
+    tasks often is. A bootstrap over tasks played once estimates the same
+    binomial spread, with noise of its own.
+    """
+    out = []
+    for row in rows:
+        low, high = wilson_interval(row["success"] * row["episodes"], row["episodes"])
+        out.append({**row, "low": low, "high": high})
+    return out
 
 
 def mastered_level(by_level: dict[int, float]) -> float | None:

@@ -84,6 +84,17 @@ def _print_calibration(calibration: dict[str, Any]) -> None:
     )
 
 
+def _print_final_eval(evals: list[dict[str, Any]]) -> None:
+    """The last eval figure with its 95% interval and the episodes behind it."""
+    if not evals:
+        return
+    last = evals[-1]
+    print(
+        f"final eval (gen {last['gen']}): {last['success']:.2f}, 95% interval "
+        f"{last['low']:.2f}–{last['high']:.2f} over {last['episodes']} episodes (Wilson)"
+    )
+
+
 def _print_metrics(metrics: dict[str, Any]) -> None:
     if metrics.get("pass_k") is not None:
         _print_pass_k(metrics)
@@ -119,6 +130,7 @@ def _print_metrics(metrics: dict[str, Any]) -> None:
         "frontier: the curriculum's level; level_proposed: the mean level proposed; paid: "
         "the mean proposer reward of the proposals paid; div: the accepted tasks' diversity"
     )
+    _print_final_eval(metrics["success"]["eval"])
     _print_calibration(metrics["calibration"])
     _print_spend(metrics["throughput"])
     policies = metrics.get("policies") or []

@@ -219,6 +219,15 @@ def test_the_default_ignores_the_level_and_follow_requests_obeys_it() -> None:
     )
 
 
+def test_a_binding_request_gives_the_procedural_synthesizers_tasks() -> None:
+    """The eval suite's requests (binding) give the procedural synthesizer's tasks whatever the policy prefers, so runs with either Synthesizer are measured on the same held-out suite."""
+    request = ProposalRequest(n=12, seed=5, level=2, binding=True, domains=["retail"])
+    learned = LearnedSynthesizer(domains=["retail", "hr"], world_pool=4)
+    learned.policy.logits["hops"][:] = [2.0, -2.0, -2.0, -2.0, -2.0]
+    procedural = ProceduralSynthesizer(domains=["retail", "hr"], world_pool=4)
+    assert _ids(learned.propose(request)) == _ids(procedural.propose(request))
+
+
 def test_a_requests_domains_families_and_features_are_honoured() -> None:
     """A request's domains, families and explicit feature ranges hold for every task (they are the curriculum's filters, not hints)."""
     synth = LearnedSynthesizer(domains=["retail", "hr"], world_pool=2)

@@ -12,6 +12,7 @@ from coevo.arena import World
 from coevo.arena.analysis import analyze, load_run, mastered_level
 from coevo.arena.analysis.export import compile_where, export_run, read_tasks, task_row
 from coevo.arena.analysis.lineage import lineage_graph, lineage_summary, write_graphml
+from coevo.arena.analysis.paired import wilson_interval
 from coevo.arena.errors import CoevoError
 from coevo.arena.gamelog import GameLog, GenerationRecord, ProposalRow, TaskRow, WorldRow
 from coevo.arena.novelty import distinct_share, diversity
@@ -76,6 +77,33 @@ def test_success_and_mastered_level_match_a_count_by_hand(run) -> None:
     for row in metrics["pool"]:
         assert row["domains"] == {"retail": row["accepted"]}
         assert row["schemas"] == 1 <= row["worlds"] <= 2  # one domain's schema, world_pool = 2
+
+
+def test_analyze_gives_each_eval_figure_its_wilson_interval(run) -> None:
+    """`coevo analyze --json` gives every eval figure (per generation, level, domain) a 95% Wilson interval from its episodes, and the text output shows the final eval with its interval within 80 columns."""
+    shown = run_cli("analyze", run.run_dir, "--json", "--no-irt")
+    assert shown.returncode == 0, shown.stderr
+    success = json.loads(shown.stdout)["success"]
+    evals = run["evals"].to_pylist()
+    for key, group in (("eval", "gen"), ("eval_by_level", "level"), ("eval_by_domain", "domain")):
+        assert success[key], key
+        for row in success[key]:
+            rewards = [
+                r["reward"] for r in evals if r["gen"] == row["gen"] and r[group] == row[group]
+            ]
+            low, high = wilson_interval(sum(rewards), len(rewards))
+            assert (row["low"], row["high"]) == pytest.approx((low, high)), (key, row)
+            assert row["low"] <= row["success"] <= row["high"]
+            if 0 < row["success"] < 1:
+                assert row["low"] < row["success"] < row["high"], "a proper interval inside (0, 1)"
+    text = run_cli("analyze", run.run_dir, "--no-irt")
+    last = success["eval"][-1]
+    line = next(x for x in text.stdout.splitlines() if x.startswith("final eval"))
+    assert line == (
+        f"final eval (gen {last['gen']}): {last['success']:.2f}, 95% interval "
+        f"{last['low']:.2f}–{last['high']:.2f} over {last['episodes']} episodes (Wilson)"
+    )
+    assert len(line) <= 80
 
 
 def test_the_mastered_level_interpolates_where_success_crosses_one_half() -> None:

@@ -91,7 +91,9 @@ class LearnedSynthesizer:
             (a step after the first gets a quarter of them).
         follow_requests: when true, a request's level is a hard constraint (its
             difficulty band and families), and the design is drawn within it;
-            a request that is ``binding`` (the eval suite's) is always followed.
+            a request that is ``binding`` (the eval suite's) is always followed, and
+            over procedural domains it is the procedural synthesizer's own (the same
+            held-out suite as a run with ``procedural``).
         lr: the step size of the policy's Adam steps (in logits).
         epsilon: the uniform share mixed into every choice (exploration that
             never dies out: no option's probability falls below ε / options).
@@ -194,6 +196,11 @@ class LearnedSynthesizer:
             ValueError: an unknown family, or families that do not reach a followed level.
         """
         self.misses = []
+        if request.binding and not any(w in self.miners for w in self._offered_worlds(request)):
+            # the held-out suite is the yardstick every setup is measured by: over procedural
+            # domains it is the procedural synthesizer's, whatever this one has learnt, so a
+            # run with learned-synth and one with procedural share it (benchmarks compare them)
+            return self.procedural.propose(request)
         tasks = [t for i in range(request.n) if (t := self.draw(request, i)) is not None]
         if request.n and not tasks:
             raise CoevoError(self.misses[0])
