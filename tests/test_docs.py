@@ -178,8 +178,12 @@ def _benchmark_options(script: Path) -> dict[str, tuple[object, str]]:
             keywords = {k.arg: k.value for k in node.keywords}
             default = keywords.get("default")
             help_ = keywords.get("help")
+            try:  # a default computed at run time (",".join(SETUPS)) is not known here
+                value = ast.literal_eval(default) if default is not None else None
+            except ValueError:
+                value = None
             options[str(node.args[0].value)] = (
-                ast.literal_eval(default) if default is not None else None,
+                value,
                 help_.value if isinstance(help_, ast.Constant) else "",
             )
     return options
