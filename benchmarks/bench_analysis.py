@@ -164,7 +164,11 @@ def main() -> None:
         timed("mastered level", lambda: analysis._mastered(success["eval_by_level"]), times)
         timed("pool diversity", lambda: analysis._pool(run, tasks), times)
         timed("rejections per check", lambda: analysis._rejections(run), times)
-        timed("calibration (Brier, ECE, reliability)", lambda: analysis._calibration(run), times)
+        timed(
+            "calibration (Brier, ECE, AUC, reliability)",
+            lambda: analysis.calibration(run["episodes"], run["predictions"], tasks),
+            times,
+        )
         timed("throughput", lambda: analysis._throughput(run), times)
         timed("irt (a Rasch fit to every episode)", lambda: analysis._irt(run), times)
         graph = timed("lineage graph", lambda: lineage_graph(run), times)
