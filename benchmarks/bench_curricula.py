@@ -173,7 +173,9 @@ def main() -> None:
     parser.add_argument("--seeds", default=None, help="comma-separated (default 0–9)")
     parser.add_argument("--generations", type=int, default=None, help="default 30")
     parser.add_argument("--jobs", type=int, default=2, help="runs at a time (worker processes)")
-    parser.add_argument("--setups", default=",".join(SETUPS))
+    parser.add_argument(
+        "--setups", default="uniform,plr,accel,target-band,learned-synth,learned-synth+plr"
+    )
     parser.add_argument(
         "--eval-every",
         type=int,
