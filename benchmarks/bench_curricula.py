@@ -28,9 +28,12 @@ of 0.5/√n; for one run's figure to be within ±0.05 at 95% (1.96·SE ≤ 0.05)
 n ≥ 385, and for the difference of two runs on independent suites
 (√2·SE) n ≥ 769 — on a shared suite the task difficulty cancels and fewer
 do. The easy setting holds 3 levels × 160 = 480 tasks (SE 0.023, ±0.045),
-the hard 5 × 100 = 500 (SE 0.022, ±0.044). An eval episode costs about a
-millisecond, so the suite costs about half a second each time it is played
-(``eval.every = 2``: 16 times a run) and a few seconds to judge once.
+the hard 5 × 100 = 500 (SE 0.022, ±0.044); the Judge keeps slightly fewer
+distinct tasks (about 450–500). A bare world episode costs about a
+millisecond, but a linear-pg episode costs about 10 ms (its features and
+the in-process host's copies), so the suite costs about 5 s each time it is
+played: ``eval.every = 2`` plays it 16 times a run, ``--eval-every 5``
+seven (generations 0, 5, …, 25 and the last), about half the run's play.
 
 **Printed per setup**, as the paired difference from uniform on the same
 seed, the mean over seeds with a 95% bootstrap interval (seeds resampled,
@@ -170,7 +173,9 @@ def main() -> None:
     parser.add_argument("--seeds", default=None, help="comma-separated (default 0–9)")
     parser.add_argument("--generations", type=int, default=None, help="default 30")
     parser.add_argument("--jobs", type=int, default=2, help="runs at a time (worker processes)")
-    parser.add_argument("--setups", default=",".join(SETUPS))
+    parser.add_argument(
+        "--setups", default="uniform,plr,accel,target-band,learned-synth,learned-synth+plr"
+    )
     parser.add_argument(
         "--eval-every",
         type=int,
