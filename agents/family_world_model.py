@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 from coevo.agents.linear_pg import LinearPGSolver
-from coevo.agents.world_models import FEATURE_NAMES, task_features
+from coevo.agents.world_models import FEATURE_NAMES, fit_logistic, task_features
 from coevo.arena.errors import CoevoError, StateError
 from coevo.arena.outcomes import Episode
 from coevo.arena.spec import SUBMIT, TaskSpec, WorldSpec
@@ -234,27 +234,7 @@ class FamilyWorldModel:
             [[self.theta.get(v, 0.0) for v in self.order], self.weights, self.kinds[active]]
         )
 
-        def objective(b: np.ndarray) -> float:
-            z = np.clip(x @ b, -30, 30)
-            fit = np.sum(weight * (y * z - np.logaddexp(0.0, z)))
-            return float(fit - 0.5 * np.sum(penalty * b * b))
-
-        current = objective(beta)
-        for _ in range(steps):
-            p = _sigmoid(x @ beta)
-            gradient = x.T @ (weight * (y - p)) - penalty * beta
-            hessian = (x.T * (weight * p * (1 - p))) @ x + np.diag(penalty)
-            direction = np.linalg.solve(hessian, gradient)
-            scale = 1.0
-            while scale > 1e-4:  # damped Newton: never step to a worse fit
-                trial = beta + scale * direction
-                value = objective(trial)
-                if value >= current:
-                    beta, current = trial, value
-                    break
-                scale /= 2
-            else:
-                break
+        beta = fit_logistic(x, y, penalty, beta, steps=steps, weight=weight)
         self.theta = {v: float(beta[i]) for v, i in versions.items()}
         self.weights = beta[nv : nv + width].copy()
         self.kinds = np.zeros(self.buckets)

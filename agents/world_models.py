@@ -36,6 +36,7 @@ from coevo.arena.state import pack_state, unpack_state
 __all__ = [
     "FEATURE_NAMES",
     "IRTWorldModel",
+    "fit_logistic",
     "task_features",
 ]
 
@@ -87,6 +88,54 @@ def _sigmoid(x: float) -> float:
 
 def _version(episode: Episode) -> str:
     return episode.solver or "solver"
+
+
+def fit_logistic(
+    x: np.ndarray,
+    y: np.ndarray,
+    penalty: np.ndarray,
+    beta: np.ndarray,
+    *,
+    steps: int,
+    weight: np.ndarray | None = None,
+) -> np.ndarray:
+    """A ridge-penalised logistic regression fitted by damped Newton steps from ``beta``.
+
+    Maximises ``Σ w·(y·z − log(1 + eᶻ)) − ½ Σ penalty·β²`` with ``z = x·β``;
+    each step is halved until the fit is no worse (at most ``steps`` steps).
+    Shared by the IRT World models (``irt`` and ``family-irt``).
+
+    Args:
+        x: the design matrix (rows × columns).
+        y: the outcomes, in [0, 1] (a share of successes for grouped rows).
+        penalty: the ridge penalty per column.
+        beta: where to start (the previous fit).
+        steps: Newton steps at most.
+        weight: a weight per row (None: 1 each).
+    """
+    w = np.ones(len(y)) if weight is None else weight
+
+    def objective(b: np.ndarray) -> float:
+        z = np.clip(x @ b, -30, 30)
+        return float(np.sum(w * (y * z - np.logaddexp(0.0, z))) - 0.5 * np.sum(penalty * b * b))
+
+    current = objective(beta)
+    for _ in range(steps):
+        p = 1.0 / (1.0 + np.exp(-np.clip(x @ beta, -30, 30)))
+        gradient = x.T @ (w * (y - p)) - penalty * beta
+        hessian = (x.T * (w * p * (1 - p))) @ x + np.diag(penalty)
+        direction = np.linalg.solve(hessian, gradient)
+        scale = 1.0
+        while scale > 1e-4:  # damped Newton: never step to a worse fit
+            trial = beta + scale * direction
+            value = objective(trial)
+            if value >= current:
+                beta, current = trial, value
+                break
+            scale /= 2
+        else:
+            break
+    return beta
 
 
 class IRTWorldModel:
@@ -187,26 +236,7 @@ class IRTWorldModel:
         penalty[: len(versions)] = 0.01  # abilities are barely shrunk
         beta = np.concatenate([[self.theta.get(v, 0.0) for v in self.order], self.weights])
 
-        def objective(b: np.ndarray) -> float:
-            z = np.clip(x @ b, -30, 30)
-            return float(np.sum(y * z - np.logaddexp(0.0, z)) - 0.5 * np.sum(penalty * b * b))
-
-        current = objective(beta)
-        for _ in range(steps):
-            p = 1.0 / (1.0 + np.exp(-np.clip(x @ beta, -30, 30)))
-            gradient = x.T @ (y - p) - penalty * beta
-            hessian = (x.T * (p * (1 - p))) @ x + np.diag(penalty)
-            direction = np.linalg.solve(hessian, gradient)
-            scale = 1.0
-            while scale > 1e-4:  # damped Newton: never step to a worse fit
-                trial = beta + scale * direction
-                value = objective(trial)
-                if value >= current:
-                    beta, current = trial, value
-                    break
-                scale /= 2
-            else:
-                break
+        beta = fit_logistic(x, y, penalty, beta, steps=steps)
         self.theta = {v: float(beta[i]) for v, i in versions.items()}
         self.weights = beta[len(versions) :].copy()
         fitted = 1.0 / (1.0 + np.exp(-np.clip(x @ beta, -30, 30)))
