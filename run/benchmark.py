@@ -83,6 +83,7 @@ __all__ = [
     "POOL",
     "BenchmarkHost",
     "check_pool",
+    "host_environment",
     "pool_tasks",
     "read_pool",
     "run_benchmark",
@@ -100,6 +101,7 @@ class BenchmarkHost:
         run_dir: the run directory, whose ``pool.jsonl`` holds the pool (read again by an actor
             Ray restarts).
         env: variables the models need in this process (keys; never logged).
+        pool: the pool's file in the run directory (an eval suite's: ``suites/NAME.jsonl``).
     """
 
     def __init__(
@@ -110,6 +112,7 @@ class BenchmarkHost:
         bench: BenchmarkConfig,
         run_dir: str,
         env: dict[str, str] | None = None,
+        pool: tuple[str, ...] = (),
     ):
         os.environ.update(env or {})
         self.solver = REGISTRY.get(solver).create(config)
@@ -120,7 +123,7 @@ class BenchmarkHost:
         self.user = LLMUser(**user) if user is not None else None
         self.bench = bench
         self.worlds = CodeWorlds(workers=bench.workers, seconds=bench.seconds, paths=bench.code)
-        self.tasks = {t.task_id: t for t in read_pool(run_dir)}
+        self.tasks = {t.task_id: t for t in read_pool(run_dir, *pool)}
         self.gold: dict[str, dict[str, Any] | None] = {}
 
     def pid(self) -> int:
@@ -153,8 +156,12 @@ class BenchmarkHost:
             self.gold[task.task_id] = state
         return self.gold[task.task_id]
 
-    def play(self, items: Sequence[tuple[str, int, str]]) -> list[Episode]:
-        """One episode per ``(task id, seed, episode id)``, played concurrently."""
+    def play(
+        self, items: Sequence[tuple[str, int, str]], state: bytes | None = None
+    ) -> list[Episode]:
+        """One episode per ``(task id, seed, episode id)``, played concurrently; ``state``: the policy to play (the Solver's ``get_state``)."""
+        if state is not None:
+            self.solver.set_state(state)
         # the coroutine is a module function: a class with an async method is an async actor to Ray
         return self.solver.client.run(_play(self, list(items)))
 
@@ -201,19 +208,20 @@ POOL: Final = "pool.jsonl"
 """The run directory's copy of the pool (world records, then tasks by world id), written before trial 0."""
 
 
-def read_pool(run_dir: str) -> list[CodeTaskSpec]:
-    """The pool a benchmark run logged in its directory (data only: records, never code).
+def read_pool(run_dir: str, *parts: str) -> list[CodeTaskSpec]:
+    """The pool a benchmark run logged in its directory (data only: records, never code); ``parts``: another file of it.
 
     Raises:
         ArenaError: it is missing or does not read back.
     """
     run = RunDir(run_dir)
+    parts = parts or (POOL,)
     try:
-        text = run.read_bytes(POOL).decode("utf-8")
-        return code_tasks_of(text.splitlines(), run.path(POOL))
+        text = run.read_bytes(*parts).decode("utf-8")
+        return code_tasks_of(text.splitlines(), run.path(*parts))
     except (OSError, UnicodeDecodeError, CoevoError) as exc:
         raise ArenaError(
-            f"{run.path(POOL)}: the run's pool cannot be read ({exc}); the log is intact "
+            f"{run.path(*parts)}: the run's pool cannot be read ({exc}); the log is intact "
             "(`coevo analyze` reads it); start a new run to play on"
         ) from exc
 
@@ -417,12 +425,12 @@ class _Benchmark:
         )
 
 
-def _environment(exp: Experiment) -> dict[str, str]:
-    """The variables the Solver and the user simulator need, from this process's environment."""
+def host_environment(exp: Experiment, bench: BenchmarkConfig | None = None) -> dict[str, str]:
+    """The variables the Solver and the user simulator (of ``bench``, else ``[benchmark]``) need, from this process's environment."""
     solver = REGISTRY.get(exp.solver.name)
     settings = exp.role_settings()["solver"]
     names = set(solver.env(settings).passed)
-    bench = exp.benchmark
+    bench = bench or exp.benchmark
     if bench is not None and bench.user is not None:
         names |= set(llm_environment(bench.user_settings()).passed)
     return {k: os.environ[k] for k in names if k in os.environ}
@@ -467,7 +475,14 @@ def run_benchmark(
     if not resume:
         lock.run.write_bytes(exp.recorded_json().encode(), "experiment.json")
     say = events or (lambda name, **fields: None)
-    args = (exp.solver.name, exp.solver.config, bench.user, bench, lock.run.uri, _environment(exp))
+    args = (
+        exp.solver.name,
+        exp.solver.config,
+        bench.user,
+        bench,
+        lock.run.uri,
+        host_environment(exp),
+    )
     actors: list[Any] = []
     run: _Benchmark | None = None
     reports: list[GenerationReport] = []

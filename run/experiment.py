@@ -70,6 +70,7 @@ __all__ = [
     "RayConfig",
     "RoleTable",
     "RunConfig",
+    "SuiteConfig",
     "check_environment",
     "load_experiment",
     "parse_overrides",
@@ -150,20 +151,112 @@ class RoleTable(_Table):
         return self
 
 
+SUITE_NAME: Final = r"^[a-z0-9][a-z0-9_.-]{0,63}$"
+"""What a further eval suite's ``name`` may be: lower-case letters, digits, ``_ . -`` (it names a file in the run directory)."""
+
+SYNTHESIZED_SUITE: Final = "synthesized"
+"""The name the synthesized held-out suite goes by beside further suites (``[[eval.suites]]`` may not take it)."""
+
+
+class SuiteConfig(_Table):
+    """``[[eval.suites]]``: a further held-out suite, played beside the synthesized one and never trained on.
+
+    Exactly one of ``tasks`` and ``corpus``. A suite of ``coevo.codetask/1``
+    records (``coevo import tau2``) is played by an LLM Solver, its tools in the
+    sandbox and a user simulator playing the customer, as a ``[benchmark]`` run
+    plays them; a Solver that cannot play code tasks is refused before the run
+    starts (docs/arena.md#transfer-suites).
+
+    Attributes:
+        name: the suite's name in the log (``evals.suite``), analyze and the report.
+        tasks: a JSON-lines file of world and task records: ``coevo.task/1`` (``coevo synth``,
+            ``coevo mine``, ``coevo export``) or ``coevo.codetask/1`` (``coevo import tau2``).
+        corpus: a corpus folder (``coevo corpus build``): its accepted tasks of ``split``.
+        split: the corpus's side: ``eval``, its held-out worlds (the only side: a run may
+            train on the other).
+        trials: times each task is played at every evaluation (k of pass^k).
+        limit: at most this many tasks (the file's first; a corpus's by task id).
+        code: for code tasks, folders put on the sandboxed workers' import path.
+        user: for code tasks with a user scenario, the user simulator's settings.
+        max_steps: for code tasks, tool calls and messages per episode before it ends with 0.
+        workers: for code tasks, sandboxed tool workers.
+        seconds: for code tasks, the wall-clock allowance of one tool call.
+    """
+
+    name: str = Field(pattern=SUITE_NAME)
+    tasks: str | None = None
+    corpus: str | None = None
+    split: Literal["eval"] = "eval"
+    trials: int = Field(default=1, ge=1, le=100)
+    limit: int | None = Field(default=None, ge=1)
+    code: list[str] = Field(default_factory=list)
+    user: dict[str, Any] | None = None
+    max_steps: int = Field(default=60, ge=1)
+    workers: int = Field(default=1, ge=1, le=64)
+    seconds: float = Field(default=30.0, gt=0)
+
+    @field_validator("tasks", "corpus")
+    @classmethod
+    def _expanded(cls, value: str | None) -> str | None:
+        return None if value is None else str(Path(value).expanduser())
+
+    @field_validator("code")
+    @classmethod
+    def _code_folders(cls, value: list[str]) -> list[str]:
+        return [str(Path(p).expanduser()) for p in value]
+
+    @model_validator(mode="after")
+    def _one_source(self) -> SuiteConfig:
+        if (self.tasks is None) == (self.corpus is None):
+            raise ValueError(
+                f"eval suite {self.name!r}: give exactly one of tasks (a JSON-lines file of task "
+                'records) and corpus (a corpus folder, with split = "eval")'
+            )
+        return self
+
+    def benchmark(self) -> BenchmarkConfig:
+        """The suite as the ``[benchmark]`` settings its code tasks are played with."""
+        assert self.tasks is not None
+        return BenchmarkConfig(
+            tasks=self.tasks,
+            code=self.code,
+            user=self.user,
+            max_steps=self.max_steps,
+            workers=self.workers,
+            seconds=self.seconds,
+        )
+
+
 class EvalConfig(_Table):
-    """``[eval]``: the held-out evaluation suite (fixed tasks, never trained on).
+    """``[eval]``: the held-out evaluation suite (fixed tasks, never trained on), and further suites.
 
     Attributes:
         every: run it every this many generations (and after the last).
         levels: the levels it covers.
         per_level: tasks per level.
         seed: the seed of its proposals (kept apart from training seeds).
+        suites: further held-out suites (``[[eval.suites]]``), played at the same generations:
+            a file of tasks, or a corpus's held-out split (transfer).
     """
 
     every: int = Field(default=2, ge=1)
     levels: list[int] = Field(default_factory=lambda: [1, 2, 3], min_length=1)
     per_level: int = Field(default=16, ge=1)
     seed: int = 10**6
+    suites: list[SuiteConfig] = Field(default_factory=list)
+
+    @field_validator("suites")
+    @classmethod
+    def _distinct_names(cls, value: list[SuiteConfig]) -> list[SuiteConfig]:
+        names = [s.name for s in value]
+        for name in names:
+            if name == SYNTHESIZED_SUITE:
+                raise ValueError(
+                    f"eval suite name {name!r} is the synthesized suite's: choose another"
+                )
+            if names.count(name) > 1:
+                raise ValueError(f"two eval suites are named {name!r}: give each its own name")
+        return value
 
 
 class RayConfig(_Table):

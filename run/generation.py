@@ -116,6 +116,7 @@ class Generation:
     batch: list[TaskSpec] = field(default_factory=list)
     episodes: list[Episode] = field(default_factory=list)
     evals: list[Episode] = field(default_factory=list)
+    suite_evals: dict[str, list[Episode]] = field(default_factory=dict)  # [[eval.suites]], by name
     stats: LearnStats = field(default_factory=lambda: LearnStats(episodes=0))
     version: str = ""
     learnt_from: str | None = None  # the version the learner's step started from; None: no step

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from coevo.arena.calibration import brier
+from coevo.arena.codetask import CodeTaskSpec
 from coevo.arena.difficulty import task_level
 from coevo.arena.gamelog import (
     EpisodeRow,
@@ -23,6 +24,7 @@ from coevo.arena.gamelog import (
 from coevo.arena.gamelog.figures import rejection_counts, top_rejections
 from coevo.arena.spec import TaskSpec, WorldSpec
 from coevo.run.generation import Generation, Proposals
+from coevo.run.suites import Suite
 from coevo.run.trainer import policy_row
 
 __all__ = ["generation_record", "summary_row"]
@@ -40,6 +42,7 @@ def generation_record(
     logged_worlds: set[str],
     frontier: Any,
     policies: bool,
+    suites: Sequence[Suite] = (),
 ) -> GenerationRecord:
     """The generation's rows of every table but ``usage``.
 
@@ -50,9 +53,10 @@ def generation_record(
         logged_worlds: the world ids already logged; the new ones are added.
         frontier: the curriculum's frontier now.
         policies: whether a trainer hands policies (a ``policies`` row).
+        suites: the further held-out suites (``[[eval.suites]]``; generation 0 logs their tasks).
     """
     record = GenerationRecord(done.gen)
-    _log_proposals(record, done.proposals, eval_tasks, logged_worlds)
+    _log_proposals(record, done.proposals, eval_tasks, logged_worlds, suites)
     version = done.version
     predictions = dict(zip([t.task_id for t in done.accepted], done.predicted, strict=True))
     record.predictions = [
@@ -60,6 +64,8 @@ def generation_record(
     ]
     record.episodes = [EpisodeRow.of(e, "train") for e in done.episodes]
     record.episodes += [EpisodeRow.of(e, "eval") for e in done.evals]
+    suite_evals = [e for played in done.suite_evals.values() for e in played]
+    record.episodes += [EpisodeRow.of(e, "eval") for e in suite_evals]
     external = done.external.episodes
     record.episodes += [EpisodeRow.of(e, "external") for e in external]
     record.trajectories = [
@@ -67,6 +73,7 @@ def generation_record(
         for purpose, played in (
             ("train", done.episodes),
             ("eval", done.evals),
+            ("eval", suite_evals),
             ("external", external),
         )
         for e in played
@@ -75,6 +82,12 @@ def generation_record(
     record.ingested = done.external.rows
     by_id = {t.task_id: t for t in eval_tasks}
     record.evals = [EvalRow.of(e, by_id.get(e.task_id)) for e in done.evals]
+    for suite in suites:
+        in_suite = {t.task_id: t for t in suite.tasks}
+        record.evals += [
+            EvalRow.of(e, in_suite.get(e.task_id), suite.name)
+            for e in done.suite_evals.get(suite.name, [])
+        ]
     extra = done.stats.extra or {}
     record.updates = (
         [
@@ -122,7 +135,9 @@ def summary_row(done: Generation, predictions: dict[str, float], frontier: Any) 
         brier=brier([p for p, _ in fresh], [o for _, o in fresh]) if fresh else None,
         version=done.version,
         rejections=json.dumps(top_rejections(rejection_counts(proposals.verdicts)), sort_keys=True),
-        failures=done.failures + sum(bool(e.failure) for e in [*episodes, *evals]),
+        failures=done.failures
+        + sum(bool(e.failure) for e in [*episodes, *evals])
+        + sum(bool(e.failure) for played in done.suite_evals.values() for e in played),
     )
 
 
@@ -131,16 +146,30 @@ def _log_proposals(
     proposals: Proposals,
     eval_tasks: Sequence[TaskSpec],
     logged_worlds: set[str],
+    suites: Sequence[Suite] = (),
 ) -> None:
-    """The generation's worlds, tasks and verdicts (generation 0 logs the eval suite first)."""
+    """The generation's worlds, tasks and verdicts (generation 0 logs the eval suites first: source ``eval``)."""
     tasks, sources = proposals.tasks, proposals.sources
+    code: list[CodeTaskSpec] = []
     if record.gen == 0:
-        tasks = [*eval_tasks, *tasks]
-        sources = ["eval"] * len(eval_tasks) + sources
+        held: dict[str, TaskSpec] = {t.task_id: t for t in eval_tasks}
+        for suite in suites:
+            for task in suite.tasks:
+                if isinstance(task, CodeTaskSpec):
+                    code.append(task)
+                else:
+                    held.setdefault(task.task_id, task)
+        tasks = [*held.values(), *tasks]
+        sources = ["eval"] * len(held) + sources
     for task in tasks:
         world = task.world
         if isinstance(world, WorldSpec) and world.world_id not in logged_worlds:
             logged_worlds.add(world.world_id)
             record.worlds.append(WorldRow.of(world))
     record.tasks = [TaskRow.of(t, s) for t, s in zip(tasks, sources, strict=True)]
+    for task in {t.task_id: t for t in code}.values():
+        if task.world.world_id not in logged_worlds:
+            logged_worlds.add(task.world.world_id)
+            record.worlds.append(WorldRow.of_code(task.world))
+        record.tasks.append(TaskRow.of_code(task).model_copy(update={"source": "eval"}))
     record.verdicts = [VerdictRow.of(v) for v in proposals.verdicts]

@@ -46,17 +46,21 @@ from coevo.arena.spec import TaskSpec, WorldSpec
 
 __all__ = ["READABLE_VERSIONS", "SCHEMA_VERSION", "GameLog", "committed_files", "has_format"]
 
-SCHEMA_VERSION: Final = 2
+SCHEMA_VERSION: Final = 3
 """The version of the log's format this coevo writes (in every manifest).
 
 1. the first format (checkpoints held pickles);
 2. checkpoints hold role state as data (``coevo.state/1``), listed in the
    manifest's ``checkpoint_files``; the tables are unchanged. Later schema-2
    manifests add ``files`` (each file's size and sha256), which a reader
-   uses when it is there: older readers ignore it, so the version is unchanged.
+   uses when it is there: older readers ignore it, so the version is unchanged;
+3. ``evals`` has a ``suite`` column (null: the synthesized held-out suite; else an
+   ``[[eval.suites]]`` suite's name). A reader of schema 2 would count every suite's
+   episodes as the synthesized suite's, so it refuses a schema-3 log; schema-2 logs read
+   with ``suite`` null.
 """
 
-READABLE_VERSIONS: Final = (1, 2)
+READABLE_VERSIONS: Final = (1, 2, 3)
 """The versions whose tables this coevo reads (a column an older log lacks reads as null)."""
 
 

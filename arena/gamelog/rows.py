@@ -322,19 +322,28 @@ class EvalRow(Row):
     domain: str | None = Field(description="its world's domain")
     reward: int = Field(description="the reward, 0 or 1")
     success: bool = Field(description="reward = 1")
+    suite: str | None = Field(
+        default=None,
+        description="the suite: null for the synthesized held-out suite (and in logs older than "
+        "this column), else the name of an `[[eval.suites]]` suite (a file of tasks, a corpus's "
+        "held-out split)",
+    )
 
     @classmethod
-    def of(cls, episode: Episode, task: TaskSpec | None) -> EvalRow:
-        """The row of an eval ``episode`` of ``task``."""
+    def of(
+        cls, episode: Episode, task: TaskSpec | CodeTaskSpec | None, suite: str | None = None
+    ) -> EvalRow:
+        """The row of an eval ``episode`` of ``task`` (of the suite named ``suite``; None: the synthesized one)."""
         return cls(
             task_id=episode.task_id,
             episode_id=episode.episode_id,
-            level=task_level(task) if task is not None else None,
+            level=task_level(task) if isinstance(task, TaskSpec) else None,
             domain=task.world.domain
-            if task is not None and isinstance(task.world, WorldSpec)
+            if task is not None and isinstance(task.world, WorldSpec | CodeWorldSpec)
             else None,
             reward=episode.reward.value,
             success=episode.reward.value == 1,
+            suite=suite,
         )
 
 

@@ -1,0 +1,359 @@
+"""Further held-out suites (``[[eval.suites]]``): transfer, measured beside the synthesized suite.
+
+The synthesized held-out suite says how the Solver does on tasks like the
+ones it trains on. The anchors of environment synthesis also report success
+on tasks nobody made for the run — a human-written benchmark never trained
+on. A run's ``[eval]`` can name such suites::
+
+    [[eval.suites]]
+    name = "kiosk"
+    tasks = "kiosk.jsonl"      # coevo import tau2 ... --out kiosk.jsonl (or coevo synth/mine/export)
+    trials = 4                 # k of pass^k
+
+    [[eval.suites]]
+    name = "corpus-eval"
+    corpus = "corpus"          # coevo corpus build --out corpus
+    split = "eval"             # its held-out worlds
+    limit = 200
+
+* **Read before the run starts** (:func:`read_suites`): a file is read whole
+  within :data:`~coevo.arena.bounded.MAX_FILE_BYTES`, a regular file, no
+  link followed; a bad file is an :class:`~coevo.arena.errors.ArenaError`
+  naming the suite, the file and the line. A suite of code tasks
+  (``coevo.codetask/1``) needs an LLM Solver, and its domain's code must run
+  from ``code``: both are checked then too (:func:`check_suites`).
+* **Kept with the run**: the tasks are copied to ``RUN_DIR/suites/NAME.jsonl``
+  when the run starts, and a resumed run plays that copy, whatever the file
+  holds by then; generation 0 logs them in ``tasks`` (``source = "eval"``).
+* **Never trained on**: their ids are held out of the training pool (a
+  proposal with the same content id is dropped), the inbox refuses
+  outcomes of ``eval`` tasks, and eval episodes reach neither the learner,
+  the World model nor the curriculum.
+* **Played at the same generations** as the synthesized suite, each task
+  ``trials`` times: a suite of ``coevo.task/1`` records by the run's Solver
+  actors with the current policy (chunks and seeds as every episode, the
+  purpose ``eval:NAME``); a suite of code tasks by hosts that play them as a
+  ``[benchmark]`` run does (:class:`~coevo.run.benchmark.BenchmarkHost`: the
+  LLM Solver's model, the policy the run plays, the tools in the sandbox, a
+  user simulator). Each episode is an ``evals`` row with ``suite = NAME``
+  (null: the synthesized suite).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import ray
+from coevo.agents.registry import REGISTRY
+from coevo.arena.bounded import MAX_FILE_BYTES, read_regular
+from coevo.arena.codetask import CODETASK_FORMAT, CodeTaskSpec, code_records, code_tasks_of
+from coevo.arena.codeworld import CodeWorlds
+from coevo.arena.errors import ArenaError, CoevoError
+from coevo.arena.gamelog import RunDir, accepted_ids
+from coevo.arena.gamelog.corpus import held_out, read_corpus
+from coevo.arena.ids import episode_id
+from coevo.arena.records import dump_record, load_records
+from coevo.arena.seeding import derive_seed
+from coevo.arena.spec import TaskSpec, WorldSpec
+from coevo.run.benchmark import BenchmarkHost, host_environment
+from coevo.run.experiment import Experiment, SuiteConfig
+from coevo.run.inprocess import LocalActor, get, kill
+
+__all__ = [
+    "SUITES_DIR",
+    "Suite",
+    "check_suites",
+    "close_code_hosts",
+    "code_items",
+    "keep_suites",
+    "kept_suites",
+    "read_suites",
+    "start_code_hosts",
+]
+
+SUITES_DIR: Final = "suites"
+"""The run directory's folder of the suites' copies (``suites/NAME.jsonl``)."""
+
+
+@dataclass(frozen=True)
+class Suite:
+    """A further held-out suite, read: its settings and its tasks (all ``coevo.task/1``, or all code tasks).
+
+    Attributes:
+        config: its ``[[eval.suites]]`` table.
+        tasks: its tasks, in order (each world inline).
+    """
+
+    config: SuiteConfig
+    tasks: list[Any]
+
+    @property
+    def name(self) -> str:
+        """The suite's name."""
+        return self.config.name
+
+    @property
+    def code(self) -> bool:
+        """Whether its tasks are code tasks (``coevo.codetask/1``), played by an LLM Solver's host."""
+        return bool(self.tasks) and isinstance(self.tasks[0], CodeTaskSpec)
+
+    @property
+    def source(self) -> str:
+        """Where its tasks came from, as a message names it."""
+        c = self.config
+        return c.tasks if c.tasks is not None else f"{c.corpus} (split {c.split!r})"
+
+    def records(self) -> bytes:
+        """Its tasks as JSON lines (world records first, then tasks naming them): its copy in the run directory."""
+        if self.code:
+            rows = code_records(self.tasks)
+        else:
+            worlds: dict[str, dict[str, Any]] = {}
+            tasks = []
+            for task in self.tasks:
+                world = task.world
+                worlds.setdefault(world.world_id, dump_record(world))
+                tasks.append(dump_record(task) | {"world": world.world_id})
+            rows = [*worlds.values(), *tasks]
+        return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows).encode()
+
+
+def _parsed(data: bytes, label: str) -> list[Any]:
+    """The tasks of a suite's JSON lines: code tasks, or ``coevo.task/1`` with their worlds inline.
+
+    Raises:
+        CoevoError: a record cannot be read (naming ``label`` and the line).
+    """
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CoevoError(f"it is not UTF-8 text (byte {exc.start})") from None
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    if CODETASK_FORMAT in first or '"coevo.codeworld/1"' in first:
+        return code_tasks_of(text.splitlines(), label)
+    tasks, worlds = load_records(io.BytesIO(data))
+    out = []
+    for task in tasks:
+        if not isinstance(task.world, WorldSpec):
+            world = worlds.get(str(task.world))
+            if world is None:
+                raise CoevoError(
+                    f"task {task.task_id} names world {task.world}, which no record above it defines"
+                )
+            task = task.model_copy(update={"world": world})
+        out.append(task)
+    return out
+
+
+def _from_file(config: SuiteConfig) -> list[Any]:
+    assert config.tasks is not None
+    path = Path(config.tasks)
+    data = read_regular(path, limit=MAX_FILE_BYTES, what=str(path))
+    return _parsed(data, str(path))
+
+
+def _from_corpus(config: SuiteConfig) -> list[TaskSpec]:
+    """A corpus's accepted tasks on the held-out side of its split, by task id."""
+    assert config.corpus is not None
+    manifest, tables = read_corpus(config.corpus)
+    share = float(manifest.get("split", {}).get("eval_share", 0.0))
+    accepted = accepted_ids(tables["verdicts"])
+    worlds = dict(
+        zip(
+            tables["worlds"].column("world_id").to_pylist(),
+            tables["worlds"].column("spec").to_pylist(),
+            strict=True,
+        )
+    )
+    specs: dict[str, tuple[str, str]] = {}
+    tasks = tables["tasks"].select(["task_id", "world_id", "spec"]).to_pylist()
+    for row in tasks:
+        if row["task_id"] in accepted and held_out(row["world_id"], share):
+            specs.setdefault(row["task_id"], (row["world_id"], row["spec"]))
+    chosen = sorted(specs)[: config.limit]
+    parsed: dict[str, WorldSpec] = {}
+    out = []
+    for task_id in chosen:
+        world_id, spec = specs[task_id]
+        if world_id not in parsed:
+            parsed[world_id] = WorldSpec.model_validate_json(worlds[world_id])
+        task = TaskSpec.model_validate_json(spec)
+        out.append(task.model_copy(update={"world": parsed[world_id]}))
+    return out
+
+
+def read_suites(configs: Sequence[SuiteConfig]) -> list[Suite]:
+    """Every suite's tasks, read from its file or corpus (see the module docstring).
+
+    Raises:
+        ArenaError: a file or corpus cannot be read or holds no task (naming the suite and the
+            file, and how to make one).
+    """
+    suites = []
+    for config in configs:
+        where = config.tasks if config.tasks is not None else config.corpus
+        try:
+            if config.tasks is not None:
+                tasks = _from_file(config)[: config.limit]
+            else:
+                tasks = _from_corpus(config)
+        except (OSError, CoevoError, ValueError, KeyError) as exc:
+            how = (
+                "write one with `coevo import tau2 CHECKOUT --domain NAME --out FILE`, "
+                "`coevo synth` or `coevo export`"
+                if config.tasks is not None
+                else "build one with `coevo corpus build`"
+            )
+            raise ArenaError(
+                f"eval suite {config.name!r}: {where} cannot be read as a suite of tasks: {exc}; "
+                f"{how}"
+            ) from None
+        if not tasks:
+            side = "" if config.tasks is not None else f" on its {config.split!r} side"
+            raise ArenaError(
+                f"eval suite {config.name!r}: {where} holds no task{side}; give a file or corpus "
+                "with tasks, or remove the suite"
+            )
+        suites.append(Suite(config, tasks))
+    return suites
+
+
+def check_suites(experiment: Experiment) -> list[Suite]:
+    """Before anything starts: every suite reads, and each can be played by the run's Solver.
+
+    A suite of code tasks is played by an LLM Solver only (its tools are code
+    run in the sandbox, its customer a user simulator): with any other Solver
+    the run is refused here, naming the suite, rather than counting every
+    episode a failure after hours of training. Its domain's code must run from
+    ``code``, and a task with a user scenario needs ``user``.
+
+    Raises:
+        ArenaError: what is wrong, naming the suite and the file, and how to fix it.
+    """
+    suites = read_suites(experiment.eval.suites)
+    solver = experiment.solver.name
+    for suite in suites:
+        if not suite.code:
+            continue
+        if not callable(getattr(REGISTRY.get(solver).factory, "load_adapter", None)):
+            raise ArenaError(
+                f"eval suite {suite.name!r}: {suite.source} holds code tasks (coevo.codetask/1, "
+                f"`coevo import`), which only an LLM Solver plays (llm-solver, claude): the "
+                f"solver {solver!r} cannot. Remove the suite, or measure the file with a "
+                "[benchmark] run of an LLM Solver (docs/benchmarks-import.md)"
+            )
+        config = suite.config
+        if config.user is None and any(t.user_scenario is not None for t in suite.tasks):
+            raise ArenaError(
+                f"eval suite {suite.name!r}: the tasks of {suite.source} have user scenarios: set "
+                'its user (a model playing the customer, e.g. user = { provider = "anthropic", '
+                'model = "claude-haiku-4-5" })'
+            )
+        try:
+            if config.user is not None:
+                config.benchmark().user_settings()
+        except CoevoError as exc:
+            raise ArenaError(f"eval suite {suite.name!r}: user: {exc}") from None
+        missing = next((p for p in config.code if not Path(p).is_dir()), None)
+        if missing is not None:
+            raise ArenaError(
+                f"eval suite {suite.name!r}: code: {missing} is no folder (give the folder holding "
+                "the domain's code, e.g. CHECKOUT/src for τ²-bench)"
+            )
+        worlds = {t.world.world_id: t.world for t in suite.tasks}
+        with CodeWorlds(workers=1, seconds=config.seconds, paths=config.code) as probe:
+            for world in worlds.values():
+                state, why = probe.initial_state(world)
+                if state is None:
+                    raise ArenaError(
+                        f"eval suite {suite.name!r}: the {world.domain!r} domain's code does not "
+                        f"run from code {config.code or '(none given)'}: {why}; give the folder "
+                        "holding the domain's code (CHECKOUT/src for τ²-bench)"
+                    )
+    return suites
+
+
+def keep_suites(run: RunDir, suites: Sequence[Suite]) -> None:
+    """Copy each suite's tasks into the run directory (``suites/NAME.jsonl``), which a resumed run plays."""
+    for suite in suites:
+        run.write_bytes(suite.records(), SUITES_DIR, f"{suite.name}.jsonl")
+
+
+def kept_suites(run: RunDir, configs: Sequence[SuiteConfig]) -> list[Suite]:
+    """The suites a run kept when it started (:func:`keep_suites`), for its resumption.
+
+    Raises:
+        ArenaError: a copy is missing or does not read back (naming it).
+    """
+    suites = []
+    for config in configs:
+        label = run.label(SUITES_DIR, f"{config.name}.jsonl")
+        try:
+            data = run.read_bytes(SUITES_DIR, f"{config.name}.jsonl")
+            suites.append(Suite(config, _parsed(data, label)))
+        except (OSError, CoevoError, ValueError) as exc:
+            raise ArenaError(
+                f"{label}: the run's copy of eval suite {config.name!r} cannot be read ({exc}); "
+                "the log is intact (`coevo analyze` reads it); start a new run to go on"
+            ) from None
+    return suites
+
+
+def start_code_hosts(
+    experiment: Experiment, suites: Sequence[Suite], run_dir: str
+) -> dict[str, Any]:
+    """A :class:`~coevo.run.benchmark.BenchmarkHost` per code suite (a Ray actor, or in this process), by suite name.
+
+    Each reads its suite's copy in the run directory, so an actor Ray
+    restarts plays the same tasks.
+    """
+    hosts: dict[str, Any] = {}
+    for suite in suites:
+        if not suite.code:
+            continue
+        bench = suite.config.benchmark()
+        args = (
+            experiment.solver.name,
+            experiment.solver.config,
+            bench.user,
+            bench,
+            run_dir,
+            host_environment(experiment, bench),
+            (SUITES_DIR, f"{suite.name}.jsonl"),
+        )
+        if experiment.ray.in_process:
+            hosts[suite.name] = LocalActor(BenchmarkHost(*args))
+        else:
+            options = {"num_cpus": 0, "max_restarts": 4, "max_task_retries": 4}
+            hosts[suite.name] = ray.remote(BenchmarkHost).options(**options).remote(*args)
+    get([host.pid.remote() for host in hosts.values()])  # built: the suite read, the servers up
+    return hosts
+
+
+def close_code_hosts(hosts: dict[str, Any]) -> None:
+    """Stop each host's sandboxed workers, then the host."""
+    for host in hosts.values():
+        with contextlib.suppress(Exception):  # the run's outcome stands; workers end with the host
+            get(host.close.remote(), timeout=30)
+        kill(host)
+
+
+def code_items(seed: int, gen: int, suite: Suite) -> list[tuple[str, int, str]]:
+    """A code suite's episodes of generation ``gen``: ``(task id, seed, episode id)``, each task ``trials`` times."""
+    purpose = f"eval:{suite.name}"
+    out = []
+    for i, task in enumerate(t for t in suite.tasks for _ in range(suite.config.trials)):
+        out.append(
+            (
+                task.task_id,
+                derive_seed(seed, "solve", gen, purpose, i),
+                episode_id(seed, gen, purpose, i, task.task_id),
+            )
+        )
+    return out
