@@ -11,6 +11,11 @@ the live table, the summary and the trackers show too come from
 * ``success``: per generation, success on train and on eval; and per level
   and per domain (joining episodes to their tasks); each eval figure with its
   95% interval (``low``, ``high``: Wilson's, :func:`_with_interval`);
+* ``suites``: in-domain and transfer side by side: the synthesized held-out
+  suite, then each ``[[eval.suites]]`` suite (a file of tasks, a corpus's
+  held-out split), per evaluated generation its success with a 95% interval
+  and pass^k for k up to its trials (:func:`_suites`); ``success``'s eval
+  figures are the synthesized suite's alone;
 * ``mastered``: per generation, the level up to which eval success stays at
   or above 0.5 (linear between the last such level and the next one below);
 * ``frontier``: per generation, the curriculum's level, as the loop logged it
@@ -60,8 +65,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from coevo.arena.analysis.irt import fit_rasch
-from coevo.arena.analysis.paired import wilson_interval
-from coevo.arena.analysis.passk import pass_k_of_log
+from coevo.arena.analysis.paired import paired_bootstrap, wilson_interval
+from coevo.arena.analysis.passk import pass_hat_k, pass_k_of_log
 from coevo.arena.bounded import MAX_JSON_BYTES
 from coevo.arena.calibration import prediction_figures, reliability
 from coevo.arena.codetask import CODETASK_FORMAT
@@ -185,10 +190,15 @@ def _tasks(run: Run) -> pa.Table:
     return tasks.take(pa.array(np.sort(first)))
 
 
+def _synthesized(evals: pa.Table) -> pa.Table:
+    """The ``evals`` rows of the synthesized held-out suite (``suite`` null: every row of an older log)."""
+    return evals.filter(pc.is_null(evals.column("suite")))
+
+
 def _success(run: Run, tasks: pa.Table) -> dict[str, Any]:
     episodes = played(run["episodes"])
     train = episodes.filter(pc.equal(episodes.column("purpose"), "train"))
-    evals = scored_evals(run["evals"], run["episodes"])
+    evals = _synthesized(scored_evals(run["evals"], run["episodes"]))
     joined = train.select(["task_id", "gen", "reward"]).join(
         tasks.select(["task_id", "level", "domain"]), keys="task_id", join_type="left outer"
     )
@@ -218,6 +228,102 @@ def _with_interval(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         low, high = wilson_interval(row["success"] * row["episodes"], row["episodes"])
         out.append({**row, "low": low, "high": high})
     return out
+
+
+def _suites(run: Run, success: dict[str, Any]) -> list[dict[str, Any]]:
+    """In-domain and transfer side by side: the synthesized suite, then each ``[[eval.suites]]`` suite.
+
+    Per suite and evaluated generation: success (pass^1) over the episodes
+    played, its 95% interval, the tasks, the episodes the Solver could not play
+    (``failed``, left out), and pass^k for k = 1 … trials. A suite played once
+    per task gets Wilson's interval, as the synthesized suite; one played
+    ``trials`` > 1 times a task gets a percentile bootstrap over its tasks
+    (trials of one task are not independent draws), for pass^1 and pass^trials
+    (``low_k``, ``high_k``), deterministic by a seed of the suite's name.
+    """
+    configs = (run.experiment.get("eval") or {}).get("suites") or []
+    out = [
+        {
+            "name": "synthesized",
+            "kind": "in-domain",
+            "source": "the synthesized held-out suite ([eval] levels × per_level)",
+            "trials": 1,
+            "per_generation": success["eval"],
+        }
+    ]
+    if not configs:
+        return out
+    failed_ids = {
+        r["episode_id"]
+        for r in run["episodes"].select(["episode_id", "failure"]).to_pylist()
+        if r["failure"]
+    }
+    rows = run["evals"].select(["gen", "suite", "task_id", "episode_id", "reward"]).to_pylist()
+    for config in configs:
+        name = config.get("name")
+        trials = int(config.get("trials") or 1)
+        source = config.get("tasks") or f"{config.get('corpus')} (split {config.get('split')!r})"
+        by_gen: dict[int, dict[str, list[int]]] = {}
+        failed: dict[int, int] = {}
+        for r in rows:
+            if r["suite"] != name:
+                continue
+            if r["episode_id"] in failed_ids:
+                failed[r["gen"]] = failed.get(r["gen"], 0) + 1
+                continue
+            by_gen.setdefault(r["gen"], {}).setdefault(r["task_id"], []).append(int(r["reward"]))
+        per_generation = [
+            _suite_figure(gen, tasks, trials, failed.get(gen, 0), name)
+            for gen, tasks in sorted(by_gen.items())
+        ]
+        per_generation += [
+            {"gen": g, "success": None, "episodes": 0, "tasks": 0, "failed": n}
+            for g, n in sorted(failed.items())
+            if g not in by_gen
+        ]
+        per_generation.sort(key=lambda r: r["gen"])
+        out.append(
+            {
+                "name": name,
+                "kind": "transfer",
+                "source": source,
+                "trials": trials,
+                "per_generation": per_generation,
+            }
+        )
+    return out
+
+
+def _suite_figure(
+    gen: int, tasks: dict[str, list[int]], trials: int, failed: int, name: str
+) -> dict[str, Any]:
+    """One suite's figures at one generation (see :func:`_suites`)."""
+    episodes = sum(len(r) for r in tasks.values())
+    successes = sum(sum(r) for r in tasks.values())
+    n = min(len(r) for r in tasks.values())
+    pass_k = {
+        k: sum(pass_hat_k(sum(r), len(r), k) for r in tasks.values()) / len(tasks)
+        for k in range(1, n + 1)
+    }
+    row: dict[str, Any] = {
+        "gen": gen,
+        "success": successes / episodes,
+        "episodes": episodes,
+        "tasks": len(tasks),
+        "failed": failed,
+        "pass_k": pass_k,
+    }
+    if trials == 1:
+        row["low"], row["high"] = wilson_interval(successes, episodes)
+        row["interval"] = "wilson"
+        return row
+    seed = int(hashlib.sha256(f"{name}/{gen}".encode()).hexdigest()[:8], 16)
+    per_task = [sum(r) / len(r) for r in tasks.values()]
+    _, row["low"], row["high"] = paired_bootstrap(per_task, n=2000, seed=seed)
+    all_k = [pass_hat_k(sum(r), len(r), n) for r in tasks.values()]
+    _, row["low_k"], row["high_k"] = paired_bootstrap(all_k, n=2000, seed=seed)
+    row["interval"] = "bootstrap over tasks"
+    return row
 
 
 def mastered_level(by_level: dict[int, float]) -> float | None:
@@ -684,6 +790,7 @@ def analyze(run: Run, *, irt: bool = True) -> dict[str, Any]:
         "curriculum": run.experiment.get("curriculum", {}).get("name"),
         "generations": run.generations,
         "success": success,
+        "suites": _suites(run, success),
         "mastered": _mastered(success["eval_by_level"]),
         "frontier": _frontier(run),
         "pool": _pool(run, tasks),

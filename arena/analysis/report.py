@@ -15,7 +15,10 @@ Figures, each with every run side by side:
 7. the accepted pool's diversity and the mean proposer reward, by generation;
 
 and a table per run: generations, episodes, final eval success, accepted
-tasks, mutations and the lineage summary.
+tasks, mutations and the lineage summary; and a table of each run's held-out
+suites side by side, in-domain (the synthesized suite) and transfer
+(``[[eval.suites]]``): the last evaluated generation's success with its 95%
+interval, and pass^k at k = the suite's trials.
 """
 
 from __future__ import annotations
@@ -358,6 +361,37 @@ def _summary_rows(runs: list[dict[str, Any]]) -> str:
     return f"<table>{head}{''.join(body)}</table>"
 
 
+def _suite_rows(runs: list[dict[str, Any]]) -> str:
+    """Each run's held-out suites side by side, in-domain and transfer: the last evaluated generation's figures."""
+    head = (
+        "<tr><th>run</th><th>suite</th><th>kind</th><th>source</th><th>gen</th>"
+        "<th>success [95% interval]</th><th>pass^k (k = trials)</th><th>tasks × trials</th></tr>"
+    )
+    body = []
+    for m in runs:
+        for suite in m.get("suites") or []:
+            played = [r for r in suite["per_generation"] if r["success"] is not None]
+            last = played[-1] if played else None
+            if last is None:
+                figures = "<td>–</td><td>–</td><td>–</td><td>–</td>"
+            else:
+                k = suite["trials"]
+                passes = last.get("pass_k", {}).get(k, last["success"] if k == 1 else None)
+                top = f" [{last['low_k']:.2f}–{last['high_k']:.2f}]" if "low_k" in last else ""
+                tasks = last.get("tasks", last["episodes"])
+                figures = (
+                    f"<td>{last['gen']}</td>"
+                    f"<td>{last['success']:.2f} [{last['low']:.2f}–{last['high']:.2f}]</td>"
+                    f"<td>{'–' if passes is None else f'{passes:.2f}{top}'}</td>"
+                    f"<td>{tasks} × {k}</td>"
+                )
+            body.append(
+                f"<tr><td>{html.escape(m['legend'])}</td><td>{html.escape(str(suite['name']))}</td>"
+                f"<td>{suite['kind']}</td><td>{html.escape(str(suite['source']))}</td>{figures}</tr>"
+            )
+    return f'<table id="suites">{head}{"".join(body)}</table>'
+
+
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1180px; color: #222; }
 h1 { font-size: 1.5em; } h2 { font-size: 1.15em; margin-top: 1.8em; }
@@ -396,6 +430,8 @@ def render_report(run_dirs: list[str], out: str) -> dict[str, bytes]:
         "<p>" + "<br>".join(html.escape(_label(m)) for m in runs) + "</p>",
         "<h2>Runs</h2>",
         _summary_rows(runs),
+        "<h2>Held-out suites: in-domain and transfer</h2>",
+        _suite_rows(runs),
     ]
     for key, title in FIGURES:
         parts.append(f'<h2 id="{key}">{html.escape(title)}</h2>')

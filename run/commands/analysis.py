@@ -95,6 +95,51 @@ def _print_final_eval(evals: list[dict[str, Any]]) -> None:
     )
 
 
+def _print_suites(suites: list[dict[str, Any]]) -> None:
+    """In-domain and transfer side by side: each held-out suite's success and 95% interval per evaluated generation, then pass^k."""
+    if len(suites) < 2:
+        return
+
+    def cell(row: dict[str, Any] | None) -> str:
+        if row is None:
+            return "–"
+        if row["success"] is None:
+            return f"– ({row['failed']} unplayed)"
+        return f"{row['success']:.2f} [{row['low']:.2f}–{row['high']:.2f}]"
+
+    heads = ["synthesized (in-domain)"] + [
+        f"{s['name']} (transfer{', ×' + str(s['trials']) if s['trials'] > 1 else ''})"
+        for s in suites[1:]
+    ]
+    width = max(20, *(len(h) + 2 for h in heads))
+    by_gen = [{r["gen"]: r for r in s["per_generation"]} for s in suites]
+    gens = sorted({g for rows in by_gen for g in rows})
+    print("\nheld-out suites: success on each, 95% interval in brackets")
+    print((f"{'gen':>4}  " + "".join(f"{h:<{width}}" for h in heads)).rstrip())
+    for gen in gens:
+        cells = "".join(f"{cell(rows.get(gen)):<{width}}" for rows in by_gen)
+        print(f"{gen:>4}  {cells}".rstrip())
+    for suite in suites[1:]:
+        played = [r for r in suite["per_generation"] if r["success"] is not None]
+        if not played:
+            print(f"{suite['name']} ({suite['source']}): no episode was played")
+            continue
+        last = played[-1]
+        ks = sorted(last["pass_k"], key=int)
+        passes = ", ".join(f"pass^{k} {last['pass_k'][k]:.2f}" for k in ks)
+        top = f" [{last['low_k']:.2f}–{last['high_k']:.2f}]" if "low_k" in last else ""
+        unplayed = sum(r["failed"] for r in suite["per_generation"])
+        print(
+            f"{suite['name']} ({suite['source']}), gen {last['gen']}: {last['tasks']} tasks × "
+            f"{suite['trials']} trials, {passes}{top}"
+            + (f"; {unplayed} episodes the Solver could not play left out" if unplayed else "")
+        )
+    print(
+        "intervals: Wilson's over the episodes of a suite played once a task; a bootstrap over "
+        "tasks otherwise (its last pass^k's too)"
+    )
+
+
 def _print_metrics(metrics: dict[str, Any]) -> None:
     if metrics.get("pass_k") is not None:
         _print_pass_k(metrics)
@@ -131,6 +176,7 @@ def _print_metrics(metrics: dict[str, Any]) -> None:
         "the mean proposer reward of the proposals paid; div: the accepted tasks' diversity"
     )
     _print_final_eval(metrics["success"]["eval"])
+    _print_suites(metrics.get("suites") or [])
     _print_calibration(metrics["calibration"])
     _print_spend(metrics["throughput"])
     policies = metrics.get("policies") or []
