@@ -332,7 +332,8 @@ def start_code_hosts(
         else:
             options = {"num_cpus": 0, "max_restarts": 4, "max_task_retries": 4}
             hosts[suite.name] = ray.remote(BenchmarkHost).options(**options).remote(*args)
-    get([host.pid.remote() for host in hosts.values()])  # built: the suite read, the servers up
+    if hosts:  # built: the suite read, the servers up
+        get([host.pid.remote() for host in hosts.values()])
     return hosts
 
 

@@ -1,0 +1,300 @@
+"""Further held-out suites (``[[eval.suites]]``): played beside the synthesized suite, logged, never trained on, shown side by side.
+
+Runs are in process (``IN_PROCESS_*``); the suites are made by the CLI a
+user would use (``coevo synth``, ``coevo corpus build``, ``coevo import
+tau2`` of the runnable "kiosk" checkout), and the LLM Solver's model is a
+loopback fake.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from coevo.agents.llm.user import GUIDELINES
+from coevo.arena.errors import ExperimentError
+from coevo.arena.gamelog import SCHEMAS, GameLog
+from coevo.run.experiment import load_experiment
+from coevo.run.loop import resume_run, run_experiment
+
+from tests.agents.fake_openai import FakeOpenAI, calls
+from tests.arena.tau2_runnable import TASKS, build_runnable_checkout
+from tests.arena.test_benchmark_run import KEY, Kiosk
+from tests.factories import IN_PROCESS_TOML, run_cli
+
+EXPERIMENT = """\
+[run]
+seed = 11
+generations = 3
+rollouts = 2
+chunk = 8
+[synthesizer]
+name = "procedural"
+config = { domains = ["retail"], world_pool = 2 }
+[solver]
+name = "linear-pg"
+actors = 2
+[curriculum]
+name = "plr"
+tasks_per_gen = 6
+min_fill = 4
+levels = [1, 2]
+[eval]
+levels = [1, 2]
+per_level = 3
+every = 2
+"""
+
+
+def _tables(run_dir: Path) -> dict[str, list[dict[str, Any]]]:
+    log = GameLog(str(run_dir))
+    return {name: log.read(name).to_pylist() for name in SCHEMAS}
+
+
+@pytest.fixture(scope="module")
+def suites(tmp_path_factory) -> dict[str, Path]:
+    """A file of clinic tasks (``coevo synth``) and a corpus of hr worlds (``coevo corpus build``)."""
+    where = tmp_path_factory.mktemp("suites")
+    clinic = where / "clinic.jsonl"
+    made = run_cli("synth", "--domain", "clinic", "-n", "4", "--seed", "5", "--level", "1")
+    assert made.returncode == 0, made.stderr
+    clinic.write_text(made.stdout)
+    corpus = where / "corpus"
+    built = run_cli(
+        "corpus", "build", "--out", str(corpus), "--worlds", "4", "--tasks-per-world", "3",
+        "--domains", "hr", "--levels", "1", "--eval-share", "0.5", "--workers", "0",
+    )  # fmt: skip
+    assert built.returncode == 0, built.stderr
+    return {"clinic": clinic, "corpus": corpus}
+
+
+def _experiment(where: Path, suites: str) -> Path:
+    path = where / "transfer.toml"
+    path.write_text(EXPERIMENT + suites + IN_PROCESS_TOML)
+    return path
+
+
+def _both(paths: dict[str, Path]) -> str:
+    return (
+        f'[[eval.suites]]\nname = "clinic"\ntasks = "{paths["clinic"]}"\ntrials = 3\n'
+        f'[[eval.suites]]\nname = "hr-corpus"\ncorpus = "{paths["corpus"]}"\nsplit = "eval"\n'
+    )
+
+
+def test_a_run_plays_further_suites_beside_the_synthesized_one_and_analyze_shows_them_side_by_side(
+    suites, tmp_path
+) -> None:
+    """A file suite (3 trials) and a corpus's held-out split are played at the eval generations, logged by suite, never trained on; analyze and report show every suite with intervals and pass^k."""
+    exp = _experiment(tmp_path, _both(suites))
+    run = tmp_path / "run"
+    done = run_cli("run", str(exp), "--out", str(run))
+    assert done.returncode == 0, done.stderr
+    log = _tables(run)
+    evals = log["evals"]
+    by_suite: dict[str | None, list[dict[str, Any]]] = {}
+    for row in evals:
+        by_suite.setdefault(row["suite"], []).append(row)
+    assert set(by_suite) == {None, "clinic", "hr-corpus"}
+    for rows in by_suite.values():
+        assert {r["gen"] for r in rows} == {0, 2}, (
+            "every suite is played when the synthesized one is"
+        )
+    clinic = [r for r in by_suite["clinic"] if r["gen"] == 0]
+    assert len(clinic) == 4 * 3 and {r["domain"] for r in clinic} == {"clinic"}
+    assert {r["domain"] for r in by_suite["hr-corpus"]} == {"hr"}
+    # never trained on: no training episode, prediction or admission of a suite's task
+    held = {r["task_id"] for r in evals if r["suite"] is not None}
+    trained = {e["task_id"] for e in log["episodes"] if e["purpose"] == "train"}
+    predicted = {p["task_id"] for p in log["predictions"]}
+    assert held and not held & trained and not held & predicted
+    assert {t["task_id"] for t in log["tasks"] if t["source"] == "eval"} >= held
+    # the generations row's eval figure is the synthesized suite's alone
+    synthesized = [r["reward"] for r in by_suite[None] if r["gen"] == 2]
+    row = next(g for g in log["generations"] if g["gen"] == 2)
+    assert row["eval_success"] == pytest.approx(sum(synthesized) / len(synthesized))
+
+    shown = run_cli("analyze", str(run), "--json", "--no-irt")
+    assert shown.returncode == 0, shown.stderr
+    metrics = json.loads(shown.stdout)
+    listed = {s["name"]: s for s in metrics["suites"]}
+    assert list(listed) == ["synthesized", "clinic", "hr-corpus"]
+    assert [listed[n]["kind"] for n in listed] == ["in-domain", "transfer", "transfer"]
+    last = listed["clinic"]["per_generation"][-1]
+    rewards = [r["reward"] for r in by_suite["clinic"] if r["gen"] == 2]
+    assert last["gen"] == 2 and last["success"] == pytest.approx(sum(rewards) / len(rewards))
+    assert sorted(map(int, last["pass_k"])) == [1, 2, 3] and last["tasks"] == 4
+    assert last["low"] <= last["success"] <= last["high"]
+    assert last["low_k"] <= last["pass_k"]["3"] <= last["high_k"]
+    corpus_last = listed["hr-corpus"]["per_generation"][-1]
+    assert corpus_last["interval"] == "wilson" and corpus_last["low"] <= corpus_last["high"]
+    assert len(metrics["success"]["eval"]) == 2
+    assert metrics["success"]["eval"][-1]["episodes"] == len(
+        [r for r in by_suite[None] if r["gen"] == 2]
+    )
+
+    text = run_cli("analyze", str(run), "--no-irt").stdout
+    assert "held-out suites" in text and "synthesized (in-domain)" in text
+    assert "clinic (transfer, ×3)" in text and "hr-corpus (transfer)" in text
+    assert re.search(r"clinic \(.*clinic\.jsonl\), gen 2: 4 tasks × 3 trials, pass\^1", text)
+
+    report = tmp_path / "report.html"
+    assert run_cli("report", str(run), "--out", str(report)).returncode == 0
+    page = report.read_text()
+    assert '<table id="suites">' in page
+    assert all(f"<td>{name}</td>" in page for name in ("synthesized", "clinic", "hr-corpus"))
+
+
+def test_a_resumed_run_plays_the_suites_it_kept_and_writes_the_log_of_an_uninterrupted_one(
+    suites, tmp_path
+) -> None:
+    """Stopped after generation 1 and resumed (the suite's file since changed): the same log as a run never stopped."""
+    clinic = tmp_path / "clinic.jsonl"
+    clinic.write_bytes(suites["clinic"].read_bytes())
+    exp = load_experiment(_experiment(tmp_path, _both({**suites, "clinic": clinic})))
+    run_experiment(exp, str(tmp_path / "whole"))
+    partial = run_experiment(exp, str(tmp_path / "resumed"), stop_after=2)
+    assert partial.generations == 2
+    clinic.write_text("this is no longer a suite\n")  # a resumed run plays its own copy
+    resume_run(str(tmp_path / "resumed"))
+    assert _tables(tmp_path / "resumed") == _tables(tmp_path / "whole")
+
+
+def _bad_file(tmp_path: Path, kind: str) -> tuple[Path, str]:
+    """A hostile or broken suite file, and what the message must say."""
+    path = tmp_path / f"{kind}.jsonl"
+    if kind == "not-json":
+        path.write_text('{"format": "coevo.task/1", oops\n')
+    elif kind == "link":
+        target = tmp_path / "elsewhere.jsonl"
+        target.write_text("")
+        os.symlink(target, path)
+        return path, "symbolic link"
+    elif kind == "folder":
+        path.mkdir()
+        return path, "not a regular file"
+    elif kind == "missing":
+        return path, "No such file"
+    elif kind == "empty":
+        path.write_text("\n")
+        return path, "holds no task"
+    elif kind == "no-world":
+        made = run_cli("synth", "--domain", "hr", "-n", "1", "--seed", "2", "--level", "1")
+        path.write_text(made.stdout.splitlines()[-1] + "\n")  # the task without its world
+        return path, "names world"
+    return path, "line 1"
+
+
+@pytest.mark.parametrize("kind", ["not-json", "link", "folder", "missing", "empty", "no-world"])
+def test_a_bad_suite_file_stops_the_run_before_it_starts_naming_the_suite_and_the_file(
+    tmp_path, kind
+) -> None:
+    """A file that is not a suite (broken JSON, a link, a folder, absent, empty, a task without its world) is refused before anything runs, naming it."""
+    path, says = _bad_file(tmp_path, kind)
+    exp = _experiment(tmp_path, f'[[eval.suites]]\nname = "broken"\ntasks = "{path}"\n')
+    done = run_cli("run", str(exp), "--out", str(tmp_path / "run"))
+    assert done.returncode == 2, done.stderr
+    assert "eval suite 'broken'" in done.stderr and str(path) in done.stderr, done.stderr
+    assert says in done.stderr, done.stderr
+    assert not (tmp_path / "run" / "log").exists(), "nothing ran"
+
+
+@pytest.mark.parametrize(
+    ("suite", "says"),
+    [
+        ('name = "both"\ntasks = "a.jsonl"\ncorpus = "c"', "exactly one of tasks"),
+        ('name = "neither"', "exactly one of tasks"),
+        ('name = "synthesized"\ntasks = "a.jsonl"', "the synthesized suite's"),
+        ('name = "../up"\ntasks = "a.jsonl"', "eval.suites.0.name"),
+        ('name = "x"\ncorpus = "c"\nsplit = "train"', "split"),
+    ],
+)
+def test_a_suite_table_that_cannot_be_right_is_refused_when_the_file_is_read(
+    tmp_path, suite, says
+) -> None:
+    """Both sources or none, the synthesized suite's name, a name that is no file name, a corpus's training side: each refused, naming the key."""
+    path = _experiment(tmp_path, f"[[eval.suites]]\n{suite}\n")
+    with pytest.raises(ExperimentError, match=re.escape(says)):
+        load_experiment(path)
+
+
+def test_two_suites_of_one_name_are_refused(tmp_path) -> None:
+    """Each suite's name is its own (it names its rows and its copy in the run directory)."""
+    twice = '[[eval.suites]]\nname = "a"\ntasks = "x.jsonl"\n' * 2
+    with pytest.raises(ExperimentError, match="two eval suites are named 'a'"):
+        load_experiment(_experiment(tmp_path, twice))
+
+
+@pytest.fixture(scope="module")
+def kiosk(tmp_path_factory) -> tuple[Path, Path]:
+    """The kiosk domain imported by `coevo import tau2`: (the tasks file, the code's folder)."""
+    root = build_runnable_checkout(tmp_path_factory.mktemp("kiosk"))
+    out = root / "kiosk.jsonl"
+    done = run_cli("import", "tau2", str(root), "--domain", "kiosk", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    return out, root / "src"
+
+
+def test_imported_code_tasks_are_refused_at_start_for_a_solver_that_cannot_play_them(
+    kiosk, tmp_path
+) -> None:
+    """linear-pg plays SQL worlds, not code tasks: the run is refused before it starts, naming the suite and the way on."""
+    tasks, code = kiosk
+    suite = f'[[eval.suites]]\nname = "kiosk"\ntasks = "{tasks}"\ncode = ["{code}"]\n'
+    done = run_cli("run", str(_experiment(tmp_path, suite)), "--out", str(tmp_path / "run"))
+    assert done.returncode == 2
+    assert "eval suite 'kiosk'" in done.stderr and "only an LLM Solver plays" in done.stderr
+    assert "'linear-pg' cannot" in done.stderr and "[benchmark]" in done.stderr
+    assert not (tmp_path / "run" / "log").exists()
+
+
+class KioskAndShop(Kiosk):
+    """The fake model: plays the kiosk's customer and agent (:class:`Kiosk`); on a synthesized SQL task it submits at once."""
+
+    def __call__(self, body: dict[str, Any]) -> Any:
+        messages = body["messages"]
+        system = messages[0]["content"] if messages[0]["role"] == "system" else ""
+        if system.startswith(GUIDELINES) or re.search(r"scenario \d+", json.dumps(messages)):
+            return super().__call__(body)
+        return calls(("submit", {}))
+
+
+def test_an_llm_solver_run_evaluates_an_imported_tau2_suite_beside_the_synthesized_one(
+    kiosk, tmp_path, monkeypatch
+) -> None:
+    """The acceptance of issue 32 item 5: an experiment whose eval includes an imported suite runs, and `coevo analyze` shows both suites, with pass^k."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    tasks, code = kiosk
+    with FakeOpenAI(KioskAndShop(), api_key=KEY) as server:
+        text = (
+            EXPERIMENT.replace('name = "linear-pg"\nactors = 2', 'name = "llm-solver"\nactors = 1')
+            .replace("generations = 3", "generations = 2")
+            .replace("[curriculum]", f'config = {{ base_url = "{server.url}", sampling = {{ seed = 11 }} }}\n[curriculum]')
+        )  # fmt: skip
+        suite = (
+            f'[[eval.suites]]\nname = "kiosk"\ntasks = "{tasks}"\ncode = ["{code}"]\ntrials = 3\n'
+            f'user = {{ base_url = "{server.url}" }}\n'
+        )
+        exp = tmp_path / "llm.toml"
+        exp.write_text(text + suite + IN_PROCESS_TOML)
+        done = run_cli("run", str(exp), "--out", str(tmp_path / "run"))
+        assert done.returncode == 0, done.stderr
+    log = _tables(tmp_path / "run")
+    kiosk_rows = [r for r in log["evals"] if r["suite"] == "kiosk"]
+    assert len(kiosk_rows) == 2 * 3 * len(TASKS)  # generations 0 and 1, 3 trials of each task
+    assert {r["domain"] for r in kiosk_rows} == {"kiosk"}
+    played = {e["episode_id"]: e for e in log["episodes"]}
+    assert not any(played[r["episode_id"]]["failure"] for r in kiosk_rows)
+    assert any(r["reward"] for r in kiosk_rows), "the agent solves some kiosk tasks"
+    shown = run_cli("analyze", str(tmp_path / "run"), "--json", "--no-irt")
+    metrics = json.loads(shown.stdout)
+    names = [s["name"] for s in metrics["suites"]]
+    assert names == ["synthesized", "kiosk"]
+    last = metrics["suites"][1]["per_generation"][-1]
+    assert last["tasks"] == len(TASKS) and set(last["pass_k"]) == {"1", "2", "3"}
+    text_out = run_cli("analyze", str(tmp_path / "run"), "--no-irt").stdout
+    assert "synthesized (in-domain)" in text_out and "kiosk (transfer, ×3)" in text_out
+    assert f"gen 1: {len(TASKS)} tasks × 3 trials, pass^1" in text_out
