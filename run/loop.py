@@ -377,15 +377,17 @@ class Arena:
                 f"{self.run.uri} already holds {last + 1} generations; "
                 f"continue it with `coevo resume {self.run.uri}` or choose another --out"
             )
+        # the further eval suites: read and checked on a new run (kept with it), its copy on resume
+        self.suites = (
+            check_suites(self.exp) if last < 0 else kept_suites(self.run, self.exp.eval.suites)
+        )
+        if last < 0:
+            keep_suites(self.run, self.suites)
+        self.suite_hosts = start_code_hosts(self.exp, self.suites, self.run.uri)
         if not resume:
             self.run.write_bytes(self.exp.recorded_json().encode(), "experiment.json")
             if hidden := self.exp.redacted_settings():  # a key pasted into a setting: said once
                 self.events("settings_redacted", keys=hidden, why=REDACTED_WHY)
-        new = last < 0
-        self.suites = check_suites(self.exp) if new else kept_suites(self.run, self.exp.eval.suites)
-        if new:
-            keep_suites(self.run, self.suites)
-        self.suite_hosts = start_code_hosts(self.exp, self.suites, self.run.uri)
         if self.exp.trainer is not None:
             self.handoff = Handoff(
                 self.exp.trainer, self.log, self.exp.run.max_staleness, events=self.events

@@ -311,10 +311,13 @@ class GenerationRow(Row):
 
 
 class EvalRow(Row):
-    """One episode of the held-out eval suite, with the task's level and domain."""
+    """One episode of a held-out eval suite, with the task's level and domain and the suite."""
 
     table: ClassVar[str] = "evals"
-    about: ClassVar[str] = "the eval suite's episodes, with each task's level and domain"
+    about: ClassVar[str] = (
+        "the eval suites' episodes (the synthesized one's, and each `[[eval.suites]]` suite's), "
+        "with each task's level and domain"
+    )
 
     task_id: str = Field(description="the eval task")
     episode_id: str = Field(description="its episode (a row of `episodes`)")

@@ -215,6 +215,10 @@ def _run(args: argparse.Namespace, *, resume: bool) -> int:
                     from coevo.run.benchmark import check_pool
 
                     pool = check_pool(experiment)
+                if experiment.eval.suites and done == 0:  # a suite that cannot be read or played
+                    from coevo.run.suites import check_suites
+
+                    check_suites(experiment)
             except BaseException:
                 lock.release()
                 if made:  # the directory the lock made, empty again: as it was

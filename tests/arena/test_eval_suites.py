@@ -199,7 +199,7 @@ def test_a_bad_suite_file_stops_the_run_before_it_starts_naming_the_suite_and_th
     assert done.returncode == 2, done.stderr
     assert "eval suite 'broken'" in done.stderr and str(path) in done.stderr, done.stderr
     assert says in done.stderr, done.stderr
-    assert not (tmp_path / "run" / "log").exists(), "nothing ran"
+    assert not (tmp_path / "run").exists(), "nothing was written"
 
 
 @pytest.mark.parametrize(
@@ -248,7 +248,7 @@ def test_imported_code_tasks_are_refused_at_start_for_a_solver_that_cannot_play_
     assert done.returncode == 2
     assert "eval suite 'kiosk'" in done.stderr and "only an LLM Solver plays" in done.stderr
     assert "'linear-pg' cannot" in done.stderr and "[benchmark]" in done.stderr
-    assert not (tmp_path / "run" / "log").exists()
+    assert not (tmp_path / "run").exists()
 
 
 class KioskAndShop(Kiosk):
