@@ -128,6 +128,10 @@ class Generation:
     failures: int = 0
     calls: RoleTally = field(default_factory=RoleTally)
 
+    def suite_episodes(self) -> list[Episode]:
+        """The further suites' episodes (``[[eval.suites]]``), suite by suite."""
+        return [e for played in self.suite_evals.values() for e in played]
+
     def paid_rollouts(self) -> int:
         """The proposer's rollouts of proposals that were paid: the batch's proposer rows."""
         paid = {r.task_id for r in self.scored.rows if r.proposer_reward is not None}

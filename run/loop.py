@@ -12,8 +12,7 @@ One generation ``g``:
    (the same episodes whatever the number of actors);
 5. the learner takes one step and its new state goes to every Solver with
    the next call; the World model and the curriculum see the outcomes;
-6. every ``eval.every`` generations the held-out suite is played, and each
-   further suite of ``[[eval.suites]]`` (:mod:`coevo.run.suites`);
+6. every ``eval.every`` generations the held-out suites are played (:mod:`coevo.run.suites`);
 7. the generation's rows (a :class:`~coevo.arena.gamelog.GenerationRecord`)
    are written, then the checkpoint, then the manifest (the commit).
 
@@ -40,13 +39,7 @@ from coevo.agents.llm.policy import policy_state
 from coevo.agents.protocols import ProposalRequest
 from coevo.agents.registry import REGISTRY
 from coevo.arena.errors import ArenaError, LogError, StateError
-from coevo.arena.gamelog import (
-    GameLog,
-    GenerationRecord,
-    GenerationRow,
-    RunDir,
-    RunLock,
-)
+from coevo.arena.gamelog import GameLog, GenerationRecord, GenerationRow, RunDir, RunLock
 from coevo.arena.gamelog.figures import rejection_counts, top_rejections
 from coevo.arena.ids import episode_id
 from coevo.arena.outcomes import JUDGE_FAILED_PREFIX, Episode
@@ -81,15 +74,7 @@ from coevo.run.pool import ActorPool, Calls, Lost
 from coevo.run.record import generation_record
 from coevo.run.selfplay import ProposalScoring, Watch
 from coevo.run.stopping import at_commit, generations_begin
-from coevo.run.suites import (
-    Suite,
-    check_suites,
-    close_code_hosts,
-    code_items,
-    keep_suites,
-    kept_suites,
-    start_code_hosts,
-)
+from coevo.run.suites import HeldOutSuites
 from coevo.run.summary import summarize
 from coevo.run.trainer import (
     Announcement,
@@ -142,8 +127,7 @@ class Arena:
         self.worlds: dict[str, WorldSpec] = {}
         self.logged_worlds: set[str] = set()
         self.eval_tasks: list[TaskSpec] = []
-        self.suites: list[Suite] = []  # [[eval.suites]]: further held-out suites (transfer)
-        self.suite_hosts: dict[str, Any] = {}  # a code suite's host, by suite name
+        self.held = HeldOutSuites()  # [[eval.suites]]: further held-out suites (transfer)
         self.version: int | None = None
         self.state_ref: Any = None
         self.unsaved: set[str] = set()  # roles already reported as not checkpointed
@@ -342,19 +326,6 @@ class Arena:
             self.events("eval_suite_short", asked=asked, made=len(judged.tasks), kept=len(suite))
         return suite
 
-    def _play_suites(self, gen: int) -> dict[str, list[Episode]]:
-        """Each further suite's episodes of ``gen``: its tasks ``trials`` times, with the policy this generation plays."""
-        out = {}
-        for suite in self.suites:
-            if suite.name in self.suite_hosts:  # code tasks: the LLM Solver's host plays them
-                state = get(self.state_ref) if self.state_ref is not None else None
-                items = code_items(self.seed, gen, suite)
-                out[suite.name] = get(self.suite_hosts[suite.name].play.remote(items, state))
-            else:
-                purpose = f"eval:{suite.name}"
-                out[suite.name] = self._play(gen, suite.tasks, purpose, suite.config.trials)
-        return out
-
     def _drained(self, actors: list[Any], method: str, gen: int) -> list[Any]:
         """Everything ``method`` drains from ``actors``, in order; an actor lost for good is an event."""
         out: list[Any] = []
@@ -377,13 +348,7 @@ class Arena:
                 f"{self.run.uri} already holds {last + 1} generations; "
                 f"continue it with `coevo resume {self.run.uri}` or choose another --out"
             )
-        # the further eval suites: read and checked on a new run (kept with it), its copy on resume
-        self.suites = (
-            check_suites(self.exp) if last < 0 else kept_suites(self.run, self.exp.eval.suites)
-        )
-        if last < 0:
-            keep_suites(self.run, self.suites)
-        self.suite_hosts = start_code_hosts(self.exp, self.suites, self.run.uri)
+        self.held.start(self.exp, self.run, new=last < 0)  # a bad suite stops the run here
         if not resume:
             self.run.write_bytes(self.exp.recorded_json().encode(), "experiment.json")
             if hidden := self.exp.redacted_settings():  # a key pasted into a setting: said once
@@ -519,7 +484,9 @@ class Arena:
         clock.lap("proposer")
         evaluated = gen % self.exp.eval.every == 0 or gen == self.exp.run.generations - 1
         done.evals = self._play(gen, self.eval_tasks, "eval", 1) if evaluated else []
-        done.suite_evals = self._play_suites(gen) if evaluated else {}
+        done.suite_evals = (
+            self.held.play(gen, self.seed, self.state_ref, self._play) if evaluated else {}
+        )
         clock.lap("eval")
         self._tally_calls(done)
         busy = self._busy(started)
@@ -537,8 +504,7 @@ class Arena:
     def _predict_and_plan(self, done: Generation) -> None:
         """Predict the accepted tasks, admit them, and submit the next generation's proposals."""
         gen, proposals = done.gen, done.proposals
-        eval_ids = {t.task_id for t in self.eval_tasks}
-        eval_ids |= {t.task_id for s in self.suites for t in s.tasks}  # never trained on
+        eval_ids = {t.task_id for t in self.eval_tasks} | self.held.ids()  # never trained on
         done.accepted = [
             t
             for t, v in zip(proposals.tasks, proposals.verdicts, strict=True)
@@ -664,8 +630,7 @@ class Arena:
         calls.add(done.proposals.calls)
         if done.gen == 0:
             calls.add(self.suite_calls)
-        suites = [e for played in done.suite_evals.values() for e in played]
-        for episode in [*done.episodes, *done.evals, *suites]:
+        for episode in [*done.episodes, *done.evals, *done.suite_episodes()]:
             calls.record("solver", episode.failure)
         for role, failed in calls.all_failed().items():
             self.failing.setdefault(role, []).append(done.gen)
@@ -689,7 +654,7 @@ class Arena:
             logged_worlds=logged,
             frontier=self.curriculum.frontier(),
             policies=self.handoff is not None,
-            suites=self.suites,
+            suites=self.held.suites,
         )
         record.usage = self._drained(self._every_actor, "drain_usage", done.gen)
         return record
@@ -796,7 +761,7 @@ class Arena:
         """Stop the background judging and the actors."""
         if self.background is not None:
             self.background.close()
-        close_code_hosts(self.suite_hosts)
+        self.held.close()
         if self.actors is not None:
             self.actors.close()
 

@@ -64,7 +64,7 @@ def generation_record(
     ]
     record.episodes = [EpisodeRow.of(e, "train") for e in done.episodes]
     record.episodes += [EpisodeRow.of(e, "eval") for e in done.evals]
-    suite_evals = [e for played in done.suite_evals.values() for e in played]
+    suite_evals = done.suite_episodes()
     record.episodes += [EpisodeRow.of(e, "eval") for e in suite_evals]
     external = done.external.episodes
     record.episodes += [EpisodeRow.of(e, "external") for e in external]
@@ -137,7 +137,7 @@ def summary_row(done: Generation, predictions: dict[str, float], frontier: Any) 
         rejections=json.dumps(top_rejections(rejection_counts(proposals.verdicts)), sort_keys=True),
         failures=done.failures
         + sum(bool(e.failure) for e in [*episodes, *evals])
-        + sum(bool(e.failure) for played in done.suite_evals.values() for e in played),
+        + sum(bool(e.failure) for e in done.suite_episodes()),
     )
 
 

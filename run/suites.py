@@ -44,7 +44,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -58,6 +58,7 @@ from coevo.arena.errors import ArenaError, CoevoError
 from coevo.arena.gamelog import RunDir, accepted_ids
 from coevo.arena.gamelog.corpus import held_out, read_corpus
 from coevo.arena.ids import episode_id
+from coevo.arena.outcomes import Episode
 from coevo.arena.records import dump_record, load_records
 from coevo.arena.seeding import derive_seed
 from coevo.arena.spec import TaskSpec, WorldSpec
@@ -67,6 +68,7 @@ from coevo.run.inprocess import LocalActor, get, kill
 
 __all__ = [
     "SUITES_DIR",
+    "HeldOutSuites",
     "Suite",
     "check_suites",
     "close_code_hosts",
@@ -358,3 +360,60 @@ def code_items(seed: int, gen: int, suite: Suite) -> list[tuple[str, int, str]]:
             )
         )
     return out
+
+
+class HeldOutSuites:
+    """A run's further suites and the hosts of its code suites: what the loop (:mod:`coevo.run.loop`) holds of them.
+
+    Attributes:
+        suites: the suites, read (empty until :meth:`start`).
+        hosts: a code suite's host, by suite name.
+    """
+
+    def __init__(self) -> None:
+        self.suites: list[Suite] = []
+        self.hosts: dict[str, Any] = {}
+
+    def start(self, experiment: Experiment, run: RunDir, *, new: bool) -> None:
+        """Read and check the suites and keep them with the run (``new``), or read the run's copies; start the code suites' hosts.
+
+        Raises:
+            ArenaError: a suite cannot be read or played (naming it).
+        """
+        if new:
+            self.suites = check_suites(experiment)
+            keep_suites(run, self.suites)
+        else:
+            self.suites = kept_suites(run, experiment.eval.suites)
+        self.hosts = start_code_hosts(experiment, self.suites, run.uri)
+
+    def ids(self) -> set[str]:
+        """Every suite's task ids (never trained on)."""
+        return {t.task_id for suite in self.suites for t in suite.tasks}
+
+    def play(
+        self,
+        gen: int,
+        seed: int,
+        state_ref: Any,
+        play: Callable[[int, list[Any], str, int], list[Episode]],
+    ) -> dict[str, list[Episode]]:
+        """Each suite's episodes of ``gen``, by name: its tasks ``trials`` times with the policy ``state_ref`` holds.
+
+        ``play(gen, tasks, purpose, repeats)`` plays ``coevo.task/1`` tasks on the
+        run's Solver actors (the loop's ``_play``); a code suite's host plays its own.
+        """
+        out = {}
+        for suite in self.suites:
+            host = self.hosts.get(suite.name)
+            if host is None:
+                out[suite.name] = play(gen, suite.tasks, f"eval:{suite.name}", suite.config.trials)
+            else:
+                state = get(state_ref) if state_ref is not None else None
+                out[suite.name] = get(host.play.remote(code_items(seed, gen, suite), state))
+        return out
+
+    def close(self) -> None:
+        """Stop the code suites' hosts."""
+        close_code_hosts(self.hosts)
+        self.hosts = {}

@@ -27,6 +27,7 @@ def _eval_row(i: int) -> dict:
         "domain": "retail",
         "reward": i % 2,
         "success": bool(i % 2),
+        "suite": None,
     }
 
 
@@ -137,6 +138,7 @@ def test_a_column_an_older_log_lacks_reads_as_null(tmp_path) -> None:
         "domain": None,
         "reward": 1,
         "success": None,
+        "suite": None,
         "gen": 0,
     }
 
