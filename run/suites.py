@@ -109,7 +109,7 @@ class Suite:
     def source(self) -> str:
         """Where its tasks came from, as a message names it."""
         c = self.config
-        return c.tasks if c.tasks is not None else f"{c.corpus} (split {c.split!r})"
+        return c.tasks if c.tasks is not None else f"{c.corpus}, split {c.split!r}"
 
     def records(self) -> bytes:
         """Its tasks as JSON lines (world records first, then tasks naming them): its copy in the run directory."""

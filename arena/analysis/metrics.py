@@ -262,7 +262,7 @@ def _suites(run: Run, success: dict[str, Any]) -> list[dict[str, Any]]:
     for config in configs:
         name = config.get("name")
         trials = int(config.get("trials") or 1)
-        source = config.get("tasks") or f"{config.get('corpus')} (split {config.get('split')!r})"
+        source = config.get("tasks") or f"{config.get('corpus')}, split {config.get('split')!r}"
         by_gen: dict[int, dict[str, list[int]]] = {}
         failed: dict[int, int] = {}
         for r in rows:

@@ -131,7 +131,7 @@ def _print_suites(suites: list[dict[str, Any]]) -> None:
         unplayed = sum(r["failed"] for r in suite["per_generation"])
         print(
             f"{suite['name']} ({suite['source']}), gen {last['gen']}: {last['tasks']} tasks × "
-            f"{suite['trials']} trials, {passes}{top}"
+            f"{suite['trials']} trial{'s' * (suite['trials'] > 1)}, {passes}{top}"
             + (f"; {unplayed} episodes the Solver could not play left out" if unplayed else "")
         )
     print(

@@ -24,7 +24,9 @@ from coevo.run.loop import resume_run, run_experiment
 from tests.agents.fake_openai import FakeOpenAI, calls
 from tests.arena.tau2_runnable import TASKS, build_runnable_checkout
 from tests.arena.test_benchmark_run import KEY, Kiosk
-from tests.factories import IN_PROCESS_TOML, run_cli
+from tests.factories import IN_PROCESS_SETS, IN_PROCESS_TOML, run_cli
+
+ROOT = Path(__file__).resolve().parents[2]
 
 EXPERIMENT = """\
 [run]
@@ -298,3 +300,31 @@ def test_an_llm_solver_run_evaluates_an_imported_tau2_suite_beside_the_synthesiz
     text_out = run_cli("analyze", str(tmp_path / "run"), "--no-irt").stdout
     assert "synthesized (in-domain)" in text_out and "kiosk (transfer, ×3)" in text_out
     assert f"gen 1: {len(TASKS)} tasks × 3 trials, pass^1" in text_out
+
+
+def test_the_bundled_transfer_experiment_runs_offline_from_the_commands_its_header_gives(
+    tmp_path,
+) -> None:
+    """experiments/transfer.toml: the suites its header makes, then `coevo run transfer` (shortened) and analyze showing in-domain and both transfer suites."""
+    header = (ROOT / "experiments" / "transfer.toml").read_text().splitlines()
+    commands = [
+        line.split("coevo ", 1)[1].split("&&")[0].split()
+        for line in header
+        if line.startswith("#   coevo ") and "coevo run" not in line
+    ]
+    assert [c[:2] for c in commands] == [["synth", "--domain"], ["corpus", "build"]]
+    # the corpus at half the header's size keeps the test fast (its held-out side is what counts)
+    commands[1][commands[1].index("--worlds") + 1] = "20"
+    for command in commands:
+        done = run_cli(*command, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+    short = ("run.generations=1", "curriculum.tasks_per_gen=8", "eval.per_level=2")
+    flags = [x for s in (*short, *IN_PROCESS_SETS) for x in ("--set", s)]
+    done = run_cli("run", "transfer", *flags, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    shown = run_cli("analyze", "runs/transfer", "--json", "--no-irt", cwd=tmp_path)
+    suites = {s["name"]: s for s in json.loads(shown.stdout)["suites"]}
+    assert list(suites) == ["synthesized", "clinic", "corpus-eval"]
+    clinic = suites["clinic"]["per_generation"][-1]
+    assert clinic["tasks"] == 24 and clinic["episodes"] == 24 * 4 and clinic["gen"] == 0
+    assert 0 < suites["corpus-eval"]["per_generation"][-1]["tasks"] <= 48
