@@ -338,3 +338,43 @@ def test_the_bundled_transfer_experiment_runs_offline_from_the_commands_its_head
     clinic = suites["clinic"]["per_generation"][-1]
     assert clinic["tasks"] == 24 and clinic["episodes"] == 24 * 4 and clinic["gen"] == 0
     assert 0 < suites["corpus-eval"]["per_generation"][-1]["tasks"] <= 48
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("ray_cluster")
+def test_an_imported_suite_on_ray_resumes_to_the_evals_of_an_uninterrupted_run(
+    kiosk, tmp_path, monkeypatch
+) -> None:
+    """The code suite's host as a Ray actor: a run stopped after generation 0 and resumed (the file moved away) logs the evals a run in process never stopped logs."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    tasks, code = kiosk
+    local = tmp_path / "kiosk.jsonl"
+    local.write_bytes(tasks.read_bytes())
+    with FakeOpenAI(KioskAndShop(), api_key=KEY) as server:
+        text = (
+            EXPERIMENT.replace('name = "linear-pg"\nactors = 2', 'name = "llm-solver"\nactors = 1')
+            .replace("generations = 3", "generations = 2")
+            .replace("[curriculum]", f'config = {{ base_url = "{server.url}", sampling = {{ seed = 11 }} }}\n[curriculum]')
+        )  # fmt: skip
+        suite = (
+            f'[[eval.suites]]\nname = "kiosk"\ntasks = "{local}"\ncode = ["{code}"]\ntrials = 2\n'
+            f'user = {{ base_url = "{server.url}" }}\n'
+        )
+        path = tmp_path / "llm.toml"
+        path.write_text(text + suite + IN_PROCESS_TOML)
+        run_experiment(load_experiment(path), str(tmp_path / "whole"))
+        on_ray = load_experiment(path, ["ray.in_process=false"])
+        run_experiment(on_ray, str(tmp_path / "resumed"), stop_after=1)
+        local.rename(tmp_path / "moved.jsonl")  # the resumed run plays its own copy
+        resume_run(str(tmp_path / "resumed"))
+
+    def evals(run: str) -> list[dict[str, Any]]:
+        return sorted(
+            _tables(tmp_path / run)["evals"],
+            key=lambda r: (r["gen"], str(r["suite"]), r["episode_id"]),
+        )
+
+    whole, resumed = evals("whole"), evals("resumed")
+    assert [r for r in whole if r["suite"] == "kiosk"], "the suite was played"
+    assert {r["gen"] for r in whole if r["suite"] == "kiosk"} == {0, 1}
+    assert resumed == whole
