@@ -51,6 +51,8 @@ METRICS: Final[Mapping[str, str]] = {
     "train/level": "mean level of the tasks trained on (`trained_level`)",
     "eval/success": "mean reward on the held-out suite (`eval_success`), when it was played",
     "eval/success_level_<L>": "the same, of its level-L tasks (the `evals` table)",
+    "eval/<suite>/success": "mean reward on a further held-out suite (`[[eval.suites]]`: its "
+    "pass^1, failed episodes left out), when it was played",
     "curriculum/frontier": "the curriculum's level after the generation (`frontier`)",
     "curriculum/accepted_level": "mean level of the accepted tasks (`accepted_level`)",
     "proposals/proposed": "tasks proposed (`proposed`)",
@@ -80,7 +82,7 @@ METRICS: Final[Mapping[str, str]] = {
     "spend/<role>/tokens": "tokens per role",
     "spend/<role>/dollars": "dollars per role",
 }
-"""Every metric sent, by name (``<L>``, ``<check>``, ``<phase>``, ``<role>`` stand for each one there is).
+"""Every metric sent, by name (``<L>``, ``<suite>``, ``<check>``, ``<phase>``, ``<role>`` stand for each one there is).
 
 Every name but ``throughput/*`` is computed from the game log alone, so a
 generation sent after a resume has them all.
@@ -113,7 +115,7 @@ def metric_key(name: str) -> str:
 TABLES: Final[Mapping[str, list[str]]] = {
     "generations": list(_ROW_METRICS.values()),
     "episodes": ["episode_id", "task_id", "purpose", "reward", "failure"],
-    "evals": ["episode_id", "level", "reward"],
+    "evals": ["episode_id", "level", "reward", "suite"],
     "verdicts": ["task_id", "accepted", "failed"],
     "tasks": ["task_id", "world_id", "domain", "family", "level"],
     "predictions": ["task_id", "p"],
@@ -210,7 +212,11 @@ def generation_metrics(
         }
     )
     out.update(_by_level(leveled, "train/success_level_"))
-    out.update(_by_level(scored_evals(tables["evals"], episodes), "eval/success_level_"))
+    evals = scored_evals(tables["evals"], episodes)
+    synthesized = pc.is_null(evals.column("suite"))
+    out.update(_by_level(evals.filter(synthesized), "eval/success_level_"))
+    for r in mean_success(evals.filter(pc.invert(synthesized)), ["suite"]):
+        out[metric_key(f"eval/{r['suite']}/success")] = r["success"]
 
     verdicts = tables["verdicts"]
     checks = rejection_counts(verdicts)

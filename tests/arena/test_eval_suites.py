@@ -21,6 +21,7 @@ from coevo.arena.errors import ExperimentError
 from coevo.arena.gamelog import SCHEMAS, GameLog
 from coevo.run.experiment import load_experiment
 from coevo.run.loop import resume_run, run_experiment
+from coevo.run.tracking.metrics import generation_metrics
 
 from tests.agents.fake_openai import FakeOpenAI, calls
 from tests.arena.tau2_runnable import TASKS, build_runnable_checkout
@@ -119,6 +120,15 @@ def test_a_run_plays_further_suites_beside_the_synthesized_one_and_analyze_shows
     synthesized = [r["reward"] for r in by_suite[None] if r["gen"] == 2]
     row = next(g for g in log["generations"] if g["gen"] == 2)
     assert row["eval_success"] == pytest.approx(sum(synthesized) / len(synthesized))
+
+    # the trackers get each suite's success, and the levels of the synthesized suite alone
+    tracked = generation_metrics(GameLog(str(run)), 2)
+    assert tracked["eval/clinic/success"] == pytest.approx(
+        sum(r["reward"] for r in by_suite["clinic"] if r["gen"] == 2) / 12
+    )
+    assert "eval/hr-corpus/success" in tracked
+    level_1 = [r["reward"] for r in by_suite[None] if r["gen"] == 2 and r["level"] == 1]
+    assert tracked["eval/success_level_1"] == pytest.approx(sum(level_1) / len(level_1))
 
     shown = run_cli("analyze", str(run), "--json", "--no-irt")
     assert shown.returncode == 0, shown.stderr
