@@ -320,6 +320,9 @@ def test_an_llm_solver_run_evaluates_an_imported_tau2_suite_beside_the_synthesiz
     text_out = run_cli("analyze", str(tmp_path / "run"), "--no-irt").stdout
     assert "synthesized (in-domain)" in text_out and "kiosk (transfer, ×3)" in text_out
     assert f"gen 0: {len(TASKS)} tasks × 3 trials, pass^1" in text_out
+    report = tmp_path / "report.html"
+    assert run_cli("report", str(tmp_path / "run"), "--out", str(report)).returncode == 0
+    assert "<td>kiosk</td><td>transfer</td>" in report.read_text()
 
 
 def test_the_bundled_transfer_experiment_runs_offline_from_the_commands_its_header_gives(
@@ -333,8 +336,9 @@ def test_the_bundled_transfer_experiment_runs_offline_from_the_commands_its_head
         if line.startswith("#   coevo ") and "coevo run" not in line
     ]
     assert [c[:2] for c in commands] == [["synth", "--domain"], ["corpus", "build"]]
-    # the corpus at half the header's size keeps the test fast (its held-out side is what counts)
+    # the corpus smaller than the header's keeps the test fast (its held-out side is what counts)
     commands[1][commands[1].index("--worlds") + 1] = "20"
+    commands[1] += ["--tasks-per-world", "3"]
     for command in commands:
         done = run_cli(*command, cwd=tmp_path)
         assert done.returncode == 0, done.stderr
