@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Any, Final
 
 import ray
+from coevo.agents.llm.user import LLMUser
 from coevo.agents.registry import REGISTRY
 from coevo.arena.bounded import MAX_FILE_BYTES, read_regular
 from coevo.arena.codetask import CODETASK_FORMAT, CodeTaskSpec, code_records, code_tasks_of
@@ -257,9 +258,9 @@ def check_suites(experiment: Experiment) -> list[Suite]:
                 'its user (a model playing the customer, e.g. user = { provider = "anthropic", '
                 'model = "claude-haiku-4-5" })'
             )
-        try:
+        try:  # the customer's model: its settings, key and server, as [benchmark.user]'s
             if config.user is not None:
-                config.benchmark().user_settings()
+                LLMUser.preflight(config.benchmark().user_settings())
         except CoevoError as exc:
             raise ArenaError(f"eval suite {suite.name!r}: user: {exc}") from None
         missing = next((p for p in config.code if not Path(p).is_dir()), None)

@@ -392,3 +392,26 @@ def test_an_imported_suite_on_ray_resumes_to_the_evals_of_an_uninterrupted_run(
     assert [r for r in whole if r["suite"] == "kiosk"], "the suite was played"
     assert {r["gen"] for r in whole if r["suite"] == "kiosk"} == {0, 1}
     assert resumed == whole
+
+
+def test_an_imported_suite_whose_customer_has_no_server_is_refused_before_the_run_starts(
+    kiosk, tmp_path, monkeypatch
+) -> None:
+    """The suite's user simulator is checked as [benchmark.user] is: its server down stops the run at start-up, naming the suite."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    tasks, code = kiosk
+    with FakeOpenAI(KioskAndShop(), api_key=KEY) as server:
+        text = EXPERIMENT.replace(
+            'name = "linear-pg"\nactors = 2',
+            f'name = "llm-solver"\nactors = 1\nconfig = {{ base_url = "{server.url}" }}',
+        )
+        suite = (
+            f'[[eval.suites]]\nname = "kiosk"\ntasks = "{tasks}"\ncode = ["{code}"]\n'
+            'user = { base_url = "http://127.0.0.1:9/v1" }\n'  # nothing listens on port 9
+        )
+        exp = tmp_path / "llm.toml"
+        exp.write_text(text + suite + IN_PROCESS_TOML)
+        done = run_cli("run", str(exp), "--out", str(tmp_path / "run"))
+    assert done.returncode == 2, done.stderr
+    assert "eval suite 'kiosk': user:" in done.stderr and "127.0.0.1:9" in done.stderr
+    assert not (tmp_path / "run").exists()
