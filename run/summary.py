@@ -35,12 +35,13 @@ _COLUMNS: Final[Mapping[str, list[str] | None]] = {
     "ingested": ["episodes", "rejected", "error", "disagreed"],
     "proposals": ["p_hat", "proposer_reward", "flaky", "objective"],
     "tasks": ["source"],
+    "evals": ["task_id", "suite"],  # the synthesized suite's size beside [[eval.suites]]
     "verdicts": ["accepted", "failed"],
     "usage": ["gen", "calls", "input_tokens", "output_tokens", "dollars"],
 }
 _BENCHMARK_COLUMNS: Final[Mapping[str, list[str] | None]] = {
     "episodes": ["episode_id", "failure"],
-    "evals": ["task_id", "episode_id", "domain", "reward"],
+    "evals": ["task_id", "episode_id", "domain", "reward", "suite"],
 }
 
 
@@ -129,7 +130,7 @@ def summarize(run_dir: str, tables: RunTables | None = None) -> dict[str, Any]:
         "external_disagreed": sum(r["disagreed"] for r in ingested),
         **_proposer(tables["proposals"].to_pylist()),
         "stalls": _stalls(recorded, rows),
-        **_eval_suite(recorded, tables["tasks"]),
+        **_eval_suite(recorded, tables["tasks"], tables["evals"]),
         "spend": _spend(tables["usage"]),
     }
     if benchmark:  # trials, not training: pass^k over them, every episode played
@@ -160,11 +161,21 @@ def tokens_per_second(summary: dict[str, Any], seconds: Mapping[int, float]) -> 
     return sum(spent[gen] for gen in timed) / took if timed and took > 0 else None
 
 
-def _eval_suite(recorded: Mapping[str, Any], tasks: pa.Table) -> dict[str, Any]:
-    """The held-out suite's size, and what the experiment asked for (``eval.per_level`` × levels)."""
-    made = sum(s == "eval" for s in tasks.column("source").to_pylist())
+def _eval_suite(recorded: Mapping[str, Any], tasks: pa.Table, evals: pa.Table) -> dict[str, Any]:
+    """The synthesized held-out suite's size, and what the experiment asked for (``eval.per_level`` × levels).
+
+    Its tasks are the ``eval`` tasks; beside ``[[eval.suites]]`` (whose tasks are
+    ``eval`` tasks too) they are those its ``evals`` rows (``suite`` null) played.
+    """
+    config = recorded.get("eval") or {}
+    if isinstance(config, dict) and config.get("suites"):
+        rows = zip(
+            evals.column("task_id").to_pylist(), evals.column("suite").to_pylist(), strict=True
+        )
+        made = len({task for task, suite in rows if suite is None})
+    else:
+        made = sum(s == "eval" for s in tasks.column("source").to_pylist())
     try:
-        config = recorded.get("eval") or {}
         asked = None if recorded.get("benchmark") else config["per_level"] * len(config["levels"])
     except (KeyError, TypeError):
         asked = None

@@ -21,6 +21,7 @@ from coevo.arena.errors import ExperimentError
 from coevo.arena.gamelog import SCHEMAS, GameLog
 from coevo.run.experiment import load_experiment
 from coevo.run.loop import resume_run, run_experiment
+from coevo.run.summary import summarize
 from coevo.run.tracking.metrics import generation_metrics
 
 from tests.agents.fake_openai import FakeOpenAI, calls
@@ -120,6 +121,10 @@ def test_a_run_plays_further_suites_beside_the_synthesized_one_and_analyze_shows
     synthesized = [r["reward"] for r in by_suite[None] if r["gen"] == 2]
     row = next(g for g in log["generations"] if g["gen"] == 2)
     assert row["eval_success"] == pytest.approx(sum(synthesized) / len(synthesized))
+
+    # the run's summary counts the synthesized suite's tasks alone against what [eval] asked
+    summary = summarize(str(run))
+    assert summary["eval_tasks"] == summary["eval_asked"] == 6
 
     # the trackers get each suite's success, and the levels of the synthesized suite alone
     tracked = generation_metrics(GameLog(str(run)), 2)
