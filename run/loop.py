@@ -484,9 +484,7 @@ class Arena:
         clock.lap("proposer")
         evaluated = gen % self.exp.eval.every == 0 or gen == self.exp.run.generations - 1
         done.evals = self._play(gen, self.eval_tasks, "eval", 1) if evaluated else []
-        done.suite_evals = (
-            self.held.play(gen, self.seed, self.state_ref, self._play) if evaluated else {}
-        )
+        done.suite_evals = self.held.play(gen, self._play, self.state_ref) if evaluated else {}
         clock.lap("eval")
         self._tally_calls(done)
         busy = self._busy(started)
@@ -657,6 +655,7 @@ class Arena:
             suites=self.held.suites,
         )
         record.usage = self._drained(self._every_actor, "drain_usage", done.gen)
+        record.usage += self.held.drain_usage()  # the code suites' hosts
         return record
 
     def _report(

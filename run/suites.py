@@ -56,7 +56,7 @@ from coevo.arena.bounded import MAX_FILE_BYTES, read_regular
 from coevo.arena.codetask import CODETASK_FORMAT, CodeTaskSpec, code_records, code_tasks_of
 from coevo.arena.codeworld import CodeWorlds
 from coevo.arena.errors import ArenaError, CoevoError
-from coevo.arena.gamelog import RunDir, accepted_ids
+from coevo.arena.gamelog import RunDir, UsageRow, accepted_ids
 from coevo.arena.gamelog.corpus import held_out, read_corpus
 from coevo.arena.ids import episode_id
 from coevo.arena.outcomes import Episode
@@ -369,11 +369,13 @@ class HeldOutSuites:
     Attributes:
         suites: the suites, read (empty until :meth:`start`).
         hosts: a code suite's host, by suite name.
+        seed: the run's seed (a code suite's episodes' seeds and ids derive from it).
     """
 
     def __init__(self) -> None:
         self.suites: list[Suite] = []
         self.hosts: dict[str, Any] = {}
+        self.seed = 0
 
     def start(self, experiment: Experiment, run: RunDir, *, new: bool) -> None:
         """Read and check the suites and keep them with the run (``new``), or read the run's copies; start the code suites' hosts.
@@ -387,6 +389,7 @@ class HeldOutSuites:
         else:
             self.suites = kept_suites(run, experiment.eval.suites)
         self.hosts = start_code_hosts(experiment, self.suites, run.uri)
+        self.seed = experiment.run.seed
 
     def ids(self) -> set[str]:
         """Every suite's task ids (never trained on)."""
@@ -395,9 +398,8 @@ class HeldOutSuites:
     def play(
         self,
         gen: int,
-        seed: int,
-        state_ref: Any,
         play: Callable[[int, list[Any], str, int], list[Episode]],
+        state_ref: Any,
     ) -> dict[str, list[Episode]]:
         """Each suite's episodes of ``gen``, by name: its tasks ``trials`` times with the policy ``state_ref`` holds.
 
@@ -411,8 +413,13 @@ class HeldOutSuites:
                 out[suite.name] = play(gen, suite.tasks, f"eval:{suite.name}", suite.config.trials)
             else:
                 state = get(state_ref) if state_ref is not None else None
-                out[suite.name] = get(host.play.remote(code_items(seed, gen, suite), state))
+                items = code_items(self.seed, gen, suite)
+                out[suite.name] = get(host.play.remote(items, state))
         return out
+
+    def drain_usage(self) -> list[UsageRow]:
+        """What the code suites' models (the Solver's, the user simulator's) spent since the last call."""
+        return [row for host in self.hosts.values() for row in get(host.drain_usage.remote())]
 
     def close(self) -> None:
         """Stop the code suites' hosts."""

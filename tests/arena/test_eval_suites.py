@@ -309,6 +309,8 @@ def test_an_llm_solver_run_evaluates_an_imported_tau2_suite_beside_the_synthesiz
     played = {e["episode_id"]: e for e in log["episodes"]}
     assert not any(played[r["episode_id"]]["failure"] for r in kiosk_rows)
     assert any(r["reward"] for r in kiosk_rows), "the agent solves some kiosk tasks"
+    spent = {u["role"] for u in log["usage"] if u["task_id"] in {r["task_id"] for r in kiosk_rows}}
+    assert spent == {"solver", "user"}, "what the suite's models spent is in the usage table"
     shown = run_cli("analyze", str(tmp_path / "run"), "--json", "--no-irt")
     metrics = json.loads(shown.stdout)
     names = [s["name"] for s in metrics["suites"]]
