@@ -422,3 +422,21 @@ def test_an_imported_suite_whose_customer_has_no_server_is_refused_before_the_ru
     assert done.returncode == 2, done.stderr
     assert "eval suite 'kiosk': user:" in done.stderr and "127.0.0.1:9" in done.stderr
     assert not (tmp_path / "run").exists()
+
+
+def test_adding_suites_leaves_the_training_and_the_synthesized_suite_as_they_were(
+    suites, tmp_path
+) -> None:
+    """The same seed with and without further suites: the same training episodes, updates, synthesized-suite evals and generations rows."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    run_experiment(load_experiment(_experiment(tmp_path / "a", "")), str(tmp_path / "plain"))
+    with_suites = load_experiment(_experiment(tmp_path / "b", _both(suites)))
+    run_experiment(with_suites, str(tmp_path / "suites"))
+    plain, more = _tables(tmp_path / "plain"), _tables(tmp_path / "suites")
+    held = {r["episode_id"] for r in more["evals"] if r["suite"] is not None}
+    assert held, "the suites were played"
+    assert [e for e in more["episodes"] if e["episode_id"] not in held] == plain["episodes"]
+    assert [r for r in more["evals"] if r["suite"] is None] == plain["evals"]
+    for table in ("generations", "updates", "predictions", "verdicts"):
+        assert more[table] == plain[table], table
