@@ -125,7 +125,8 @@ def one_run(
         run_experiment(exp, out)
         log = GameLog(out)
         gens = log.read("generations").to_pylist()
-        evals = log.read("evals").to_pylist()
+        # the synthesized suite (a further [[eval.suites]] suite has its name in ``suite``)
+        evals = [r for r in log.read("evals").to_pylist() if r.get("suite") is None]
     total, episodes = 0, {}
     for row in sorted(gens, key=lambda r: r["gen"]):
         total += row["train_episodes"]
