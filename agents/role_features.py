@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 import zlib
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any, Final
 
@@ -152,6 +152,7 @@ class Context:
         superlatives: the words that order rows (*lowest*, *most recent*, *earliest*).
         asks: whether the instruction is a question.
         mentioned: the instruction in lower case, to test whether a cell is stated in it.
+        quoted: the values the instruction quotes ('damaged in transit'): free text it asks for, however often.
         kind_order: each stated value's place among the stated values of its kind
             (the first name, the second name), whatever other kinds come between.
         calls: the tool calls made so far (``submit`` excluded).
@@ -166,6 +167,7 @@ class Context:
     asks: bool = False
     mentioned: str = ""
     stated: frozenset[Any] = frozenset()
+    quoted: frozenset[Any] = frozenset()
     kind_order: dict[Any, int] = field(default_factory=dict)
     kinds: tuple[tuple[str, str], ...] = ()
     calls: list[ToolCall] = field(default_factory=list)
@@ -199,6 +201,7 @@ class Context:
             asks="?" in instruction,
             mentioned=instruction.lower(),
             stated=frozenset(v for v, _ in values),
+            quoted=frozenset(v for v, kind in values if kind == "quoted"),
             kind_order=_kind_order(values),
             # a sorted tuple, not a set: feature order must not depend on the hash seed
             kinds=tuple(
@@ -577,12 +580,14 @@ def value_prior(tool: str, param: str, value: Any, source: Source, ctx: Context)
     the instruction says (3); −2 for the value this parameter of this tool
     already had.
     """
-    again = any(
+    name = param.lower()
+    if source.origin == "observation" and isinstance(value, str) and value in ctx.quoted:
+        source = replace(source, origin="instruction", kind="quoted")  # a write echoing it back
+    again = (source.origin != "instruction" or name.endswith("_id")) and any(
         c.tool == tool and o.ok and c.arguments.get(param) == value
         for c, o in zip(ctx.calls, ctx.observations, strict=True)
     )
     score = -2.0 if again else 0.0
-    name = param.lower()
     if source.origin == "observation":
         if isinstance(value, int) and not isinstance(value, bool) and name.endswith("_id"):
             score += 3.0 if _keyed(param, source.column or "", source.tool or "") else 1.0
@@ -600,10 +605,15 @@ def tool_prior(choice: Choice | None, ctx: Context) -> float:
 
     Twice the share of the tool's name the instruction says; 1 when a
     parameter can be fed the key the last call just showed; 1 for the write
-    just made when rows it has not had, described as well, are left.
+    just made when rows it has not had, described as well, are left; for
+    ``submit``, 2 right after a write that went through when no such row is
+    left (an instruction, not a question, done as asked).
     """
     if choice is None:
-        return 0.0
+        if ctx.asks or not ctx.calls or ctx.effects.get(ctx.calls[-1].tool) != "write":
+            return 0.0
+        more_tool, more = _more(ctx)
+        return 2.0 if more_tool == ctx.calls[-1].tool and more == 0 else 0.0
     tokens = _tokens(choice.tool)
     score = 2.0 * len(tokens & set(ctx.words)) / len(tokens) if tokens else 0.0
     last = ctx.observations[-1] if ctx.observations else None
