@@ -19,7 +19,9 @@ Two measurements, each against a baseline from the same run:
   eval, writing the log), the ratio to 1 actor at staleness 0, and Ray's
   share of the wall time: the time when neither the driver (outside
   ``ray.get``) nor any actor (inside a role's call, as the actors record it)
-  was working.
+  was working; and the driver's time per phase of a generation (the
+  ``phases`` of each ``generation`` event, averaged: at staleness 1, ``learn``
+  is the wait for the previous generation's learner step after solving).
 """
 
 from __future__ import annotations
@@ -142,11 +144,16 @@ def end_to_end(generations: int, actors: int, staleness: int) -> dict[str, float
     driver_spans.append((last, end))
     working = covered(actor_spans + driver_spans, start, end)
     wall = end - start
+    phases: dict[str, float] = {}
+    for report in summary.reports:
+        for phase, seconds in report.phases.items():
+            phases[phase] = phases.get(phase, 0.0) + seconds / len(summary.reports)
     return {
         "episodes_per_s": episodes / wall,
         "seconds_per_gen": wall / len(summary.reports),
         "ray_share": 1 - working / wall,
         "driver_waiting": waiting / wall,
+        "phases": phases,
     }
 
 
@@ -181,6 +188,10 @@ def main() -> None:
                 f"({got['seconds_per_gen']:.2f} s/generation)   "
                 f"ratio to 1 actor at 0: {got['episodes_per_s'] / base:.2f}x   "
                 f"Ray's share of wall time: {got['ray_share']:.1%}"
+            )
+            print(
+                "      driver's phases, s/generation: "
+                + ", ".join(f"{k} {v:.2f}" for k, v in got["phases"].items() if v >= 0.005)
             )
     ray.shutdown()
 

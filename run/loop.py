@@ -70,6 +70,7 @@ from coevo.run.generation import (
 from coevo.run.ingest import Inbox, known_tasks
 from coevo.run.inprocess import get
 from coevo.run.overlap import (
+    DEFERRED_DECISIONS_FILE,
     DEFERRED_FILE,
     Background,
     Deferred,
@@ -297,10 +298,15 @@ class Arena:
             ],
         )
 
-    def _episodes(self, gen: int, purpose: str, calls: Calls) -> list[Episode]:
+    def _episodes(
+        self, gen: int, purpose: str, calls: Calls, decisions: list[bytes] | None = None
+    ) -> list[Episode]:
+        """Gather what :meth:`_attempts` submitted; ``decisions`` collects what the Solvers shipped for the learner."""
         size = self.exp.run.chunk
         episodes: list[Episode] = []
-        for i, part in enumerate(calls.get()):
+        for i, (part, shipped) in enumerate(calls.get()):
+            if decisions is not None and shipped is not None:
+                decisions.append(shipped)
             for j, episode in enumerate(part):
                 named = episode_id(self.seed, gen, purpose, i * size + j, episode.task_id)
                 episodes.append(episode.model_copy(update={"episode_id": named}))
@@ -417,6 +423,13 @@ class Arena:
                 )
             except (OSError, ValueError, KeyError, TypeError) as exc:
                 raise self._unloadable(gen, files["deferred"], f"cannot be read ({exc})") from exc
+            if name := files.get("deferred_decisions"):
+                try:
+                    self.deferred.decisions = Deferred.decisions_of(
+                        self.run.read_bytes(*base, name)
+                    )
+                except (OSError, StateError) as exc:
+                    raise self._unloadable(gen, name, f"cannot be read ({exc})") from exc
         if self.handoff is not None:
             for batch in self.handoff.start(gen + 1, policy):
                 self.events("batch_handed_out", batch=batch, after="resume")
@@ -543,17 +556,22 @@ class Arena:
         done.batch = self.curriculum.batch(gen)
         attempts = self._attempts(gen, done.batch, "train", self.exp.run.rollouts)
         behind = self.deferred  # overlap: gen - 1's learner step runs beside these rollouts
-        stepping = self.learner.learn.remote(behind.learn, behind.batch) if behind else None
-        done.episodes = self._episodes(gen, "train", attempts)
+        stepping = (
+            self.learner.learn.remote(behind.learn, behind.batch, behind.decisions)
+            if behind
+            else None
+        )
+        shipped: list[bytes] = []  # the decisions behind the episodes, for the learner
+        done.episodes = self._episodes(gen, "train", attempts, shipped)
         done.solving = clock.lap("solve")
         # an episode the Solver could not play (its server down) says nothing about the task:
         # it is counted as a failure, and nobody learns from it
         played = [e for e in done.episodes if not e.failure]
         outcomes = played + done.external.episodes  # what the World model and curriculum see
         if self.overlap:
-            self.deferred = Deferred(gen, played, done.batch, outcomes)
+            self.deferred = Deferred(gen, played, done.batch, outcomes, shipped)
         else:
-            stepping = self.learner.learn.remote(played, done.batch)
+            stepping = self.learner.learn.remote(played, done.batch, shipped)
             self.updating = self.model.update.remote(outcomes)
         if stepping is not None:
             self._learnt(done, stepping, behind.gen if behind else gen)
@@ -719,6 +737,9 @@ class Arena:
         if self.deferred is not None:  # overlap: the step the next generation takes beside solving
             files["deferred"] = DEFERRED_FILE
             self.run.write_bytes(self.deferred.to_json(), *base, DEFERRED_FILE)
+            if self.deferred.decisions:  # what the Solvers shipped for that step
+                files["deferred_decisions"] = DEFERRED_DECISIONS_FILE
+                self.run.write_bytes(self.deferred.decisions_blob(), *base, DEFERRED_DECISIONS_FILE)
         state = {
             "curriculum": self.curriculum.state(),
             "next_plan": plan_json(next_plan),
