@@ -116,6 +116,11 @@ def unpack_decisions(
         raise StateError(f"the blob of decisions has no array {exc.args[0]!r}") from None
     if not isinstance(rows, list) or not isinstance(kinds, list):
         raise StateError("the blob of decisions has no list of episodes or kinds")
+    if any(a.dtype.kind not in "iu" for a in (idx, sizes, shape)) or prior.dtype.kind != "f":
+        raise StateError(
+            "the blob of decisions is damaged: its buckets, sizes and shape must be integers, "
+            "its prior floats"
+        )
     if idx.ndim != 1 or sizes.ndim != 1 or prior.shape != sizes.shape or shape.ndim != 2:
         raise StateError("the blob of decisions is damaged: its arrays have the wrong shapes")
     if shape.shape[1:] != (3,):
