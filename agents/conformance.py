@@ -413,7 +413,9 @@ def _ships_decisions(obj: Any, tasks: Sequence[TaskSpec], problems: list[str]) -
     """What ``drain_decisions`` ships is data, and ``learn`` with it gives what ``learn`` without it does."""
     _call(problems, "drain_decisions()", obj.drain_decisions)  # what earlier checks recorded
     start = _call(problems, "get_state()", obj.get_state) if isinstance(obj, Stateful) else None
-    episodes = _call(problems, "attempt(tasks, seed)", lambda: obj.attempt(list(tasks), 0))
+    # each task four times, as the arena plays them: some succeed, so the choices made matter
+    repeated = [t for t in tasks for _ in range(4)]
+    episodes = _call(problems, "attempt(tasks, seed)", lambda: obj.attempt(repeated, 0))
     blob = _call(problems, "drain_decisions() after attempt", obj.drain_decisions)
     if episodes is None or blob is None:
         return
