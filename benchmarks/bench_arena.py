@@ -21,7 +21,9 @@ Two measurements, each against a baseline from the same run:
   ``ray.get``) nor any actor (inside a role's call, as the actors record it)
   was working; and the driver's time per phase of a generation (the
   ``phases`` of each ``generation`` event, averaged: at staleness 1, ``learn``
-  is the wait for the previous generation's learner step after solving).
+  is the wait for the previous generation's learner step after solving) and
+  each actor's time inside its role's calls per generation (the learner's is
+  its step).
 """
 
 from __future__ import annotations
@@ -148,7 +150,13 @@ def end_to_end(generations: int, actors: int, staleness: int) -> dict[str, float
     for report in summary.reports:
         for phase, seconds in report.phases.items():
             phases[phase] = phases.get(phase, 0.0) + seconds / len(summary.reports)
+    actors = sorted({a for a, _, _ in timeline})
+    busy = {
+        a: covered([(s, e) for b, s, e in timeline if b == a], start, end) / len(summary.reports)
+        for a in actors
+    }
     return {
+        "busy": busy,
         "episodes_per_s": episodes / wall,
         "seconds_per_gen": wall / len(summary.reports),
         "ray_share": 1 - working / wall,
@@ -192,6 +200,10 @@ def main() -> None:
             print(
                 "      driver's phases, s/generation: "
                 + ", ".join(f"{k} {v:.2f}" for k, v in got["phases"].items() if v >= 0.005)
+            )
+            print(
+                "      actors busy, s/generation: "
+                + ", ".join(f"{k} {v:.2f}" for k, v in got["busy"].items() if v >= 0.005)
             )
     ray.shutdown()
 
