@@ -70,8 +70,6 @@ from coevo.run.generation import (
 from coevo.run.ingest import Inbox, known_tasks
 from coevo.run.inprocess import get
 from coevo.run.overlap import (
-    DEFERRED_DECISIONS_FILE,
-    DEFERRED_FILE,
     Background,
     Deferred,
     busy_shares,
@@ -282,7 +280,7 @@ class Arena:
 
     def _play(self, gen: int, tasks: list[TaskSpec], purpose: str, repeats: int) -> list[Episode]:
         """Each task ``repeats`` times, in fixed chunks over the Solver pool; episodes get deterministic ids."""
-        return self._episodes(gen, purpose, self._attempts(gen, tasks, purpose, repeats))
+        return self._episodes(gen, purpose, self._attempts(gen, tasks, purpose, repeats).get())
 
     def _attempts(self, gen: int, tasks: list[TaskSpec], purpose: str, repeats: int) -> Calls:
         """Submit the episodes :meth:`_play` plays; :meth:`_episodes` gathers them."""
@@ -298,15 +296,10 @@ class Arena:
             ],
         )
 
-    def _episodes(
-        self, gen: int, purpose: str, calls: Calls, decisions: list[bytes] | None = None
-    ) -> list[Episode]:
-        """Gather what :meth:`_attempts` submitted; ``decisions`` collects what the Solvers shipped for the learner."""
+    def _episodes(self, gen: int, purpose: str, parts: list[Any]) -> list[Episode]:
         size = self.exp.run.chunk
         episodes: list[Episode] = []
-        for i, (part, shipped) in enumerate(calls.get()):
-            if decisions is not None and shipped is not None:
-                decisions.append(shipped)
+        for i, (part, _decisions) in enumerate(parts):  # the Solver's attempt calls, in order
             for j, episode in enumerate(part):
                 named = episode_id(self.seed, gen, purpose, i * size + j, episode.task_id)
                 episodes.append(episode.model_copy(update={"episode_id": named}))
@@ -416,20 +409,12 @@ class Arena:
         if model_state is not None:
             self._restore(self.model, model_state, gen, files["world_model"])
         proposing = self._load_proposer(base, files, state, gen)
-        if files.get("deferred"):
+        for key, name in Deferred.files_in(files):  # overlap: the step still to take
             try:
-                self.deferred = Deferred.of_json(
-                    self.run.read_bytes(*base, files["deferred"]), tasks
-                )
+                data = self.run.read_bytes(*base, name)
+                self.deferred = Deferred.read(self.deferred, key, data, tasks)
             except (OSError, ValueError, KeyError, TypeError) as exc:
-                raise self._unloadable(gen, files["deferred"], f"cannot be read ({exc})") from exc
-            if name := files.get("deferred_decisions"):
-                try:
-                    self.deferred.decisions = Deferred.decisions_of(
-                        self.run.read_bytes(*base, name)
-                    )
-                except (OSError, StateError) as exc:
-                    raise self._unloadable(gen, name, f"cannot be read ({exc})") from exc
+                raise self._unloadable(gen, name, f"cannot be read ({exc})") from exc
         if self.handoff is not None:
             for batch in self.handoff.start(gen + 1, policy):
                 self.events("batch_handed_out", batch=batch, after="resume")
@@ -556,13 +541,10 @@ class Arena:
         done.batch = self.curriculum.batch(gen)
         attempts = self._attempts(gen, done.batch, "train", self.exp.run.rollouts)
         behind = self.deferred  # overlap: gen - 1's learner step runs beside these rollouts
-        stepping = (
-            self.learner.learn.remote(behind.learn, behind.batch, behind.decisions)
-            if behind
-            else None
-        )
-        shipped: list[bytes] = []  # the decisions behind the episodes, for the learner
-        done.episodes = self._episodes(gen, "train", attempts, shipped)
+        stepping = self.learner.learn.remote(*behind.learner_args) if behind else None
+        parts = attempts.get()
+        done.episodes = self._episodes(gen, "train", parts)
+        shipped = [decisions for _, decisions in parts if decisions is not None]  # for the learner
         done.solving = clock.lap("solve")
         # an episode the Solver could not play (its server down) says nothing about the task:
         # it is counted as a failure, and nobody learns from it
@@ -734,12 +716,9 @@ class Arena:
                     why=f"{role!r} is not Stateful: a resumed run starts it afresh",
                 )
         synth = self._save_proposer(record.gen, base, files)
-        if self.deferred is not None:  # overlap: the step the next generation takes beside solving
-            files["deferred"] = DEFERRED_FILE
-            self.run.write_bytes(self.deferred.to_json(), *base, DEFERRED_FILE)
-            if self.deferred.decisions:  # what the Solvers shipped for that step
-                files["deferred_decisions"] = DEFERRED_DECISIONS_FILE
-                self.run.write_bytes(self.deferred.decisions_blob(), *base, DEFERRED_DECISIONS_FILE)
+        for key, (name, data) in (self.deferred.checkpoint() if self.deferred else {}).items():
+            files[key] = name  # overlap: the step the next generation takes beside solving
+            self.run.write_bytes(data, *base, name)
         state = {
             "curriculum": self.curriculum.state(),
             "next_plan": plan_json(next_plan),

@@ -111,6 +111,39 @@ class Deferred:
             update=[Episode.model_validate(e) for e in raw["update"]],
         )
 
+    @property
+    def learner_args(self) -> tuple[list[Episode], list[TaskSpec], list[bytes]]:
+        """What the learner's ``learn`` takes: the episodes, their tasks and the decisions shipped with them."""
+        return self.learn, self.batch, self.decisions
+
+    def checkpoint(self) -> dict[str, tuple[str, bytes]]:
+        """The step's checkpoint files, by their key in the manifest's ``checkpoint_files``: (file name, bytes)."""
+        files = {"deferred": (DEFERRED_FILE, self.to_json())}
+        if self.decisions:
+            files["deferred_decisions"] = (DEFERRED_DECISIONS_FILE, self.decisions_blob())
+        return files
+
+    @staticmethod
+    def files_in(checkpoint_files: Mapping[str, str | None]) -> list[tuple[str, str]]:
+        """The (key, file name) of the step's files among a manifest's ``checkpoint_files``, ``deferred`` first."""
+        names = [(key, checkpoint_files.get(key)) for key in ("deferred", "deferred_decisions")]
+        return [(key, name) for key, name in names if name] if names[0][1] else []
+
+    @classmethod
+    def read(
+        cls, step: Deferred | None, key: str, data: bytes, tasks: Mapping[str, TaskSpec]
+    ) -> Deferred:
+        """The step with one of its checkpoint files read (``key``, in :meth:`files_in`'s order).
+
+        Raises:
+            ValueError: the file is not one this coevo wrote (a
+                :class:`~coevo.arena.errors.StateError` for the decisions).
+        """
+        if key == "deferred" or step is None:
+            return cls.of_json(data, tasks)
+        step.decisions = cls.decisions_of(data)
+        return step
+
     def decisions_blob(self) -> bytes:
         """The checkpoint file of :attr:`decisions`: the blobs, opaque, as ``coevo.state/1`` byte arrays."""
         arrays = {
