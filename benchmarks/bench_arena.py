@@ -12,6 +12,9 @@ Two measurements, each against a baseline from the same run:
 
   Ray's share of the time is ``(1 actor − in process) / 1 actor``; the
   speed-up is ``1 actor / 2 actors``.
+* **Learner step.** One learner step on those episodes, with the decisions
+  rebuilt from the episodes and with the decisions the players shipped
+  (``coevo.agents.decisions``), in CPU seconds of this process.
 * **End to end.** The quickstart experiment for N generations with 1 and 2
   Solver actors, at ``run.max_staleness`` 0 (phases in order) and 1 (judging,
   solving, learning and the World model's update overlap): training episodes
@@ -68,6 +71,33 @@ def in_process(chunks: list[list], state: bytes) -> tuple[float, int]:
     start = time.perf_counter()
     episodes = sum(len(solver.attempt(chunk, seed=i)) for i, chunk in enumerate(chunks))
     return time.perf_counter() - start, episodes
+
+
+def learner_step(chunks: list[list], state: bytes) -> dict[str, float]:
+    """CPU seconds of one learner step on the chunks' episodes: rebuilding the decisions, or taking them shipped.
+
+    Also the players' CPU seconds to pack what they ship (``drain_decisions``).
+    CPU time of this process, so another job on the machine changes it little.
+    """
+    player = LinearPGSolver()
+    player.set_state(state)
+    episodes, blobs, packing = [], [], 0.0
+    for i, chunk in enumerate(chunks):
+        episodes += player.attempt(chunk, seed=i)
+        start = time.process_time()
+        blobs.append(player.drain_decisions())
+        packing += time.process_time() - start
+    out = {"packing": packing, "bytes": sum(len(b) for b in blobs)}
+    for way in ("rebuilt", "shipped"):
+        learner = LinearPGSolver()
+        learner.set_state(state)
+        learner.remember([t for chunk in chunks for t in chunk])
+        start = time.process_time()
+        if way == "shipped":
+            learner.take_decisions(blobs)
+        learner.learn(episodes)
+        out[way] = time.process_time() - start
+    return out
 
 
 def with_actors(chunks: list[list], state: bytes, n: int) -> float:
@@ -183,6 +213,14 @@ def main() -> None:
     )
     print(
         f"  2 Solver actors:       {episodes / two:7.0f} episodes/s   speed-up over 1 actor: {one / two:.2f}x"
+    )
+    step = learner_step(chunks, state)
+    print(f"learner step on those {episodes} episodes (CPU seconds of this process):")
+    print(
+        f"  decisions rebuilt from the episodes: {step['rebuilt']:.2f} s   "
+        f"shipped by the players: {step['shipped']:.2f} s "
+        f"({step['rebuilt'] / step['shipped']:.1f}x less; packing them on the players: "
+        f"{step['packing']:.2f} s, {step['bytes'] / 1e6:.1f} MB)"
     )
     print(f"end to end (quickstart, {args.generations} generations, Ray already up):")
     base = None
