@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 import numpy as np
+from coevo.arena.bounded import loads_json
 from coevo.arena.errors import ArenaError, StateError
 from coevo.arena.outcomes import Episode
 from coevo.arena.spec import TaskSpec
@@ -99,7 +100,7 @@ class Deferred:
         Raises:
             ValueError: the file is not one this coevo wrote, or names a task the log lacks.
         """
-        raw = json.loads(data)
+        raw = loads_json(data, DEFERRED_FILE)
         try:
             batch = [tasks[t] for t in raw["batch"]]
         except KeyError as exc:

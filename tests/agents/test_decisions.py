@@ -130,6 +130,12 @@ def _damaged(blob: bytes, **change) -> bytes:
     [
         (lambda b: pickle.dumps({"idx": [1, 2]}), "pickle"),
         (lambda b: b[:-9], "truncated"),
+        (
+            lambda b: (
+                b"coevo.state/1\n" + (40_000).to_bytes(4, "little") + b"[" * 20_000 + b"]" * 20_000
+            ),
+            "nested too deep",
+        ),
         (lambda b: LinearPGSolver(dim=2048).get_state(), "written by 'linear-pg'"),
         (
             lambda b: _damaged(b, idx=np.full(5, 1 << 20, dtype=np.uint32)),
