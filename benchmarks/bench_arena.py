@@ -35,6 +35,7 @@ import argparse
 import tempfile
 import threading
 import time
+from typing import Any
 
 import ray
 from coevo.agents.linear_pg import LinearPGSolver
@@ -139,7 +140,7 @@ class Waits:
         ray.get = self._get
 
 
-def end_to_end(generations: int, actors: int, staleness: int) -> dict[str, float]:
+def end_to_end(generations: int, actors: int, staleness: int) -> dict[str, Any]:
     """The quickstart with ``actors`` Solver actors at ``staleness``: episodes/s and Ray's share of wall time.
 
     Ray's share is the time, from the first generation to the end, when neither
@@ -180,10 +181,10 @@ def end_to_end(generations: int, actors: int, staleness: int) -> dict[str, float
     for report in summary.reports:
         for phase, seconds in report.phases.items():
             phases[phase] = phases.get(phase, 0.0) + seconds / len(summary.reports)
-    actors = sorted({a for a, _, _ in timeline})
+    labels = sorted({a for a, _, _ in timeline})
     busy = {
         a: covered([(s, e) for b, s, e in timeline if b == a], start, end) / len(summary.reports)
-        for a in actors
+        for a in labels
     }
     return {
         "busy": busy,
