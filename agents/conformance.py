@@ -23,7 +23,9 @@ It checks the role's protocol (by its methods, see
   trajectory with the id of a task the role proposed) and then forget them; a
   Synthesizer's ``learn(feedback)`` returns :class:`LearnStats`, takes feedback
   on tasks it never proposed, and (when Stateful) learns the same from the
-  same state; and no capability is half there (``get_state`` without
+  same state; a Solver's shipped decisions are ``coevo.state/1`` data, and
+  (when Stateful) ``learn`` leaves the same state with them as without; and
+  no capability is half there (``get_state`` without
   ``set_state``).
 
 :func:`role_problems` returns the findings instead of raising.
@@ -47,6 +49,7 @@ from coevo.agents.protocols import (
     ReportsAttempts,
     ReportsTrajectories,
     ReportsUsage,
+    ShipsDecisions,
     Stateful,
     Versioned,
     kind_of,
@@ -402,6 +405,54 @@ def _capabilities(obj: Any, tasks: list[TaskSpec], problems: list[str]) -> None:
         _trajectories(obj, 0, problems)
     if kind_of(obj) == "synthesizer" and isinstance(obj, Learns):
         _learns(obj, 0, problems)
+    if kind_of(obj) == "solver" and isinstance(obj, ShipsDecisions):
+        _ships_decisions(obj, tasks, problems)
+
+
+def _ships_decisions(obj: Any, tasks: Sequence[TaskSpec], problems: list[str]) -> None:
+    """What ``drain_decisions`` ships is data, and ``learn`` with it gives what ``learn`` without it does."""
+    _call(problems, "drain_decisions()", obj.drain_decisions)  # what earlier checks recorded
+    start = _call(problems, "get_state()", obj.get_state) if isinstance(obj, Stateful) else None
+    # each task four times, as the arena plays them: some succeed, so the choices made matter
+    repeated = [t for t in tasks for _ in range(4)]
+    episodes = _call(problems, "attempt(tasks, seed)", lambda: obj.attempt(repeated, 0))
+    blob = _call(problems, "drain_decisions() after attempt", obj.drain_decisions)
+    if episodes is None or blob is None:
+        return
+    if not isinstance(blob, bytes):
+        problems.append(f"drain_decisions must return bytes, not {type(blob).__name__}")
+        return
+    try:
+        peek_state(blob)
+    except StateError as exc:
+        problems.append(
+            f"drain_decisions must return {STATE_FORMAT} data (coevo.arena.state.pack_state), never a pickle: {exc}"
+        )
+    if _call(problems, "take_decisions([b'not decisions'])", lambda: _refuses_blob(obj)) is False:
+        problems.append("take_decisions of bytes that are not decisions must raise StateError")
+    if start is None:  # not Stateful: the two ways cannot be compared from one state
+        _call(problems, "take_decisions([drained])", lambda: obj.take_decisions([blob]))
+        _call(problems, "learn(episodes) with the decisions", lambda: obj.learn(episodes))
+        return
+    _call(problems, "learn(episodes) without the decisions", lambda: obj.learn(episodes))
+    rebuilt = _call(problems, "get_state() after learn", obj.get_state)
+    _call(problems, "set_state(the state before)", lambda: obj.set_state(start))
+    _call(problems, "take_decisions([drained])", lambda: obj.take_decisions([blob]))
+    _call(problems, "learn(episodes) with the decisions", lambda: obj.learn(episodes))
+    if rebuilt is not None and _call(problems, "get_state()", obj.get_state) != rebuilt:
+        problems.append(
+            "learn with the decisions drain_decisions shipped must leave the same state as learn "
+            "without them (they are a cache of what learn would rebuild from the episodes)"
+        )
+    _call(problems, "set_state(the state before)", lambda: obj.set_state(start))
+
+
+def _refuses_blob(obj: Any) -> bool:
+    try:
+        obj.take_decisions([b"not decisions"])
+    except StateError:
+        return True
+    return False
 
 
 def role_problems(obj: Any, *, tasks: Sequence[TaskSpec] | None = None, seed: int = 0) -> list[str]:

@@ -43,6 +43,7 @@ from typing import Any
 
 import numpy as np
 from coevo.agents.action_space import ActionSpace, Choice
+from coevo.agents.decisions import pack_decisions, unpack_decisions
 from coevo.agents.protocols import LearnStats
 from coevo.agents.role_features import (
     Context,
@@ -372,6 +373,22 @@ class LinearPGSolver:
             ctx.calls.append(call)
             ctx.observations.append(obs)
         return sink
+
+    def drain_decisions(self) -> bytes:
+        """The decisions behind the episodes played since the last call, as data (:mod:`coevo.agents.decisions`); then forgotten."""
+        packed = pack_decisions(self._traces)
+        self._traces.clear()
+        return packed
+
+    def take_decisions(self, payloads: Sequence[bytes]) -> None:
+        """Decisions another instance played (its :meth:`drain_decisions`): :meth:`learn` uses them instead of rebuilding them.
+
+        Raises:
+            StateError: a blob that is not decisions, is damaged, or is of a policy of another ``dim``.
+        """
+        shipped = [unpack_decisions(p, dim=self.weights.size, make=_Decision) for p in payloads]
+        for traces in shipped:
+            self._traces.update(traces)
 
     def learn(self, episodes: Sequence[Episode]) -> LearnStats:
         """One policy-gradient step on ``episodes`` (group-mean baseline per task, entropy bonus, replay, Adam).

@@ -43,6 +43,11 @@ capability          methods                                     what the arena d
                                                                 rows (self-play); when also
                                                                 Stateful, gives it each policy a
                                                                 trainer announces
+:class:`ShipsDecisions`                                         ships what a Solver actor recorded
+                    ``drain_decisions() -> bytes``,             while playing a batch to the
+                    ``take_decisions(blobs)``                   learner with the episodes (and
+                                                                checkpoints a pending step's), so
+                                                                the learner need not rebuild it
 =================== =========================================== ===================================
 
 State is data: ``get_state`` returns bytes in a documented, versioned
@@ -78,6 +83,7 @@ __all__ = [
     "ReportsTrajectories",
     "ReportsUsage",
     "RoleEnvironment",
+    "ShipsDecisions",
     "Solver",
     "Stateful",
     "Synthesizer",
@@ -301,6 +307,28 @@ class ReportsTrajectories(Protocol):
         ...
 
 
+@runtime_checkable
+class ShipsDecisions(Protocol):
+    """A learning Solver whose players record what its learner needs, and ship it with the episodes.
+
+    The loop's Solver actors play and a learner actor (another instance)
+    learns. A Solver that records, while playing, what a ``learn`` step needs
+    (``linear-pg``: its softmax decisions, :mod:`coevo.agents.decisions`)
+    hands it over as data after each ``attempt``; the learner takes the blobs
+    of the episodes it is about to learn from. The blobs are a cache: ``learn``
+    must give the same result with them as without (when it rebuilds what it
+    needs from the episodes); ``check_role`` checks this.
+    """
+
+    def drain_decisions(self) -> bytes:
+        """What was recorded while playing since the last call (``coevo.state/1`` data, never a pickle); then forgotten."""
+        ...
+
+    def take_decisions(self, blobs: Sequence[bytes]) -> None:
+        """Blobs other instances drained, for the next ``learn`` (raise :class:`~coevo.arena.errors.StateError` if one is damaged)."""
+        ...
+
+
 CAPABILITIES: Final[dict[str, type]] = {
     "stateful": Stateful,
     "versioned": Versioned,
@@ -309,6 +337,7 @@ CAPABILITIES: Final[dict[str, type]] = {
     "reports-attempts": ReportsAttempts,
     "learns": Learns,
     "reports-trajectories": ReportsTrajectories,
+    "ships-decisions": ShipsDecisions,
 }
 """Every capability by the name ``coevo roles`` shows."""
 

@@ -11,9 +11,10 @@ seed data.
 from __future__ import annotations
 
 import base64
+import copy
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Annotated, Any, Literal
 
 from coevo.arena.spec import TaskSpec, ToolCall, WorldSpec
@@ -181,6 +182,14 @@ class Observation:
     truncated: bool = False
     done: bool = False
     reward: Reward | None = None
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Observation:
+        """A deep copy, field by field: what ``copy.deepcopy`` makes, about twice as fast.
+
+        (Its generic path for a slots dataclass goes through ``__reduce_ex__``;
+        the in-process hosts, :mod:`coevo.run.inprocess`, copy every episode.)
+        """
+        return Observation(*(copy.deepcopy(getattr(self, f.name), memo) for f in fields(self)))
 
     def to_json(self) -> dict[str, Any]:
         """The observation as a JSON-ready dict (BLOBs as ``{"$base64": ...}``)."""

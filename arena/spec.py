@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -194,6 +195,10 @@ class ToolCall:
 
     tool: str
     arguments: dict[str, Any] = field(default_factory=dict)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> ToolCall:
+        """A deep copy, field by field: what ``copy.deepcopy`` makes, faster (see ``Observation``)."""
+        return ToolCall(self.tool, copy.deepcopy(self.arguments, memo))
 
 
 class Lineage(_Model):

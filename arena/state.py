@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 import numpy as np
+from coevo.arena.bounded import loads_json
 from coevo.arena.errors import StateError
 
 __all__ = ["STATE_FORMAT", "RoleState", "pack_state", "peek_state", "unpack_state"]
@@ -102,7 +103,7 @@ def _header(data: bytes) -> tuple[dict[str, Any], int]:
     if start + size > len(data):
         raise StateError(f"the {STATE_FORMAT} state is truncated (its header runs past the end)")
     try:
-        header = json.loads(data[start : start + size])
+        header = loads_json(data[start : start + size], f"the {STATE_FORMAT} state's header")
     except ValueError as exc:
         raise StateError(f"the {STATE_FORMAT} state's header is not JSON ({exc})") from exc
     if not isinstance(header, dict) or not isinstance(header.get("role"), str):

@@ -12,6 +12,9 @@ Two measurements, each against a baseline from the same run:
 
   Ray's share of the time is ``(1 actor − in process) / 1 actor``; the
   speed-up is ``1 actor / 2 actors``.
+* **Learner step.** One learner step on those episodes, with the decisions
+  rebuilt from the episodes and with the decisions the players shipped
+  (``coevo.agents.decisions``), in CPU seconds of this process.
 * **End to end.** The quickstart experiment for N generations with 1 and 2
   Solver actors, at ``run.max_staleness`` 0 (phases in order) and 1 (judging,
   solving, learning and the World model's update overlap): training episodes
@@ -19,7 +22,11 @@ Two measurements, each against a baseline from the same run:
   eval, writing the log), the ratio to 1 actor at staleness 0, and Ray's
   share of the wall time: the time when neither the driver (outside
   ``ray.get``) nor any actor (inside a role's call, as the actors record it)
-  was working.
+  was working; and the driver's time per phase of a generation (the
+  ``phases`` of each ``generation`` event, averaged: at staleness 1, ``learn``
+  is the wait for the previous generation's learner step after solving) and
+  each actor's time inside its role's calls per generation (the learner's is
+  its step).
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ import argparse
 import tempfile
 import threading
 import time
+from typing import Any
 
 import ray
 from coevo.agents.linear_pg import LinearPGSolver
@@ -64,6 +72,33 @@ def in_process(chunks: list[list], state: bytes) -> tuple[float, int]:
     start = time.perf_counter()
     episodes = sum(len(solver.attempt(chunk, seed=i)) for i, chunk in enumerate(chunks))
     return time.perf_counter() - start, episodes
+
+
+def learner_step(chunks: list[list], state: bytes) -> dict[str, float]:
+    """CPU seconds of one learner step on the chunks' episodes: rebuilding the decisions, or taking them shipped.
+
+    Also the players' CPU seconds to pack what they ship (``drain_decisions``).
+    CPU time of this process, so another job on the machine changes it little.
+    """
+    player = LinearPGSolver()
+    player.set_state(state)
+    episodes, blobs, packing = [], [], 0.0
+    for i, chunk in enumerate(chunks):
+        episodes += player.attempt(chunk, seed=i)
+        start = time.process_time()
+        blobs.append(player.drain_decisions())
+        packing += time.process_time() - start
+    out = {"packing": packing, "bytes": sum(len(b) for b in blobs)}
+    for way in ("rebuilt", "shipped"):
+        learner = LinearPGSolver()
+        learner.set_state(state)
+        learner.remember([t for chunk in chunks for t in chunk])
+        start = time.process_time()
+        if way == "shipped":
+            learner.take_decisions(blobs)
+        learner.learn(episodes)
+        out[way] = time.process_time() - start
+    return out
 
 
 def with_actors(chunks: list[list], state: bytes, n: int) -> float:
@@ -105,7 +140,7 @@ class Waits:
         ray.get = self._get
 
 
-def end_to_end(generations: int, actors: int, staleness: int) -> dict[str, float]:
+def end_to_end(generations: int, actors: int, staleness: int) -> dict[str, Any]:
     """The quickstart with ``actors`` Solver actors at ``staleness``: episodes/s and Ray's share of wall time.
 
     Ray's share is the time, from the first generation to the end, when neither
@@ -142,11 +177,22 @@ def end_to_end(generations: int, actors: int, staleness: int) -> dict[str, float
     driver_spans.append((last, end))
     working = covered(actor_spans + driver_spans, start, end)
     wall = end - start
+    phases: dict[str, float] = {}
+    for report in summary.reports:
+        for phase, seconds in report.phases.items():
+            phases[phase] = phases.get(phase, 0.0) + seconds / len(summary.reports)
+    labels = sorted({a for a, _, _ in timeline})
+    busy = {
+        a: covered([(s, e) for b, s, e in timeline if b == a], start, end) / len(summary.reports)
+        for a in labels
+    }
     return {
+        "busy": busy,
         "episodes_per_s": episodes / wall,
         "seconds_per_gen": wall / len(summary.reports),
         "ray_share": 1 - working / wall,
         "driver_waiting": waiting / wall,
+        "phases": phases,
     }
 
 
@@ -169,6 +215,14 @@ def main() -> None:
     print(
         f"  2 Solver actors:       {episodes / two:7.0f} episodes/s   speed-up over 1 actor: {one / two:.2f}x"
     )
+    step = learner_step(chunks, state)
+    print(f"learner step on those {episodes} episodes (CPU seconds of this process):")
+    print(
+        f"  decisions rebuilt from the episodes: {step['rebuilt']:.2f} s   "
+        f"shipped by the players: {step['shipped']:.2f} s "
+        f"({step['rebuilt'] / step['shipped']:.1f}x less; packing them on the players: "
+        f"{step['packing']:.2f} s, {step['bytes'] / 1e6:.1f} MB)"
+    )
     print(f"end to end (quickstart, {args.generations} generations, Ray already up):")
     base = None
     for staleness in (0, 1):
@@ -181,6 +235,14 @@ def main() -> None:
                 f"({got['seconds_per_gen']:.2f} s/generation)   "
                 f"ratio to 1 actor at 0: {got['episodes_per_s'] / base:.2f}x   "
                 f"Ray's share of wall time: {got['ray_share']:.1%}"
+            )
+            print(
+                "      driver's phases, s/generation: "
+                + ", ".join(f"{k} {v:.2f}" for k, v in got["phases"].items() if v >= 0.005)
+            )
+            print(
+                "      actors busy, s/generation: "
+                + ", ".join(f"{k} {v:.2f}" for k, v in got["busy"].items() if v >= 0.005)
             )
     ray.shutdown()
 

@@ -28,10 +28,14 @@ while a long call is still running.
 The Solver's weights come with every ``attempt`` (as a reference to the
 learner's latest state), so an actor that was killed and restarted, and the
 batch Ray retried on it, plays exactly the episodes the first one would have.
+A Solver that :class:`~coevo.agents.protocols.ShipsDecisions` returns what it
+recorded playing each batch beside the episodes, and the learner's ``learn``
+takes it with them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import threading
@@ -50,6 +54,7 @@ from coevo.agents.protocols import (
     ReportsAttempts,
     ReportsTrajectories,
     ReportsUsage,
+    ShipsDecisions,
     Stateful,
     Versioned,
 )
@@ -282,28 +287,47 @@ class SolverHost(_Host):
     @_busy
     def attempt(
         self, version: int | None, state: list[Any], tasks: Sequence[TaskSpec], seed: int
-    ) -> list[Episode]:
-        """Episodes of ``tasks`` with the learner's weights ``state`` (a one-item list holding a Ray ref, or empty)."""
+    ) -> tuple[list[Episode], bytes | None]:
+        """Episodes of ``tasks`` with the learner's weights ``state`` (a one-item list holding a Ray ref, or empty).
+
+        Returns the episodes and, from a Solver that :class:`ShipsDecisions`,
+        what it recorded playing them, for the learner (None otherwise, or when
+        the batch failed).
+        """
         if state and version != self._version and isinstance(self.role, Stateful):
             self.role.set_state(_resolved(state[0]))
             self._version = version
+        ships = isinstance(self.role, ShipsDecisions)
         try:
             episodes = list(self.role.attempt(list(tasks), seed))
+            shipped = self.role.drain_decisions() if ships else None
             if _matches(episodes, tasks):
-                return episodes
+                return episodes, shipped
             why = f"it returned {len(episodes)} episodes for {len(tasks)} tasks, or of other tasks"
         except Exception as exc:
             why = _error(exc)
-        return [failed_episode(t, seed, why, self.policy_version()) for t in tasks]
+        if ships:  # what a failed batch recorded is not learnt from: forgotten
+            with contextlib.suppress(Exception):
+                self.role.drain_decisions()
+        return [failed_episode(t, seed, why, self.policy_version()) for t in tasks], None
 
     @_busy
     def learn(
-        self, episodes: Sequence[Episode], tasks: Sequence[TaskSpec]
+        self,
+        episodes: Sequence[Episode],
+        tasks: Sequence[TaskSpec],
+        decisions: Sequence[bytes] = (),
     ) -> tuple[LearnStats, bytes | None, str | None]:
-        """One learner step: the stats, the new state (None if the solver has none) and an error."""
+        """One learner step: the stats, the new state (None if the solver has none) and an error.
+
+        ``decisions``: what the Solver actors shipped with the episodes (given to a
+        Solver that :class:`ShipsDecisions`, which then need not rebuild it).
+        """
         if isinstance(self.role, Remembers):
             self.role.remember(tasks)
         try:
+            if decisions and isinstance(self.role, ShipsDecisions):
+                self.role.take_decisions(list(decisions))
             stats = self.role.learn(list(episodes))
             error = None
         except Exception as exc:

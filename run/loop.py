@@ -64,7 +64,6 @@ from coevo.run.generation import (
 from coevo.run.ingest import Inbox, known_tasks
 from coevo.run.inprocess import get
 from coevo.run.overlap import (
-    DEFERRED_FILE,
     Background,
     Deferred,
     busy_shares,
@@ -277,7 +276,7 @@ class Arena:
 
     def _play(self, gen: int, tasks: list[TaskSpec], purpose: str, repeats: int) -> list[Episode]:
         """Each task ``repeats`` times, in fixed chunks over the Solver pool; episodes get deterministic ids."""
-        return self._episodes(gen, purpose, self._attempts(gen, tasks, purpose, repeats))
+        return self._episodes(gen, purpose, self._attempts(gen, tasks, purpose, repeats).get())
 
     def _attempts(self, gen: int, tasks: list[TaskSpec], purpose: str, repeats: int) -> Calls:
         """Submit the episodes :meth:`_play` plays; :meth:`_episodes` gathers them."""
@@ -293,10 +292,10 @@ class Arena:
             ],
         )
 
-    def _episodes(self, gen: int, purpose: str, calls: Calls) -> list[Episode]:
+    def _episodes(self, gen: int, purpose: str, parts: list[Any]) -> list[Episode]:
         size = self.exp.run.chunk
         episodes: list[Episode] = []
-        for i, part in enumerate(calls.get()):
+        for i, (part, _decisions) in enumerate(parts):  # the Solver's attempt calls, in order
             for j, episode in enumerate(part):
                 named = episode_id(self.seed, gen, purpose, i * size + j, episode.task_id)
                 episodes.append(episode.model_copy(update={"episode_id": named}))
@@ -407,13 +406,12 @@ class Arena:
         if model_state is not None:
             self._restore(self.model, model_state, gen, files["world_model"])
         proposing = self._load_proposer(base, files, state, gen)
-        if files.get("deferred"):
+        for key, name in Deferred.files_in(files):  # overlap: the step still to take
             try:
-                self.deferred = Deferred.of_json(
-                    self.run.read_bytes(*base, files["deferred"]), tasks
-                )
+                data = self.run.read_bytes(*base, name)
+                self.deferred = Deferred.read(self.deferred, key, data, tasks)
             except (OSError, ValueError, KeyError, TypeError) as exc:
-                raise self._unloadable(gen, files["deferred"], f"cannot be read ({exc})") from exc
+                raise self._unloadable(gen, name, f"cannot be read ({exc})") from exc
         if self.handoff is not None:
             for batch in self.handoff.start(gen + 1, policy):
                 self.events("batch_handed_out", batch=batch, after="resume")
@@ -541,17 +539,19 @@ class Arena:
         done.batch = self.curriculum.batch(gen)
         attempts = self._attempts(gen, done.batch, "train", self.exp.run.rollouts)
         behind = self.deferred  # overlap: gen - 1's learner step runs beside these rollouts
-        stepping = self.learner.learn.remote(behind.learn, behind.batch) if behind else None
-        done.episodes = self._episodes(gen, "train", attempts)
+        stepping = self.learner.learn.remote(*behind.learner_args) if behind else None
+        parts = attempts.get()
+        done.episodes = self._episodes(gen, "train", parts)
+        shipped = [decisions for _, decisions in parts if decisions is not None]  # for the learner
         done.solving = clock.lap("solve")
         # an episode the Solver could not play (its server down) says nothing about the task:
         # it is counted as a failure, and nobody learns from it
         played = [e for e in done.episodes if not e.failure]
         outcomes = played + done.external.episodes  # what the World model and curriculum see
         if self.overlap:
-            self.deferred = Deferred(gen, played, done.batch, outcomes)
+            self.deferred = Deferred(gen, played, done.batch, outcomes, shipped)
         else:
-            stepping = self.learner.learn.remote(played, done.batch)
+            stepping = self.learner.learn.remote(played, done.batch, shipped)
             self.updating = self.model.update.remote(outcomes)
         if stepping is not None:
             self._learnt(done, stepping, behind.gen if behind else gen)
@@ -716,9 +716,9 @@ class Arena:
                     why=f"{role!r} is not Stateful: a resumed run starts it afresh",
                 )
         synth = self._save_proposer(record.gen, base, files)
-        if self.deferred is not None:  # overlap: the step the next generation takes beside solving
-            files["deferred"] = DEFERRED_FILE
-            self.run.write_bytes(self.deferred.to_json(), *base, DEFERRED_FILE)
+        for key, (name, data) in (self.deferred.checkpoint() if self.deferred else {}).items():
+            files[key] = name  # overlap: the step the next generation takes beside solving
+            self.run.write_bytes(data, *base, name)
         state = {
             "curriculum": self.curriculum.state(),
             "next_plan": plan_json(next_plan),

@@ -17,8 +17,9 @@ one actor each and take one step at a time: more than one generation of lag
 would gain nothing, so every staleness ≥ 1 gives this one schedule (with an
 external ``[trainer]`` the staleness also bounds the trainer, see
 :mod:`coevo.run.trainer`). The deferred step of the last generation is
-kept in the checkpoint (``deferred.json``, data only) and taken by
-``coevo resume``.
+kept in the checkpoint (``deferred.json``, data only; with what the Solvers
+shipped for it, :class:`~coevo.agents.protocols.ShipsDecisions`, beside it
+in ``deferred-decisions.state``) and taken by ``coevo resume``.
 
 :func:`drain_busy` asks every actor for the intervals it was busy (its hosts
 answer beside a running call); :func:`busy_shares` makes them the share of a
@@ -30,16 +31,20 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
-from coevo.arena.errors import ArenaError
+import numpy as np
+from coevo.arena.bounded import loads_json
+from coevo.arena.errors import ArenaError, StateError
 from coevo.arena.outcomes import Episode
 from coevo.arena.spec import TaskSpec
+from coevo.arena.state import pack_state, unpack_state
 from coevo.run.inprocess import get, wait
 from ray.exceptions import GetTimeoutError, RayActorError
 
 __all__ = [
+    "DEFERRED_DECISIONS_FILE",
     "DEFERRED_FILE",
     "Background",
     "Deferred",
@@ -50,6 +55,9 @@ __all__ = [
 
 DEFERRED_FILE: Final = "deferred.json"
 """The checkpoint file of the learner step and World model update still to run."""
+
+DEFERRED_DECISIONS_FILE: Final = "deferred-decisions.state"
+"""The checkpoint file of what the Solvers shipped for that learner step (written only when they shipped any)."""
 
 Interval = tuple[float, float]
 
@@ -63,12 +71,15 @@ class Deferred:
         learn: the episodes the learner learns from (those played without failure).
         batch: the tasks they played (the learner remembers them).
         update: the outcomes the World model sees (with ingested rollouts).
+        decisions: what the Solver actors shipped with the episodes, one blob per
+            batch, for the learner (empty: the Solver ships nothing).
     """
 
     gen: int
     learn: list[Episode]
     batch: list[TaskSpec]
     update: list[Episode]
+    decisions: list[bytes] = field(default_factory=list)
 
     def to_json(self) -> bytes:
         """The checkpoint file: episodes as data, tasks by id."""
@@ -89,7 +100,7 @@ class Deferred:
         Raises:
             ValueError: the file is not one this coevo wrote, or names a task the log lacks.
         """
-        raw = json.loads(data)
+        raw = loads_json(data, DEFERRED_FILE)
         try:
             batch = [tasks[t] for t in raw["batch"]]
         except KeyError as exc:
@@ -100,6 +111,65 @@ class Deferred:
             batch=batch,
             update=[Episode.model_validate(e) for e in raw["update"]],
         )
+
+    @property
+    def learner_args(self) -> tuple[list[Episode], list[TaskSpec], list[bytes]]:
+        """What the learner's ``learn`` takes: the episodes, their tasks and the decisions shipped with them."""
+        return self.learn, self.batch, self.decisions
+
+    def checkpoint(self) -> dict[str, tuple[str, bytes]]:
+        """The step's checkpoint files, by their key in the manifest's ``checkpoint_files``: (file name, bytes)."""
+        files = {"deferred": (DEFERRED_FILE, self.to_json())}
+        if self.decisions:
+            files["deferred_decisions"] = (DEFERRED_DECISIONS_FILE, self.decisions_blob())
+        return files
+
+    @staticmethod
+    def files_in(checkpoint_files: Mapping[str, str | None]) -> list[tuple[str, str]]:
+        """The (key, file name) of the step's files among a manifest's ``checkpoint_files``, ``deferred`` first."""
+        names = [(key, checkpoint_files.get(key)) for key in ("deferred", "deferred_decisions")]
+        return [(key, name) for key, name in names if name] if names[0][1] else []
+
+    @classmethod
+    def read(
+        cls, step: Deferred | None, key: str, data: bytes, tasks: Mapping[str, TaskSpec]
+    ) -> Deferred:
+        """The step with one of its checkpoint files read (``key``, in :meth:`files_in`'s order).
+
+        Raises:
+            ValueError: the file is not one this coevo wrote (a
+                :class:`~coevo.arena.errors.StateError` for the decisions).
+        """
+        if key == "deferred" or step is None:
+            return cls.of_json(data, tasks)
+        step.decisions = cls.decisions_of(data)
+        return step
+
+    def decisions_blob(self) -> bytes:
+        """The checkpoint file of :attr:`decisions`: the blobs, opaque, as ``coevo.state/1`` byte arrays."""
+        arrays = {
+            f"blob-{i}": np.frombuffer(b, dtype=np.uint8) for i, b in enumerate(self.decisions)
+        }
+        return pack_state("deferred-decisions", 1, {"blobs": len(self.decisions)}, arrays)
+
+    @staticmethod
+    def decisions_of(data: bytes) -> list[bytes]:
+        """Read :meth:`decisions_blob`'s file (the learner checks each blob when it takes it).
+
+        Raises:
+            StateError: the file is not one this coevo wrote, or is damaged.
+        """
+        held = unpack_state(data, role="deferred-decisions", versions={1})
+        count = held.meta.get("blobs")
+        if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+            raise StateError("its header does not say how many blobs it holds")
+        try:
+            blobs = [held.arrays[f"blob-{i}"] for i in range(count)]
+        except KeyError as exc:
+            raise StateError(f"it lacks {exc.args[0]}") from None
+        if any(b.dtype != np.uint8 or b.ndim != 1 for b in blobs):
+            raise StateError("its blobs are not byte arrays")
+        return [b.tobytes() for b in blobs]
 
 
 class Background:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
+from coevo.agents.linear_pg import LinearPGSolver
 from coevo.agents.protocols import LearnStats, ProposalRequest, kind_of
 from coevo.agents.registry import REGISTRY, Registry, RoleInfo
 from coevo.arena import Episode, Observation, Reward, TaskSpec, Verdict
@@ -153,6 +155,23 @@ class _StatefulSolver(_IdleSolver):
         return b"weights"
 
 
+class _MisshippingSolver(LinearPGSolver):
+    """Ships decisions that are not the ones it played (every choice the first option)."""
+
+    def take_decisions(self, blobs: Sequence[bytes]) -> None:
+        super().take_decisions(blobs)
+        for key, decisions in self._traces.items():
+            self._traces[key] = [dataclasses.replace(d, chosen=0) for d in decisions]
+
+
+class _PicklingShipper(LinearPGSolver):
+    """Ships its decisions as a pickle."""
+
+    def drain_decisions(self) -> bytes:
+        super().drain_decisions()
+        return b"\x80\x05N."
+
+
 class _ForgetfulProposer:
     """A Synthesizer with ``learn`` but no state: the arena could never teach it."""
 
@@ -173,6 +192,8 @@ class _ForgetfulProposer:
         (_ShortJudge(), "5 item(s) in, 4 out; return one result per item"),
         (_RaisingSolver(), "attempt(tasks, seed) raised RuntimeError: cannot build this world"),
         (_StatefulSolver(), "has get_state but not set_state: the stateful capability"),
+        (_MisshippingSolver(), "must leave the same state as learn without them"),
+        (_PicklingShipper(), "drain_decisions must return coevo.state/1 data"),
         (object(), "satisfies no role protocol"),
     ],
 )

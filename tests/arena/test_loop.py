@@ -14,6 +14,8 @@ from coevo.arena.gamelog import SCHEMAS, GameLog
 from coevo.run.experiment import load_experiment
 from coevo.run.loop import ArenaError, resume_run, run_experiment
 
+from tests.factories import run_cli
+
 
 def experiment(**overrides: Any):
     """A small experiment, its roles in this process (``ray__in_process=False``: on Ray)."""
@@ -153,6 +155,68 @@ def test_at_staleness_1_phases_overlap_and_the_log_is_still_one_per_seed(tmp_pat
         assert {"solver-0", "solver-1", "learner", "world_model", "judge-0"} <= set(busy)
         assert all(0.0 <= share <= 1.0 for share in busy.values())
     assert all(e["busy"]["solver-0"] > 0 for e in done), "the Solvers played every generation"
+
+
+@pytest.mark.slow
+def test_a_pending_learner_step_resumes_with_the_decisions_the_solvers_shipped(tmp_path) -> None:
+    """max_staleness = 1, stopped with a learner step pending: its shipped decisions are in the checkpoint as data and
+    resume writes the log of an uninterrupted run; a checkpoint without them (an older coevo's) resumes to the same log,
+    and a damaged one stops `coevo resume` naming the file."""
+    import hashlib
+    import json
+
+    lagging = experiment(run__max_staleness=1, run__generations=4)
+    run_experiment(lagging, str(tmp_path / "whole"))
+    whole = tables(tmp_path / "whole")
+    run_experiment(lagging, str(tmp_path / "cut"), stop_after=2)
+    files = GameLog(str(tmp_path / "cut")).manifests()[1]["checkpoint_files"]
+    assert files["deferred_decisions"] == "deferred-decisions.state"
+    shipped = tmp_path / "cut" / "checkpoints" / "gen=1" / "deferred-decisions.state"
+    assert shipped.read_bytes().startswith(b"coevo.state/1\n")
+    older, damaged = tmp_path / "older", tmp_path / "damaged"
+    shutil.copytree(tmp_path / "cut", older)
+    shutil.copytree(tmp_path / "cut", damaged)
+
+    resume_run(str(tmp_path / "cut"))
+    assert tables(tmp_path / "cut") == whole
+
+    manifest = older / "log" / "_manifests" / "gen=000001.json"
+    data = json.loads(manifest.read_text())
+    del data["checkpoint_files"]["deferred_decisions"]
+    data.get("files", {}).pop("checkpoints/gen=1/deferred-decisions.state", None)
+    manifest.write_text(json.dumps(data))
+    (older / "checkpoints" / "gen=1" / "deferred-decisions.state").unlink()
+    resume_run(str(older))  # the learner rebuilds the decisions: the same step
+    assert tables(older) == whole
+
+    # a pickle in its place: the manifest's checksum says so; with the manifest made to agree, it is still never loaded
+    pickled = b"\x80\x05" + b"\0" * (shipped.stat().st_size - 2)
+    (damaged / "checkpoints" / "gen=1" / "deferred-decisions.state").write_bytes(pickled)
+    done = run_cli("resume", str(damaged))
+    assert done.returncode != 0
+    assert "checkpoints/gen=1/deferred-decisions.state fails its checksum" in done.stderr
+    manifest = damaged / "log" / "_manifests" / "gen=000001.json"
+    data = json.loads(manifest.read_text())
+    entry = data["files"]["checkpoints/gen=1/deferred-decisions.state"]
+    entry["sha256"] = hashlib.sha256(pickled).hexdigest()
+    manifest.write_text(json.dumps(data))
+    done = run_cli("resume", str(damaged))
+    assert done.returncode != 0
+    assert "checkpoints/gen=1/deferred-decisions.state cannot be read" in done.stderr
+    assert "pickle, which coevo never loads" in done.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("ray_cluster")
+def test_shipped_decisions_cross_ray_and_the_log_is_the_in_process_one(tmp_path) -> None:
+    """At max_staleness 1 the decisions go from the Solver actors through Ray to a pending learner step: the log is the in-process one.
+
+    (At 0, ``test_same_seed_same_log_and_resume_continues_it`` compares the two.)
+    """
+    lagging = {"run__max_staleness": 1, "run__generations": 4}
+    run_experiment(experiment(ray__in_process=False, **lagging), str(tmp_path / "ray"))
+    run_experiment(experiment(**lagging), str(tmp_path / "in-process"))
+    assert tables(tmp_path / "ray") == tables(tmp_path / "in-process")
 
 
 @pytest.mark.slow

@@ -609,3 +609,22 @@ def test_wall_clock_backstop_stops_heavy_work_per_instruction():
     obs = world.step(ToolCall("grind", {}))
     assert not obs.ok and "wall-clock backstop" in obs.error
     assert world.step(ToolCall("count_open", {"account_id": 1})).ok
+
+
+def test_a_deep_copy_of_an_episode_is_equal_and_shares_nothing_mutable(mini) -> None:
+    """Observation and ToolCall copy field by field (the in-process hosts copy every episode): equal, independent, aliasing kept."""
+    import copy
+
+    world, task = mini
+    episode = world.run(task, task.solution)
+    seen = next(o for o in episode.observations if o.rows)
+    copied = copy.deepcopy(episode)
+    assert copied == episode
+    twin = next(o for o in copied.observations if o.rows)
+    assert twin.rows is not seen.rows and twin.rows == seen.rows
+    call = ToolCall("find", {"ids": [1, 2], "where": {"name": "Ada"}})
+    again = copy.deepcopy(call)
+    assert again == call and again.arguments is not call.arguments
+    assert again.arguments["ids"] is not call.arguments["ids"]
+    pair = copy.deepcopy([seen, seen])
+    assert pair[0] is pair[1], "one object copied once, as copy.deepcopy does"
