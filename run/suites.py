@@ -50,7 +50,6 @@ from pathlib import Path
 from typing import Any, Final
 
 import ray
-from coevo.agents.llm.user import LLMUser
 from coevo.agents.registry import REGISTRY
 from coevo.arena.bounded import MAX_FILE_BYTES, read_regular
 from coevo.arena.codetask import CODETASK_FORMAT, CodeTaskSpec, code_records, code_tasks_of
@@ -63,7 +62,6 @@ from coevo.arena.outcomes import Episode
 from coevo.arena.records import dump_record, load_records
 from coevo.arena.seeding import derive_seed
 from coevo.arena.spec import TaskSpec, WorldSpec
-from coevo.run.benchmark import BenchmarkHost, host_environment
 from coevo.run.experiment import Experiment, SuiteConfig
 from coevo.run.inprocess import LocalActor, get, kill
 
@@ -260,6 +258,8 @@ def check_suites(experiment: Experiment) -> list[Suite]:
             )
         try:  # the customer's model: its settings, key and server, as [benchmark.user]'s
             if config.user is not None:
+                from coevo.agents.llm.user import LLMUser  # an LLM SDK: only for a code suite
+
                 LLMUser.preflight(config.benchmark().user_settings())
         except CoevoError as exc:
             raise ArenaError(f"eval suite {suite.name!r}: user: {exc}") from None
@@ -320,6 +320,9 @@ def start_code_hosts(
     for suite in suites:
         if not suite.code:
             continue
+        # the LLM SDKs come with the host: a run without code suites never imports them
+        from coevo.run.benchmark import BenchmarkHost, host_environment
+
         bench = suite.config.benchmark()
         args = (
             experiment.solver.name,
