@@ -185,7 +185,10 @@ def main() -> None:
         "(default: the file's, 2); fewer eval points cost less",
     )
     parser.add_argument(
-        "--results", default=None, help="append each run's result here (JSON lines)"
+        "--results",
+        default=None,
+        help="append each run's result here (JSON lines); the runs it already holds "
+        "(same setting, generations and --eval-every) are read, not run again",
     )
     parser.add_argument(
         "--report", default=None, help="print the table of a --results file instead of running"
@@ -210,14 +213,21 @@ def main() -> None:
         f"{os.cpu_count()} CPUs, {args.jobs} jobs\n",
         flush=True,
     )
+    results: dict[str, dict[int, dict[str, Any]]] = {s: {} for s in setups}
+    for run in done_runs(args.results, args.setting, generations, args.eval_every):
+        if run["setup"] in results and run["seed"] in seeds:
+            results[run["setup"]][run["seed"]] = run  # made by an earlier invocation: kept
     jobs = [
         (args.setting, setup, seed, generations, args.eval_every)
         for seed in seeds
         for setup in setups
+        if seed not in results[setup]
     ]
-    results: dict[str, dict[int, dict[str, Any]]] = {s: {} for s in setups}
+    if len(jobs) < len(seeds) * len(setups):
+        print(f"{len(seeds) * len(setups) - len(jobs)} runs read from {args.results}", flush=True)
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         for run in pool.map(_one, jobs):
+            run = {**run, "generations": generations, "eval_every": args.eval_every}
             results[run["setup"]][run["seed"]] = run
             print(
                 f"  {run['setup']:<18} seed {run['seed']:>2}: AUC {run['auc']:.3f}, final "
@@ -228,6 +238,23 @@ def main() -> None:
                 with open(args.results, "a") as out:
                     out.write(json.dumps({"setting": args.setting, **run}) + "\n")
     table(results, seeds, args.setting, (time.perf_counter() - started) / 60)
+
+
+def done_runs(
+    path: str | None, setting: str, generations: int, every: int | None
+) -> list[dict[str, Any]]:
+    """The runs a ``--results`` file holds with the same setting, generations and eval spacing (none if no file)."""
+    if path is None or not os.path.exists(path):
+        return []
+    with open(path) as lines:
+        runs = [json.loads(line) for line in lines if line.strip()]
+    return [
+        r
+        for r in runs
+        if r.get("setting") == setting
+        and r.get("generations") == generations
+        and r.get("eval_every", "absent") == every
+    ]
 
 
 def report(path: str) -> None:
