@@ -60,6 +60,7 @@ from coevo.agents.protocols import (
 )
 from coevo.agents.registry import REGISTRY
 from coevo.agents.synthesizers.mutation import Mutator
+from coevo.arena.errors import StateError
 from coevo.arena.gamelog.rows import UsageRow
 from coevo.arena.outcomes import Episode, Verdict, failed_episode, failed_verdict
 from coevo.arena.spec import TaskSpec
@@ -286,13 +287,20 @@ class SolverHost(_Host):
 
     @_busy
     def attempt(
-        self, version: int | None, state: list[Any], tasks: Sequence[TaskSpec], seed: int
+        self,
+        version: int | None,
+        state: list[Any],
+        tasks: Sequence[TaskSpec],
+        seed: int,
+        ship: bool = True,
     ) -> tuple[list[Episode], bytes | None]:
         """Episodes of ``tasks`` with the learner's weights ``state`` (a one-item list holding a Ray ref, or empty).
 
         Returns the episodes and, from a Solver that :class:`ShipsDecisions`,
-        what it recorded playing them, for the learner (None otherwise, or when
-        the batch failed).
+        what it recorded playing them, for the learner (None otherwise, when
+        the batch failed, or with ``ship`` false: episodes nobody learns from,
+        such as an eval suite's). The decisions are a cache: failing to pack
+        them costs the learner a rebuild, never the batch.
         """
         if state and version != self._version and isinstance(self.role, Stateful):
             self.role.set_state(_resolved(state[0]))
@@ -300,9 +308,14 @@ class SolverHost(_Host):
         ships = isinstance(self.role, ShipsDecisions)
         try:
             episodes = list(self.role.attempt(list(tasks), seed))
-            shipped = self.role.drain_decisions() if ships else None
+            shipped = None
+            if ships:
+                try:
+                    shipped = self.role.drain_decisions()
+                except Exception:
+                    shipped = None
             if _matches(episodes, tasks):
-                return episodes, shipped
+                return episodes, shipped if ship else None
             why = f"it returned {len(episodes)} episodes for {len(tasks)} tasks, or of other tasks"
         except Exception as exc:
             why = _error(exc)
@@ -325,9 +338,12 @@ class SolverHost(_Host):
         """
         if isinstance(self.role, Remembers):
             self.role.remember(tasks)
+        if decisions and isinstance(self.role, ShipsDecisions):
+            # a cache: a blob that does not read is left out, and learn rebuilds its decisions
+            for blob in decisions:
+                with contextlib.suppress(StateError):
+                    self.role.take_decisions([blob])
         try:
-            if decisions and isinstance(self.role, ShipsDecisions):
-                self.role.take_decisions(list(decisions))
             stats = self.role.learn(list(episodes))
             error = None
         except Exception as exc:

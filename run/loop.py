@@ -284,13 +284,10 @@ class Arena:
         size = self.exp.run.chunk
         chunks = [order[i : i + size] for i in range(0, len(order), size)]
         state = [self.state_ref] if self.state_ref is not None else []
-        return self.solvers.map(
-            "attempt",
-            [
-                (self.version, state, c, derive_seed(self.seed, "solve", gen, purpose, i))
-                for i, c in enumerate(chunks)
-            ],
-        )
+        seeds = [derive_seed(self.seed, "solve", gen, purpose, i) for i in range(len(chunks))]
+        ship = purpose == "train"  # the Solver's decisions: only the learner's episodes need them
+        calls = [(self.version, state, c, s, ship) for c, s in zip(chunks, seeds, strict=True)]
+        return self.solvers.map("attempt", calls)
 
     def _episodes(self, gen: int, purpose: str, parts: list[Any]) -> list[Episode]:
         size = self.exp.run.chunk

@@ -50,13 +50,22 @@ def test_linear_pg_players_ship_decisions_and_the_learner_uses_them() -> None:
     assert blind.learn(episodes, [])[0].extra["skipped"] == len(episodes)
 
 
-def test_a_damaged_blob_is_a_learner_error_not_a_crash() -> None:
-    """Bytes that are not decisions make the step fail with StateError in its error, and no update."""
+def test_a_damaged_blob_is_left_out_and_the_step_is_the_same() -> None:
+    """Bytes that are not decisions are a cache miss: the learner rebuilds, and takes the very step it would have taken."""
     tasks = sample_tasks()
-    episodes, _ = SolverHost("linear-pg", {}).attempt(None, [], tasks, 1)
-    learner = SolverHost("linear-pg", {})
-    stats, _, error = learner.learn(episodes, tasks, [b"not decisions"])
-    assert error is not None and "StateError" in error and stats.updates == 0
+    episodes, shipped = SolverHost("linear-pg", {}).attempt(None, [], tasks, 1)
+    assert shipped is not None
+    damaged, whole = SolverHost("linear-pg", {}), SolverHost("linear-pg", {})
+    stats, state, error = damaged.learn(episodes, tasks, [b"not decisions"])
+    assert error is None and stats.updates == 1 and stats.extra["skipped"] == 0
+    assert state == whole.learn(episodes, tasks, [shipped])[1]
+
+
+def test_an_eval_batch_ships_nothing() -> None:
+    """``ship=False`` (an eval suite's batch: nobody learns from it) returns no decisions and keeps none."""
+    host = SolverHost("linear-pg", {})
+    episodes, shipped = host.attempt(None, [], sample_tasks(), 1, False)
+    assert shipped is None and episodes and not host.role._traces
 
 
 def test_a_solver_without_decisions_ships_none_and_learns_as_before() -> None:
