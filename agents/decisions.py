@@ -164,9 +164,11 @@ def unpack_decisions(
             none = np.isnan(p)
             if none.any() and not none.all():
                 raise StateError("the blob of decisions is damaged: a prior is partly missing")
+            if np.isinf(p).any():
+                raise StateError("the blob of decisions is damaged: a prior is infinite")
             decisions.append(
                 make(
-                    buckets[bucket_at[first] : bucket_at[last]],
+                    buckets[bucket_at[first] : bucket_at[last]].copy(),  # not a view of the blob
                     np.repeat(np.arange(width), sizes[first:last]),
                     width,
                     int(chosen[i]),

@@ -578,7 +578,9 @@ def value_prior(tool: str, param: str, value: Any, source: Source, ctx: Context)
     another; a stated value of the kind the parameter wants (an email for
     ``email``, a quoted text for a free-text ``reason``: 3); an enum value
     the instruction says (3); −2 for the value this parameter of this tool
-    already had.
+    already had, unless the instruction states it and it is not a key (a
+    reason given to every order, an email looked up again). A quoted value
+    that a write echoed back counts as the instruction's.
     """
     name = param.lower()
     if source.origin == "observation" and isinstance(value, str) and value in ctx.quoted:
@@ -601,7 +603,7 @@ def value_prior(tool: str, param: str, value: Any, source: Source, ctx: Context)
 
 
 def tool_prior(choice: Choice | None, ctx: Context) -> float:
-    """A first guess at calling ``choice`` now (``None``: submitting, 0).
+    """A first guess at calling ``choice`` now (``None``: submitting).
 
     Twice the share of the tool's name the instruction says; 1 when a
     parameter can be fed the key the last call just showed; 1 for the write
