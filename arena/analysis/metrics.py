@@ -735,10 +735,18 @@ def _policies(run: Run) -> list[dict[str, Any]]:
     table = run.tables.get("trajectories")
     if table is None or not table.num_rows:
         return []
-    rows = table.select(["gen", "policy_version", "purpose", "reward", "messages", "failure"])
+    columns = ["gen", "policy_version", "purpose", "reward", "messages", "failure", "episode_id"]
+    rows = table.select(columns)
+    evals = run.tables.get("evals")
+    transfer = set()  # a further suite's eval episodes: reported with their suite, not here
+    if evals is not None and "suite" in evals.column_names:
+        pairs = evals.select(["episode_id", "suite"]).to_pylist()
+        transfer = {r["episode_id"] for r in pairs if r["suite"] is not None}
     out: dict[str, dict[str, Any]] = {}
     for row in rows.to_pylist():
         if row["failure"] is not None or row["purpose"] not in ("train", "eval"):
+            continue
+        if row["episode_id"] in transfer:
             continue
         mine = out.setdefault(
             row["policy_version"],

@@ -324,6 +324,10 @@ def test_an_llm_solver_run_evaluates_an_imported_tau2_suite_beside_the_synthesiz
         for k in (1, 2, 3)
     }
     assert last["tasks"] == len(TASKS) and last["pass_k"] == pytest.approx(expected)
+    in_domain = [r for r in log["evals"] if r["suite"] is None]
+    assert in_domain and not any(played[r["episode_id"]]["failure"] for r in in_domain)
+    # the policies' eval figures are the synthesized suite's: the kiosk's trajectories are its own
+    assert sum(p["eval_rollouts"] for p in metrics["policies"]) == len(in_domain)
     text_out = run_cli("analyze", str(tmp_path / "run"), "--no-irt").stdout
     assert "synthesized (in-domain)" in text_out and "kiosk (transfer, ×3)" in text_out
     assert f"gen 0: {len(TASKS)} tasks × 3 trials, pass^1" in text_out
