@@ -444,3 +444,25 @@ def test_adding_suites_leaves_the_training_and_the_synthesized_suite_as_they_wer
     assert [r for r in more["evals"] if r["suite"] is None] == plain["evals"]
     for table in ("generations", "updates", "predictions", "verdicts"):
         assert more[table] == plain[table], table
+
+
+def test_a_suite_of_tasks_the_run_would_train_on_is_kept_out_of_training(tmp_path) -> None:
+    """The tasks a run trains on, given to the same run as a suite: played as eval, never trained on, predicted or admitted."""
+    plain = tmp_path / "plain"
+    assert run_cli("run", str(_experiment(tmp_path, "")), "--out", str(plain)).returncode == 0
+    log = _tables(plain)
+    trained = {e["task_id"] for e in log["episodes"] if e["purpose"] == "train"}
+    tasks = [t for t in log["tasks"] if t["task_id"] in trained]
+    worlds = {w["world_id"]: w["spec"] for w in log["worlds"]}
+    lines = [worlds[w] for w in sorted({t["world_id"] for t in tasks})] + [t["spec"] for t in tasks]
+    seen = tmp_path / "trained.jsonl"
+    seen.write_text("\n".join(lines) + "\n")
+    exp = _experiment(tmp_path, f'[[eval.suites]]\nname = "seen"\ntasks = "{seen}"\n')
+    done = run_cli("run", str(exp), "--out", str(tmp_path / "run"))
+    assert done.returncode == 0, done.stderr
+    log = _tables(tmp_path / "run")
+    held = {r["task_id"] for r in log["evals"] if r["suite"] == "seen"}
+    assert trained and held == trained
+    now = {e["task_id"] for e in log["episodes"] if e["purpose"] == "train"}
+    assert now and not held & now
+    assert not held & {p["task_id"] for p in log["predictions"]}
