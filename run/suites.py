@@ -145,7 +145,7 @@ def _parsed(data: bytes, label: str) -> list[Any]:
             world = worlds.get(str(task.world))
             if world is None:
                 raise CoevoError(
-                    f"task {task.task_id} names world {task.world}, which no record above it defines"
+                    f"task {task.task_id} names world {task.world}, which no world record in the file defines"
                 )
             task = task.model_copy(update={"world": world})
         out.append(task)
@@ -163,7 +163,13 @@ def _from_corpus(config: SuiteConfig) -> list[TaskSpec]:
     """A corpus's accepted tasks on the held-out side of its split, by task id."""
     assert config.corpus is not None
     manifest, tables = read_corpus(config.corpus)
-    share = float(manifest.get("split", {}).get("eval_share", 0.0))
+    split = manifest.get("split")
+    share = split.get("eval_share") if isinstance(split, dict) else None
+    if not isinstance(share, int | float) or isinstance(share, bool) or not 0 < share < 1:
+        raise CoevoError(
+            f"corpus {config.corpus}: its manifest has no held-out split (split.eval_share "
+            f"between 0 and 1, found {share!r}); build it with `coevo corpus build --eval-share`"
+        )
     accepted = accepted_ids(tables["verdicts"])
     worlds = dict(
         zip(
