@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 from math import comb
 from pathlib import Path
 from typing import Any
@@ -466,3 +467,22 @@ def test_a_suite_of_tasks_the_run_would_train_on_is_kept_out_of_training(tmp_pat
     now = {e["task_id"] for e in log["episodes"] if e["purpose"] == "train"}
     assert now and not held & now
     assert not held & {p["task_id"] for p in log["predictions"]}
+
+
+@pytest.mark.parametrize("split", ["none", {"eval_share": "half"}, {"eval_share": 0.0}])
+def test_a_corpus_suite_without_a_held_out_split_is_refused_naming_the_corpus(
+    suites, tmp_path, split
+) -> None:
+    """A corpus whose manifest has no usable ``split.eval_share``: exit 2 naming it and the fix, no run directory."""
+    corpus = tmp_path / "corpus"
+    shutil.copytree(suites["corpus"], corpus)
+    manifest = json.loads((corpus / "corpus.json").read_text())
+    manifest["split"] = split
+    (corpus / "corpus.json").write_text(json.dumps(manifest))
+    exp = _experiment(
+        tmp_path, f'[[eval.suites]]\nname = "c"\ncorpus = "{corpus}"\nsplit = "eval"\n'
+    )
+    done = run_cli("run", str(exp), "--out", str(tmp_path / "run"))
+    assert done.returncode == 2, done.stderr
+    assert "no held-out split" in done.stderr and str(corpus) in done.stderr
+    assert "Traceback" not in done.stderr and not (tmp_path / "run").exists()
