@@ -373,7 +373,7 @@ def test_stated_values_are_counted_within_their_kind() -> None:
 
 
 def test_the_prior_repeats_a_quoted_reason_and_stops_when_no_row_is_left() -> None:
-    """"Open a return for *every* order ... with the reason 'arrived late'": the untrained policy solves some.
+    """Open a return for *every* order ... with the reason 'arrived late': the untrained policy solves some.
 
     Before, each write's echoed row made the quoted reason an observed
     value already given, so the second write's prior steered away from it
