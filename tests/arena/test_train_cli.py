@@ -83,9 +83,7 @@ def test_an_advantage_within_rounding_of_zero_is_zero() -> None:
     """Three rewards of 0.1 leave advantages of about 1e-17 (not exactly 0): no signal, left out as zero advantage."""
     rewards = [0.1, 0.1, 0.1]
     mean = sum(rewards) / 3
-    rows = [
-        row(episode_id=f"e{n}", reward=r, advantage=r - mean) for n, r in enumerate(rewards)
-    ]
+    rows = [row(episode_id=f"e{n}", reward=r, advantage=r - mean) for n, r in enumerate(rewards)]
     assert any(r["advantage"] != 0.0 for r in rows)  # the float arithmetic the filter must absorb
     sequences, skipped = sequences_of(rows)
     assert not sequences and skipped.zero_advantage == 3
@@ -113,7 +111,9 @@ def test_a_number_that_is_not_finite_or_a_row_that_does_not_fit_is_left_out_and_
     assert "99" not in str(sequences[0].token_ids)
 
 
-def test_a_token_under_the_mask_with_no_recorded_log_prob_is_counted_not_given_a_ratio_of_1() -> None:
+def test_a_token_under_the_mask_with_no_recorded_log_prob_is_counted_not_given_a_ratio_of_1() -> (
+    None
+):
     """The importance weight cannot be taken without the behaviour's log-prob: the row is left out, counted."""
     sequences, skipped = sequences_of([row(logprobs=[None, None, -0.1, None, None, -0.3])])
     assert not sequences and skipped.no_logprobs == 1
@@ -131,7 +131,13 @@ def test_sampling_the_trainer_cannot_reproduce_is_left_out_and_counted() -> None
     ):
         sequences, skipped = sequences_of([row(sampling=json.dumps(sampling))])
         assert not sequences and skipped.unreproducible == 1, sampling
-    neutral = {"temperature": 0.7, "top_p": 1.0, "top_k": -1, "min_p": 0.0, "repetition_penalty": 1.0}
+    neutral = {
+        "temperature": 0.7,
+        "top_p": 1.0,
+        "top_k": -1,
+        "min_p": 0.0,
+        "repetition_penalty": 1.0,
+    }
     assert len(sequences_of([row(sampling=json.dumps(neutral))])[0]) == 1
 
 

@@ -223,7 +223,9 @@ def test_a_row_with_a_bad_number_is_left_out_counted_and_the_adapter_stays_finit
         assert bool(torch.isfinite(parameter).all())
 
 
-def test_a_batch_with_nothing_usable_is_journaled_and_announced_unchanged(tmp_path, tiny_model) -> None:
+def test_a_batch_with_nothing_usable_is_journaled_and_announced_unchanged(
+    tmp_path, tiny_model
+) -> None:
     """Every row bad: no step, the adapter as it was (its B still 0), the batch journaled with its counts and announced."""
     run = make_run(tmp_path, 1)
     rows = [dict(r, advantage=float("nan")) for r in two_tasks(tiny_model)]
@@ -287,7 +289,9 @@ def test_the_kl_reference_is_the_adapter_the_run_started_from(tmp_path, tiny_mod
     assert made.serve() == 1
     (entry,) = made.journal()
     assert entry["sequences"] == 2 and entry["kl"] < 1e-6, entry["kl"]
-    assert entry["mean_abs_log_ratio"] > 0.01  # the rows were played by the base: the warm start differs
+    assert (
+        entry["mean_abs_log_ratio"] > 0.01
+    )  # the rows were played by the base: the warm start differs
     saved = Path(made.lora_path(entry))
     assert not (saved / "reference").exists()  # only the trained adapter is saved
 
