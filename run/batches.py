@@ -245,6 +245,14 @@ _COLUMNS: Final = (
         True,
         "each turn's completion log-probabilities",
     ),
+    (
+        "finish_reasons",
+        pa.list_(pa.string()),
+        True,
+        "each turn's finish reason (`length`: cut at its `max_tokens` or the context limit, a turn "
+        "to leave out of the loss: overlong masking); each turn's completion is one run of 1s in "
+        "`loss_mask`, of `turn_completion_ids`' length",
+    ),
 )
 
 BATCH_SCHEMA: Final = pa.schema(
@@ -280,6 +288,7 @@ _FROM_TRAJECTORIES: Final = (
     "turn_prompt_ids",
     "turn_completion_ids",
     "turn_logprobs",
+    "finish_reasons",
 )
 
 

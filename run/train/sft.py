@@ -73,10 +73,10 @@ def split(examples: Sequence[Example], share: float) -> tuple[list[Example], lis
     """``(train, validation, by)``: ``share`` of the examples kept apart, by world when there are 10 or more, else by task."""
     if share <= 0:
         return list(examples), [], "none"
-    by = "world" if len({e.world_id for e in examples}) >= 10 else "task"
+    by = "world" if len({e.database for e in examples}) >= 10 else "task"
     train, validation = [], []
     for example in examples:
-        key = example.world_id if by == "world" else example.task_id
+        key = example.database if by == "world" else example.task_id
         (validation if _held(key, share) else train).append(example)
     return train, validation, by
 

@@ -30,8 +30,9 @@ them (:func:`logged_successes`).
 
 Tasks of the eval suites and their worlds never enter the data
 (:class:`HeldOut`): a run's eval tasks (``source = "eval"``, the ``evals``
-table) and every world they are in, and the tasks and worlds of any file
-given with ``--exclude``. Nothing read is executed or unpickled: tasks are
+table) and every database they are played in (:func:`database_id`: a world
+narrowed to a few tools is the same database), and the tasks and databases
+of any file given with ``--exclude``. Nothing read is executed or unpickled: tasks are
 JSON validated by pydantic, the model's tokenizer is ``tokenizer.json``.
 """
 
@@ -244,14 +245,14 @@ class Example:
         token_ids: every token, in order.
         mask: 1 for the tokens trained on (the assistant's), 0 for the rest.
         task_id: the task it plays.
-        world_id: that task's world.
+        database: that task's world's database (:func:`database_id`).
         source: ``reference`` (a replayed solution) or ``rollout`` (a logged success).
     """
 
     token_ids: list[int]
     mask: list[int]
     task_id: str
-    world_id: str
+    database: str
     source: str
 
     @property
@@ -291,47 +292,62 @@ def reference_script(task: TaskSpec, protocol: str, settings: DialogueSettings) 
     return [call_text(call, protocol, opened) for call in task.solution]
 
 
+def database_id(world: WorldSpec) -> str:
+    """A world's database: its domain, clock, schema and rows, whatever tools it offers.
+
+    A world narrowed to a few tools (``tool_subset``) is a record of its own,
+    with an id of its own, over the same database: held out by database, a
+    task in any narrowing of an eval world is held out too.
+    """
+    canonical = json.dumps(
+        world.model_dump(mode="json", include={"domain", "now", "schema_sql", "data"}),
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+    )
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
 @dataclass
 class HeldOut:
-    """What never enters the warm start: eval tasks and every world they are in.
+    """What never enters the warm start: eval tasks and every database they are played in.
 
     Attributes:
         tasks: task ids held out.
-        worlds: world ids held out (every task in one is left out).
+        databases: the databases (:func:`database_id`) of their worlds: every task in one
+            is left out, whatever tools its world offers.
         said: where each came from, for the report.
     """
 
     tasks: set[str] = field(default_factory=set)
-    worlds: set[str] = field(default_factory=set)
+    databases: set[str] = field(default_factory=set)
     said: list[str] = field(default_factory=list)
 
-    def add_log(self, log: GameLog, where: str) -> None:
-        """A run's eval tasks (``source = eval`` and the ``evals`` table) and their worlds."""
-        table = log.read("tasks", columns=["task_id", "world_id", "source"]).to_pylist()
-        world_of = {r["task_id"]: r["world_id"] for r in table}
+    def add_log(self, log: GameLog, specs: dict[str, TaskSpec], where: str) -> None:
+        """A run's eval tasks (``source = eval`` and the ``evals`` table) and their databases."""
+        table = log.read("tasks", columns=["task_id", "source"]).to_pylist()
         evaluated = {r["task_id"] for r in table if r["source"] == "eval"}
         evaluated |= set(log.read("evals", columns=["task_id"]).column("task_id").to_pylist())
-        worlds = {world_of[t] for t in evaluated if t in world_of}
-        self.tasks |= evaluated
-        self.worlds |= worlds
-        self.said.append(f"{where}: {len(evaluated)} eval tasks in {len(worlds)} worlds")
+        self.add_tasks([specs[t] for t in sorted(evaluated) if t in specs], f"{where}'s eval suite")
 
     def add_tasks(self, tasks: Iterable[TaskSpec], where: str) -> None:
-        """Every task of a held-out file, and its world."""
+        """Tasks held out (an eval suite's), and their databases."""
         listed = list(tasks)
-        worlds = {_world_id(t) for t in listed}
+        databases = {database_id(t.world) for t in listed if isinstance(t.world, WorldSpec)}
         self.tasks |= {str(t.task_id) for t in listed}
-        self.worlds |= worlds
-        self.said.append(f"{where}: {len(listed)} tasks in {len(worlds)} worlds")
+        self.databases |= databases
+        self.said.append(f"{where}: {len(listed)} tasks in {len(databases)} databases")
 
-    def holds(self, task_id: str, world_id: str) -> bool:
-        """Whether a task (or its world) is held out."""
-        return task_id in self.tasks or world_id in self.worlds
+    def holds(self, task: TaskSpec) -> bool:
+        """Whether ``task`` (or its world's database) is held out."""
+        world = task.world
+        return str(task.task_id) in self.tasks or (
+            isinstance(world, WorldSpec) and database_id(world) in self.databases
+        )
 
 
-def _world_id(task: TaskSpec) -> str:
-    world = task.world
-    return str(world.world_id) if isinstance(world, WorldSpec) else str(world)
+def _database_of(task: TaskSpec) -> str:
+    return database_id(task.world) if isinstance(task.world, WorldSpec) else str(task.world)
 
 
 def read_task_file(path: str) -> list[TaskSpec]:
@@ -371,8 +387,8 @@ def read_sources(sources: Sequence[str], held: HeldOut) -> tuple[list[TaskSpec],
     for source in sources:
         if Path(source).is_dir():
             log = GameLog(source)
-            held.add_log(log, source)
             specs, _ = log.task_specs()
+            held.add_log(log, specs, source)
             accepted = accepted_ids(log.read("verdicts", columns=["task_id", "accepted"]))
             for task_id, task in specs.items():
                 if task_id in accepted:
@@ -392,10 +408,7 @@ def read_sources(sources: Sequence[str], held: HeldOut) -> tuple[list[TaskSpec],
 def logged_successes(run_dir: str, held: HeldOut) -> list[Example]:
     """The successful ``train`` rollouts of a run, as they were sampled (interleaved, with their loss masks)."""
     log = GameLog(run_dir)
-    world_of = {
-        r["task_id"]: r["world_id"]
-        for r in log.read("tasks", columns=["task_id", "world_id"]).to_pylist()
-    }
+    specs, _ = log.task_specs()
     rows = log.read(
         "trajectories",
         columns=["task_id", "purpose", "reward", "failure", "layout", "token_ids", "loss_mask"],
@@ -406,12 +419,16 @@ def logged_successes(run_dir: str, held: HeldOut) -> list[Example]:
             continue
         if row["layout"] != "interleaved" or not row["token_ids"] or not row["loss_mask"]:
             continue
-        world = world_of.get(row["task_id"], "")
-        if held.holds(row["task_id"], world):
+        task = specs.get(row["task_id"])
+        if task is None or held.holds(task):
             continue
         out.append(
             Example(
-                list(row["token_ids"]), list(row["loss_mask"]), row["task_id"], world, "rollout"
+                list(row["token_ids"]),
+                list(row["loss_mask"]),
+                row["task_id"],
+                _database_of(task),
+                "rollout",
             )
         )
     return out
@@ -474,7 +491,7 @@ class WarmStartData:
         worlds = WorldPool()
         taken = 0
         for task in tasks:
-            if data.held_out.holds(str(task.task_id), _world_id(task)):
+            if data.held_out.holds(task):
                 data.held_out_tasks += 1
                 continue
             if limit is not None and taken >= limit:
@@ -497,7 +514,7 @@ class WarmStartData:
                     laid.token_ids,
                     laid.loss_mask,
                     str(task.task_id),
-                    _world_id(task),
+                    _database_of(task),
                     "reference",
                 )
             )
@@ -505,9 +522,10 @@ class WarmStartData:
         if rollouts:
             for run in runs:
                 data.examples += logged_successes(run, data.held_out)
-        for example in data.examples:  # the promise, checked: no eval task or world is in the data
-            if data.held_out.holds(example.task_id, example.world_id):
+        trained = {e.task_id for e in data.examples}
+        for task in tasks:  # the promise, checked: no eval task or database is in the data
+            if str(task.task_id) in trained and data.held_out.holds(task):
                 raise ArenaError(
-                    f"internal error: the held-out task {example.task_id} reached the warm start"
+                    f"internal error: the held-out task {task.task_id} reached the warm start"
                 )
         return data
