@@ -44,6 +44,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from coevo.arena.gamelog.figures import INFORMATIVE_TOLERANCE
 from coevo.arena.trajectory import carried_out_turns
 
 __all__ = [
@@ -58,8 +59,8 @@ __all__ = [
     "with_format_reward",
 ]
 
-ADVANTAGE_TOLERANCE: Final = 1e-9
-"""An advantage (or a group's reward spread) at most this far from 0 is 0."""
+ADVANTAGE_TOLERANCE: Final = INFORMATIVE_TOLERANCE
+"""An advantage (or a group's reward spread) at most this far from 0 is 0: the loop's own tolerance for an informative group."""
 LOGPROB_FLOOR: Final = -1000.0
 """A recorded log-prob below this is a floor standing in for ``-inf`` (vLLM writes ``-9999``), not a number."""
 _NEUTRAL: Final = {
