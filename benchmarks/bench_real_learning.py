@@ -68,6 +68,22 @@ from tests import real_model  # noqa: E402
 HELD_OUT_SEED = 100_000
 """The held-out suite's world seeds start here (the loop's world_pool is 16: seeds 0–15)."""
 DOMAINS = ["retail", "hr"]
+JOURNALED = (
+    "batch_id",
+    "mean_reward",
+    "informative_share",
+    "sequences",
+    "tokens",
+    "loss",
+    "entropy",
+    "mean_abs_log_ratio",
+    "importance_weight_mean",
+    "importance_weight_max",
+    "clipped_fraction",
+    "grad_norm",
+    "seconds",
+)
+"""What each trainer step's journal entry gives the report."""
 
 
 def say(line: str) -> None:
@@ -110,7 +126,9 @@ def held_out_suite(path: Path, per_level: list[int]) -> list[TaskSpec]:
         write_records(path, tasks)
     tasks, worlds = load_records(path)
     return [
-        t if isinstance(t.world, WorldSpec) else t.model_copy(update={"world": worlds[str(t.world)]})
+        t
+        if isinstance(t.world, WorldSpec)
+        else t.model_copy(update={"world": worlds[str(t.world)]})
         for t in tasks
     ]
 
@@ -182,7 +200,7 @@ def figures(rows: list[dict[str, Any]]) -> dict[str, Any]:
 def coevo(*args: str | Path, env: dict[str, str] | None = None, log: Path | None = None) -> None:
     """``coevo ARGS`` in the real-model environment, to completion (its output to ``log``)."""
     command = [str(real_model.python()), "-m", "coevo.run.cli", *[str(a) for a in args]]
-    with (log.open("a") if log else open(os.devnull, "w")) as out:
+    with log.open("a") if log else open(os.devnull, "w") as out:
         done = subprocess.run(
             command,
             stdout=out,
@@ -199,7 +217,9 @@ def warm_start(work: Path, model_dir: Path, quick: bool, sft: list[str]) -> Path
     if (out / "sft.json").is_file():
         return out / "adapter"
     pool = work / "pool"
-    if not (pool / "log" / "_manifests").is_dir() or not any((pool / "log" / "_manifests").iterdir()):
+    if not (pool / "log" / "_manifests").is_dir() or not any(
+        (pool / "log" / "_manifests").iterdir()
+    ):
         generations = "2" if quick else "8"
         coevo(
             "run", "tiny-pool", "--out", pool, "--set", f"run.generations={generations}",
@@ -238,7 +258,15 @@ def loop(
         "judge.config.isolate=false",
         *(["curriculum.tasks_per_gen=4"] if quick else []),
     ]
-    command = [str(real_model.python()), "-m", "coevo.run.cli", "run", "tiny-real", "--out", str(run)]
+    command = [
+        str(real_model.python()),
+        "-m",
+        "coevo.run.cli",
+        "run",
+        "tiny-real",
+        "--out",
+        str(run),
+    ]
     for item in sets:
         command += ["--set", item]
     trainer = [
@@ -248,11 +276,14 @@ def loop(
     ]  # fmt: skip
     full_env = {**os.environ, **real_model.OFFLINE, **env}
     started = time.monotonic()
-    with (work / f"{name}.run.log").open("a") as run_log, (work / f"{name}.train.log").open(
-        "a"
-    ) as train_log:
+    with (
+        (work / f"{name}.run.log").open("a") as run_log,
+        (work / f"{name}.train.log").open("a") as train_log,
+    ):
         played = subprocess.Popen(command, stdout=run_log, stderr=subprocess.STDOUT, env=full_env)
-        trained = subprocess.Popen(trainer, stdout=train_log, stderr=subprocess.STDOUT, env=full_env)
+        trained = subprocess.Popen(
+            trainer, stdout=train_log, stderr=subprocess.STDOUT, env=full_env
+        )
         try:
             if played.wait() != 0:
                 raise RuntimeError(f"{name}: coevo run exited {played.returncode} ({run_log.name})")
@@ -280,17 +311,7 @@ def loop(
             }
             for g in gens
         ],
-        "trainer": [
-            {
-                k: e.get(k)
-                for k in (
-                    "batch_id", "mean_reward", "informative_share", "sequences", "tokens",
-                    "loss", "entropy", "mean_abs_log_ratio", "importance_weight_mean",
-                    "importance_weight_max", "clipped_fraction", "grad_norm", "seconds",
-                )
-            }
-            for e in journal
-        ],  # fmt: skip
+        "trainer": [{k: e.get(k) for k in JOURNALED} for e in journal],
         "last_version": last["version"],
         "last_adapter": str(run / "trainer" / "lora" / "versions" / last["version"] / "adapter"),
     }
@@ -307,7 +328,9 @@ def main() -> None:
     parser.add_argument("--held-out", default="150,100", help="held-out tasks of level 1, 2")
     parser.add_argument("--sft", default="", help="more coevo sft flags, in one string")
     parser.add_argument("--train", default="", help="more coevo train flags, in one string")
-    parser.add_argument("--base-url", default=None, help="a vLLM serving SmolLM2 (else one is started)")
+    parser.add_argument(
+        "--base-url", default=None, help="a vLLM serving SmolLM2 (else one is started)"
+    )
     parser.add_argument("--model-dir", default=None, help="its model folder (with --base-url)")
     args = parser.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
@@ -366,9 +389,7 @@ def report(
         "warm_start": figures(results["warm_start"]["episodes"]),
     }
     first = curricula[0]
-    pooled = [
-        r for seed in seeds for r in results[f"rl/{first}/{seed}"]["held_out"]["episodes"]
-    ]
+    pooled = [r for seed in seeds for r in results[f"rl/{first}/{seed}"]["held_out"]["episodes"]]
     stages["rl"] = figures(pooled)
     warm = {r["task_id"]: r["success"] for r in results["warm_start"]["episodes"]}
     per_task: dict[str, list[int]] = {}
@@ -420,7 +441,10 @@ def report(
     }
     print()
     print(f"held-out success (95% Wilson), {stages['untrained']['n']} episodes a stage")
-    print(f"{'stage':<12} {'all':>22} " + " ".join(f"{'level ' + k:>22}" for k in stages["untrained"]["levels"]))
+    print(
+        f"{'stage':<12} {'all':>22} "
+        + " ".join(f"{'level ' + k:>22}" for k in stages["untrained"]["levels"])
+    )
     for stage in ("untrained", "warm_start", "rl"):
         f = stages[stage]
         cells = [f"{f['success']:.3f} [{f['low']:.3f}, {f['high']:.3f}]"] + [
@@ -428,7 +452,9 @@ def report(
         ]
         print(f"{stage:<12} " + " ".join(f"{c:>22}" for c in cells))
     g = stages["rl_gain_over_warm_start"]
-    print(f"loop − warm start: {g['mean']:+.3f} [{g['low']:+.3f}, {g['high']:+.3f}] (paired over tasks)")
+    print(
+        f"loop − warm start: {g['mean']:+.3f} [{g['low']:+.3f}, {g['high']:+.3f}] (paired over tasks)"
+    )
     for curriculum, v in by_curriculum.items():
         print(
             f"{curriculum:<12} held-out {', '.join(f'{x:.3f}' for x in v['held_out'])}; "
