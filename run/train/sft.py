@@ -192,6 +192,8 @@ class WarmStart:
                 f"{self.total_steps} steps; held-out NLL per token {_shown(before)}"
             )
         per_epoch = -(-len(self.train) // settings.batch_sequences)
+        every = max(1, self.total_steps // 20)
+        seen = 0
         started = time.monotonic()
         while stepper.done < self.total_steps:
             epoch, index = divmod(stepper.done, per_epoch)
@@ -204,6 +206,13 @@ class WarmStart:
                 ]
             ]
             loss, tokens = self._step(scorer, stepper, chosen)
+            seen += sum(len(e.token_ids) for e in chosen)
+            if stepper.done % every == 0 and stepper.done < self.total_steps:
+                elapsed = time.monotonic() - started
+                self.say(
+                    f"  step {stepper.done}/{self.total_steps}: NLL per token "
+                    f"{loss / max(tokens, 1):.4f}, {seen / max(elapsed, 1e-9):.0f} tokens/s"
+                )
             if index == 0:
                 epochs.append({"epoch": epoch, "loss": 0.0, "tokens": 0, "skipped_steps": 0})
             figures = epochs[-1]
