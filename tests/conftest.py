@@ -25,10 +25,14 @@ def examples() -> tuple[list[TaskSpec], dict[str, WorldSpec]]:
 
 @pytest.fixture(scope="session")
 def vllm_server():
-    """A real vLLM (CPU) serving SmolLM2-135M-Instruct on loopback, one for the session (tests/real_model.py)."""
-    from tests.real_model import VLLMServer
+    """A real vLLM (CPU) serving SmolLM2-135M-Instruct on loopback, one for the session (tests/real_model.py).
 
-    server = VLLMServer()
+    It applies Qwen2.5-Instruct's sampling defaults to whatever a request leaves unset (the GPU
+    recipe's model): every test against it checks that coevo pins what the trainer reproduces.
+    """
+    from tests.real_model import QWEN_GENERATION_CONFIG, VLLMServer
+
+    server = VLLMServer(generation_config=QWEN_GENERATION_CONFIG)
     yield server
     server.stop()
 

@@ -152,10 +152,29 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-class VLLMServer:
-    """The real vLLM serving :data:`MODEL` on loopback (see the module docstring)."""
+QWEN_GENERATION_CONFIG: Final = {
+    "temperature": 0.7,
+    "top_p": 0.8,
+    "top_k": 20,
+    "repetition_penalty": 1.05,
+}
+"""The sampling defaults Qwen2.5-Instruct's ``generation_config.json`` gives vLLM (the GPU recipe's
+model): the tests' server applies them to every request that does not set its own, as vLLM's
+``--generation-config auto`` would for that model, so a client that left a setting unsaid shows."""
 
-    def __init__(self, *, startup: float = 600.0):
+
+class VLLMServer:
+    """The real vLLM serving :data:`MODEL` on loopback (see the module docstring).
+
+    Args:
+        startup: seconds to wait for ``/health``.
+        generation_config: sampling defaults the server applies to requests that leave them
+            unset (``--override-generation-config``), as a model's ``generation_config.json`` does.
+    """
+
+    def __init__(
+        self, *, startup: float = 600.0, generation_config: dict[str, float] | None = None
+    ):
         self.python = python()
         self.model = model()
         self.port = free_port()
@@ -192,6 +211,11 @@ class VLLMServer:
                     "4096",
                     "--logprobs-mode",
                     "processed_logprobs",  # log-probs at the temperature sampled at
+                    *(
+                        ["--override-generation-config", json.dumps(generation_config)]
+                        if generation_config
+                        else []
+                    ),
                 ],
                 stdout=out,
                 stderr=subprocess.STDOUT,

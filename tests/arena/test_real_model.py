@@ -1,15 +1,20 @@
-"""The real training loop: a real vLLM (CPU) serving SmolLM2-135M-Instruct, coevo run, and coevo train updating a LoRA adapter.
+"""The real training loop: a real vLLM (CPU) serving SmolLM2-135M-Instruct, a warm start by coevo sft, coevo run, and coevo train updating the adapter.
 
 The server, its environment and the model are made once and cached
-(:mod:`tests.real_model`); one loop of ``experiments/tiny-real.toml`` (three
-generations, a trainer killed with ``kill -9`` between two batches and
-started again) is shared by the tests that read it. Nothing here reaches
+(:mod:`tests.real_model`); the server applies Qwen2.5-Instruct's sampling
+defaults to whatever a request leaves unset, so every test here also checks
+that coevo pins the sampling the trainer reproduces. One warm start (a
+pool run of ``experiments/tiny-pool.toml``, then ``coevo sft``) and one
+loop of ``experiments/tiny-real.toml`` (two generations, generation 0
+playing the warm start, a trainer killed with ``kill -9`` after batch 0 and
+started again) are shared by the tests that read them. Nothing here reaches
 beyond loopback.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import subprocess
@@ -27,11 +32,13 @@ from tests.factories import IN_PROCESS_FLAGS
 
 pytestmark = [pytest.mark.slow, pytest.mark.real_model]
 
-GENERATIONS = 3
+GENERATIONS = 2
 TOLERANCE_MEAN = 0.1
-"""Mean |recorded − recomputed| log-prob per version, in nats (measured: 0.03–0.04; bf16 serving, fp32 forward)."""
+"""Mean |recorded − recomputed| log-prob per version, in nats (measured: 0.03–0.04; bf16 serving, a bf16 base in the trainer)."""
 TOLERANCE_MAX = 1.5
 """The largest gap of one token (measured: up to 0.55)."""
+WARM = "warm-start"
+"""The name the server serves the warm start by (the experiment's Solver model)."""
 
 
 def _wait_for(path: Path, process: subprocess.Popen, seconds: float) -> None:
@@ -52,8 +59,6 @@ def _trainer(run: Path, log: Path, *extra: str) -> subprocess.Popen:
             str(run),
             "--model",
             str(real_model.model()),
-            "--dtype",
-            "bfloat16",
             "--poll",
             "0.2",
             "--wait",
@@ -66,9 +71,86 @@ def _trainer(run: Path, log: Path, *extra: str) -> subprocess.Popen:
     )
 
 
+def _in_real_env(script: str, *args: str | Path) -> object:
+    """Run ``script`` in the real-model environment; the JSON of its last line."""
+    done = subprocess.run(
+        [str(real_model.python()), "-c", script, *[str(a) for a in args]],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **real_model.OFFLINE},
+        cwd=real_model.ROOT,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.splitlines()[-1])
+
+
 @pytest.fixture(scope="module")
-def loop(vllm_server, tmp_path_factory) -> dict:
-    """experiments/tiny-real.toml for three generations against the server, its trainer killed -9 after batch 0 and restarted."""
+def warm(vllm_server, tmp_path_factory) -> dict:
+    """A warm start as the recipe makes one: a one-generation pool run of tiny-pool, then coevo sft on it, loaded into the server."""
+    where = tmp_path_factory.mktemp("warm")
+    pool = where / "pool"
+    made = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "coevo.run.cli",
+            "run",
+            "tiny-pool",
+            "--out",
+            str(pool),
+            "--set",
+            "run.generations=1",
+            "--set",
+            "curriculum.tasks_per_gen=16",
+            "--set",
+            "curriculum.levels=[1]",
+            "--set",
+            "eval.levels=[1]",
+            "--set",
+            "eval.per_level=4",
+            *IN_PROCESS_FLAGS,
+        ],
+        capture_output=True,
+        text=True,
+        cwd=where,
+    )
+    assert made.returncode == 0, made.stderr[-3000:]
+    done = real_model.coevo(
+        "sft",
+        pool,
+        "--model",
+        real_model.model(),
+        "--experiment",
+        "tiny-real",
+        "--out",
+        where / "warm",
+        "--limit",
+        "16",
+        "--epochs",
+        "1",
+        "--batch-sequences",
+        "4",
+        "--learning-rate",
+        "1e-3",
+        "--warmup-steps",
+        "0",
+        "--validation-share",
+        "0.25",
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    adapter = where / "warm" / "adapter"
+    vllm_server.post("/v1/load_lora_adapter", {"lora_name": WARM, "lora_path": str(adapter)})
+    return {
+        "pool": pool,
+        "adapter": adapter,
+        "report": json.loads((where / "warm" / "sft.json").read_text()),
+        "said": done.stdout,
+    }
+
+
+@pytest.fixture(scope="module")
+def loop(vllm_server, warm, tmp_path_factory) -> dict:
+    """experiments/tiny-real.toml for two generations against the server from the warm start, its trainer killed -9 after batch 0 and restarted."""
     where = tmp_path_factory.mktemp("tiny-real")
     run = where / "run"
     trainer_log = where / "trainer.log"
@@ -91,13 +173,14 @@ def loop(vllm_server, tmp_path_factory) -> dict:
         *IN_PROCESS_FLAGS,  # the two cores go to vLLM and the trainer, not to Ray's workers
     ]
     env = {**os.environ, "OPENAI_BASE_URL": vllm_server.url, "OPENAI_API_KEY": "x"}
+    adapter = ("--adapter", str(warm["adapter"]))
     with (where / "run.log").open("w") as out:
         played = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=where)
-        first = _trainer(run, trainer_log)
+        first = _trainer(run, trainer_log, *adapter)
         _wait_for(run / "trainer" / "versions" / "batch-000000.json", first, 900)
         first.send_signal(signal.SIGKILL)  # between batches: batch 0 announced, batch 1 not yet out
         first.wait(timeout=30)
-        second = _trainer(run, trainer_log)
+        second = _trainer(run, trainer_log, *adapter)
         try:
             assert played.wait(timeout=1800) == 0, (where / "run.log").read_text()[-3000:]
             assert second.wait(timeout=600) == 0, trainer_log.read_text()[-3000:]
@@ -125,11 +208,71 @@ def test_a_real_server_s_template_is_probed_and_the_solver_goes_token_in_token_o
     assert (solver.client.protocol, solver.client.token_prompts) == ("text", True)
 
 
-def test_the_run_plays_each_version_the_trainer_announced(loop) -> None:
-    """Generation 0 plays the served model; each later one the adapter trained through the batch before, and every trajectory says so."""
+def test_the_warm_start_raises_the_likelihood_of_held_out_reference_conversations(warm) -> None:
+    """coevo sft on the pool's accepted tasks: the held-out references' NLL per token falls; the pool's eval tasks and their databases were left out, and said so."""
+    report = warm["report"]
+    assert report["sequences"] > 0 and report["validation"]["sequences"] > 0
+    assert report["validation_nll_after"] < report["validation_nll_before"], report
+    assert any("eval suite" in line for line in report["left_out"]["eval_tasks_and_worlds"])
+    assert "held out (never trained on)" in warm["said"]
+    files = {p.name for p in warm["adapter"].iterdir()}
+    assert {"adapter_config.json", "adapter_model.safetensors"} <= files
+
+
+REPLAY = """
+import json, os, sys
+os.environ.setdefault("OPENAI_API_KEY", "x")
+from transformers import AutoTokenizer
+from coevo.agents.llm.solver import LLMSolver
+from coevo.agents.llm.text_tools import CALL_OPEN
+from coevo.arena.gamelog import GameLog
+from coevo.run.experiment import load_experiment
+from coevo.run.train.warmstart import DialogueSettings, replay
+
+url, pool, model = sys.argv[1], sys.argv[2], sys.argv[3]
+specs, _ = GameLog(pool).task_specs()
+tasks = [specs[k] for k in sorted(specs)][:6]
+config = dict(load_experiment("tiny-real").solver.config)
+config.update(model="smollm2", sampling={"temperature": 0.0, "max_tokens": 64})
+episodes = LLMSolver(base_url=url, **config).attempt(tasks, seed=0)
+tokenizer = AutoTokenizer.from_pretrained(model)
+settings = DialogueSettings.of_solver(config)
+out = []
+for task, episode in zip(tasks, episodes):
+    live = episode.trajectory
+    laid = live.interleaved()[0]
+    script = [m["content"].removeprefix(CALL_OPEN) for m in live.messages if m["role"] == "assistant"]
+    again = replay(task, script, tokenizer, settings).trajectory.interleaved()[0]
+    out.append({
+        "finishes": [t.finish for t in live.turns],
+        "same_ids": again.token_ids == laid.token_ids,
+        "same_mask": again.loss_mask == laid.loss_mask,
+        "same_context": [t for t, m in zip(again.token_ids, again.loss_mask) if not m]
+            == [t for t, m in zip(laid.token_ids, laid.loss_mask) if not m],
+    })
+print(json.dumps(out))
+"""
+
+
+def test_a_warm_start_sequence_is_token_for_token_what_the_solver_samples(
+    vllm_server, warm
+) -> None:
+    """Live episodes of the served model (greedy), replayed with the same calls through coevo sft's replay: the same token ids and loss mask."""
+    compared = _in_real_env(REPLAY, vllm_server.url, warm["pool"], real_model.model())
+    assert isinstance(compared, list) and compared
+    whole = [c for c in compared if "length" not in c["finishes"]]
+    assert whole, compared  # some episodes' turns all ended at the call's closing tag
+    for case in compared:
+        assert case["same_context"], case  # prompts, tool results, the tokens between turns
+    for case in whole:
+        assert case["same_ids"] and case["same_mask"], case
+
+
+def test_the_run_plays_the_warm_start_then_each_version_the_trainer_announced(loop) -> None:
+    """Generation 0 plays the warm start; each later one the adapter trained through the batch before, and every trajectory says so."""
     log = GameLog(str(loop["run"]))
     policies = {r["gen"]: r for r in log.read("policies").to_pylist()}
-    assert policies[0]["version"] == real_model.SERVED and policies[0]["lora_path"] is None
+    assert policies[0]["version"] == WARM and policies[0]["lora_path"] is None
     for gen in range(1, GENERATIONS):
         version = policies[gen]["version"]
         assert version.startswith("lora-") and version.endswith(f"-v{gen}")
@@ -139,8 +282,8 @@ def test_the_run_plays_each_version_the_trainer_announced(loop) -> None:
     assert signed and all(r["policy_version"] == policies[r["gen"]]["version"] for r in signed)
 
 
-def test_every_solver_trajectory_is_interleaved_token_in_token_out(loop) -> None:
-    """Against vLLM with token prompts on, no turn falls back to per-turn: every trajectory is one sequence, with a mask and log-probs."""
+def test_every_solver_trajectory_is_interleaved_and_records_the_sampling_it_pinned(loop) -> None:
+    """Token in, token out: one sequence with a mask and log-probs; its sampling names every setting the trainer must reproduce, at its neutral value."""
     rows = GameLog(str(loop["run"])).read("trajectories").to_pylist()
     played = [r for r in rows if r["failure"] is None]
     assert played and len(played) == len(rows), [r["failure"] for r in rows if r["failure"]]
@@ -149,14 +292,17 @@ def test_every_solver_trajectory_is_interleaved_token_in_token_out(loop) -> None
         mask, logprobs = row["loss_mask"], row["logprobs"]
         assert len(mask) == len(row["token_ids"]) == len(logprobs) and sum(mask) > 0
         assert all((m == 1) == (lp is not None) for m, lp in zip(mask, logprobs, strict=True))
+        sampling = json.loads(row["sampling"])
+        assert sampling["temperature"] == 0.7 and sampling["top_p"] == 1.0
+        assert sampling["top_k"] in (0, -1) and sampling["repetition_penalty"] == 1.0
 
 
 def test_recorded_log_probs_agree_with_a_forward_pass_of_the_version_that_played(loop) -> None:
-    """coevo logprobs recomputes each trajectory with the weights of its version: within the stated tolerance, every version."""
+    """coevo logprobs recomputes each trajectory with the weights of its version, against a server whose defaults truncate and penalise: within the stated tolerance."""
     done = real_model.coevo("logprobs", loop["run"], "--model", real_model.model(), "--json")
     assert done.returncode == 0, done.stderr[-2000:]
     versions = {v["version"]: v for v in json.loads(done.stdout.splitlines()[-1])["versions"]}
-    assert real_model.SERVED in versions and len(versions) == GENERATIONS
+    assert len(versions) == GENERATIONS
     for version, figures in versions.items():
         assert figures["tokens"] > 0
         assert figures["mean_abs"] <= TOLERANCE_MEAN, (version, figures)
@@ -177,16 +323,42 @@ def test_a_trainer_killed_between_batches_trains_every_batch_once(loop) -> None:
 def _vllm_prompt_logprobs(server, model: str, ids: list[int]) -> list[float]:
     answer = server.post(
         "/v1/completions",
-        {"model": model, "prompt": ids, "max_tokens": 1, "temperature": 1.0, "prompt_logprobs": 0},
+        {
+            "model": model,
+            "prompt": ids,
+            "max_tokens": 1,
+            "temperature": 1.0,
+            "top_p": 1.0,
+            "top_k": -1,
+            "repetition_penalty": 1.0,
+            "prompt_logprobs": 0,
+        },
     )
     scored = answer["choices"][0]["prompt_logprobs"]
     return [scored[i][str(ids[i])]["logprob"] for i in range(1, len(ids))]
 
 
-def test_a_train_step_on_real_rollouts_changes_the_adapter_and_vllm_plays_the_new_weights(
-    loop, vllm_server, tmp_path
+FINITE = """
+import json, sys, math
+from safetensors.torch import load_file
+tensors = load_file(sys.argv[1])
+print(json.dumps({"tensors": len(tensors), "finite": all(bool(t.float().isfinite().all()) for t in tensors.values())}))
+"""
+FORWARD = """
+import json, sys, torch
+from peft import PeftModel
+from coevo.run.train.policy import choose_dtype, load_model, token_logprobs
+ids = json.loads(sys.argv[3])
+cpu = torch.device("cpu")
+model = PeftModel.from_pretrained(load_model(sys.argv[1], cpu, choose_dtype("auto", cpu)), sys.argv[2])
+print(json.dumps(token_logprobs(model, ids, list(range(1, len(ids)))).tolist()))
+"""
+
+
+def test_a_train_step_on_real_rollouts_skips_bad_numbers_and_vllm_plays_the_new_weights(
+    loop, warm, vllm_server, tmp_path
 ) -> None:
-    """A batch of the loop's real rollouts, half paid: coevo train's step moves the adapter, and vLLM, loading it, scores the same tokens otherwise, as the trainer's own forward pass does."""
+    """Real rollouts, half paid, beside rows with a NaN advantage and -inf, NaN and -9999 log-probs: those are counted and left out, the adapter stays finite, and vLLM, loading it, scores tokens as the trainer's own forward pass does."""
     real = FolderTransport(str(loop["run"] / "trainer")).read("batch-000000").to_pylist()
     rows = [
         {
@@ -199,62 +371,58 @@ def test_a_train_step_on_real_rollouts_changes_the_adapter_and_vllm_plays_the_ne
         if row["layout"] == "interleaved"
     ][:4]
     assert len(rows) == 4
+    spoilt = []
+    for n, bad in enumerate((float("-inf"), float("nan"), -9999.0)):
+        logprobs = list(rows[n]["logprobs"])
+        last = max(i for i, m in enumerate(rows[n]["loss_mask"]) if m)
+        logprobs[last] = bad
+        spoilt.append({**rows[n], "episode_id": f"bad-{n}", "logprobs": logprobs})
+    spoilt.append({**rows[3], "episode_id": "bad-advantage", "advantage": float("nan")})
     run = tmp_path / "run"
     (run / "log" / "_manifests").mkdir(parents=True)
     (run / "experiment.json").write_text(json.dumps({"run": {"generations": 1}, "trainer": {}}))
     FolderTransport(str(run / "trainer")).offer(
-        "batch-000000", pa.Table.from_pylist(rows, schema=BATCH_SCHEMA)
+        "batch-000000", pa.Table.from_pylist(rows + spoilt, schema=BATCH_SCHEMA)
     )
     log = tmp_path / "trainer.log"
     trained = _trainer(
-        run, log, "--batches", "1", "--learning-rate", "1e-3", "--prefix", "step-test"
+        run,
+        log,
+        "--batches",
+        "1",
+        "--learning-rate",
+        "1e-3",
+        "--prefix",
+        "step-test",
+        "--adapter",
+        str(warm["adapter"]),  # the policy that played batch 0
     )
     assert trained.wait(timeout=600) == 0, log.read_text()[-2000:]
     (line,) = (run / "trainer" / "lora" / "journal.jsonl").read_text().splitlines()
     entry = json.loads(line)
-    assert entry["sequences"] == 4 and entry["adapter_change"] > 0 and entry["lora_b_norm"] > 0
-    assert (
-        entry["mean_abs_log_ratio"] < TOLERANCE_MEAN
-    )  # fresh data: the ratio is 1, up to serving precision
+    assert entry["sequences"] == 4 and entry["skipped"]["not_finite"] == 4, entry["skipped"]
+    assert entry["adapter_change"] > 0 and entry["lora_b_norm"] > 0
+    assert entry["mean_abs_log_ratio"] < TOLERANCE_MEAN  # fresh data: trainer and server agree
+    assert math.isfinite(entry["loss"]) and entry["skipped_steps"] == 0
     adapter = run / "trainer" / "lora" / "versions" / entry["version"] / "adapter"
+    checked = _in_real_env(FINITE, adapter / "adapter_model.safetensors")
+    assert checked == {"tensors": checked["tensors"], "finite": True} and checked["tensors"] > 0
     vllm_server.post(
         "/v1/load_lora_adapter", {"lora_name": entry["version"], "lora_path": str(adapter)}
     )
     ids = rows[0]["token_ids"]
-    base = _vllm_prompt_logprobs(vllm_server, real_model.SERVED, ids)
+    base = _vllm_prompt_logprobs(vllm_server, WARM, ids)
     tuned = _vllm_prompt_logprobs(vllm_server, entry["version"], ids)
     moved = sum(abs(a - b) for a, b in zip(base, tuned, strict=True)) / len(base)
     assert moved > 0.01, moved
-    script = (
-        "import json, sys, torch\n"
-        "from peft import PeftModel\n"
-        "from coevo.run.train.policy import load_model, token_logprobs\n"
-        "ids = json.loads(sys.argv[3])\n"
-        "model = PeftModel.from_pretrained(load_model(sys.argv[1], torch.device('cpu')), sys.argv[2])\n"
-        "with torch.no_grad():\n"
-        "    print(json.dumps(token_logprobs(model, ids, list(range(1, len(ids)))).tolist()))\n"
-    )
-    done = subprocess.run(
-        [
-            str(real_model.python()),
-            "-c",
-            script,
-            str(real_model.model()),
-            str(adapter),
-            json.dumps(ids),
-        ],
-        capture_output=True,
-        text=True,
-        env={**os.environ, **real_model.OFFLINE},
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    forward = json.loads(done.stdout.splitlines()[-1])
+    forward = _in_real_env(FORWARD, real_model.model(), adapter, json.dumps(ids))
+    assert isinstance(forward, list)
     gap = sum(abs(a - b) for a, b in zip(tuned, forward, strict=True)) / len(forward)
     assert gap <= TOLERANCE_MEAN, gap
 
 
 def test_the_trainer_s_own_tests_pass_in_the_training_environment() -> None:
-    """tests/train (the loss, the adapter, checkpoints and resuming) run with the train extra's torch."""
+    """tests/train (the loss, the adapter, checkpoints and resuming, the warm start) run with the train extra's torch."""
     done = subprocess.run(
         [str(real_model.python()), "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/train"],
         capture_output=True,
