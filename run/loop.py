@@ -410,6 +410,7 @@ class Arena:
             except (OSError, ValueError, KeyError, TypeError) as exc:
                 raise self._unloadable(gen, name, f"cannot be read ({exc})") from exc
         if self.handoff is not None:
+            self.handoff.restore_loaded(state.get("adapters"))  # what the earlier process loaded
             for batch in self.handoff.start(gen + 1, policy):
                 self.events("batch_handed_out", batch=batch, after="resume")
             if policy is not None:
@@ -610,7 +611,8 @@ class Arena:
     def _adopt(self, policy: Announcement, gen: int) -> None:
         """Play ``policy`` from generation ``gen`` on: its adapter loaded, every Solver given it."""
         assert self.handoff is not None
-        self.handoff.load(policy, self.exp.solver.name, self.exp.role_settings()["solver"], gen)
+        settings = self.exp.role_settings()["solver"]
+        self.handoff.load(policy, self.exp.solver.name, settings, gen)
         state = policy_state(policy.served_as, policy.version)
         get(self.learner.set_state.remote(state))
         self.state_ref = self._started.put(state)
@@ -618,6 +620,7 @@ class Arena:
         if self.synth_follows:  # self-play: the Synthesizer proposes with the policy too
             self.synth_ref, self.synth_version = self.state_ref, policy.trained_through
         self.handoff.adopted(policy, gen)
+        self.handoff.unload_stale(self.exp.solver.name, settings, gen)  # never fails the run
 
     def _tally_calls(self, done: Generation) -> None:
         """Add the generation's role calls to the run's; a role every call of which failed is an error event."""
@@ -727,6 +730,8 @@ class Arena:
             "watch": self.watch.state(),
             "synth": synth,
         }
+        if self.handoff is not None:  # the adapters this run loaded: a resumed run may unload them
+            state["adapters"] = self.handoff.loaded_state()
         self.run.write_bytes(json.dumps(state, sort_keys=True).encode(), *base, "state.json")
         rows = {name: len(items) for name, items in record.tables()}
         self.log.commit(
@@ -839,6 +844,7 @@ def run_experiment(
         calls=arena.calls.roles,
         failing=arena.failing,
         halted=arena.halted,
+        adapter_unloads_failed=0 if arena.handoff is None else arena.handoff.unload_failures,
     )
 
 

@@ -58,6 +58,7 @@ from coevo.agents.llm.environment import BASE_URL_VARIABLES, PROVIDERS, key_vari
 from coevo.agents.llm.structured import structured
 from coevo.agents.llm.template import Template, probe
 from coevo.agents.llm.text_tools import (
+    CALL_CLOSE,
     CALL_OPEN,
     forced_tool,
     opened_with,
@@ -302,6 +303,10 @@ class LLMClient:
             else provider == "openai"
             and not any(openai_api.is_openai_itself(s.url) for s in self.servers)
         )
+        self.openai_itself = provider == "openai" and any(
+            openai_api.is_openai_itself(s.url) for s in self.servers
+        )
+        """Whether the servers are OpenAI's own API (sent only the sampling parameters set)."""
         self.usage: dict[tuple[str, str], Usage] = defaultdict(Usage)
         self._loop: asyncio.AbstractEventLoop | None = None
         # calls waiting for a slot, oldest first
@@ -325,6 +330,45 @@ class LLMClient:
             self._defaulted = not given
             urls = [given or self.api.DEFAULT_BASE_URL]
         return [_Server(url.rstrip("/"), concurrency) for url in urls]
+
+    # ---- sampling -----------------------------------------------------------------------
+
+    def request_sampling(self, *, text_calls: bool, seed: int | None = None) -> Sampling:
+        """A call's sampling parameters: the role's, with the call's ``seed``, and ending at a text call's closing tag.
+
+        Args:
+            text_calls: the call speaks the text protocol: generation stops at
+                ``</tool_call>`` (one call per turn; nothing the model writes after its
+                call, such as an imagined result, is sampled into the trained tokens).
+            seed: the call's seed (None: ``sampling.seed``).
+        """
+        update: dict[str, Any] = {}
+        if seed is not None:
+            update["seed"] = seed
+        if text_calls and CALL_CLOSE not in (self.sampling.stop or []):
+            update["stop"] = [*(self.sampling.stop or []), CALL_CLOSE]
+        return self.sampling.model_copy(update=update) if update else self.sampling
+
+    def recorded_sampling(self, *, text_calls: bool, seed: int | None = None) -> dict[str, Any]:
+        """What a trajectory records of its calls' sampling: the parameters as sent, with the output budget.
+
+        For an OpenAI-compatible server the neutral values filled in and ``extra_body``'s
+        word taken (:func:`~coevo.agents.llm.openai_api.sent_sampling`), so a trainer
+        reads from the record the distribution each rollout was sampled from; for
+        Anthropic, the parameters set.
+
+        Args:
+            text_calls: the calls speak the text protocol (:meth:`request_sampling`).
+            seed: the calls' seed (None: ``sampling.seed``).
+        """
+        sampling = self.request_sampling(text_calls=text_calls, seed=seed)
+        if self.provider == "openai":
+            sent = openai_api.sent_sampling(
+                sampling, self.extra_body, openai_itself=self.openai_itself
+            )
+        else:
+            sent = sampling.model_dump(exclude_none=True, exclude={"max_tokens"})
+        return {"max_tokens": self.max_tokens, **sent}
 
     # ---- the key, and what may be logged ------------------------------------------------
 
@@ -437,12 +481,16 @@ class LLMClient:
             )
         self.token_prompts = bool(wanted_tokens) and template.renders and readable
 
-    def load_adapter(self, name: str, path: str) -> None:
+    def load_adapter(self, name: str, path: str) -> bool:
         """Have every server load the LoRA adapter at ``path`` as the model ``name``; calls name it from now on.
 
         A server that has it already (a resumed run asks again) is fine, if it
         loaded it from ``path``: a name two versions share would play the wrong weights.
         A server that does not answer is asked again (``max_retries``, with backoff).
+
+        Returns:
+            True when a server loaded it now; False when every server had it already
+            (loaded by an earlier process, or by an operator).
 
         Raises:
             LLMConfigError: not an OpenAI-compatible provider, or a server refused, could
@@ -453,8 +501,9 @@ class LLMClient:
                 f"{self.owner}: only an OpenAI-compatible server (vLLM) loads LoRA adapters; "
                 "announce a model name instead"
             )
+        loaded = False
         for server in self.servers:
-            roots = self._on(
+            now, roots = self._on(
                 server,
                 f"did not load the LoRA adapter {name!r} from {path}",
                 lambda url: (
@@ -462,8 +511,9 @@ class LLMClient:
                         url, self._key(), min(self.timeout, 60.0), name, path
                     ),
                     openai_api.model_roots(url, self._key(), min(self.timeout, 10.0)),
-                )[1],
+                ),
             )
+            loaded = loaded or now
             if name not in roots:
                 raise LLMConfigError(
                     f"{self.owner}: the server at {shown(server.url)} accepted the LoRA adapter "
@@ -476,6 +526,46 @@ class LLMClient:
                     "own (a trainer names them after its run), or unload the old one"
                 )
         self.model = name
+        return loaded
+
+    def unload_adapter(self, name: str) -> bool:
+        """Have every server unload the LoRA adapter ``name`` (vLLM's ``/unload_lora_adapter``).
+
+        For a trainer's old policy that no rollout will play again. Each server is asked
+        once, with no retries (the caller asks again later); every server is asked even
+        when one fails.
+
+        Returns:
+            True when a server unloaded it now; False when none held it.
+
+        Raises:
+            LLMConfigError: not an OpenAI-compatible provider, or a server refused or could
+                not be reached (naming each; the others have unloaded it).
+        """
+        if self.provider != "openai":
+            raise LLMConfigError(
+                f"{self.owner}: only an OpenAI-compatible server (vLLM) unloads LoRA adapters"
+            )
+        unloaded = False
+        problems = []
+        for server in self.servers:
+            try:
+                unloaded = (
+                    openai_api.unload_lora_adapter(
+                        server.url, self._key(), min(self.timeout, 60.0), name
+                    )
+                    or unloaded
+                )
+            except (LLMCallError, Transient, Unreachable) as exc:
+                problems.append(f"the server at {shown(server.url)}: {exc}")
+        if problems:
+            raise LLMConfigError(
+                self.redact(
+                    f"{self.owner}: the LoRA adapter {name!r} was not unloaded from "
+                    + "; ".join(problems)
+                )
+            )
+        return unloaded
 
     def check_served(self, name: str) -> None:
         """Check that every server serves the model ``name`` (a trainer's announced policy).
@@ -668,11 +758,10 @@ class LLMClient:
             tools=[] if text else list(tools),
             tool_choice=None if text else tool_choice,
             max_tokens=max_tokens or self.max_tokens,
-            sampling=self.sampling
-            if seed is None
-            else self.sampling.model_copy(update={"seed": seed}),
+            sampling=self.request_sampling(text_calls=text, seed=seed),
             token_ids=bool(self.token_ids),
             extra_body=extra,
+            keep_stop=text,
         )
         asked = [request]
 
