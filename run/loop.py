@@ -611,8 +611,7 @@ class Arena:
     def _adopt(self, policy: Announcement, gen: int) -> None:
         """Play ``policy`` from generation ``gen`` on: its adapter loaded, every Solver given it."""
         assert self.handoff is not None
-        settings = self.exp.role_settings()["solver"]
-        self.handoff.load(policy, self.exp.solver.name, settings, gen)
+        self.handoff.load(policy, self.exp.solver.name, self.exp.role_settings()["solver"], gen)
         state = policy_state(policy.served_as, policy.version)
         get(self.learner.set_state.remote(state))
         self.state_ref = self._started.put(state)
@@ -620,7 +619,7 @@ class Arena:
         if self.synth_follows:  # self-play: the Synthesizer proposes with the policy too
             self.synth_ref, self.synth_version = self.state_ref, policy.trained_through
         self.handoff.adopted(policy, gen)
-        self.handoff.unload_stale(self.exp.solver.name, settings, gen)  # never fails the run
+        self.handoff.unload_stale(gen)  # the adapters out of the staleness window; never fails
 
     def _tally_calls(self, done: Generation) -> None:
         """Add the generation's role calls to the run's; a role every call of which failed is an error event."""
@@ -729,9 +728,8 @@ class Arena:
             else self.handoff.policy.model_dump(exclude_none=True),
             "watch": self.watch.state(),
             "synth": synth,
+            "adapters": {} if self.handoff is None else self.handoff.loaded_state(),  # to unload
         }
-        if self.handoff is not None:  # the adapters this run loaded: a resumed run may unload them
-            state["adapters"] = self.handoff.loaded_state()
         self.run.write_bytes(json.dumps(state, sort_keys=True).encode(), *base, "state.json")
         rows = {name: len(items) for name, items in record.tables()}
         self.log.commit(

@@ -498,6 +498,7 @@ class Handoff:
         self.loaded: dict[str, int] = {}
         """Adapters this run had loaded (a server answered "loaded") and has not unloaded: name → trained through."""
         self.unload_failures = 0  # unloads that failed in this process (each an event)
+        self.serving: tuple[str, Any] | None = None  # the Solver's name and settings (load's)
         self.levels: dict[str, int | None] | None = None  # each logged task's level (staging)
         self.staged: tuple[int, pa.Table] | None = None  # a generation's batch, before its commit
 
@@ -654,6 +655,7 @@ class Handoff:
             ArenaError: the server refused or could not be reached (and how to go on).
         """
         factory = REGISTRY.get(solver).factory
+        self.serving = (solver, settings)
         try:
             if policy.lora_path is not None and self.config.load_adapters:
                 now = factory.load_adapter(settings, policy.served_as, policy.lora_path)
@@ -667,7 +669,7 @@ class Handoff:
                 f"announcement {policy.batch_id}, then `coevo resume {self.log.run.uri}`"
             ) from None
 
-    def unload_stale(self, solver: str, settings: Any, gen: int) -> list[str]:
+    def unload_stale(self, gen: int) -> list[str]:
         """Unload the adapters this run loaded that no generation from ``gen − 1`` on may play.
 
         Generation ``g`` plays a policy trained through batch ``g − 1 − k`` or later
@@ -680,16 +682,20 @@ class Handoff:
         (``adapter_unload_failed``), counted; the adapter is tried again after the next
         policy is adopted, and the run goes on.
 
+        The Solver's servers are those :meth:`load` was last given (its class unloads
+        adapters: ``unload_adapter``).
+
         Args:
-            solver: the Solver's registered name (its class unloads adapters: ``unload_adapter``).
-            settings: the Solver's settings (its servers and key).
             gen: the generation that has just adopted its policy.
 
         Returns:
             The adapters unloaded now.
         """
+        if not self.loaded or self.serving is None:
+            return []
+        solver, settings = self.serving
         factory = REGISTRY.get(solver).factory
-        if not self.loaded or not callable(getattr(factory, "unload_adapter", None)):
+        if not callable(getattr(factory, "unload_adapter", None)):
             return []
         oldest = gen - 2 - self.k
         in_use = None if self.policy is None else self.policy.served_as

@@ -83,7 +83,7 @@ def _play(
         if policy is not None:
             handoff.load(policy, SOLVER, settings, gen)
             handoff.adopted(policy, gen)
-            handoff.unload_stale(SOLVER, settings, gen)
+            handoff.unload_stale(gen)
         loaded.append(set(server.adapters))
     return loaded
 
@@ -159,7 +159,7 @@ def test_an_unload_that_fails_is_a_counted_event_and_is_tried_again(tmp_path) ->
         handoff.load(policy, SOLVER, settings, 4)
         handoff.adopted(policy, 4)
         server.adapter_faults.append(status(500, message="the engine is busy"))
-        assert handoff.unload_stale(SOLVER, settings, 4) == []
+        assert handoff.unload_stale(4) == []
         kept = set(server.adapters)
         loaded = _play(handoff, folder, server, tmp_path, range(5, 6))
     (failed,) = events.named("adapter_unload_failed")
