@@ -57,5 +57,5 @@ class ACCEL(PLR):
                 mutations.append(
                     Mutation(parent, op, seed=derive_seed(self.seed, "mutation", gen, i, j))
                 )
-        need = math.ceil((slots - n_mut) * self.config.oversample)
+        need = self.proposals_for(slots - n_mut)
         return GenerationPlan(self.spread(gen, need, self.config.levels), mutations)

@@ -7,6 +7,10 @@ The arena drives a curriculum through four calls per generation ``g``::
     tasks = curriculum.batch(g)            # distinct tasks to train on (the arena plays each k times)
     curriculum.observe(g, played, rewards) # the outcomes, to rescore
 
+With ``dynamic_sampling`` on, ``batch`` is the first round, and while too
+few of the groups played are informative the arena asks for further rounds,
+``curriculum.more(g, n, played)``, before ``observe`` (:mod:`coevo.curricula.dynamic`).
+
 The plan for ``g + 1`` is made before ``g`` is played, so that synthesis and
 judging overlap with solving (generation 0's plan is made at the start).
 Besides these, :meth:`Curriculum.frontier` is read for the live table and
@@ -24,7 +28,7 @@ it by name. ``uniform.py`` is the template a new curriculum copies.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 
@@ -58,6 +62,14 @@ class CurriculumConfig(StrictNumbers):
         domains: the domains to draw from (None: every domain the synthesizer has).
         oversample: proposals asked for per task needed (rejections need spares).
         window: outcomes per task kept for its success estimate.
+        dynamic_sampling: fill each generation's batch with informative groups (DAPO's
+            dynamic sampling, :mod:`coevo.curricula.dynamic`): groups whose rewards are all
+            equal are played and logged but not learnt from, and further rounds of tasks
+            (:meth:`Curriculum.more`) are played until ``tasks_per_gen`` groups are
+            informative or ``sampling_budget`` is spent. Needs ``run.rollouts`` ≥ 2.
+        sampling_budget: with ``dynamic_sampling``, at most ``sampling_budget ×
+            tasks_per_gen`` training tasks are played per generation; the plan asks for
+            proposals for that many.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -68,6 +80,8 @@ class CurriculumConfig(StrictNumbers):
     domains: list[str] | None = None
     oversample: float = Field(default=1.5, ge=1.0)
     window: int = Field(default=16, ge=1)
+    dynamic_sampling: bool = False
+    sampling_budget: float = Field(default=2.0, ge=1.0, le=100.0)
 
     @field_validator("levels")
     @classmethod
@@ -126,9 +140,10 @@ class Curriculum:
     """The state every curriculum keeps: the accepted tasks and their statistics.
 
     Subclasses override :meth:`plan`, :meth:`batch`, :meth:`frontier` and the
-    hooks :meth:`rescore`, :meth:`forget`, :meth:`extra_state` and
-    :meth:`load_extra_state` as they need; :meth:`spread` and :meth:`rng` are
-    theirs to use.
+    hooks :meth:`rescore`, :meth:`forget`, :meth:`more`, :meth:`aim`,
+    :meth:`extra_state` and :meth:`load_extra_state` as they need;
+    :meth:`spread`, :meth:`rng`, :meth:`proposals_for` and :meth:`distance`
+    are theirs to use.
 
     Args:
         config: the ``[curriculum]`` table (an instance of :attr:`Config`).
@@ -160,7 +175,7 @@ class Curriculum:
 
     def plan(self, gen: int) -> GenerationPlan:
         """The proposals (and mutations) generation ``gen`` asks for."""
-        need = math.ceil(self.fresh_slots(gen) * self.config.oversample)
+        need = self.proposals_for(self.fresh_slots(gen))
         return GenerationPlan(self.spread(gen, need, self.config.levels))
 
     def admit(self, gen: int, tasks: Sequence[TaskSpec], predicted: Sequence[float]) -> None:
@@ -180,6 +195,23 @@ class Curriculum:
         self.fresh = []
         return [self.tasks[t] for t in chosen]
 
+    def more(self, gen: int, n: int, played: Collection[str]) -> list[TaskSpec]:
+        """Up to ``n`` further distinct tasks for generation ``gen``, none of ``played`` (dynamic sampling's rounds).
+
+        Called after :meth:`batch` and before :meth:`observe`, when the groups
+        played so far left the batch short of informative ones
+        (:mod:`coevo.curricula.dynamic`). By default: the tasks the curriculum
+        holds (this generation's fresh tasks the batch left, and those it keeps
+        for replay), those whose success estimate (:meth:`estimate`) is nearest
+        :meth:`aim` first: the ranking ``target-band`` trains by, so a task
+        predicted or observed near 0 or 1 comes last. It changes no state: what
+        is played is told to :meth:`observe`.
+        """
+        if n <= 0:
+            return []
+        candidates = sorted((t for t in self.stats if t not in played), key=self.distance)
+        return [self.tasks[t] for t in candidates[:n]]
+
     def observe(self, gen: int, task_ids: Sequence[str], rewards: Sequence[int]) -> None:
         """The rewards of generation ``gen``'s training episodes (task id per episode)."""
         for task_id, reward in zip(task_ids, rewards, strict=True):
@@ -198,6 +230,25 @@ class Curriculum:
     def fresh_slots(self, gen: int) -> int:
         """How many fresh tasks generation ``gen`` needs."""
         return self.config.tasks_per_gen
+
+    def proposals_for(self, slots: int) -> int:
+        """Proposals to ask for to fill ``slots`` fresh tasks: ``oversample`` each, times ``sampling_budget`` with dynamic sampling (its rounds need spares)."""
+        scale = self.config.sampling_budget if self.config.dynamic_sampling else 1.0
+        return math.ceil(slots * self.config.oversample * scale)
+
+    def aim(self) -> float:
+        """The success estimate the curriculum trains on first (``target-band``: its band's middle)."""
+        return 0.5
+
+    def estimate(self, task_id: str) -> float | None:
+        """A task's success estimate: its observed success, else the World model's prediction (None: neither)."""
+        stats = self.stats[task_id]
+        return stats.success if stats.success is not None else stats.predicted
+
+    def distance(self, task_id: str) -> tuple[float, str]:
+        """How far a task's :meth:`estimate` is from :meth:`aim` (no estimate: 0), then its id: the key tasks are ranked by."""
+        p = self.estimate(task_id)
+        return (abs((p if p is not None else self.aim()) - self.aim()), task_id)
 
     def frontier(self) -> float | None:
         """The level the curriculum is working at (the mean level of recent batches)."""

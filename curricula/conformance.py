@@ -8,7 +8,7 @@ Plugin authors run it in their own tests::
         check_curriculum(MyCurriculum)   # raises CurriculumCheckError listing every problem
 
 It drives the curriculum the way the arena does (admit ``g``, plan ``g + 1``,
-batch ``g``, observe ``g``), for a few generations, over
+batch ``g``, a round of ``more`` as dynamic sampling asks, observe ``g``), for a few generations, over
 variants of the bundled example tasks with rewards drawn from a fixed seed,
 and checks that:
 
@@ -16,6 +16,8 @@ and checks that:
   its defaults are valid;
 * ``plan`` returns a :class:`~coevo.curricula.base.GenerationPlan`;
 * ``batch`` returns at most ``tasks_per_gen`` distinct tasks, each admitted;
+* ``more(g, n, played)`` (dynamic sampling's further rounds) returns at most
+  ``n`` distinct admitted tasks, none of ``played``;
 * the same seed and the same calls give the same plans and batches (determinism);
 * ``state`` is JSON, and a fresh curriculum loaded from it makes the same
   choices from there on as the one that saved it (resume);
@@ -62,8 +64,8 @@ def curriculum_tasks(n: int = 24) -> list[TaskSpec]:
 
 def _drive(
     curriculum: Curriculum, tasks: Sequence[TaskSpec], gens: range, seed: int
-) -> list[tuple[Any, list[str]]]:
-    """Generations as the arena runs them: admit g, plan g + 1, batch g, observe g; each (plan, batch ids).
+) -> list[tuple[Any, list[str], list[str]]]:
+    """Generations as the arena runs them: admit g, plan g + 1, batch g, more g, observe g; each (plan, batch ids, more ids).
 
     The plan for ``g + 1`` is made before ``g`` is played (the arena overlaps
     synthesis with solving), so it is recorded with generation ``g``.
@@ -76,9 +78,11 @@ def _drive(
         curriculum.admit(gen, offered, [rng.random() for _ in offered])
         plan = curriculum.plan(gen + 1)
         batch = curriculum.batch(gen)
-        played = [t.task_id for t in batch for _ in range(2)]
+        # dynamic sampling's further round: up to 2 more tasks, none of the batch's
+        more = curriculum.more(gen, 2, {t.task_id for t in batch})
+        played = [t.task_id for t in [*batch, *more] for _ in range(2)]
         curriculum.observe(gen, played, [rng.randint(0, 1) for _ in played])
-        trace.append((plan, [t.task_id for t in batch]))
+        trace.append((plan, [t.task_id for t in batch], [t.task_id for t in more]))
     return trace
 
 
@@ -125,7 +129,7 @@ def curriculum_problems(
         return [f"driving it raised {type(exc).__name__}: {exc}"]
     admitted: set[str] = set()
     per_gen = max(1, len(tasks) // 4)
-    for gen, (plan, batch) in enumerate(first):
+    for gen, (plan, batch, more) in enumerate(first):
         admitted |= {tasks[(gen * per_gen + k) % len(tasks)].task_id for k in range(per_gen)}
         if not isinstance(plan, GenerationPlan):
             problems.append(
@@ -137,6 +141,12 @@ def curriculum_problems(
             )
         if not set(batch) <= admitted:
             problems.append(f"batch({gen}) returned a task that was never admitted")
+        if len(more) > 2 or len(set(more)) != len(more) or set(more) & set(batch):
+            problems.append(
+                f"more({gen}, 2, played) must return at most 2 distinct tasks, none of played"
+            )
+        if not set(more) <= admitted:
+            problems.append(f"more({gen}, ...) returned a task that was never admitted")
     if first != again:
         problems.append(
             "the same seed and calls gave other plans or batches; draw everything from the seed"

@@ -2,7 +2,8 @@
 
 :func:`curriculum_from_log` replays, generation by generation, what the arena
 did to the curriculum — ``admit`` the accepted tasks with their logged
-predictions, ``batch``, ``observe`` the training episodes — and checks that
+predictions, ``batch`` (and dynamic sampling's further rounds, ``more``),
+``observe`` the training episodes — and checks that
 each replayed batch is the batch the log says was trained on. The result
 equals the state saved in the checkpoint, so a lost checkpoint costs nothing
 but the time to replay.
@@ -17,6 +18,7 @@ from typing import Any
 from coevo.arena.errors import CoevoError
 from coevo.arena.gamelog import GameLog, RunDir
 from coevo.curricula.base import Curriculum
+from coevo.curricula.dynamic import next_round
 from coevo.curricula.registry import make_curriculum, recorded_curriculum
 
 __all__ = ["curriculum_from_log"]
@@ -63,6 +65,15 @@ def curriculum_from_log(run_dir: str, *, through: int | None = None) -> Curricul
         batch = [t.task_id for t in curriculum.batch(gen)]
         train = [e for e in episodes.get(gen, []) if e["purpose"] == "train"]
         logged = list(dict.fromkeys(e["task_id"] for e in train))
+        # dynamic sampling: the further rounds, from the rewards the earlier ones earned
+        groups: dict[str, list[float]] = {t: [] for t in logged}
+        for e in train:
+            if not e.get("failure"):
+                groups[e["task_id"]].append(e["reward"])
+        while batch == logged[: len(batch)] and (
+            further := next_round(curriculum, gen, {t: groups[t] for t in batch})
+        ):
+            batch += [t.task_id for t in further]
         if batch != logged:
             raise CoevoError(
                 f"generation {gen}: the replayed batch differs from the logged one; "

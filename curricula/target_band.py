@@ -86,19 +86,18 @@ class TargetBand(Curriculum):
         levels = [lv for lv in (self.level, self.level + 1) if lv in self.config.levels] or [
             self.level
         ]
-        need = math.ceil(self.config.tasks_per_gen * self.config.oversample * 2)
+        need = self.proposals_for(2 * self.config.tasks_per_gen)
         return GenerationPlan(self.spread(gen, need, levels))
+
+    def aim(self) -> float:
+        """The band's middle: tasks are trained on (and dynamic sampling's rounds drawn) nearest it first."""
+        low, high = self.config.band
+        return (low + high) / 2
 
     def batch(self, gen: int) -> list[TaskSpec]:
         """Fresh tasks closest to the band's middle first; replayed in-band tasks fill up."""
         low, high = self.config.band
-        middle = (low + high) / 2
-
-        def distance(task_id: str) -> tuple[float, str]:
-            stats = self.stats[task_id]
-            p = stats.success if stats.success is not None else stats.predicted
-            return (abs((p if p is not None else middle) - middle), task_id)
-
+        distance = self.distance
         size = self.config.tasks_per_gen
         above = [t for t in self.fresh if (self.stats[t].level or 0) > self.level]
         explore = self._distinct(sorted(above, key=distance))[

@@ -8,8 +8,10 @@ registers its class through the ``coevo.curricula`` entry points (see
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import ClassVar
 
+from coevo.arena.spec import TaskSpec
 from coevo.curricula.base import Curriculum, CurriculumConfig
 
 __all__ = ["Uniform", "UniformConfig"]
@@ -24,6 +26,14 @@ class Uniform(Curriculum):
 
     name: ClassVar[str] = "uniform"
     Config: ClassVar[type[CurriculumConfig]] = UniformConfig
+
+    def more(self, gen: int, n: int, played: Collection[str]) -> list[TaskSpec]:
+        """Dynamic sampling's further tasks: ones never played, the newest admitted first, else by id; no preference by success estimate (as DAPO draws from its data)."""
+        if n <= 0:
+            return []
+        unplayed = [t for t, s in self.stats.items() if s.last_played < 0 and t not in played]
+        unplayed.sort(key=lambda t: (-self.stats[t].admitted, t))
+        return [self.tasks[t] for t in unplayed[:n]]
 
     def forget(self) -> None:
         """Drop every task once it is played: a uniform curriculum never replays."""

@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 from coevo.arena.bounded import loads_json, read_parquet_bytes
 from coevo.arena.errors import ArenaError, FileRefusedError, LogError
 from coevo.arena.gamelog import GameLog, RunDir
+from coevo.arena.gamelog.figures import informative
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "batch_id",
     "batch_markdown",
     "batch_of",
+    "dynamic_sampling",
     "levels_of",
     "parquet_bytes",
     "read_announcement",
@@ -245,6 +247,14 @@ _COLUMNS: Final = (
         True,
         "each turn's completion log-probabilities",
     ),
+    (
+        "finish_reasons",
+        pa.list_(pa.string()),
+        True,
+        "each turn's finish reason (`length`: cut at its `max_tokens` or the context limit, a turn "
+        "to leave out of the loss: overlong masking); each turn's completion is one run of 1s in "
+        "`loss_mask`, of `turn_completion_ids`' length",
+    ),
 )
 
 BATCH_SCHEMA: Final = pa.schema(
@@ -280,6 +290,7 @@ _FROM_TRAJECTORIES: Final = (
     "turn_prompt_ids",
     "turn_completion_ids",
     "turn_logprobs",
+    "finish_reasons",
 )
 
 
@@ -315,7 +326,19 @@ def training_batch(log: GameLog, gen: int) -> pa.Table:
         raise LogError(f"generation {gen} of {log.run.uri} is not committed: it has no batch yet")
     trajectories = log.read("trajectories", gens=[gen], columns=NEEDED)
     proposals = log.read("proposals", gens=[gen], columns=PROPOSAL_COLUMNS)
-    return batch_of(trajectories, task_levels(log, range(gen + 1)), gen, proposals)
+    generations = log.read("generations", gens=[gen], columns=["dynamic_sampling"])
+    return batch_of(
+        trajectories,
+        task_levels(log, range(gen + 1)),
+        gen,
+        proposals,
+        informative_only=dynamic_sampling(generations),
+    )
+
+
+def dynamic_sampling(generations: pa.Table) -> bool:
+    """Whether a generation's ``generations`` row says dynamic sampling was on (its batch: informative groups only; null in older logs: off)."""
+    return any(bool(v) for v in generations.column("dynamic_sampling").to_pylist())
 
 
 def task_levels(log: GameLog, gens: Iterable[int]) -> dict[str, int | None]:
@@ -335,13 +358,18 @@ def batch_of(
     levels: Mapping[str, int | None],
     gen: int,
     proposals: pa.Table | None = None,
+    *,
+    informative_only: bool = False,
 ) -> pa.Table:
     """Generation ``gen``'s batch from its ``trajectories`` rows: the training rollouts of both roles.
 
     Solver rows are the ``train`` rollouts that were played (one the Solver could
     not play, its server down, is left out); each one's ``advantage`` is its
     reward minus the mean reward of its group (the rollouts of its task in this
-    generation, ``group_size`` of them). Proposer rows (self-play) are the
+    generation, ``group_size`` of them). With ``informative_only`` (the
+    generation ran dynamic sampling), a group whose rewards are all equal
+    (:func:`~coevo.arena.gamelog.figures.informative`; its advantages all 0)
+    is left out. Proposer rows (self-play) are the
     ``propose`` rollouts of tasks in ``proposals`` (rows of the ``proposals``
     table: ``task_id``, ``proposer_reward``) that were paid, rejected tasks'
     included (an accepted task the Solver did not play was not paid): each is
@@ -367,6 +395,8 @@ def batch_of(
         pc.equal(purpose, "propose"),
         pc.is_in(trajectories.column("task_id"), value_set=pa.array(list(paid), pa.string())),
     )
+    if informative_only:
+        solver = pc.and_(solver, _in_informative_groups(trajectories))
     kept = pc.or_(solver, proposer)
     # every row a rollout to train on (the usual case): no copy of the token columns
     rows = trajectories if pc.all(kept).as_py() is not False else trajectories.filter(kept)
@@ -402,6 +432,20 @@ def batch_of(
         for f in BATCH_SCHEMA
     ]
     return pa.Table.from_arrays(arrays, schema=BATCH_SCHEMA)
+
+
+def _in_informative_groups(trajectories: pa.Table) -> pa.Array:
+    """Per row: whether it is a ``train`` rollout that was played, of a task whose played rollouts' rewards differ."""
+    purpose = trajectories.column("purpose").to_pylist()
+    failure = trajectories.column("failure").to_pylist()
+    task_ids = trajectories.column("task_id").to_pylist()
+    rewards = trajectories.column("reward").to_pylist()
+    groups: dict[str, list[float]] = {}
+    for p, f, t, r in zip(purpose, failure, task_ids, rewards, strict=True):
+        if p == "train" and f is None:
+            groups.setdefault(t, []).append(float(r))
+    kept = {t for t, group in groups.items() if informative(group)}
+    return pa.array([t in kept for t in task_ids], pa.bool_())
 
 
 def parquet_bytes(table: pa.Table) -> bytes:

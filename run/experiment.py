@@ -360,6 +360,17 @@ class Experiment(_Table):
         # the [curriculum] table is read by the curriculum it names (its own keys, no others)
         return curriculum_config(value) if isinstance(value, Mapping) else value
 
+    @model_validator(mode="after")
+    def _dynamic_sampling_needs_groups(self) -> Experiment:
+        # a group of one episode never has rewards that differ: every round would be wasted
+        if self.curriculum.dynamic_sampling and self.run.rollouts < 2:
+            raise ValueError(
+                "curriculum.dynamic_sampling = true keeps the groups whose rewards differ, and "
+                f"run.rollouts = {self.run.rollouts} makes groups of one: set run.rollouts to 2 "
+                "or more (4 is usual), or dynamic_sampling = false"
+            )
+        return self
+
     def public(self, **dump: Any) -> dict[str, Any]:
         """The experiment as JSON values with every secret taken out (:func:`~coevo.arena.secrets.redact_value`).
 

@@ -18,6 +18,7 @@ from typing import Any
 import pyarrow as pa
 from coevo.agents.protocols import LearnStats, ProposalRequest
 from coevo.arena.gamelog import TrajectoryRow
+from coevo.arena.gamelog.figures import informative
 from coevo.arena.ids import episode_id
 from coevo.arena.outcomes import Episode, Verdict
 from coevo.arena.spec import TaskSpec
@@ -129,10 +130,28 @@ class Generation:
     solving: float = 0.0
     failures: int = 0
     calls: RoleTally = field(default_factory=RoleTally)
+    dynamic: bool = False  # dynamic sampling: the batch holds the informative groups only
+    extra_tasks: int = 0  # tasks its further rounds played beyond the curriculum's batch
 
     def suite_episodes(self) -> list[Episode]:
         """The further suites' episodes (``[[eval.suites]]``), suite by suite."""
         return [e for played in self.suite_evals.values() for e in played]
+
+    def groups(self) -> dict[str, list[float]]:
+        """Each training task (in the order played) → the rewards of its episodes the Solver played."""
+        out: dict[str, list[float]] = {t.task_id: [] for t in self.batch}
+        for episode in self.episodes:
+            if not episode.failure:
+                out.setdefault(episode.task_id, []).append(float(episode.reward.value))
+        return out
+
+    def learnt_on(self) -> list[Episode]:
+        """The training episodes the learner's step (and a trainer's batch) takes: those played; with dynamic sampling, of informative groups only."""
+        played = [e for e in self.episodes if not e.failure]
+        if not self.dynamic:
+            return played
+        kept = {task for task, rewards in self.groups().items() if informative(rewards)}
+        return [e for e in played if e.task_id in kept]
 
     def paid_rollouts(self) -> int:
         """The proposer's rollouts of proposals that were paid: the batch's proposer rows."""

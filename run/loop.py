@@ -9,7 +9,10 @@ One generation ``g``:
    anything of ``g`` is solved, so timing never changes the log);
 4. the curriculum picks the training tasks; Solver actors play each ``k``
    times, in chunks of fixed size with seeds derived from (seed, g, chunk)
-   (the same episodes whatever the number of actors);
+   (the same episodes whatever the number of actors); with
+   ``curriculum.dynamic_sampling``, further rounds of tasks follow until
+   enough groups are informative (:mod:`coevo.curricula.dynamic`), and the
+   learner steps on those groups only;
 5. the learner takes one step and its new state goes to every Solver with
    the next call; the World model and the curriculum see the outcomes;
 6. every ``eval.every`` generations the held-out suites are played (:mod:`coevo.run.suites`);
@@ -41,7 +44,6 @@ from coevo.agents.registry import REGISTRY
 from coevo.arena.errors import ArenaError, LogError, StateError
 from coevo.arena.gamelog import GameLog, GenerationRecord, GenerationRow, RunDir, RunLock
 from coevo.arena.gamelog.figures import rejection_counts, top_rejections
-from coevo.arena.ids import episode_id
 from coevo.arena.outcomes import JUDGE_FAILED_PREFIX, Episode
 from coevo.arena.seeding import derive_seed
 from coevo.arena.spec import TaskSpec, WorldSpec
@@ -69,7 +71,8 @@ from coevo.run.overlap import (
     busy_shares,
     drain_busy,
 )
-from coevo.run.pool import ActorPool, Calls, Lost
+from coevo.run.playing import Players
+from coevo.run.pool import ActorPool, Lost
 from coevo.run.record import generation_record
 from coevo.run.selfplay import ProposalScoring, Watch
 from coevo.run.stopping import at_commit, generations_begin
@@ -158,6 +161,7 @@ class Arena:
         a = self.actors
         self.synth, self.judges, self.solvers = a.synth, a.judges, a.solvers
         self.learner, self.model, self.synth_learner = a.learner, a.model, a.synth_learner
+        self.players = Players(self.solvers, self.seed, self.exp.run.chunk)
         able = set(REGISTRY.get(self.exp.synthesizer.name).capabilities)
         self.synth_follows = {"reports-trajectories", "stateful"} <= able and "learns" not in able
 
@@ -276,27 +280,8 @@ class Arena:
 
     def _play(self, gen: int, tasks: list[TaskSpec], purpose: str, repeats: int) -> list[Episode]:
         """Each task ``repeats`` times, in fixed chunks over the Solver pool; episodes get deterministic ids."""
-        return self._episodes(gen, purpose, self._attempts(gen, tasks, purpose, repeats).get())
-
-    def _attempts(self, gen: int, tasks: list[TaskSpec], purpose: str, repeats: int) -> Calls:
-        """Submit the episodes :meth:`_play` plays; :meth:`_episodes` gathers them."""
-        order = [t for t in tasks for _ in range(repeats)]
-        size = self.exp.run.chunk
-        chunks = [order[i : i + size] for i in range(0, len(order), size)]
-        state = [self.state_ref] if self.state_ref is not None else []
-        seeds = [derive_seed(self.seed, "solve", gen, purpose, i) for i in range(len(chunks))]
-        ship = purpose == "train"  # the Solver's decisions: only the learner's episodes need them
-        calls = [(self.version, state, c, s, ship) for c, s in zip(chunks, seeds, strict=True)]
-        return self.solvers.map("attempt", calls)
-
-    def _episodes(self, gen: int, purpose: str, parts: list[Any]) -> list[Episode]:
-        size = self.exp.run.chunk
-        episodes: list[Episode] = []
-        for i, (part, _decisions) in enumerate(parts):  # the Solver's attempt calls, in order
-            for j, episode in enumerate(part):
-                named = episode_id(self.seed, gen, purpose, i * size + j, episode.task_id)
-                episodes.append(episode.model_copy(update={"episode_id": named}))
-        return episodes
+        calls = self.players.submit(gen, tasks, purpose, repeats, (self.version, self.state_ref))
+        return self.players.gather(gen, purpose, calls.get())
 
     def _eval_suite(self) -> list[TaskSpec]:
         """The held-out tasks: fixed requests per level, judged; never trained on."""
@@ -535,21 +520,26 @@ class Arena:
         # the version that plays this generation: predictions, the update and the summary say it
         done.version = get(self.learner.policy_version.remote())
         done.batch = self.curriculum.batch(gen)
-        attempts = self._attempts(gen, done.batch, "train", self.exp.run.rollouts)
+        done.dynamic = self.exp.curriculum.dynamic_sampling
+        policy, rollouts = (self.version, self.state_ref), self.exp.run.rollouts
+        attempts = self.players.submit(gen, done.batch, "train", rollouts, policy)
         behind = self.deferred  # overlap: gen - 1's learner step runs beside these rollouts
         stepping = self.learner.learn.remote(*behind.learner_args) if behind else None
         parts = attempts.get()
-        done.episodes = self._episodes(gen, "train", parts)
+        done.episodes = self.players.gather(gen, "train", parts)
         shipped = [decisions for _, decisions in parts if decisions is not None]  # for the learner
+        # dynamic sampling: further rounds, with the same policy, until enough groups teach
+        shipped += self.players.further_rounds(done, self.curriculum, rollouts, policy, len(parts))
         done.solving = clock.lap("solve")
         # an episode the Solver could not play (its server down) says nothing about the task:
         # it is counted as a failure, and nobody learns from it
         played = [e for e in done.episodes if not e.failure]
         outcomes = played + done.external.episodes  # what the World model and curriculum see
+        learn = done.learnt_on()  # with dynamic sampling, the informative groups only
         if self.overlap:
-            self.deferred = Deferred(gen, played, done.batch, outcomes, shipped)
+            self.deferred = Deferred(gen, learn, done.batch, outcomes, shipped)
         else:
-            stepping = self.learner.learn.remote(played, done.batch, shipped)
+            stepping = self.learner.learn.remote(learn, done.batch, shipped)
             self.updating = self.model.update.remote(outcomes)
         if stepping is not None:
             self._learnt(done, stepping, behind.gen if behind else gen)

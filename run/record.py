@@ -23,6 +23,7 @@ from coevo.arena.gamelog import (
 )
 from coevo.arena.gamelog.figures import rejection_counts, top_rejections
 from coevo.arena.spec import TaskSpec, WorldSpec
+from coevo.curricula.dynamic import informative_count
 from coevo.run.generation import Generation, Proposals
 from coevo.run.suites import Suite
 from coevo.run.trainer import policy_row
@@ -107,7 +108,14 @@ def generation_record(
     record.proposals = done.scored.rows
     if policies:
         record.policies = [
-            policy_row(done.gen, done.version, done.policy, done.episodes, done.paid_rollouts())
+            policy_row(
+                done.gen,
+                done.version,
+                done.policy,
+                done.episodes,
+                done.paid_rollouts(),
+                batch=done.learnt_on(),
+            )
         ]
     return record
 
@@ -118,6 +126,8 @@ def summary_row(done: Generation, predictions: dict[str, float], frontier: Any) 
     played = [e for e in episodes if not e.failure]
     scored = [e for e in evals if not e.failure]
     fresh = [(predictions[e.task_id], e.reward.value) for e in played if e.task_id in predictions]
+    groups = done.groups()
+    found = informative_count(groups)
     return GenerationRow(
         proposed=len(proposals.tasks),
         accepted=len(done.accepted),
@@ -138,6 +148,10 @@ def summary_row(done: Generation, predictions: dict[str, float], frontier: Any) 
         failures=done.failures
         + sum(bool(e.failure) for e in [*episodes, *evals])
         + sum(bool(e.failure) for e in done.suite_episodes()),
+        informative_groups=found,
+        informative_share=found / len(groups) if groups else None,
+        extra_tasks=done.extra_tasks,
+        dynamic_sampling=done.dynamic,
     )
 
 

@@ -115,6 +115,7 @@ def summarize(run_dir: str, tables: RunTables | None = None) -> dict[str, Any]:
         "trained_level_first_third": sum(levels[:third]) / third if levels else None,
         "trained_level_last_third": sum(levels[-third:]) / third if levels else None,
         "train_success_last": rows[-1]["train_success"] if rows else None,
+        **_groups(rows),
         "proposed": sum(r["proposed"] for r in rows),
         "rejected": sum(r["rejected"] for r in rows),
         "accepted": sum(r["accepted"] for r in rows),
@@ -137,6 +138,24 @@ def summarize(run_dir: str, tables: RunTables | None = None) -> dict[str, Any]:
         summary["pass_k"] = pass_k_of_log(tables["episodes"], tables["evals"])
         summary["episodes"] = tables["episodes"].num_rows
     return dict(redact_value(summary))  # causes quote what failed: no key among them
+
+
+def _groups(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The training groups played, the informative ones (rewards that differ) and their share, and what dynamic sampling played beyond the curricula's batches.
+
+    Generations logged before these were counted (schema < 4) are left out.
+    """
+    counted = [r for r in rows if r.get("informative_groups") is not None]
+    groups = sum(r["trained_tasks"] for r in counted)
+    found = sum(r["informative_groups"] for r in counted)
+    return {
+        "groups": groups,
+        "informative_groups": found,
+        "informative_share": found / groups if groups else None,
+        "informative_share_by_generation": [r["informative_share"] for r in counted],
+        "dynamic_sampling": any(r.get("dynamic_sampling") for r in counted),
+        "extra_tasks": sum(r.get("extra_tasks") or 0 for r in counted),
+    }
 
 
 def _spend(usage: pa.Table) -> dict[str, Any] | None:
@@ -276,6 +295,23 @@ def _spend_lines(summary: dict[str, Any]) -> list[str]:
     ]
 
 
+def _group_lines(summary: dict[str, Any]) -> list[str]:
+    """The training groups: how many were informative (and, with dynamic sampling, what it played beyond the batches)."""
+    groups = summary.get("groups")
+    if not groups:
+        return []
+    lines = [
+        f"groups: {summary['informative_groups']} of {groups} informative "
+        f"({summary['informative_share']:.0%}: rewards that differ)"
+    ]
+    if summary.get("dynamic_sampling"):
+        lines.append(
+            f"dynamic sampling: {_plural(summary['extra_tasks'], 'task')} played beyond "
+            "the curriculum's batches"
+        )
+    return lines
+
+
 def summary_lines(summary: dict[str, Any]) -> list[str]:
     """The summary as the lines ``coevo run`` ends with (each at most about 80 characters)."""
     passes = summary.get("pass_k")
@@ -291,6 +327,7 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
         f"{_figure(summary['trained_level_first_third'])} → "
         f"{_figure(summary['trained_level_last_third'])} (first → last third)",
     ]
+    lines += _group_lines(summary)
     if summary["generations"] and not summary["accepted"]:
         lines.append("no task was accepted, so nothing was trained")
         if not summary.get("proposed", summary["rejected"]):

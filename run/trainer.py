@@ -59,6 +59,7 @@ from coevo.run.batches import (
     batch_id,
     batch_markdown,
     batch_of,
+    dynamic_sampling,
     levels_of,
     parquet_bytes,
     read_announcement,
@@ -550,7 +551,11 @@ class Handoff:
         self.levels.update(levels_of(tables["tasks"]))
         trajectories = tables["trajectories"].select(NEEDED)
         proposals = tables["proposals"].select(PROPOSAL_COLUMNS)
-        self.staged = (gen, batch_of(trajectories, self.levels, gen, proposals))
+        dynamic = dynamic_sampling(tables["generations"])
+        self.staged = (
+            gen,
+            batch_of(trajectories, self.levels, gen, proposals, informative_only=dynamic),
+        )
 
     def hand_out(self, gen: int) -> bool:
         """Hand out committed generation ``gen``'s batch (once); True when it went now."""
@@ -784,10 +789,14 @@ def policy_row(
     policy: Announcement | None,
     episodes: Sequence[Episode],
     proposed: int = 0,
+    *,
+    batch: Sequence[Episode] | None = None,
 ) -> PolicyRow:
     """Generation ``gen``'s ``policies`` row: the policy that played (``version``), how stale, and its batch.
 
     ``proposed``: the proposer rollouts of the generation (self-play), rows of its batch too.
+    ``batch``: the training episodes its batch holds (with dynamic sampling, those of
+    informative groups; None: every one of ``episodes``).
     """
     trained = -1 if policy is None else policy.trained_through
     answered = next((e.trajectory.model for e in episodes if e.trajectory is not None), version)
@@ -799,7 +808,11 @@ def policy_row(
         trained_through=trained,
         staleness=gen - 1 - trained,
         batch_id=batch_id(gen),
-        batch_rows=sum(e.trajectory is not None and not e.failure for e in episodes) + proposed,
+        batch_rows=sum(
+            e.trajectory is not None and not e.failure
+            for e in (episodes if batch is None else batch)
+        )
+        + proposed,
     )
 
 

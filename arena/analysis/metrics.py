@@ -20,6 +20,12 @@ the live table, the summary and the trackers show too come from
   or above 0.5 (linear between the last such level and the next one below);
 * ``frontier``: per generation, the curriculum's level, as the loop logged it
   (the live table's ``frontier`` column; each curriculum has its own measure);
+* ``groups``: per generation, the training groups played (a task's
+  ``run.rollouts`` episodes), the ``informative`` ones (rewards that differ:
+  what a group-baseline policy gradient learns from) and their ``share``,
+  counted from the ``episodes`` table (:func:`~coevo.arena.gamelog.figures.training_groups`),
+  and the tasks dynamic sampling played beyond the curriculum's batch
+  (``extra_tasks``, as logged);
 * ``pool``: per generation, the accepted tasks' domains, families,
   distinct worlds and distinct schemas;
 * ``proposals``: per generation, what was proposed (the ``proposals``
@@ -81,6 +87,7 @@ from coevo.arena.gamelog.figures import (
     rejection_counts,
     scored_evals,
     spend,
+    training_groups,
 )
 from coevo.arena.gamelog.log import has_format
 from coevo.arena.novelty import TaskSignature, distinct_share, signature
@@ -359,6 +366,24 @@ def _frontier(run: Run) -> list[dict[str, Any]]:
     """The curriculum's level per generation, as the loop logged it."""
     generations = run["generations"].select(["gen", "frontier"]).to_pylist()
     return sorted(generations, key=lambda r: r["gen"])
+
+
+def _groups(run: Run) -> list[dict[str, Any]]:
+    """Per generation: the training groups played, the informative ones and their share (from the episodes: older logs too), and what dynamic sampling played beyond the batch (null before schema 4)."""
+    logged = {r["gen"]: r for r in _rows(run["generations"])}
+    out = []
+    for counted in training_groups(run["episodes"]):
+        row = logged.get(counted["gen"], {})
+        groups, found = counted["groups"], counted["informative"]
+        out.append(
+            {
+                **counted,
+                "share": found / groups if groups else None,
+                "extra_tasks": row.get("extra_tasks"),
+                "dynamic_sampling": row.get("dynamic_sampling"),
+            }
+        )
+    return out
 
 
 def _schemas(run: Run) -> dict[str, str]:
@@ -801,6 +826,7 @@ def analyze(run: Run, *, irt: bool = True) -> dict[str, Any]:
         "suites": _suites(run, success),
         "mastered": _mastered(success["eval_by_level"]),
         "frontier": _frontier(run),
+        "groups": _groups(run),
         "pool": _pool(run, tasks),
         "proposals": _proposals(run),
         "diversity": _diversity(run),

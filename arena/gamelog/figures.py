@@ -8,6 +8,14 @@ and spend; they take them from these functions, over the log's tables (as
 :meth:`~coevo.arena.gamelog.GameLog.write` returns them or
 :meth:`~coevo.arena.gamelog.GameLog.read` reads them back), so that they
 cannot disagree.
+
+A *group* is the training episodes of one task in one generation (the loop
+plays each training task ``run.rollouts`` times); it is *informative* when
+its rewards differ (:func:`informative`): a group whose rewards are all
+equal has advantage 0 under a group baseline and teaches a policy gradient
+nothing. The loop counts them per generation (``generations.informative_groups``),
+dynamic sampling fills a batch with them, and ``coevo analyze`` counts them
+again from the ``episodes`` table (:func:`training_groups`), older logs too.
 """
 
 from __future__ import annotations
@@ -21,8 +29,10 @@ import pyarrow.compute as pc
 from coevo.arena.outcomes import Verdict
 
 __all__ = [
+    "INFORMATIVE_TOLERANCE",
     "UNJUDGED",
     "accepted_tasks",
+    "informative",
     "mean_success",
     "played",
     "predicted_outcomes",
@@ -30,11 +40,54 @@ __all__ = [
     "scored_evals",
     "spend",
     "top_rejections",
+    "training_groups",
 ]
 
 UNJUDGED: Final = "error"
 """Where a rejected verdict that names no failed check is counted: its record could not be read,
 or the Judge failed on it (``Verdict.error``)."""
+
+
+INFORMATIVE_TOLERANCE: Final = 1e-9
+"""How far apart a group's rewards must be to differ (rewards that are not exact binary
+fractions, such as 0.1 summed, are equal within it)."""
+
+
+def informative(rewards: Iterable[float]) -> bool:
+    """Whether a group's rewards differ: at least two, the highest above the lowest by more than :data:`INFORMATIVE_TOLERANCE`.
+
+    Such a group gives some of its episodes a non-zero advantage under a group
+    baseline (reward minus the group's mean); one of equal rewards gives none.
+    """
+    values = [float(r) for r in rewards]
+    return len(values) >= 2 and max(values) - min(values) > INFORMATIVE_TOLERANCE
+
+
+def training_groups(episodes: pa.Table) -> list[dict[str, Any]]:
+    """Per generation (sorted): its training groups (``groups``: distinct tasks played for training) and the ``informative`` ones.
+
+    Args:
+        episodes: ``episodes`` rows with ``gen``, ``task_id``, ``purpose``, ``reward`` and
+            ``failure``; an episode the Solver could not play has no reward to compare
+            (its group may still be informative by the others).
+    """
+    train = episodes.filter(pc.equal(episodes.column("purpose"), "train"))
+    if train.num_rows == 0:
+        return []
+    groups = train.group_by(["gen", "task_id"]).aggregate([("task_id", "count")])
+    scored = played(train)
+    value = scored.append_column("value", pc.cast(scored.column("reward"), pa.float64()))
+    spread = value.group_by(["gen", "task_id"]).aggregate(
+        [("value", "min"), ("value", "max"), ("value", "count")]
+    )
+    per_gen: dict[int, dict[str, Any]] = {}
+    for row in groups.to_pylist():
+        per_gen.setdefault(row["gen"], {"gen": row["gen"], "groups": 0, "informative": 0})
+        per_gen[row["gen"]]["groups"] += 1
+    for row in spread.to_pylist():
+        if informative([row["value_min"], row["value_max"]] if row["value_count"] >= 2 else []):
+            per_gen[row["gen"]]["informative"] += 1
+    return [per_gen[gen] for gen in sorted(per_gen)]
 
 
 def rejection_counts(verdicts: pa.Table | Iterable[Verdict]) -> Counter[str]:

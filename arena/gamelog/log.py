@@ -46,7 +46,7 @@ from coevo.arena.spec import TaskSpec, WorldSpec
 
 __all__ = ["READABLE_VERSIONS", "SCHEMA_VERSION", "GameLog", "committed_files", "has_format"]
 
-SCHEMA_VERSION: Final = 3
+SCHEMA_VERSION: Final = 4
 """The version of the log's format this coevo writes (in every manifest).
 
 1. the first format (checkpoints held pickles);
@@ -57,10 +57,15 @@ SCHEMA_VERSION: Final = 3
 3. ``evals`` has a ``suite`` column (null: the synthesized held-out suite; else an
    ``[[eval.suites]]`` suite's name). A reader of schema 2 would count every suite's
    episodes as the synthesized suite's, so it refuses a schema-3 log; schema-2 logs read
-   with ``suite`` null.
+   with ``suite`` null;
+4. ``generations`` has ``informative_groups``, ``informative_share``, ``extra_tasks`` and
+   ``dynamic_sampling``. With dynamic sampling on, a generation's training batch holds its
+   informative groups only, which a schema-3 reader would rebuild with every group
+   (``coevo.run.batches.training_batch``), so it refuses a schema-4 log; older logs read
+   with these null.
 """
 
-READABLE_VERSIONS: Final = (1, 2, 3)
+READABLE_VERSIONS: Final = (1, 2, 3, 4)
 """The versions whose tables this coevo reads (a column an older log lacks reads as null)."""
 
 

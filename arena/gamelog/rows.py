@@ -276,7 +276,10 @@ class GenerationRow(Row):
     accepted: int = Field(description="of those, accepted by the Judge")
     rejected: int = Field(description="of those, rejected")
     mutations: int = Field(description="proposals that were mutations of earlier tasks")
-    trained_tasks: int = Field(description="distinct tasks trained on")
+    trained_tasks: int = Field(
+        description="distinct tasks played for training, each a group of `run.rollouts` "
+        "episodes (with dynamic sampling, every round's)"
+    )
     train_episodes: int = Field(description="training episodes played")
     train_success: float | None = Field(
         description="their mean reward (episodes the Solver could not play, counted in `failures`, left out)"
@@ -307,6 +310,26 @@ class GenerationRow(Row):
         default=None,
         description="the diversity of the generation's accepted tasks: their mean pairwise "
         "signature distance (docs/novelty.md); null for fewer than two",
+    )
+    informative_groups: int | None = Field(
+        default=None,
+        description="of the groups played (`trained_tasks`), those whose rewards differ: the "
+        "ones a group-baseline policy gradient learns from (failed episodes left out; null in "
+        "logs older than schema 4)",
+    )
+    informative_share: float | None = Field(
+        default=None,
+        description="`informative_groups` / `trained_tasks` (null when no task was played)",
+    )
+    extra_tasks: int | None = Field(
+        default=None,
+        description="tasks dynamic sampling played beyond the curriculum's batch, in its "
+        "further rounds (0 when it is off)",
+    )
+    dynamic_sampling: bool | None = Field(
+        default=None,
+        description="whether dynamic sampling was on (`curriculum.dynamic_sampling`): the "
+        "learner's step and the trainer's batch then hold the informative groups only",
     )
 
 

@@ -140,6 +140,14 @@ def _print_suites(suites: list[dict[str, Any]]) -> None:
     )
 
 
+def _informative(row: dict[str, Any] | None) -> str:
+    """A generation's informative groups of those played, and dynamic sampling's extra tasks: ``9/16 +4``."""
+    if row is None:
+        return "–"
+    extra = f" +{row['extra_tasks']}" if row.get("dynamic_sampling") else ""
+    return f"{row['informative']}/{row['groups']}{extra}"
+
+
 def _print_metrics(metrics: dict[str, Any]) -> None:
     if metrics.get("pass_k") is not None:
         _print_pass_k(metrics)
@@ -152,12 +160,13 @@ def _print_metrics(metrics: dict[str, Any]) -> None:
     accepted = {r["gen"]: r["accepted"] for r in metrics["throughput"]}
     proposals = {r["gen"]: r for r in (metrics.get("proposals") or {}).get("per_generation", [])}
     diversity = {r["gen"]: r["pool_diversity"] for r in metrics.get("diversity") or []}
+    groups = {r["gen"]: r for r in metrics.get("groups") or []}
     print(
         f"{metrics['run_dir']}: {metrics['generations']} generations, curriculum {metrics['curriculum']}"
     )
     print(
         f"{'gen':>4} {'accepted':>8} {'train':>6} {'eval':>6} {'mastered':>8} {'frontier':>8} "
-        f"{'brier':>6} {'level_proposed':>14} {'paid':>6} {'div':>5}"
+        f"{'brier':>6} {'level_proposed':>14} {'paid':>6} {'div':>5} {'informative':>11}"
     )
 
     def f(value: Any) -> str:
@@ -168,12 +177,15 @@ def _print_metrics(metrics: dict[str, Any]) -> None:
             f"{gen:>4} {accepted.get(gen, 0):>8} {f(success.get(gen)):>6} {f(evals.get(gen)):>6} "
             f"{f(mastered.get(gen)):>8} {f(frontier.get(gen)):>8} {f(brier.get(gen)):>6} "
             f"{f(proposals.get(gen, {}).get('level')):>14} "
-            f"{f(proposals.get(gen, {}).get('proposer_reward')):>6} {f(diversity.get(gen)):>5}"
+            f"{f(proposals.get(gen, {}).get('proposer_reward')):>6} {f(diversity.get(gen)):>5} "
+            f"{_informative(groups.get(gen)):>11}"
         )
     print(
         "mastered: the level up to which eval success stays at or above 0.5; "
         "frontier: the curriculum's level; level_proposed: the mean level proposed; paid: "
-        "the mean proposer reward of the proposals paid; div: the accepted tasks' diversity"
+        "the mean proposer reward of the proposals paid; div: the accepted tasks' diversity; "
+        "informative: training groups whose rewards differ, of those played "
+        "(+N: tasks dynamic sampling played beyond the batch)"
     )
     _print_final_eval(metrics["success"]["eval"])
     _print_suites(metrics.get("suites") or [])

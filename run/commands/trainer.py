@@ -13,7 +13,14 @@ from typing import Any, Final
 
 from coevo.arena.errors import CommandError
 
-__all__ = ["add_commands", "cmd_logprobs", "cmd_reference_trainer", "cmd_tiny_model", "cmd_train"]
+__all__ = [
+    "add_commands",
+    "cmd_logprobs",
+    "cmd_reference_trainer",
+    "cmd_sft",
+    "cmd_tiny_model",
+    "cmd_train",
+]
 
 SETTINGS_LIMIT: Final = 1 << 20
 """The largest ``--settings`` file read (bytes)."""
@@ -55,9 +62,8 @@ def cmd_reference_trainer(args: argparse.Namespace) -> int:
     )
 
 
-def _train_settings(args: argparse.Namespace) -> Any:
-    """The :class:`TrainSettings` of the flags, over those of ``--settings FILE`` (a TOML table)."""
-    from coevo.run.train.settings import TrainSettings
+def _settings(args: argparse.Namespace, model: Any, table: str, command: str) -> Any:
+    """The settings ``model`` of the flags, over those of ``--settings FILE`` (its ``[table]``, or the whole file)."""
     from pydantic import ValidationError
 
     given: dict[str, Any] = {}
@@ -71,19 +77,29 @@ def _train_settings(args: argparse.Namespace) -> Any:
             raise CommandError(f"--settings {args.settings}: not TOML ({exc})") from None
         except RecursionError:
             raise CommandError(f"--settings {args.settings}: nested too deep") from None
-        given.update(data.get("train", data))
-    for name in TrainSettings.model_fields:
+        chosen = data.get(table, data)
+        if not isinstance(chosen, dict):
+            raise CommandError(f"--settings {args.settings}: [{table}] is not a table")
+        given.update(chosen)
+    for name in model.model_fields:
         value = getattr(args, name, None)
         if value is not None:
             given[name] = value
     try:
-        return TrainSettings(**given)
+        return model(**given)
     except ValidationError as exc:
         problems = "; ".join(
             f"--{'.'.join(str(p) for p in e['loc']).replace('_', '-')}: {e['msg']}"
             for e in exc.errors()
         )
-        raise CommandError(f"coevo train: {problems}") from None
+        raise CommandError(f"{command}: {problems}") from None
+
+
+def _train_settings(args: argparse.Namespace) -> Any:
+    """The :class:`TrainSettings` of the flags, over those of ``--settings FILE`` (a ``[train]`` table)."""
+    from coevo.run.train.settings import TrainSettings
+
+    return _settings(args, TrainSettings, "train", "coevo train")
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -209,8 +225,20 @@ def _add_tiny_model(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
     parser.set_defaults(func=cmd_tiny_model)
 
 
+def _boolean(text: str) -> bool:
+    """A flag's true or false (``true``/``false``, ``yes``/``no``, ``1``/``0``)."""
+    lowered = text.strip().lower()
+    if lowered in ("true", "yes", "1", "on"):
+        return True
+    if lowered in ("false", "no", "0", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"{text!r} is not true or false")
+
+
 def _flag_type(annotation: Any) -> tuple[Any, tuple[str, ...] | None]:
     """The argparse type and choices of a settings field's annotation."""
+    if annotation is bool:
+        return _boolean, None
     options = typing.get_args(annotation)
     if typing.get_origin(annotation) is typing.Literal:
         return str, tuple(str(o) for o in options)
@@ -243,7 +271,14 @@ def _add_train(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
         ),
     )
     parser.add_argument("run_dir", metavar="RUN_DIR", help="the run directory (may not exist yet)")
-    for name, field in TrainSettings.model_fields.items():
+    _settings_flags(parser, TrainSettings, "train")
+    _consumer_flags(parser, "lora-")
+    parser.set_defaults(func=cmd_train)
+
+
+def _settings_flags(parser: argparse.ArgumentParser, model: Any, table: str) -> None:
+    """A flag per field of the settings ``model`` (its help names the default), and ``--settings``."""
+    for name, field in model.model_fields.items():
         kind, choices = _flag_type(field.annotation)
         default = "required" if field.is_required() else f"default: {field.default}"
         parser.add_argument(
@@ -256,10 +291,139 @@ def _add_train(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
             help=f"{field.description} ({default})",
         )
     parser.add_argument(
-        "--settings", default=None, help="a TOML file of these settings (flags win over it)"
+        "--settings",
+        default=None,
+        help=f"a TOML file of these settings, a [{table}] table of the same names (flags win over it)",
     )
-    _consumer_flags(parser, "lora-")
-    parser.set_defaults(func=cmd_train)
+
+
+def cmd_sft(args: argparse.Namespace) -> int:
+    """``coevo sft SOURCE... --model MODEL_DIR --out OUT``."""
+    from coevo.run.train.settings import SFTSettings
+
+    settings = _settings(args, SFTSettings, "sft", "coevo sft")
+    dialogue = _dialogue(args)
+    if not 0.0 <= args.validation_share < 1.0:
+        raise CommandError(f"--validation-share {args.validation_share}: a share in [0, 1)")
+    _no_progress_bars_off_a_terminal()
+    try:
+        from coevo.run.train.sft import main
+    except ImportError as exc:
+        raise CommandError(
+            f"torch, transformers and peft are needed ({exc.name} is missing): "
+            "pip install 'coevo[train]' (without a GPU, torch's CPU build first: docs/training.md)"
+        ) from None
+    return main(
+        args.sources,
+        settings,
+        dialogue,
+        args.out,
+        exclude=args.exclude or [],
+        rollouts=args.rollouts,
+        limit=args.limit,
+        validation_share=args.validation_share,
+        checkpoint_steps=args.checkpoint_steps,
+    )
+
+
+def _dialogue(args: argparse.Namespace) -> Any:
+    """How the Solver speaks: its experiment's ``[solver].config``, with the flags over it."""
+    from coevo.run.experiment import load_experiment
+    from coevo.run.train.warmstart import DialogueSettings
+    from pydantic import ValidationError
+
+    given: dict[str, Any] = {}
+    if args.experiment:
+        solver = load_experiment(args.experiment).solver
+        given = DialogueSettings.of_solver(dict(solver.config)).model_dump()
+    for name in ("tool_protocol", "tool_choice", "max_steps", "max_tokens"):
+        value = getattr(args, f"solver_{name}", None)
+        if value is not None:
+            given[name] = value
+    try:
+        return DialogueSettings(**given)
+    except ValidationError as exc:
+        raise CommandError(f"coevo sft: {exc.errors()[0]['msg']}") from None
+
+
+def _add_sft(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
+    from coevo.run.train.settings import SFTSettings
+
+    parser = sub.add_parser(
+        "sft",
+        help="a warm start: train a LoRA adapter on the game log's reference solutions (supervised)",
+        formatter_class=fmt,
+        description=(
+            "Play every accepted task's reference solution through the Solver's own dialogue\n"
+            "code (its system text, tool protocol, chat template and tokenizer, the world's\n"
+            "results) and train a LoRA adapter of the model on the assistant's tokens\n"
+            "(cross-entropy), with --rollouts the runs' successful rollouts too. Eval tasks\n"
+            "and their worlds are never trained on. OUT/adapter is what coevo train --adapter\n"
+            "and vLLM (--lora-modules) start from (docs/training.md). Needs the train extra."
+        ),
+        epilog=(
+            "examples:\n"
+            "  coevo sft runs/pool --model models/smollm2 --experiment tiny-real --out runs/warm\n"
+            "  coevo sft runs/a runs/b --rollouts --model M --out warm --exclude heldout.jsonl\n"
+            "  coevo sft tasks.jsonl --model M --out warm --solver-tool-choice required"
+        ),
+    )
+    parser.add_argument(
+        "sources",
+        nargs="+",
+        metavar="SOURCE",
+        help="run directories (their accepted tasks) or task files (.jsonl)",
+    )
+    parser.add_argument("--out", required=True, help="the folder to write (new, or to go on in)")
+    parser.add_argument(
+        "--experiment",
+        default=None,
+        help="the experiment whose Solver the warm start is for (its [solver].config: "
+        "tool_protocol, tool_choice, max_steps, max_tokens)",
+    )
+    parser.add_argument(
+        "--solver-tool-protocol",
+        choices=("auto", "native", "text"),
+        default=None,
+        help="the Solver's tool protocol (default: the experiment's, else auto)",
+    )
+    parser.add_argument(
+        "--solver-tool-choice",
+        choices=("auto", "required"),
+        default=None,
+        help="the Solver's tool choice (default: the experiment's, else auto)",
+    )
+    parser.add_argument("--solver-max-steps", type=int, default=None, help="its step budget")
+    parser.add_argument(
+        "--solver-max-tokens", type=int, default=None, help="its output budget per turn"
+    )
+    parser.add_argument(
+        "--exclude",
+        action="append",
+        default=None,
+        metavar="FILE",
+        help="a task file (an eval suite) whose tasks and worlds are never trained on (repeatable)",
+    )
+    parser.add_argument(
+        "--rollouts", action="store_true", help="add the runs' successful rollouts, as sampled"
+    )
+    parser.add_argument(
+        "--limit",
+        type=int,
+        default=None,
+        help="at most this many reference tasks (the first by id)",
+    )
+    parser.add_argument(
+        "--validation-share",
+        type=float,
+        default=0.1,
+        help="the share of the data kept apart to measure (by world; default: 0.1)",
+    )
+    parser.add_argument(
+        "--checkpoint-steps", type=int, default=50, help="steps between checkpoints (default: 50)"
+    )
+    _settings_flags(parser, SFTSettings, "sft")
+    parser.set_defaults(func=cmd_sft)
 
 
 def _consumer_flags(parser: argparse.ArgumentParser, prefix: str, lag_why: str = "") -> None:
@@ -293,6 +457,7 @@ def _consumer_flags(parser: argparse.ArgumentParser, prefix: str, lag_why: str =
 def add_commands(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
     """Add ``reference-trainer``, ``train`` and ``logprobs`` to the ``coevo`` command."""
     _add_train(sub, fmt)
+    _add_sft(sub, fmt)
     _add_logprobs(sub, fmt)
     _add_tiny_model(sub, fmt)
     parser = sub.add_parser(

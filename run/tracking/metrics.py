@@ -49,6 +49,11 @@ METRICS: Final[Mapping[str, str]] = {
     "train/episodes": "training episodes played (`train_episodes`)",
     "train/tasks": "distinct tasks trained on (`trained_tasks`)",
     "train/level": "mean level of the tasks trained on (`trained_level`)",
+    "train/informative_groups": "training groups whose rewards differ (`informative_groups`): "
+    "the ones a group-baseline policy gradient learns from",
+    "train/informative_share": "their share of the groups played (`informative_share`)",
+    "train/extra_tasks": "tasks dynamic sampling played beyond the curriculum's batch "
+    "(`extra_tasks`; 0 when it is off)",
     "eval/success": "mean reward on the held-out suite (`eval_success`), when it was played",
     "eval/success_level_<L>": "the same, of its level-L tasks (the `evals` table)",
     "eval/<suite>/success": "mean reward on a further held-out suite (`[[eval.suites]]`: its "
@@ -93,6 +98,9 @@ _ROW_METRICS: Final = {
     "train/episodes": "train_episodes",
     "train/tasks": "trained_tasks",
     "train/level": "trained_level",
+    "train/informative_groups": "informative_groups",
+    "train/informative_share": "informative_share",
+    "train/extra_tasks": "extra_tasks",
     "eval/success": "eval_success",
     "curriculum/frontier": "frontier",
     "curriculum/accepted_level": "accepted_level",

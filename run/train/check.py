@@ -23,8 +23,14 @@ from typing import Any, TextIO
 import torch
 from coevo.arena.errors import ArenaError
 from coevo.arena.gamelog import GameLog
-from coevo.run.train.policy import choose_device, load_model, peft_quietly, token_logprobs
-from coevo.run.train.sequences import sampled_temperature
+from coevo.run.train.policy import (
+    choose_device,
+    choose_dtype,
+    load_model,
+    peft_quietly,
+    token_logprobs,
+)
+from coevo.run.train.sequences import sampled_temperature, unreproducible
 from peft import PeftModel
 
 __all__ = ["Agreement", "check_logprobs", "main"]
@@ -83,16 +89,22 @@ def check_logprobs(
             "sampling",
         ],
     )
-    rows = [r for r in table.to_pylist() if r["layout"] == "interleaved" and r["logprobs"]]
+    rows = [
+        r
+        for r in table.to_pylist()
+        if r["layout"] == "interleaved" and r["logprobs"] and unreproducible(r["sampling"]) is None
+    ]
     if limit is not None:
         rows = rows[:limit]
     if not rows:
         raise ArenaError(
             f"{run_dir}: no interleaved trajectory with log-probs to check (a run against a "
-            "server that returns token ids: vLLM, SGLang)"
+            "server that returns token ids: vLLM, SGLang; sampled at a temperature above 0, "
+            "with no top-p, top-k or penalty)"
         )
     adapters = _adapters(log)
-    base = load_model(model, choose_device(device))
+    where = choose_device(device)
+    base = load_model(model, where, choose_dtype(dtype, where))
     base.eval()
     by_version: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
@@ -119,22 +131,20 @@ def check_logprobs(
             peft_model.eval()
             scorer, disabled = peft_model, False
         for row in by_version[version]:
-            out.append(_agreement(scorer, disabled, row, version, dtype))
+            out.append(_agreement(scorer, disabled, row, version))
     return out
 
 
-def _agreement(
-    scorer: Any, disabled: bool, row: dict[str, Any], version: str, dtype: str
-) -> Agreement:
+def _agreement(scorer: Any, disabled: bool, row: dict[str, Any], version: str) -> Agreement:
     ids, mask, recorded = row["token_ids"], row["loss_mask"], row["logprobs"]
     positions = [i for i, m in enumerate(mask) if m and i > 0 and recorded[i] is not None]
     temperature = sampled_temperature(row["sampling"])
     with torch.no_grad():
         if disabled:
             with scorer.disable_adapter():
-                again = token_logprobs(scorer, ids, positions, temperature=temperature, dtype=dtype)
+                again = token_logprobs(scorer, ids, positions, temperature=temperature)
         else:
-            again = token_logprobs(scorer, ids, positions, temperature=temperature, dtype=dtype)
+            again = token_logprobs(scorer, ids, positions, temperature=temperature)
     given = torch.tensor([recorded[i] for i in positions], dtype=torch.float32)
     gap = (given - again.cpu()).abs()
     return Agreement(

@@ -1,17 +1,26 @@
-"""The policy ``coevo train`` trains: a Hugging Face causal LM with a PEFT LoRA adapter, and what it keeps on disk.
+"""The policy ``coevo train`` and ``coevo sft`` train: a Hugging Face causal LM with a PEFT LoRA adapter, and what it keeps on disk.
 
 * :func:`load_model`: the base weights, from a local folder, as safetensors
-  only (a ``pytorch_model.bin`` is a pickle: never read), with no remote code;
+  only (a ``pytorch_model.bin`` is a pickle: never read), with no remote code,
+  frozen, in bfloat16 where the device computes in it (:func:`choose_dtype`);
 * :func:`with_adapter`: a new LoRA adapter (PEFT's ``get_peft_model``, seeded;
   its B matrices start at 0, so the new policy is the base model), or one
-  read from a folder that holds ``adapter_model.safetensors``;
-* :func:`token_logprobs`: the log-probabilities of chosen tokens of a
-  sequence, from one forward pass that computes logits only where asked
-  (``logits_to_keep``);
+  read from a folder that holds ``adapter_model.safetensors``; the adapter's
+  weights are float32 whatever the base's; every dropout of the model is off
+  (:func:`without_dropout`: a policy gradient needs the log-probs of the
+  policy that is sampled, not of a thinned one, as TRL does);
+* :class:`Scorer`: the log-probabilities of chosen tokens of many sequences
+  at once: sequences of like length padded into one forward pass of the
+  decoder (:func:`micro_batches`), its last hidden states gathered at the
+  scored positions only, and the output head applied there in float32, in
+  chunks whose logits are recomputed in the backward pass rather than kept
+  (the vocabulary projection is most of a small model's memory); the
+  entropy of each scored position comes with it;
 * :func:`save_version` / :func:`load_optimizer`: a version's folder, which
   is a checkpoint as well as what vLLM loads: ``adapter/`` (PEFT's
   ``save_pretrained``), ``optimizer.safetensors`` (AdamW's moments, by
-  parameter name) and ``state.json``: tensors and JSON, never a pickle.
+  parameter name) and ``state.json``: tensors and JSON, never a pickle; a
+  version whose weights are not all finite is refused.
 """
 
 from __future__ import annotations
@@ -21,27 +30,42 @@ import json
 import os
 import shutil
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import torch
 from coevo.arena.errors import ArenaError
-from coevo.run.train.settings import TrainSettings
+from coevo.run.train.settings import AdapterSettings
 from peft import LoraConfig, PeftModel, get_peft_model
 from safetensors.torch import load_file, save_file
+from torch.utils.checkpoint import checkpoint
 from transformers import AutoModelForCausalLM
 
 __all__ = [
+    "REFERENCE",
+    "Scored",
+    "Scorer",
     "choose_device",
+    "choose_dtype",
     "load_model",
     "load_optimizer",
     "lora_norms",
+    "micro_batches",
+    "non_finite",
     "peft_quietly",
     "save_version",
     "token_logprobs",
+    "trainable",
     "with_adapter",
+    "without_dropout",
 ]
+
+REFERENCE: Final = "reference"
+"""The name of the frozen copy of the starting adapter (the KL term's reference)."""
+HEAD_CHUNK: Final = 1024
+"""Scored positions whose logits are computed at once (then recomputed in the backward pass)."""
 
 
 def choose_device(setting: str) -> torch.device:
@@ -57,6 +81,21 @@ def choose_device(setting: str) -> torch.device:
             "--device cuda: torch sees no GPU here (torch.cuda.is_available() is false)"
         )
     return torch.device(setting)
+
+
+def choose_dtype(setting: str, device: torch.device) -> torch.dtype:
+    """The frozen base's precision: ``auto`` is bfloat16 where ``device`` computes in it, else float32."""
+    if setting == "float32":
+        return torch.float32
+    if setting == "bfloat16":
+        return torch.bfloat16
+    if device.type == "cuda":
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float32
+    supported = (
+        getattr(torch.backends.mkldnn, "is_available", lambda: False)()
+        and getattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", lambda: False)()
+    )
+    return torch.bfloat16 if supported else torch.float32
 
 
 @contextlib.contextmanager
@@ -76,8 +115,8 @@ def peft_quietly() -> Iterator[None]:
         yield
 
 
-def load_model(folder: str, device: torch.device) -> Any:
-    """The base model in ``folder`` (float32 weights on ``device``), from safetensors only.
+def load_model(folder: str, device: torch.device, dtype: torch.dtype = torch.float32) -> Any:
+    """The base model in ``folder`` (weights in ``dtype`` on ``device``, frozen), from safetensors only.
 
     Raises:
         ArenaError: the folder holds no Hugging Face model in safetensors.
@@ -91,47 +130,254 @@ def load_model(folder: str, device: torch.device) -> Any:
     try:
         model = AutoModelForCausalLM.from_pretrained(
             folder,
-            dtype=torch.float32,
+            dtype=dtype,
             local_files_only=True,
             use_safetensors=True,
             trust_remote_code=False,
         )
     except (OSError, ValueError) as exc:
         raise ArenaError(f"--model {folder}: transformers could not load it: {exc}") from None
+    model.requires_grad_(False)
     return model.to(device)
 
 
-def with_adapter(model: Any, settings: TrainSettings, adapter: str | None) -> Any:
-    """``model`` with a trainable LoRA adapter: read from ``adapter``, or new (seeded by ``settings.seed``).
+def without_dropout(model: Any, keep_lora: bool = False) -> Any:
+    """``model`` with every dropout off (``p = 0``), but LoRA's own when ``keep_lora``; returned for chaining.
+
+    A policy gradient weighs the log-probs of the policy that sampled: dropout
+    in the trainer's forward pass would score a thinned network instead (TRL
+    turns it off for the same reason). With it off the model can stay in
+    training mode (gradient checkpointing needs that) at no cost.
+    """
+    for name, module in model.named_modules():
+        if isinstance(module, torch.nn.Dropout) and not (keep_lora and "lora_dropout" in name):
+            module.p = 0.0
+        if isinstance(getattr(module, "attention_dropout", None), float):
+            module.attention_dropout = 0.0
+    return model
+
+
+def _check_adapter_folder(adapter: str) -> None:
+    where = Path(adapter)
+    if (
+        not (where / "adapter_config.json").is_file()
+        or not (where / "adapter_model.safetensors").is_file()
+    ):
+        raise ArenaError(
+            f"{adapter}: not a PEFT LoRA adapter folder with adapter_config.json and "
+            "adapter_model.safetensors (a .bin adapter is a pickle, which coevo never reads)"
+        )
+
+
+def with_adapter(
+    model: Any, settings: AdapterSettings, adapter: str | None, *, reference: str | None = None
+) -> Any:
+    """``model`` with a trainable LoRA adapter (float32): read from ``adapter``, or new (seeded by ``settings.seed``).
+
+    Args:
+        model: the base model.
+        settings: the adapter's shape (for a new one) and the gradient checkpointing setting.
+        adapter: the folder to start from (None: a new adapter).
+        reference: a folder to load beside it, frozen, as :data:`REFERENCE` (the KL term's).
 
     Raises:
-        ArenaError: ``adapter`` holds no ``adapter_model.safetensors`` (a ``.bin`` is a pickle).
+        ArenaError: a folder holds no ``adapter_model.safetensors`` (a ``.bin`` is a pickle),
+            or the adapter does not fit the model.
     """
-    if adapter is not None:
-        where = Path(adapter)
-        if (
-            not (where / "adapter_config.json").is_file()
-            or not (where / "adapter_model.safetensors").is_file()
-        ):
-            raise ArenaError(
-                f"{adapter}: not a PEFT LoRA adapter folder with adapter_config.json and "
-                "adapter_model.safetensors (a .bin adapter is a pickle, which coevo never reads)"
+    try:
+        if adapter is not None:
+            _check_adapter_folder(adapter)
+            with peft_quietly():
+                peft_model = PeftModel.from_pretrained(model, adapter, is_trainable=True)
+        else:
+            targets: str | list[str] = settings.target_modules
+            if targets != "all-linear":
+                targets = [t.strip() for t in settings.target_modules.split(",") if t.strip()]
+            torch.manual_seed(settings.seed)
+            config = LoraConfig(
+                r=settings.lora_rank,
+                lora_alpha=settings.lora_alpha,
+                lora_dropout=settings.lora_dropout,
+                target_modules=targets,
+                task_type="CAUSAL_LM",
             )
-        with peft_quietly():
-            return PeftModel.from_pretrained(model, adapter, is_trainable=True)
-    targets: str | list[str] = settings.target_modules
-    if targets != "all-linear":
-        targets = [t.strip() for t in settings.target_modules.split(",") if t.strip()]
-    torch.manual_seed(settings.seed)
-    config = LoraConfig(
-        r=settings.lora_rank,
-        lora_alpha=settings.lora_alpha,
-        lora_dropout=settings.lora_dropout,
-        target_modules=targets,
-        task_type="CAUSAL_LM",
-    )
-    with peft_quietly():
-        return get_peft_model(model, config)
+            with peft_quietly():
+                peft_model = get_peft_model(model, config)
+        if reference is not None:
+            _check_adapter_folder(reference)
+            with peft_quietly():
+                peft_model.load_adapter(reference, adapter_name=REFERENCE, is_trainable=False)
+    except (ValueError, KeyError, RuntimeError) as exc:
+        raise ArenaError(f"the adapter does not fit the model: {exc}") from None
+    for parameter in trainable(peft_model).values():
+        parameter.data = parameter.data.float()
+    if settings.gradient_checkpointing:
+        peft_model.gradient_checkpointing_enable(
+            gradient_checkpointing_kwargs={"use_reentrant": False}
+        )
+        peft_model.enable_input_require_grads()
+    without_dropout(peft_model, keep_lora=settings.lora_dropout > 0)
+    peft_model.train()
+    return peft_model
+
+
+def micro_batches(lengths: Sequence[int], budget: int) -> list[list[int]]:
+    """Indices of sequences grouped for one forward pass each: like lengths together, at most ``budget`` padded tokens a group.
+
+    Sorted by length (longest first), a group grows while its size times its
+    longest member fits ``budget``; a sequence longer than ``budget`` is a
+    group of its own.
+    """
+    order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
+    groups: list[list[int]] = []
+    for i in order:
+        if groups and (len(groups[-1]) + 1) * lengths[groups[-1][0]] <= budget:
+            groups[-1].append(i)
+        else:
+            groups.append([i])
+    return groups
+
+
+@dataclass(frozen=True)
+class Scored:
+    """The scored tokens of a micro-batch, flattened in order (sequence by sequence, position by position).
+
+    Attributes:
+        logp: each token's log-probability (with gradient when asked).
+        entropy: the entropy of the policy's distribution where each was sampled (no gradient).
+    """
+
+    logp: torch.Tensor
+    entropy: torch.Tensor
+
+
+def _head_chunk(
+    hidden: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None,
+    targets: torch.Tensor,
+    temperature: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    logits = hidden.float() @ weight.t()
+    if bias is not None:
+        logits = logits + bias
+    logits = logits / temperature.unsqueeze(-1)
+    normaliser = torch.logsumexp(logits, dim=-1)
+    chosen = logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1) - normaliser
+    with torch.no_grad():
+        probs = torch.softmax(logits, dim=-1)
+        entropy = normaliser - (probs * logits).sum(-1)
+    return chosen, entropy
+
+
+class Scorer:
+    """Log-probabilities of chosen tokens under a (PEFT) causal LM, many sequences per forward pass.
+
+    Args:
+        model: the model (a ``PeftModel`` or a plain causal LM).
+        pad_id: the token padding a short sequence (never scored).
+    """
+
+    def __init__(self, model: Any, pad_id: int = 0):
+        self.model = model
+        base = model.get_base_model() if hasattr(model, "get_base_model") else model
+        self.decoder = base.get_decoder()
+        head = base.get_output_embeddings()
+        if self.decoder is None or head is None:
+            raise ArenaError(
+                f"{type(base).__name__} shows no decoder and output head (get_decoder, "
+                "get_output_embeddings): coevo trains causal LMs that do"
+            )
+        self.head = head
+        self.pad_id = pad_id
+        self.device = next(model.parameters()).device
+        self._weight: torch.Tensor | None = None
+
+    def _head_weight(self) -> torch.Tensor:
+        """The output head's weight in float32 (a copy, kept: the head is frozen)."""
+        if self._weight is None or self._weight.dtype != torch.float32:
+            self._weight = self.head.weight.detach().float()
+        return self._weight
+
+    def score(
+        self,
+        sequences: Sequence[Sequence[int]],
+        positions: Sequence[Sequence[int]],
+        temperatures: Sequence[float],
+        *,
+        grad: bool = True,
+    ) -> Scored:
+        """The log-prob of ``sequences[i][p]`` given the tokens before it, for every ``p`` of ``positions[i]``.
+
+        One forward pass of the decoder over the sequences padded to the
+        longest (right padding, masked), the hidden state before each scored
+        position gathered, and the head applied in float32 there, in chunks
+        (recomputed in the backward pass when ``grad``).
+        """
+        longest = max(len(s) for s in sequences)
+        ids = torch.full((len(sequences), longest), self.pad_id, dtype=torch.long)
+        attention = torch.zeros((len(sequences), longest), dtype=torch.long)
+        rows, before, targets, temps = [], [], [], []
+        for i, (tokens, wanted, temperature) in enumerate(
+            zip(sequences, positions, temperatures, strict=True)
+        ):
+            ids[i, : len(tokens)] = torch.tensor(tokens, dtype=torch.long)
+            attention[i, : len(tokens)] = 1
+            rows += [i] * len(wanted)
+            before += [p - 1 for p in wanted]
+            targets += [tokens[p] for p in wanted]
+            temps += [temperature] * len(wanted)
+        ids, attention = ids.to(self.device), attention.to(self.device)
+        context = contextlib.nullcontext() if grad else torch.no_grad()
+        with context:
+            hidden = self.decoder(input_ids=ids, attention_mask=attention).last_hidden_state
+            picked = hidden[
+                torch.tensor(rows, device=self.device), torch.tensor(before, device=self.device)
+            ]
+            target = torch.tensor(targets, dtype=torch.long, device=self.device)
+            temperature = torch.tensor(temps, dtype=torch.float32, device=self.device)
+            weight = self._head_weight()
+            bias = getattr(self.head, "bias", None)
+            bias = None if bias is None else bias.detach().float()
+            logps, entropies = [], []
+            for start in range(0, len(rows), HEAD_CHUNK):
+                part = slice(start, start + HEAD_CHUNK)
+                arguments = (picked[part], weight, bias, target[part], temperature[part])
+                if grad and picked.requires_grad:
+                    chosen, entropy = checkpoint(_head_chunk, *arguments, use_reentrant=False)
+                else:
+                    chosen, entropy = _head_chunk(*arguments)
+                logps.append(chosen)
+                entropies.append(entropy)
+        empty = torch.zeros(0, device=self.device)
+        return Scored(
+            logp=torch.cat(logps) if logps else empty,
+            entropy=torch.cat(entropies).detach() if entropies else empty,
+        )
+
+    @contextlib.contextmanager
+    def reference(self) -> Iterator[None]:
+        """Score with the reference policy inside: the :data:`REFERENCE` adapter if loaded, else no adapter.
+
+        PEFT's ``set_adapter`` makes the adapter it activates trainable and
+        the others not; the trained adapter's state is put back on the way out.
+        """
+        model = self.model
+        if REFERENCE in getattr(model, "peft_config", {}):
+            active = model.active_adapter
+            model.set_adapter(REFERENCE)
+            try:
+                yield
+            finally:
+                model.set_adapter(active)
+                for name, parameter in model.named_parameters():
+                    if "lora_" in name:
+                        parameter.requires_grad_(f".{REFERENCE}." not in name)
+        elif hasattr(model, "disable_adapter"):
+            with model.disable_adapter():
+                yield
+        else:
+            yield
 
 
 def token_logprobs(
@@ -140,31 +386,16 @@ def token_logprobs(
     positions: list[int],
     *,
     temperature: float = 1.0,
-    dtype: str = "float32",
+    grad: bool = False,
 ) -> torch.Tensor:
-    """The log-probability of ``token_ids[p]`` given the tokens before it, for each ``p`` in ``positions``.
-
-    One forward pass over the sequence; logits are computed only at the
-    positions before those asked for (``logits_to_keep``), in float32.
-    """
-    device = next(model.parameters()).device
-    ids = torch.tensor([token_ids], dtype=torch.long, device=device)
-    wanted = torch.tensor(positions, dtype=torch.long, device=device)
-    before = wanted - 1
-    autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=dtype == "bfloat16")
-    with autocast:
-        try:
-            logits = model(input_ids=ids, logits_to_keep=before).logits[0]
-        except TypeError:  # a model that keeps every position's logits
-            logits = model(input_ids=ids).logits[0, before]
-    scores = torch.log_softmax(logits.float() / temperature, dim=-1)
-    return scores.gather(-1, ids[0, wanted].unsqueeze(-1)).squeeze(-1)
+    """The log-probability of ``token_ids[p]`` given the tokens before it, for each ``p`` in ``positions`` (one sequence)."""
+    return Scorer(model).score([token_ids], [positions], [temperature], grad=grad).logp
 
 
 def lora_norms(model: Any) -> dict[str, float]:
-    """The Frobenius norms of every LoRA ``A`` and ``B`` matrix, together (B is 0 in a new adapter)."""
+    """The Frobenius norms of every trained LoRA ``A`` and ``B`` matrix, together (B is 0 in a new adapter)."""
     a = b = 0.0
-    for name, parameter in model.named_parameters():
+    for name, parameter in trainable(model).items():
         if "lora_A" in name:
             a += float(parameter.detach().float().pow(2).sum())
         elif "lora_B" in name:
@@ -173,8 +404,15 @@ def lora_norms(model: Any) -> dict[str, float]:
 
 
 def trainable(model: Any) -> dict[str, torch.nn.Parameter]:
-    """The adapter's parameters, by name."""
-    return {n: p for n, p in model.named_parameters() if p.requires_grad}
+    """The adapter's trained parameters, by name (the frozen reference's are not)."""
+    return {
+        n: p for n, p in model.named_parameters() if p.requires_grad and f".{REFERENCE}." not in n
+    }
+
+
+def non_finite(model: Any) -> list[str]:
+    """The trained parameters holding a value that is not finite (empty: every one is)."""
+    return [n for n, p in trainable(model).items() if not bool(torch.isfinite(p).all())]
 
 
 def save_version(
@@ -184,11 +422,25 @@ def save_version(
 
     Written beside it, then moved into place; a folder of that name left by a
     step that was killed before its journal entry is replaced.
+
+    Raises:
+        ArenaError: a trained weight is not finite (nothing is written: a version that
+            would play NaN is never announced).
     """
+    bad = non_finite(model)
+    if bad:
+        raise ArenaError(
+            f"{folder.name}: {len(bad)} of the adapter's tensors hold values that are not finite "
+            f"(first {bad[0]}); the version is not saved or announced. Lower --learning-rate, "
+            "or check the batch"
+        )
     partial = folder.with_name(f".{folder.name}.partial-{os.getpid()}")
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir(parents=True)
-    model.save_pretrained(str(partial / "adapter"), safe_serialization=True)
+    with peft_quietly():
+        model.save_pretrained(
+            str(partial / "adapter"), safe_serialization=True, selected_adapters=["default"]
+        )
     tensors: dict[str, torch.Tensor] = {}
     names = {id(p): n for n, p in trainable(model).items()}
     for group in optimizer.param_groups:

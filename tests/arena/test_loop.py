@@ -11,6 +11,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from coevo.arena.gamelog import SCHEMAS, GameLog
+from coevo.arena.gamelog.figures import training_groups
 from coevo.run.experiment import load_experiment
 from coevo.run.loop import ArenaError, resume_run, run_experiment
 
@@ -63,6 +64,76 @@ def test_a_run_writes_a_whole_log(tmp_path) -> None:
     assert not eval_ids & trained, "the eval suite is never trained on"
     assert {t["task_id"] for t in log["tasks"]} >= trained | eval_ids
     assert {w["world_id"] for w in log["worlds"]} >= {t["world_id"] for t in log["tasks"]}
+    # dynamic sampling is off by default: every group is learnt from, and the share is still told
+    counted = {
+        r["gen"]: r for r in training_groups(GameLog(str(tmp_path / "run")).read("episodes"))
+    }
+    for row, update in zip(log["generations"], log["updates"], strict=True):
+        assert row["dynamic_sampling"] is False and row["extra_tasks"] == 0
+        assert row["informative_groups"] == counted[row["gen"]]["informative"]
+        assert row["informative_share"] == row["informative_groups"] / row["trained_tasks"]
+        assert update["episodes"] == row["train_episodes"]
+
+
+def _groups(episodes: list[dict], gen: int) -> dict[str, list[int]]:
+    """Generation ``gen``'s training groups from ``episodes`` rows: task id → rewards, in the order played."""
+    out: dict[str, list[int]] = {}
+    for e in episodes:
+        if e["gen"] == gen and e["purpose"] == "train":
+            out.setdefault(e["task_id"], []).append(e["reward"])
+    return out
+
+
+def test_dynamic_sampling_learns_from_informative_groups_within_its_budget(tmp_path) -> None:
+    """Rounds of further tasks until tasks_per_gen groups differ or 2 × tasks_per_gen tasks are played; the learner takes those groups; the share and the extra tasks are in the log, the summary, analyze and the trackers; the curriculum rebuilds from the log."""
+    import json
+
+    from coevo.arena.analysis import analyze, load_run
+    from coevo.arena.gamelog import RunDir
+    from coevo.curricula.rebuild import curriculum_from_log
+    from coevo.run.summary import summarize, summary_lines
+    from coevo.run.tracking.metrics import generation_metrics
+
+    run_dir = str(tmp_path / "run")
+    run_experiment(experiment(curriculum__dynamic_sampling=True), run_dir)
+    log = tables(run_dir)
+    assert [r["gen"] for r in log["generations"]] == [0, 1, 2]
+    ids = [e["episode_id"] for e in log["episodes"]]
+    assert len(ids) == len(set(ids))
+    for row, update in zip(log["generations"], log["updates"], strict=True):
+        groups = _groups(log["episodes"], row["gen"])
+        teach = [t for t, rewards in groups.items() if len(set(rewards)) > 1]
+        assert row["dynamic_sampling"] is True and len(groups) == row["trained_tasks"] <= 12
+        assert row["informative_groups"] == len(teach)
+        assert len(teach) >= 6 or row["trained_tasks"] == 12, "a batch stops full or spent"
+        assert row["extra_tasks"] == row["trained_tasks"] - 6
+        assert update["episodes"] == 2 * len(teach), "the learner steps on informative groups"
+    assert any(r["extra_tasks"] > 0 for r in log["generations"]), "a further round was played"
+
+    summary = summarize(run_dir)
+    played = sum(r["trained_tasks"] for r in log["generations"])
+    found = sum(r["informative_groups"] for r in log["generations"])
+    assert (summary["groups"], summary["informative_groups"]) == (played, found)
+    assert summary["extra_tasks"] == sum(r["extra_tasks"] for r in log["generations"])
+    lines = summary_lines(summary)
+    assert (
+        f"groups: {found} of {played} informative ({found / played:.0%}: rewards that differ)"
+        in lines
+    )
+    assert any(line.startswith("dynamic sampling: ") for line in lines)
+    per_gen = analyze(load_run(run_dir), irt=False)["groups"]
+    assert [(g["groups"], g["informative"], g["extra_tasks"]) for g in per_gen] == [
+        (r["trained_tasks"], r["informative_groups"], r["extra_tasks"]) for r in log["generations"]
+    ]
+    shown = run_cli("analyze", run_dir, "--no-irt")
+    last = log["generations"][-1]
+    cell = f"{last['informative_groups']}/{last['trained_tasks']} +{last['extra_tasks']}"
+    assert shown.returncode == 0 and cell in shown.stdout.splitlines()[2 + last["gen"]]
+    metrics = generation_metrics(GameLog(run_dir), 2)
+    assert metrics["train/informative_share"] == last["informative_share"]
+    assert metrics["train/extra_tasks"] == last["extra_tasks"]
+    saved = json.loads(RunDir(run_dir).read_bytes("checkpoints", "gen=2", "state.json"))
+    assert json.loads(json.dumps(curriculum_from_log(run_dir).state())) == saved["curriculum"]
 
 
 @pytest.mark.slow
@@ -98,6 +169,44 @@ def test_same_seed_same_log_and_resume_continues_it(tmp_path) -> None:
     resumed = resume_run(str(tmp_path / "c"))
     assert resumed.generations == 3
     assert tables(tmp_path / "c") == first
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("ray_cluster")
+def test_dynamic_sampling_gives_one_log_per_seed_on_ray_in_process_and_after_resume(
+    tmp_path,
+) -> None:
+    """With dynamic sampling's rounds: the log on Ray equals the log in process, and a run stopped after generation 0 and resumed writes it again."""
+    sampling = {"run__generations": 2, "curriculum__dynamic_sampling": True}
+    run_experiment(experiment(ray__in_process=False, **sampling), str(tmp_path / "ray"))
+    run_experiment(experiment(**sampling), str(tmp_path / "here"))
+    first = tables(tmp_path / "ray")
+    assert first == tables(tmp_path / "here")
+    assert any(r["extra_tasks"] for r in first["generations"]), "a further round was played"
+    run_experiment(experiment(**sampling), str(tmp_path / "cut"), stop_after=1)
+    resume_run(str(tmp_path / "cut"))
+    assert tables(tmp_path / "cut") == first
+
+
+@pytest.mark.slow
+def test_dynamic_sampling_at_staleness_1_defers_the_step_on_the_informative_groups(
+    tmp_path,
+) -> None:
+    """max_staleness = 1 with dynamic sampling: generation g's deferred step (logged with g + 1) learns the informative groups of g; one log per seed, through resume."""
+    lagging = experiment(
+        run__max_staleness=1, run__generations=4, curriculum__dynamic_sampling=True
+    )
+    run_experiment(lagging, str(tmp_path / "a"))
+    first = tables(tmp_path / "a")
+    run_experiment(lagging, str(tmp_path / "b"), stop_after=2)
+    assert "deferred" in GameLog(str(tmp_path / "b")).manifests()[1]["checkpoint_files"]
+    resume_run(str(tmp_path / "b"))
+    assert tables(tmp_path / "b") == first
+    rows = first["generations"]
+    assert [r["gen"] for r in first["updates"]] == [1, 2, 3]
+    for update, row in zip(first["updates"], rows, strict=False):
+        assert update["episodes"] == 2 * row["informative_groups"]
+    assert any(r["extra_tasks"] for r in rows)
 
 
 @pytest.mark.slow
@@ -276,8 +385,9 @@ def test_roles_that_raise_are_recorded_and_the_run_goes_on(tmp_path) -> None:
 
 
 @pytest.mark.slow
-def test_a_driver_killed_with_sigkill_resumes_to_the_same_log(tmp_path) -> None:
-    """`coevo run` killed -9 mid-run, then `coevo resume`: contiguous generations, no duplicates, the same log."""
+@pytest.mark.parametrize("sampling", ["", "dynamic_sampling = true\n"], ids=["batch", "dynamic"])
+def test_a_driver_killed_with_sigkill_resumes_to_the_same_log(tmp_path, sampling) -> None:
+    """`coevo run` killed -9 mid-run, then `coevo resume`: contiguous generations, no duplicates, the same log (with dynamic sampling's rounds too)."""
     import subprocess
     import sys
     import time
@@ -288,7 +398,8 @@ def test_a_driver_killed_with_sigkill_resumes_to_the_same_log(tmp_path) -> None:
         '[synthesizer]\nname = "procedural"\nconfig = { domains = ["retail"], world_pool = 2 }\n'
         '[solver]\nname = "linear-pg"\nactors = 2\nconfig = { lr = 0.2 }\n'
         '[curriculum]\nname = "plr"\ntasks_per_gen = 6\nmin_fill = 4\nlevels = [1, 2]\n'
-        "[eval]\nlevels = [1, 2]\nper_level = 3\nevery = 2\n"
+        + sampling
+        + "[eval]\nlevels = [1, 2]\nper_level = 3\nevery = 2\n"
         "[judge]\nconfig = { isolate = false }\n[ray]\nin_process = true\n"
     )
     run_dir = tmp_path / "killed"

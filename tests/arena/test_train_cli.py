@@ -79,6 +79,86 @@ def test_rows_that_cannot_teach_are_left_out_and_counted() -> None:
     assert len(kept) == 1
 
 
+def test_an_advantage_within_rounding_of_zero_is_zero() -> None:
+    """Three rewards of 0.1 leave advantages of about 1e-17 (not exactly 0): no signal, left out as zero advantage."""
+    rewards = [0.1, 0.1, 0.1]
+    mean = sum(rewards) / 3
+    rows = [row(episode_id=f"e{n}", reward=r, advantage=r - mean) for n, r in enumerate(rewards)]
+    assert any(r["advantage"] != 0.0 for r in rows)  # the float arithmetic the filter must absorb
+    sequences, skipped = sequences_of(rows)
+    assert not sequences and skipped.zero_advantage == 3
+    shaped, _ = with_format_reward([row(reward=0.0, advantage=0.0)] * 3, 0.5 * 2 / 3)
+    assert not sequences_of(shaped)[0]
+
+
+def test_a_number_that_is_not_finite_or_a_row_that_does_not_fit_is_left_out_and_counted() -> None:
+    """NaN advantages, -inf, NaN, positive or -9999 log-probs, ids outside the vocabulary, masks of another length."""
+    bad = [
+        row(advantage=float("nan")),
+        row(reward=float("inf")),
+        row(logprobs=[None, None, float("-inf"), -0.2, None, -0.3]),
+        row(logprobs=[None, None, float("nan"), -0.2, None, -0.3]),
+        row(logprobs=[None, None, -9999.0, -0.2, None, -0.3]),
+        row(logprobs=[None, None, 0.5, -0.2, None, -0.3]),
+        row(token_ids=[5, 6, 7, 8, 9, 99]),
+        row(token_ids=[5, 6, -7, 8, 9, 10]),
+        row(loss_mask=[0, 0, 1, 1, 0]),
+        row(logprobs=[None, None, -0.1]),
+    ]
+    sequences, skipped = sequences_of([*bad, row()], vocab_size=50)
+    assert len(sequences) == 1
+    assert (skipped.not_finite, skipped.malformed) == (6, 4), skipped.why
+    assert "99" not in str(sequences[0].token_ids)
+
+
+def test_a_token_under_the_mask_with_no_recorded_log_prob_is_counted_not_given_a_ratio_of_1() -> (
+    None
+):
+    """The importance weight cannot be taken without the behaviour's log-prob: the row is left out, counted."""
+    sequences, skipped = sequences_of([row(logprobs=[None, None, -0.1, None, None, -0.3])])
+    assert not sequences and skipped.no_logprobs == 1
+
+
+def test_sampling_the_trainer_cannot_reproduce_is_left_out_and_counted() -> None:
+    """Greedy (temperature 0, never read as 1), top-p < 1, top-k, min-p and penalties: counted as unreproducible."""
+    for sampling in (
+        {"temperature": 0},
+        {"temperature": 0.7, "top_p": 0.8},
+        {"temperature": 0.7, "top_k": 20},
+        {"temperature": 0.7, "min_p": 0.05},
+        {"temperature": 0.7, "repetition_penalty": 1.05},
+        {"temperature": 0.7, "presence_penalty": 0.5},
+    ):
+        sequences, skipped = sequences_of([row(sampling=json.dumps(sampling))])
+        assert not sequences and skipped.unreproducible == 1, sampling
+    neutral = {
+        "temperature": 0.7,
+        "top_p": 1.0,
+        "top_k": -1,
+        "min_p": 0.0,
+        "repetition_penalty": 1.0,
+    }
+    assert len(sequences_of([row(sampling=json.dumps(neutral))])[0]) == 1
+
+
+def test_a_cut_turn_leaves_the_loss_when_overlong_masking_is_on() -> None:
+    """Two turns, the first cut at max_tokens: its tokens are not trained on (counted); masking off, they are."""
+    cut = row(
+        token_ids=[5, 6, 7, 8, 9, 10, 11],
+        loss_mask=[0, 1, 1, 0, 0, 1, 1],
+        logprobs=[None, -0.1, -0.2, None, None, -0.3, -0.4],
+        turn_completion_ids=[[6, 7], [10, 11]],
+        finish_reasons=["length", "stop"],
+    )
+    (sequence,), skipped = sequences_of([cut])
+    assert sequence.positions == [5, 6] and sequence.behaviour == [-0.3, -0.4]
+    assert skipped.cut_turns == 1
+    (whole,), _ = sequences_of([cut], mask_truncated=False)
+    assert whole.positions == [1, 2, 5, 6]
+    only_cut = {**cut, "finish_reasons": ["length", "length"]}
+    assert not sequences_of([only_cut])[0]
+
+
 def test_group_scaling_divides_by_each_group_s_reward_deviation() -> None:
     """scale = group: a task's rows are divided by its rewards' standard deviation; a group with none keeps 0."""
     rows = [
@@ -92,7 +172,7 @@ def test_group_scaling_divides_by_each_group_s_reward_deviation() -> None:
 
 
 def test_the_sampling_temperature_is_read_from_a_row_and_is_1_when_unsaid() -> None:
-    """A missing, malformed or zero temperature means the server's default, 1."""
+    """A missing or malformed sampling means the server's default, 1; a temperature of 0 is greedy, never 1."""
     assert sampled_temperature(json.dumps({"temperature": 0.5})) == 0.5
     assert (
         sampled_temperature("{}")
@@ -100,6 +180,7 @@ def test_the_sampling_temperature_is_read_from_a_row_and_is_1_when_unsaid() -> N
         == sampled_temperature(None)
         == 1.0
     )
+    assert sampled_temperature(json.dumps({"temperature": 0})) == 0.0
 
 
 def test_every_setting_is_a_flag_whose_help_names_its_default(capsys) -> None:

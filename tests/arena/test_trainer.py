@@ -17,7 +17,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from coevo.arena.errors import ArenaError, LogError
-from coevo.arena.gamelog import GameLog, GenerationRecord, TaskRow, TrajectoryRow
+from coevo.arena.gamelog import (
+    GameLog,
+    GenerationRecord,
+    GenerationRow,
+    TaskRow,
+    TrajectoryRow,
+)
 from coevo.run.reference_trainer import JOURNAL, ReferenceTrainer, TrainerSettings, journal
 from coevo.run.summary import summarize, summary_lines
 from coevo.run.trainer import (
@@ -139,6 +145,64 @@ def test_a_generation_with_no_playable_rollout_makes_an_empty_batch(tmp_path) ->
     log = _committed(tmp_path, 0, [_trajectory("e1", "t", 0, failure="down")], [_task("t", 1)])
     batch = training_batch(log, 0)
     assert batch.num_rows == 0 and batch.schema.equals(BATCH_SCHEMA)
+
+
+def _generation(dynamic: bool) -> GenerationRow:
+    return GenerationRow(
+        proposed=0,
+        accepted=0,
+        rejected=0,
+        mutations=0,
+        trained_tasks=4,
+        train_episodes=9,
+        train_success=None,
+        eval_success=None,
+        frontier=None,
+        accepted_level=None,
+        trained_level=None,
+        brier=None,
+        version="v0",
+        rejections="{}",
+        failures=2,
+        dynamic_sampling=dynamic,
+    )
+
+
+@pytest.mark.parametrize("dynamic", [False, True], ids=["every-group", "dynamic-sampling"])
+def test_with_dynamic_sampling_the_batch_holds_the_informative_groups_staged_or_from_the_log(
+    tmp_path, dynamic
+) -> None:
+    """A generation that ran dynamic sampling hands out the groups whose played rewards differ, the same table staged at its commit and rebuilt from its log; without it, every group."""
+    rows = [
+        _trajectory("e1", "t-a", 1),
+        _trajectory("e2", "t-a", 0),
+        _trajectory("e3", "t-b", 0),  # every episode failed the task: advantage 0
+        _trajectory("e4", "t-b", 0),
+        _trajectory("e5", "t-c", 1),
+        _trajectory("e6", "t-c", 1, failure="the server was down"),
+        _trajectory("e7", "t-c", 0),
+        _trajectory("e8", "t-d", 1),  # one episode played: nothing to compare it with
+        _trajectory("e9", "t-d", 0, failure="the server was down"),
+    ]
+    record = GenerationRecord(
+        0,
+        tasks=[_task(t, 1) for t in ("t-a", "t-b", "t-c", "t-d")],
+        trajectories=rows,
+        generations=[_generation(dynamic)],
+    )
+    log = GameLog(str(tmp_path))
+    written: dict[str, pa.Table] = {}
+    parts = log.write(record, written)
+    handoff, _, _ = _handoff(tmp_path, 0)
+    handoff.stage(0, written)
+    log.commit(0, parts, {name: len(items) for name, items in record.tables()}, {})
+    assert handoff.staged is not None
+    staged = handoff.staged[1]
+    assert staged.equals(training_batch(log, 0))
+    kept = sorted(staged.column("episode_id").to_pylist())
+    every = ["e1", "e2", "e3", "e4", "e5", "e7", "e8"]
+    assert kept == (["e1", "e2", "e5", "e7"] if dynamic else every)
+    assert all(a != 0 for a in staged.column("advantage").to_pylist()) or not dynamic
 
 
 # ---- the folder transport -------------------------------------------------------------------

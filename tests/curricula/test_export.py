@@ -219,6 +219,7 @@ def test_analyze_names_the_graphml_file_and_shows_both_levels(tmp_path, capsys) 
         "level_proposed",
         "paid",
         "div",
+        "informative",
     ]
 
 

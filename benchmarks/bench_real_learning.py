@@ -1,0 +1,475 @@
+"""A real model learns coevo's tasks on two CPU cores: held-out success untrained, after the warm start, after the loop.
+
+    python benchmarks/bench_real_learning.py [--quick] [--json OUT] [--work DIR]
+        [--seeds 0,1,2] [--curricula uniform,target-band] [--generations 10]
+        [--held-out 150,100] [--base-url URL --model-dir DIR]
+
+SmolLM2-135M-Instruct (the tiny-model wheel) served by a real vLLM (CPU),
+``experiments/tiny-pool.toml`` and ``experiments/tiny-real.toml`` as the
+recipe in ``docs/training.md`` runs them, on the machine this runs on:
+
+1. **The held-out suite**: level-1 and level-2 tasks of the tiny loop's
+   domains (retail, hr) in worlds of their own (world seeds from 100,000;
+   the loop's are 0–15), checked to share no database with anything
+   trained on; written to ``WORK/heldout.jsonl``.
+2. **Untrained**: the served model plays the suite with the Solver of
+   ``tiny-real`` (text protocol, token in and token out, a call required
+   each turn), one episode a task.
+3. **The warm start**: ``coevo run tiny-pool`` (offline: tasks made and
+   judged), then ``coevo sft`` on its accepted tasks' reference solutions,
+   the suite's tasks and databases excluded; the adapter is loaded into vLLM
+   as ``warm-start`` and plays the suite.
+4. **The loop**: for each curriculum and seed, ``coevo run tiny-real``
+   (generation 0 plays the warm start) beside ``coevo train --adapter`` on
+   the task reward alone (no format reward), ``--generations`` generations;
+   the last version plays the suite. Per generation: the train reward and
+   the share of informative groups (rewards that differ).
+
+Printed and written (``--json``): each stage's held-out success with its
+95% Wilson interval, per level and overall; the loop's gain over the warm
+start with a paired bootstrap interval over tasks; per curriculum, the mean
+share of informative groups and held-out success, and the paired
+difference target-band − uniform over seeds. ``--json FILE`` writes
+``{"untrained": {"success", "low", "high", "n"}, "warm_start": {...},
+"rl": {...}, ...}`` (``rl``: the first curriculum's runs, pooled over seeds).
+
+Every stage's result is kept in ``WORK/results.json`` as it finishes, and a
+second invocation with the same ``--work`` does only what is missing. Runs
+everything in the real-model environment of ``tests/real_model.py``
+(made and cached on first use). ``--quick``: a small suite, one seed, one
+curriculum, three generations, a short warm start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from coevo.agents.protocols import ProposalRequest  # noqa: E402
+from coevo.agents.synthesizers.procedural import ProceduralSynthesizer  # noqa: E402
+from coevo.arena.analysis.paired import paired_bootstrap, wilson_interval  # noqa: E402
+from coevo.arena.gamelog import GameLog  # noqa: E402
+from coevo.arena.records import load_records, write_records  # noqa: E402
+from coevo.arena.spec import TaskSpec, WorldSpec  # noqa: E402
+from coevo.run.experiment import load_experiment  # noqa: E402
+
+from tests import real_model  # noqa: E402
+
+HELD_OUT_SEED = 100_000
+"""The held-out suite's world seeds start here (the loop's world_pool is 16: seeds 0–15)."""
+DOMAINS = ["retail", "hr"]
+JOURNALED = (
+    "batch_id",
+    "mean_reward",
+    "informative_share",
+    "sequences",
+    "tokens",
+    "loss",
+    "entropy",
+    "mean_abs_log_ratio",
+    "importance_weight_mean",
+    "importance_weight_max",
+    "clipped_fraction",
+    "grad_norm",
+    "seconds",
+)
+"""What each trainer step's journal entry gives the report."""
+
+
+def say(line: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {line}", flush=True)
+
+
+class Results:
+    """``WORK/results.json``: each stage's figures, kept as they come."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.data: dict[str, Any] = json.loads(path.read_text()) if path.is_file() else {}
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.data
+
+    def __getitem__(self, key: str) -> Any:
+        return self.data[key]
+
+    def put(self, key: str, value: Any) -> None:
+        self.data[key] = value
+        self.path.write_text(json.dumps(self.data, indent=1, sort_keys=True))
+
+
+# ---- the held-out suite ------------------------------------------------------------------
+
+
+def held_out_suite(path: Path, per_level: list[int]) -> list[TaskSpec]:
+    """The suite: ``per_level[k]`` tasks of level k+1, in worlds of their own (made once, then read)."""
+    if not path.is_file():
+        synth = ProceduralSynthesizer(DOMAINS, tool_subset=0, families=["question", "action"])
+        tasks: list[TaskSpec] = []
+        for level, wanted in enumerate(per_level, start=1):
+            made: list[TaskSpec] = []
+            seed = HELD_OUT_SEED + 1000 * level
+            while len(made) < wanted:
+                made += synth.propose(ProposalRequest(n=4, seed=seed, level=level))
+                seed += 1
+            tasks += made[:wanted]
+        write_records(path, tasks)
+    tasks, worlds = load_records(path)
+    return [
+        t
+        if isinstance(t.world, WorldSpec)
+        else t.model_copy(update={"world": worlds[str(t.world)]})
+        for t in tasks
+    ]
+
+
+def level_of(task: TaskSpec) -> int:
+    return int(task.provenance.get("level") or 0)
+
+
+# ---- the server ----------------------------------------------------------------------------
+
+
+def post(url: str, body: dict[str, Any]) -> str:
+    request = urllib.request.Request(
+        url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=600) as answer:
+        return answer.read().decode("utf-8", "replace")
+
+
+def load_adapter(base_url: str, name: str, path: str) -> None:
+    """Have vLLM serve the adapter at ``path`` as ``name`` (once)."""
+    try:
+        post(f"{base_url}/load_lora_adapter", {"lora_name": name, "lora_path": path})
+    except urllib.error.HTTPError as exc:
+        if "already" not in exc.read().decode("utf-8", "replace"):
+            raise
+
+
+# ---- a stage's held-out success ----------------------------------------------------------
+
+
+def evaluate(base_url: str, model: str, suite: list[TaskSpec], seed: int) -> dict[str, Any]:
+    """``model`` plays every task of the suite once with tiny-real's Solver: success per level and overall."""
+    from coevo.agents.llm.solver import LLMSolver
+
+    config = dict(load_experiment("tiny-real").solver.config)
+    config["model"] = model
+    solver = LLMSolver(base_url=base_url, **config)
+    started = time.monotonic()
+    episodes = solver.attempt(suite, seed=seed)
+    seconds = time.monotonic() - started
+    rows = [
+        {"task_id": str(t.task_id), "level": level_of(t), "success": int(e.success)}
+        for t, e in zip(suite, episodes, strict=True)
+    ]
+    failed = sum(e.failure is not None for e in episodes)
+    return {"model": model, "episodes": rows, "failed": failed, "seconds": round(seconds, 1)}
+
+
+def figures(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Success, its Wilson interval and n, overall and per level."""
+
+    def one(chosen: list[dict[str, Any]]) -> dict[str, Any]:
+        wins = sum(r["success"] for r in chosen)
+        low, high = wilson_interval(wins, len(chosen)) if chosen else (0.0, 1.0)
+        return {"success": wins / max(len(chosen), 1), "low": low, "high": high, "n": len(chosen)}
+
+    out = one(rows)
+    out["levels"] = {
+        str(level): one([r for r in rows if r["level"] == level])
+        for level in sorted({r["level"] for r in rows})
+    }
+    return out
+
+
+# ---- the stages ----------------------------------------------------------------------------
+
+
+def coevo(*args: str | Path, env: dict[str, str] | None = None, log: Path | None = None) -> None:
+    """``coevo ARGS`` in the real-model environment, to completion (its output to ``log``)."""
+    command = [str(real_model.python()), "-m", "coevo.run.cli", *[str(a) for a in args]]
+    with log.open("a") if log else open(os.devnull, "w") as out:
+        done = subprocess.run(
+            command,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, **real_model.OFFLINE, **(env or {})},
+        )
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(map(str, command))} exited {done.returncode}; see {log}")
+
+
+def warm_start(work: Path, model_dir: Path, quick: bool, sft: list[str]) -> Path:
+    """The pool run and ``coevo sft`` on it (once); the adapter's folder."""
+    out = work / "warm-start"
+    if (out / "sft.json").is_file():
+        return out / "adapter"
+    pool = work / "pool"
+    if not (pool / "log" / "_manifests").is_dir() or not any(
+        (pool / "log" / "_manifests").iterdir()
+    ):
+        generations = "2" if quick else "8"
+        coevo(
+            "run", "tiny-pool", "--out", pool, "--set", f"run.generations={generations}",
+            "--set", "ray.in_process=true", "--set", "judge.config.isolate=false",
+            log=work / "pool.log",
+        )  # fmt: skip
+    extra = ["--limit", "32", "--epochs", "1"] if quick else []
+    coevo(
+        "sft", pool, "--model", model_dir, "--experiment", "tiny-real",
+        "--exclude", work / "heldout.jsonl", "--out", out, *extra, *sft,
+        log=work / "sft.log",
+    )  # fmt: skip
+    return out / "adapter"
+
+
+def loop(
+    work: Path,
+    base_url: str,
+    model_dir: Path,
+    adapter: Path,
+    curriculum: str,
+    seed: int,
+    generations: int,
+    quick: bool,
+    train: list[str],
+) -> dict[str, Any]:
+    """One ``coevo run tiny-real`` beside ``coevo train``; the generations' figures and the last version."""
+    name = f"rl-{curriculum}-{seed}"
+    run = work / name
+    env = {"OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": "bench"}
+    sets = [
+        f"run.seed={seed}",
+        f"run.generations={generations}",
+        f"curriculum.name={curriculum}",
+        "ray.in_process=true",
+        "judge.config.isolate=false",
+        *(["curriculum.tasks_per_gen=4"] if quick else []),
+    ]
+    command = [
+        str(real_model.python()),
+        "-m",
+        "coevo.run.cli",
+        "run",
+        "tiny-real",
+        "--out",
+        str(run),
+    ]
+    for item in sets:
+        command += ["--set", item]
+    trainer = [
+        str(real_model.python()), "-m", "coevo.run.cli", "train", str(run),
+        "--model", str(model_dir), "--adapter", str(adapter), "--prefix", name,
+        "--wait", "3600", *train,
+    ]  # fmt: skip
+    full_env = {**os.environ, **real_model.OFFLINE, **env}
+    started = time.monotonic()
+    with (
+        (work / f"{name}.run.log").open("a") as run_log,
+        (work / f"{name}.train.log").open("a") as train_log,
+    ):
+        played = subprocess.Popen(command, stdout=run_log, stderr=subprocess.STDOUT, env=full_env)
+        trained = subprocess.Popen(
+            trainer, stdout=train_log, stderr=subprocess.STDOUT, env=full_env
+        )
+        try:
+            if played.wait() != 0:
+                raise RuntimeError(f"{name}: coevo run exited {played.returncode} ({run_log.name})")
+            if trained.wait(timeout=3600) != 0:
+                raise RuntimeError(f"{name}: coevo train exited {trained.returncode}")
+        finally:
+            for process in (played, trained):
+                if process.poll() is None:
+                    process.kill()
+    journal = [
+        json.loads(line)
+        for line in (run / "trainer" / "lora" / "journal.jsonl").read_text().splitlines()
+        if line.strip()
+    ]
+    log = GameLog(str(run))
+    gens = log.read("generations").to_pylist()
+    last = journal[-1]
+    return {
+        "seconds": round(time.monotonic() - started, 1),
+        "generations": [
+            {
+                "gen": g["gen"],
+                "train_success": g.get("train_success"),
+                "informative_share": g.get("informative_share"),
+            }
+            for g in gens
+        ],
+        "trainer": [{k: e.get(k) for k in JOURNALED} for e in journal],
+        "last_version": last["version"],
+        "last_adapter": str(run / "trainer" / "lora" / "versions" / last["version"] / "adapter"),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--json", default=None, help="write the figures here")
+    parser.add_argument("--work", default="runs/bench-real-learning", help="where everything goes")
+    parser.add_argument("--seeds", default="0,1,2")
+    parser.add_argument("--curricula", default="uniform,target-band")
+    parser.add_argument("--generations", type=int, default=10)
+    parser.add_argument("--held-out", default="150,100", help="held-out tasks of level 1, 2")
+    parser.add_argument("--sft", default="", help="more coevo sft flags, in one string")
+    parser.add_argument("--train", default="", help="more coevo train flags, in one string")
+    parser.add_argument(
+        "--base-url", default=None, help="a vLLM serving SmolLM2 (else one is started)"
+    )
+    parser.add_argument("--model-dir", default=None, help="its model folder (with --base-url)")
+    args = parser.parse_args()
+    seeds = [int(s) for s in args.seeds.split(",")]
+    curricula = args.curricula.split(",")
+    generations = args.generations
+    per_level = [int(n) for n in args.held_out.split(",")]
+    if args.quick:
+        seeds, curricula, generations, per_level = seeds[:1], curricula[:1], 3, [16, 8]
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    results = Results(work / "results.json")
+    suite = held_out_suite(work / "heldout.jsonl", per_level)
+    say(f"held-out suite: {len(suite)} tasks in {len({t.world.world_id for t in suite})} worlds")
+    os.environ.setdefault("OPENAI_API_KEY", "bench")
+    server = None
+    if args.base_url:
+        base_url, model_dir = args.base_url, Path(args.model_dir or real_model.MODEL)
+    else:
+        server = real_model.VLLMServer()
+        base_url, model_dir = server.url, server.model
+    try:
+        if "untrained" not in results:
+            say("untrained: the served model plays the held-out suite")
+            results.put("untrained", evaluate(base_url, real_model.SERVED, suite, seed=1))
+        adapter = warm_start(work, model_dir, args.quick, args.sft.split())
+        load_adapter(base_url, "warm-start", str(adapter))
+        if "warm_start" not in results:
+            say("warm start: the adapter plays the held-out suite")
+            results.put("warm_start", evaluate(base_url, "warm-start", suite, seed=1))
+        for curriculum in curricula:
+            for seed in seeds:
+                key = f"rl/{curriculum}/{seed}"
+                if key in results:
+                    continue
+                say(f"the loop: {curriculum}, seed {seed}, {generations} generations")
+                ran = loop(
+                    work, base_url, model_dir, adapter, curriculum, seed, generations,
+                    args.quick, args.train.split(),
+                )  # fmt: skip
+                load_adapter(base_url, ran["last_version"], ran["last_adapter"])
+                ran["held_out"] = evaluate(base_url, ran["last_version"], suite, seed=1)
+                results.put(key, ran)
+    finally:
+        if server is not None:
+            server.stop()
+    report(results, curricula, seeds, work, args.json)
+
+
+def report(
+    results: Results, curricula: list[str], seeds: list[int], work: Path, out: str | None
+) -> None:
+    """Print the table and write the JSON."""
+    sft = json.loads((work / "warm-start" / "sft.json").read_text())
+    stages: dict[str, Any] = {
+        "untrained": figures(results["untrained"]["episodes"]),
+        "warm_start": figures(results["warm_start"]["episodes"]),
+    }
+    first = curricula[0]
+    pooled = [r for seed in seeds for r in results[f"rl/{first}/{seed}"]["held_out"]["episodes"]]
+    stages["rl"] = figures(pooled)
+    warm = {r["task_id"]: r["success"] for r in results["warm_start"]["episodes"]}
+    per_task: dict[str, list[int]] = {}
+    for r in pooled:
+        per_task.setdefault(r["task_id"], []).append(r["success"])
+    gain = paired_bootstrap([sum(v) / len(v) - warm[t] for t, v in per_task.items()])
+    stages["rl_gain_over_warm_start"] = {"mean": gain[0], "low": gain[1], "high": gain[2]}
+    by_curriculum: dict[str, Any] = {}
+    for curriculum in curricula:
+        runs = [results[f"rl/{curriculum}/{seed}"] for seed in seeds]
+        by_curriculum[curriculum] = {
+            "held_out": [figures(r["held_out"]["episodes"])["success"] for r in runs],
+            "informative_share": [
+                sum(g["informative_share"] or 0 for g in r["generations"])
+                / max(len(r["generations"]), 1)
+                for r in runs
+            ],
+            "train_success": [[g["train_success"] for g in r["generations"]] for r in runs],
+        }
+    stages["curricula"] = by_curriculum
+    if len(curricula) > 1:
+        a, b = curricula[0], curricula[1]
+        stages["paired"] = {
+            "setup": f"{b} - {a}",
+            "held_out": paired_bootstrap(
+                [
+                    x - y
+                    for x, y in zip(
+                        by_curriculum[b]["held_out"], by_curriculum[a]["held_out"], strict=True
+                    )
+                ]
+            ),
+            "informative_share": paired_bootstrap(
+                [
+                    x - y
+                    for x, y in zip(
+                        by_curriculum[b]["informative_share"],
+                        by_curriculum[a]["informative_share"],
+                        strict=True,
+                    )
+                ]
+            ),
+        }
+    stages["warm_start_data"] = {
+        "sequences": sft["sequences"],
+        "left_out": sft["left_out"],
+        "validation_nll_before": sft["validation_nll_before"],
+        "validation_nll_after": sft["validation_nll_after"],
+    }
+    print()
+    print(f"held-out success (95% Wilson), {stages['untrained']['n']} episodes a stage")
+    print(
+        f"{'stage':<12} {'all':>22} "
+        + " ".join(f"{'level ' + k:>22}" for k in stages["untrained"]["levels"])
+    )
+    for stage in ("untrained", "warm_start", "rl"):
+        f = stages[stage]
+        cells = [f"{f['success']:.3f} [{f['low']:.3f}, {f['high']:.3f}]"] + [
+            f"{v['success']:.3f} [{v['low']:.3f}, {v['high']:.3f}]" for v in f["levels"].values()
+        ]
+        print(f"{stage:<12} " + " ".join(f"{c:>22}" for c in cells))
+    g = stages["rl_gain_over_warm_start"]
+    print(
+        f"loop − warm start: {g['mean']:+.3f} [{g['low']:+.3f}, {g['high']:+.3f}] (paired over tasks)"
+    )
+    for curriculum, v in by_curriculum.items():
+        print(
+            f"{curriculum:<12} held-out {', '.join(f'{x:.3f}' for x in v['held_out'])}; "
+            f"informative share {', '.join(f'{x:.2f}' for x in v['informative_share'])}"
+        )
+    if "paired" in stages:
+        p = stages["paired"]
+        print(
+            f"{p['setup']}: held-out {p['held_out'][0]:+.3f} [{p['held_out'][1]:+.3f}, "
+            f"{p['held_out'][2]:+.3f}], informative share {p['informative_share'][0]:+.3f} "
+            f"[{p['informative_share'][1]:+.3f}, {p['informative_share'][2]:+.3f}]"
+        )
+    if out:
+        Path(out).write_text(json.dumps(stages, indent=1, sort_keys=True))
+
+
+if __name__ == "__main__":
+    main()
