@@ -50,7 +50,7 @@ from coevo.run.capacity import MAX_ACTORS
 from coevo.run.resources import Placement, RoleResources
 from coevo.run.selfplay import WatchConfig
 from coevo.run.tracking import TrackingConfig
-from coevo.run.trainer import TrainerConfig
+from coevo.run.trainer import TrainerConfig, unreproducible_sampling
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -704,6 +704,41 @@ def _trainable(experiment: Experiment) -> None:
             f"[trainer] trains the model your server serves: the solver {experiment.solver.name!r} "
             'must use an OpenAI-compatible server (solver.config.provider = "openai", e.g. '
             "vLLM), not Anthropic's API, whose models no trainer of yours can change"
+        )
+    _reproducible(experiment)
+
+
+def _reproducible(experiment: Experiment) -> None:
+    """With a ``[trainer]``, the trained rollouts must be sampled from a distribution a trainer computes.
+
+    The Solver's, and a self-play Synthesizer's (its proposals are rows of the batch
+    too): what their calls send (:meth:`~coevo.agents.llm.role.LLMRole.sent_sampling`,
+    the neutral values filled in) must hold no parameter of
+    :func:`~coevo.run.trainer.unreproducible_sampling`.
+
+    Raises:
+        ExperimentError: naming each setting, its value, and what to set.
+    """
+    settings = experiment.role_settings()
+    lines = []
+    for table in ("solver", "synthesizer"):
+        factory = REGISTRY.get(getattr(experiment, table).name).factory
+        role = settings[table]
+        sent_by = getattr(factory, "sent_sampling", None)
+        if not callable(sent_by) or (
+            table == "synthesizer" and not getattr(role, "self_play", False)
+        ):
+            continue
+        extra = getattr(role, "extra_body", None) or {}
+        for name, value, what in unreproducible_sampling(sent_by(role)):
+            where = "extra_body" if name in extra else "sampling"
+            lines.append(f"{table}.config.{where}.{name} = {value!r} {what}")
+    if lines:
+        raise ExperimentError(
+            "[trainer] trains the policy on the log-probabilities its rollouts were sampled "
+            "with, which a trainer computes as log_softmax(logits / temperature), nothing "
+            "truncated or penalised; these settings sample from another distribution:\n    "
+            + "\n    ".join(lines)
         )
 
 

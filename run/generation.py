@@ -71,6 +71,8 @@ class RunSummary:
     """The generations in which every call of a role failed, by role."""
     halted: str | None = None
     """The role that stopped the run early, every call of it failed in ``run.stop_after_failing`` generations in a row."""
+    adapter_unloads_failed: int = 0
+    """Unloads of a trainer's old LoRA adapters that failed (a warning each: the server keeps them)."""
 
     @property
     def never_succeeded(self) -> dict[str, RoleCalls]:

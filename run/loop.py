@@ -395,6 +395,7 @@ class Arena:
             except (OSError, ValueError, KeyError, TypeError) as exc:
                 raise self._unloadable(gen, name, f"cannot be read ({exc})") from exc
         if self.handoff is not None:
+            self.handoff.restore_loaded(state.get("adapters"))  # what the earlier process loaded
             for batch in self.handoff.start(gen + 1, policy):
                 self.events("batch_handed_out", batch=batch, after="resume")
             if policy is not None:
@@ -608,6 +609,7 @@ class Arena:
         if self.synth_follows:  # self-play: the Synthesizer proposes with the policy too
             self.synth_ref, self.synth_version = self.state_ref, policy.trained_through
         self.handoff.adopted(policy, gen)
+        self.handoff.unload_stale(gen)  # the adapters out of the staleness window; never fails
 
     def _tally_calls(self, done: Generation) -> None:
         """Add the generation's role calls to the run's; a role every call of which failed is an error event."""
@@ -716,6 +718,7 @@ class Arena:
             else self.handoff.policy.model_dump(exclude_none=True),
             "watch": self.watch.state(),
             "synth": synth,
+            "adapters": {} if self.handoff is None else self.handoff.loaded_state(),  # to unload
         }
         self.run.write_bytes(json.dumps(state, sort_keys=True).encode(), *base, "state.json")
         rows = {name: len(items) for name, items in record.tables()}
@@ -829,6 +832,7 @@ def run_experiment(
         calls=arena.calls.roles,
         failing=arena.failing,
         halted=arena.halted,
+        adapter_unloads_failed=0 if arena.handoff is None else arena.handoff.unload_failures,
     )
 
 

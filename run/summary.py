@@ -350,6 +350,12 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
             f"{_plural(len(versions), 'policy version')} played ({shown}); staleness at most "
             f"{summary['max_staleness_seen']}"
         )
+    if unloads := summary.get("adapter_unloads_failed"):
+        lines.append(
+            f"warning: {_plural(unloads, 'unload')} of an old LoRA adapter failed "
+            "(adapter_unload_failed in events.jsonl): the server keeps those adapters until "
+            "it restarts or they are unloaded by hand (POST /v1/unload_lora_adapter)"
+        )
     if summary.get("external_episodes") or summary.get("external_rejected"):
         lines.append(
             f"inbox: {_plural(summary['external_episodes'], 'external episode')} ingested, "

@@ -14,7 +14,10 @@ protocol as a trainer author reads it; in short:
 * generation ``n`` plays only when the policy has been trained through batch
   ``n − 1 − k`` (``run.max_staleness = k``; 0: strict order), with the newest
   announced policy; the ``policies`` table says which, and every trajectory
-  is signed with it.
+  is signed with it;
+* an adapter coevo loaded is unloaded again (vLLM's ``/v1/unload_lora_adapter``)
+  once no generation still to play may use it (:meth:`Handoff.unload_stale`):
+  a long run does not fill the server.
 
 Two transports. The **folder** (a local path or any pyarrow filesystem URI;
 default ``RUN_DIR/trainer``) hands each batch out *exactly once*: its file
@@ -31,6 +34,7 @@ trainer announces again, without training, a batch it has trained on.
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -91,6 +95,7 @@ __all__ = [
     "task_levels",
     "training_batch",
     "transport_for",
+    "unreproducible_sampling",
 ]
 
 SETTLING: Final = 10.0
@@ -120,6 +125,63 @@ class TrainerConfig(StrictNumbers):
     timeout: float = Field(default=1800.0, gt=0)
     poll: float = Field(default=0.5, gt=0, le=60)
     load_adapters: bool = True
+
+
+_UNREPRODUCIBLE: Final = (
+    ("top_p", lambda v: v < 1, "keeps only the likeliest tokens, up to top_p of the mass", "1"),
+    ("top_k", lambda v: v > 0, "keeps only the k likeliest tokens", "-1 (every token)"),
+    ("min_p", lambda v: v > 0, "drops tokens less likely than min_p × the likeliest", "0"),
+    ("repetition_penalty", lambda v: v != 1, "penalises tokens already in the text", "1"),
+    ("presence_penalty", lambda v: v != 0, "penalises tokens already in the text", "0"),
+    ("frequency_penalty", lambda v: v != 0, "penalises tokens by how often they came", "0"),
+)
+"""Each parameter a trainer cannot reproduce: when its value is wrong, what it does, its neutral value."""
+
+
+def _finite(value: Any) -> float | None:
+    """``value`` as a finite number, or None (a bool, a string, NaN, ±inf)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def unreproducible_sampling(sent: Mapping[str, Any]) -> list[tuple[str, Any, str]]:
+    """The sampling parameters of ``sent`` that a trainer cannot reproduce, each with why and what to set.
+
+    A trainer scores a rollout's tokens as ``log_softmax(logits / temperature)``
+    (``coevo train`` does, as TRL, verl and prime-rl do) and weighs them against the
+    log-probabilities the server recorded: a distribution the server truncated
+    (``top_p``, ``top_k``, ``min_p``), penalised (``repetition_penalty``,
+    ``presence_penalty``, ``frequency_penalty``) or made greedy (``temperature = 0``)
+    is one it never computes, so its importance ratios would be wrong.
+
+    Args:
+        sent: the sampling parameters a Solver's calls send (as a trajectory records them).
+
+    Returns:
+        ``(parameter, value, what is wrong and what to set)`` for each, in a fixed order.
+    """
+    problems: list[tuple[str, Any, str]] = []
+    if "temperature" in sent:
+        value = _finite(sent["temperature"])
+        if value is None or value <= 0:
+            what = "is not a finite number" if value is None else "samples greedily"
+            problems.append(
+                (
+                    "temperature",
+                    sent["temperature"],
+                    f"{what}; set a temperature above 0 (1: the model's own distribution)",
+                )
+            )
+    for name, wrong, what, neutral in _UNREPRODUCIBLE:
+        if name not in sent:
+            continue
+        value = _finite(sent[name])
+        if value is None:
+            problems.append((name, sent[name], f"is not a finite number; set {neutral}"))
+        elif wrong(value):
+            problems.append((name, sent[name], f"{what}; set {neutral}, or leave it out"))
+    return problems
 
 
 # ---- transports -----------------------------------------------------------------------------
@@ -434,6 +496,10 @@ class Handoff:
         self.clock = clock
         self.sleep = sleep
         self.policy: Announcement | None = None  # the newest policy adopted
+        self.loaded: dict[str, int] = {}
+        """Adapters this run had loaded (a server answered "loaded") and has not unloaded: name → trained through."""
+        self.unload_failures = 0  # unloads that failed in this process (each an event)
+        self.serving: tuple[str, Any] | None = None  # the Solver's name and settings (load's)
         self.levels: dict[str, int | None] | None = None  # each logged task's level (staging)
         self.staged: tuple[int, pa.Table] | None = None  # a generation's batch, before its commit
 
@@ -594,9 +660,12 @@ class Handoff:
             ArenaError: the server refused or could not be reached (and how to go on).
         """
         factory = REGISTRY.get(solver).factory
+        self.serving = (solver, settings)
         try:
             if policy.lora_path is not None and self.config.load_adapters:
-                factory.load_adapter(settings, policy.served_as, policy.lora_path)
+                now = factory.load_adapter(settings, policy.served_as, policy.lora_path)
+                if now is True:  # loaded by this run: it may unload it (never one it found there)
+                    self.loaded[policy.served_as] = policy.trained_through
             else:  # a model the server serves already (or an adapter an operator loaded)
                 factory.check_served(settings, policy.served_as)
         except CoevoError as exc:
@@ -604,6 +673,84 @@ class Handoff:
                 f"{exc}; generations 0–{gen - 1} are committed: fix the server or the "
                 f"announcement {policy.batch_id}, then `coevo resume {self.log.run.uri}`"
             ) from None
+
+    def unload_stale(self, gen: int) -> list[str]:
+        """Unload the adapters this run loaded that no generation from ``gen − 1`` on may play.
+
+        Generation ``g`` plays a policy trained through batch ``g − 1 − k`` or later
+        (``run.max_staleness = k``), so once ``gen`` has adopted its policy an adapter
+        trained through a batch before ``gen − 2 − k`` is out of the staleness window of
+        every generation still playing (``gen − 1``'s proposals may be in flight: self-play)
+        or to come. The policy in use is never unloaded, nor an adapter the run found
+        loaded (an operator's ``--lora-modules``, the base model, one an earlier process
+        loaded that the checkpoint does not name). An unload that fails is an event
+        (``adapter_unload_failed``), counted; the adapter is tried again after the next
+        policy is adopted, and the run goes on.
+
+        The Solver's servers are those :meth:`load` was last given (its class unloads
+        adapters: ``unload_adapter``).
+
+        Args:
+            gen: the generation that has just adopted its policy.
+
+        Returns:
+            The adapters unloaded now.
+        """
+        if not self.loaded or self.serving is None:
+            return []
+        solver, settings = self.serving
+        factory = REGISTRY.get(solver).factory
+        if not callable(getattr(factory, "unload_adapter", None)):
+            return []
+        oldest = gen - 2 - self.k
+        in_use = None if self.policy is None else self.policy.served_as
+        stale = sorted(
+            (through, name)
+            for name, through in self.loaded.items()
+            if through < oldest and name != in_use
+        )
+        unloaded = []
+        for through, name in stale:
+            try:
+                held = factory.unload_adapter(settings, name)
+            except Exception as exc:  # a server's failure, or a plugin's: never a failed run
+                self.unload_failures += 1
+                self.events(
+                    "adapter_unload_failed",
+                    gen=gen,
+                    adapter=name,
+                    error=str(exc)
+                    if isinstance(exc, CoevoError)
+                    else f"{type(exc).__name__}: {exc}",
+                    failures=self.unload_failures,
+                    why="kept loaded; tried again when the next policy is adopted",
+                )
+                continue
+            del self.loaded[name]
+            unloaded.append(name)
+            self.events(
+                "adapter_unloaded",
+                gen=gen,
+                adapter=name,
+                trained_through=batch_id(through),
+                held=held is not False,  # False: no server held it (restarted since)
+            )
+        return unloaded
+
+    def loaded_state(self) -> dict[str, int]:
+        """What a checkpoint keeps of the adapters this run loaded (name → trained through)."""
+        return dict(sorted(self.loaded.items()))
+
+    def restore_loaded(self, data: Any) -> None:
+        """Take back a checkpoint's :meth:`loaded_state` (anything else in it is not known to be this run's: ignored)."""
+        if isinstance(data, dict):
+            self.loaded = {
+                name: through
+                for name, through in data.items()
+                if isinstance(name, str)
+                and isinstance(through, int)
+                and not isinstance(through, bool)
+            }
 
     def adopted(self, policy: Announcement, gen: int) -> None:
         """``policy`` is in use from generation ``gen`` on (its adapter loaded, the Solvers told)."""

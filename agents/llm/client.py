@@ -50,14 +50,15 @@ from collections import defaultdict, deque
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeVar
-from urllib.parse import urlsplit
 
 from coevo.agents.llm import anthropic_api, openai_api
 from coevo.agents.llm.breaker import Breaker
 from coevo.agents.llm.environment import BASE_URL_VARIABLES, PROVIDERS, key_variable
+from coevo.agents.llm.servers import ServedModels, Server, backoff, shown, where
 from coevo.agents.llm.structured import structured
 from coevo.agents.llm.template import Template, probe
 from coevo.agents.llm.text_tools import (
+    CALL_CLOSE,
     CALL_OPEN,
     forced_tool,
     opened_with,
@@ -137,52 +138,10 @@ class Usage:
         self.failed_calls += other.failed_calls
 
 
-def backoff(attempt: int) -> float:
-    """Seconds to wait before retry ``attempt`` (1, 2, ...) when the server did not say: 0.5 s doubling, at most 8."""
-    return min(0.5 * 2 ** (attempt - 1), 8.0)
-
-
-def shown(url: str) -> str:
-    """A base URL as messages show it: without the user and password it may hold."""
-    parts = urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    return parts._replace(netloc=netloc).geturl()
-
-
-def where(url: str) -> str:
-    """``host:port`` of a base URL, without any credentials it holds (for messages)."""
-    parts = urlsplit(url)
-    host = parts.hostname or url
-    return f"{host}:{parts.port}" if parts.port else host
-
-
-@dataclass
-class _Server:
-    """One endpoint at run time: its slots, whether it ever answered, and until when it rests."""
-
-    url: str
-    limit: int
-    in_flight: int = 0
-    reached: bool = False
-    resting_until: float = 0.0
-    failures: int = 0  # calls in a row that got no answer from it
-    refusing_since: float | None = None  # when a server that had answered began to refuse
-    sdk: Any = None
-
-    def answered(self) -> None:
-        """The server answered (a completion or an error status): it is up, and its failures are over."""
-        self.reached = True
-        self.failures = 0
-        self.refusing_since = None
-
-
 _TOKEN_REFUSAL: Final = re.compile(r"return_token_ids|logprobs", re.I)
 
 
-class LLMClient:
+class LLMClient(ServedModels):
     """One client for an LLM role (see the module docstring).
 
     Args:
@@ -302,6 +261,10 @@ class LLMClient:
             else provider == "openai"
             and not any(openai_api.is_openai_itself(s.url) for s in self.servers)
         )
+        self.openai_itself = provider == "openai" and any(
+            openai_api.is_openai_itself(s.url) for s in self.servers
+        )
+        """Whether the servers are OpenAI's own API (sent only the sampling parameters set)."""
         self.usage: dict[tuple[str, str], Usage] = defaultdict(Usage)
         self._loop: asyncio.AbstractEventLoop | None = None
         # calls waiting for a slot, oldest first
@@ -312,19 +275,58 @@ class LLMClient:
         base_url: str | Sequence[str] | None,
         endpoints: Sequence[Endpoint | dict[str, Any]] | None,
         concurrency: int,
-    ) -> list[_Server]:
+    ) -> list[Server]:
         self._defaulted = False  # the provider's public API, for want of any address
         if endpoints and base_url:
             raise LLMConfigError(f"{self.owner}: give base_url or endpoints, not both")
         if endpoints:
             parsed = [e if isinstance(e, Endpoint) else Endpoint(**e) for e in endpoints]
-            return [_Server(e.base_url.rstrip("/"), e.concurrency or concurrency) for e in parsed]
+            return [Server(e.base_url.rstrip("/"), e.concurrency or concurrency) for e in parsed]
         urls = [base_url] if isinstance(base_url, str) else list(base_url or [])
         if not urls:
             given = os.environ.get(BASE_URL_VARIABLES[self.provider])
             self._defaulted = not given
             urls = [given or self.api.DEFAULT_BASE_URL]
-        return [_Server(url.rstrip("/"), concurrency) for url in urls]
+        return [Server(url.rstrip("/"), concurrency) for url in urls]
+
+    # ---- sampling -----------------------------------------------------------------------
+
+    def request_sampling(self, *, text_calls: bool, seed: int | None = None) -> Sampling:
+        """A call's sampling parameters: the role's, with the call's ``seed``, and ending at a text call's closing tag.
+
+        Args:
+            text_calls: the call speaks the text protocol: generation stops at
+                ``</tool_call>`` (one call per turn; nothing the model writes after its
+                call, such as an imagined result, is sampled into the trained tokens).
+            seed: the call's seed (None: ``sampling.seed``).
+        """
+        update: dict[str, Any] = {}
+        if seed is not None:
+            update["seed"] = seed
+        if text_calls and CALL_CLOSE not in (self.sampling.stop or []):
+            update["stop"] = [*(self.sampling.stop or []), CALL_CLOSE]
+        return self.sampling.model_copy(update=update) if update else self.sampling
+
+    def recorded_sampling(self, *, text_calls: bool, seed: int | None = None) -> dict[str, Any]:
+        """What a trajectory records of its calls' sampling: the parameters as sent, with the output budget.
+
+        For an OpenAI-compatible server the neutral values filled in and ``extra_body``'s
+        word taken (:func:`~coevo.agents.llm.openai_api.sent_sampling`), so a trainer
+        reads from the record the distribution each rollout was sampled from; for
+        Anthropic, the parameters set.
+
+        Args:
+            text_calls: the calls speak the text protocol (:meth:`request_sampling`).
+            seed: the calls' seed (None: ``sampling.seed``).
+        """
+        sampling = self.request_sampling(text_calls=text_calls, seed=seed)
+        if self.provider == "openai":
+            sent = openai_api.sent_sampling(
+                sampling, self.extra_body, openai_itself=self.openai_itself
+            )
+        else:
+            sent = sampling.model_dump(exclude_none=True, exclude={"max_tokens"})
+        return {"max_tokens": self.max_tokens, **sent}
 
     # ---- the key, and what may be logged ------------------------------------------------
 
@@ -437,106 +439,6 @@ class LLMClient:
             )
         self.token_prompts = bool(wanted_tokens) and template.renders and readable
 
-    def load_adapter(self, name: str, path: str) -> None:
-        """Have every server load the LoRA adapter at ``path`` as the model ``name``; calls name it from now on.
-
-        A server that has it already (a resumed run asks again) is fine, if it
-        loaded it from ``path``: a name two versions share would play the wrong weights.
-        A server that does not answer is asked again (``max_retries``, with backoff).
-
-        Raises:
-            LLMConfigError: not an OpenAI-compatible provider, or a server refused, could
-                not be reached, or holds another adapter of that name (naming the server).
-        """
-        if self.provider != "openai":
-            raise LLMConfigError(
-                f"{self.owner}: only an OpenAI-compatible server (vLLM) loads LoRA adapters; "
-                "announce a model name instead"
-            )
-        for server in self.servers:
-            roots = self._on(
-                server,
-                f"did not load the LoRA adapter {name!r} from {path}",
-                lambda url: (
-                    openai_api.load_lora_adapter(
-                        url, self._key(), min(self.timeout, 60.0), name, path
-                    ),
-                    openai_api.model_roots(url, self._key(), min(self.timeout, 10.0)),
-                )[1],
-            )
-            if name not in roots:
-                raise LLMConfigError(
-                    f"{self.owner}: the server at {shown(server.url)} accepted the LoRA adapter "
-                    f"{name!r} but does not list it; it serves: {', '.join(roots)}"
-                )
-            if roots[name] not in (None, path):
-                raise LLMConfigError(
-                    f"{self.owner}: the server at {shown(server.url)} has an adapter named {name!r} "
-                    f"loaded from {roots[name]}, not {path}: give each policy version a name of its "
-                    "own (a trainer names them after its run), or unload the old one"
-                )
-        self.model = name
-
-    def check_served(self, name: str) -> None:
-        """Check that every server serves the model ``name`` (a trainer's announced policy).
-
-        Raises:
-            LLMConfigError: a server does not list it, or could not be reached (naming both).
-        """
-        if self.provider != "openai":
-            return  # the Messages API lists no models to check against
-        for server in self.servers:
-            served = self._on(
-                server,
-                "did not list its models",
-                lambda url: openai_api.models_now(url, self._key(), min(self.timeout, 10.0)),
-            )
-            if name not in served:
-                raise LLMConfigError(
-                    f"{self.owner}: the server at {shown(server.url)} does not serve the model "
-                    f"{name!r} the trainer announced; it serves: {', '.join(served)}"
-                )
-
-    def _on(self, server: _Server, doing: str, call: Callable[[str], T]) -> T:
-        """``call(server.url)``, asked again while the server does not answer.
-
-        An error status is retried ``max_retries`` times with backoff; a server that
-        refuses connections (restarting, as vLLM does to load new weights) is waited
-        for up to ``reconnect`` seconds.
-        """
-        started = time.monotonic()
-        attempt = 0
-        while True:
-            try:
-                return call(server.url)
-            except Unreachable as exc:
-                problem: Exception = exc
-                if time.monotonic() - started >= self.reconnect and attempt >= self.max_retries:
-                    break
-            except Transient as exc:
-                problem = exc
-                if attempt >= self.max_retries:
-                    break
-            except LLMCallError as exc:
-                problem = exc
-                break
-            time.sleep(backoff(attempt))
-            attempt += 1
-        # a 404 of the route itself ("Not Found"), not of an adapter's folder the server cannot find
-        route_missing = isinstance(problem, LLMCallError) and (
-            problem.status == 405
-            or (problem.status == 404 and "adapter" not in str(problem).lower())
-        )
-        hint = (
-            " (does it serve adapters? start vLLM with --enable-lora and "
-            "VLLM_ALLOW_RUNTIME_LORA_UPDATING=True)"
-            if route_missing
-            else ""
-        )
-        raise LLMConfigError(
-            self.redact(f"{self.owner}: the server at {shown(server.url)} {doing}: {problem}{hint}")
-        ) from None
-
     # ---- servers and slots --------------------------------------------------------------
 
     def _bind(self) -> None:
@@ -576,7 +478,7 @@ class LLMClient:
             server.sdk = None
         self._loop = None
 
-    async def _acquire(self) -> _Server:
+    async def _acquire(self) -> Server:
         """A slot on the least busy server that is not resting (waiting, oldest first, for one)."""
         self._bind()
         while True:
@@ -602,7 +504,7 @@ class LLMClient:
                 if not woken.done():
                     woken.cancel()
 
-    def _release(self, server: _Server, rest: float = 0.0) -> None:
+    def _release(self, server: Server, rest: float = 0.0) -> None:
         """Give the slot back (the server resting ``rest`` seconds) and wake the oldest waiting call."""
         server.in_flight -= 1
         if rest > 0:
@@ -668,11 +570,10 @@ class LLMClient:
             tools=[] if text else list(tools),
             tool_choice=None if text else tool_choice,
             max_tokens=max_tokens or self.max_tokens,
-            sampling=self.sampling
-            if seed is None
-            else self.sampling.model_copy(update={"seed": seed}),
+            sampling=self.request_sampling(text_calls=text, seed=seed),
             token_ids=bool(self.token_ids),
             extra_body=extra,
+            keep_stop=text,
         )
         asked = [request]
 

@@ -197,14 +197,14 @@ class Dialogue:
         opening = self.client.protocol == "text" and self.tool_choice == "required"
         if opening:
             prompt = prompt + await self._text_ids(CALL_OPEN)
+        text = self.client.protocol == "text"
         request = TokenRequest(
             model=client.model,
             prompt_ids=prompt,
             max_tokens=client.max_tokens,
-            sampling=client.sampling
-            if self.seed is None
-            else client.sampling.model_copy(update={"seed": self.seed}),
+            sampling=client.request_sampling(text_calls=text, seed=self.seed),
             extra_body=client.extra_body,
+            keep_stop=text,
         )
 
         def send(connection: Any) -> Any:

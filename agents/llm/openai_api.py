@@ -12,7 +12,12 @@ its ``Authorization`` header.
   :class:`~coevo.agents.llm.turns.Request` goes out as the API takes it;
   ``top_k``, ``min_p`` and ``repetition_penalty`` and, when asked,
   ``return_token_ids`` go in the request body where vLLM and SGLang read
-  them. The answer is read from its JSON (pydantic's reader) as a
+  them. Every sampling parameter goes out pinned (:func:`sent_sampling`):
+  to any server but OpenAI's own, what the role left unset is sent as its
+  neutral value, so a server's defaults (vLLM's ``--generation-config
+  auto`` reads ``top_p``, ``top_k``, ``repetition_penalty`` and even
+  ``temperature`` from the model's ``generation_config.json``) never
+  change the distribution a rollout was sampled from. The answer is read from its JSON (pydantic's reader) as a
   :class:`~coevo.agents.llm.turns.Turn`: the assistant message as it goes
   back into the conversation, its tool calls with their arguments parsed
   (or why they could not be), the finish reason, the usage when the server
@@ -43,6 +48,7 @@ import json
 import os
 import re
 from array import array
+from collections.abc import Mapping
 from typing import Any, Final
 from urllib.parse import urlsplit
 
@@ -51,6 +57,7 @@ import httpx2
 from coevo.agents.llm.turns import (
     LLMCallError,
     Request,
+    Sampling,
     TokenRequest,
     ToolCallRequest,
     Turn,
@@ -65,6 +72,7 @@ from pydantic_core import from_json, to_json
 __all__ = [
     "API",
     "DEFAULT_BASE_URL",
+    "NEUTRAL_SAMPLING",
     "Connection",
     "complete",
     "complete_tokens",
@@ -74,10 +82,12 @@ __all__ = [
     "make_sdk",
     "model_roots",
     "models_now",
+    "sent_sampling",
     "server_root",
     "tokenize_chat",
     "tokenize_chat_now",
     "tokenize_text",
+    "unload_lora_adapter",
 ]
 
 API: Final = "the OpenAI-compatible server"
@@ -85,6 +95,28 @@ DEFAULT_BASE_URL: Final = "https://api.openai.com/v1"
 
 _EXTRA: Final = ("top_k", "min_p", "repetition_penalty")
 _NATIVE: Final = ("temperature", "top_p", "seed", "stop", "presence_penalty", "frequency_penalty")
+
+NEUTRAL_SAMPLING: Final[dict[str, float | int]] = {
+    "temperature": 1.0,
+    "top_p": 1.0,
+    "top_k": -1,
+    "min_p": 0.0,
+    "repetition_penalty": 1.0,
+    "presence_penalty": 0.0,
+    "frequency_penalty": 0.0,
+}
+"""What a request to any server but OpenAI's own sends for each sampling parameter the role left unset.
+
+Each value leaves the model's distribution as it is: softmax of the logits,
+nothing truncated or penalised (vLLM and SGLang both read ``top_k = -1`` as
+"every token"; vLLM 0.32 takes 0 too, SGLang does not). Sent explicitly
+because a server's own defaults need not be these: vLLM's default
+``--generation-config auto`` takes them from the model's
+``generation_config.json`` (Qwen2.5-Instruct: top_p 0.8, top_k 20,
+repetition_penalty 1.05, temperature 0.7)."""
+
+_RECORDED: Final = (*NEUTRAL_SAMPLING, "seed", "stop", "max_tokens")
+"""The request-body fields a trajectory's ``sampling`` records (``extra_body`` may override any)."""
 _CONTEXT: Final = re.compile(r"context length|maximum context|context window|too many tokens", re.I)
 _TOKEN_ID: Final = re.compile(r"token_id:(\d+)")
 _JSON: Final = "application/json"
@@ -264,6 +296,41 @@ def _sent(message: dict[str, Any]) -> dict[str, Any]:
     return sent
 
 
+def _sampling_fields(sampling: Sampling, openai_itself: bool) -> dict[str, Any]:
+    """The sampling fields of a request body, before ``extra_body`` (see :func:`sent_sampling`)."""
+    if openai_itself:  # only what the role set: OpenAI's reasoning models refuse even defaults
+        return {k: v for k in (*_NATIVE, *_EXTRA) if (v := getattr(sampling, k)) is not None}
+    fields: dict[str, Any] = {
+        k: v if (v := getattr(sampling, k)) is not None else NEUTRAL_SAMPLING[k]
+        for k in NEUTRAL_SAMPLING
+    }
+    fields.update({k: v for k in ("seed", "stop") if (v := getattr(sampling, k)) is not None})
+    return fields
+
+
+def sent_sampling(
+    sampling: Sampling,
+    extra_body: Mapping[str, Any] | None = None,
+    *,
+    openai_itself: bool = False,
+) -> dict[str, Any]:
+    """The sampling parameters a request with these settings sends, as a trajectory records them.
+
+    To any server but OpenAI's own, every parameter of :data:`NEUTRAL_SAMPLING`
+    goes out: the value the role set, else the neutral one. OpenAI's own API
+    gets only what the role set. ``extra_body`` is the user's last word: a
+    sampling field it holds is sent (and recorded) as it says.
+
+    Args:
+        sampling: the role's sampling parameters (``max_tokens`` is the request's own).
+        extra_body: the role's ``extra_body``.
+        openai_itself: the server is OpenAI's own API.
+    """
+    sent = _sampling_fields(sampling, openai_itself)
+    sent.update({k: v for k, v in (extra_body or {}).items() if k in _RECORDED})
+    return sent
+
+
 def _body(request: Request, openai_itself: bool = False) -> dict[str, Any]:
     body: dict[str, Any] = {
         "model": request.model,
@@ -277,13 +344,13 @@ def _body(request: Request, openai_itself: bool = False) -> dict[str, Any]:
         body["tools"] = request.tools
     if request.tool_choice is not None:
         body["tool_choice"] = request.tool_choice
-    sampling = request.sampling
-    body.update({k: v for k in _NATIVE if (v := getattr(sampling, k)) is not None})
-    extra = {k: v for k in _EXTRA if (v := getattr(sampling, k)) is not None}
+    # the body as sent: fields the OpenAI API lacks (top_k, ...) sit beside the others
+    body.update(_sampling_fields(request.sampling, openai_itself))
     if request.token_ids:
         body["logprobs"] = True
-        extra["return_token_ids"] = True
-    body.update(extra)  # the body as sent: fields the OpenAI API lacks sit beside the others
+        body["return_token_ids"] = True
+    if request.keep_stop and not openai_itself:
+        body["include_stop_str_in_output"] = True  # vLLM's: the text ends with the stop string
     body.update(request.extra_body)  # the role's own, last: the user knows their server
     return body
 
@@ -414,9 +481,9 @@ def _completion_body(request: TokenRequest) -> dict[str, Any]:
         "logprobs": 0,  # the sampled token's log-probability, no alternatives
         "return_token_ids": True,
     }
-    sampling = request.sampling
-    body.update({k: v for k in _NATIVE if (v := getattr(sampling, k)) is not None})
-    body.update({k: v for k in _EXTRA if (v := getattr(sampling, k)) is not None})
+    body.update(_sampling_fields(request.sampling, openai_itself=False))  # vLLM, SGLang
+    if request.keep_stop:
+        body["include_stop_str_in_output"] = True
     # the chat template's settings were used to render the prompt; a completion takes none
     body.update({k: v for k, v in request.extra_body.items() if k != "chat_template_kwargs"})
     return body
@@ -660,4 +727,31 @@ def load_lora_adapter(base_url: str, key: str, timeout: float, name: str, path: 
         if response.status_code == 400 and "already been loaded" in str(failure):
             return False
         raise failure
+    return True
+
+
+def unload_lora_adapter(base_url: str, key: str, timeout: float, name: str) -> bool:
+    """Ask a vLLM server to unload the LoRA adapter ``name`` (``POST /unload_lora_adapter``).
+
+    vLLM then no longer serves or lists it. The server must run with
+    ``VLLM_ALLOW_RUNTIME_LORA_UPDATING=True``.
+
+    Returns:
+        True when the server unloaded it now, False when it holds no adapter of that name
+        (404: unloaded before, or the server restarted since it was loaded).
+
+    Raises:
+        Transient: a status worth retrying.
+        LLMCallError: the server refused (its message).
+        Unreachable: it could not be reached.
+    """
+    try:
+        with _sync(base_url, key, timeout) as http:
+            response = http.post("/unload_lora_adapter", content=to_json({"lora_name": name}))
+    except httpx2.HTTPError as exc:
+        raise _transport_error(exc) from None
+    if response.status_code == 404 and "cannot be found" in response.text:
+        return False
+    if response.status_code >= 400:
+        raise _status_error(response)
     return True

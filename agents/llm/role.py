@@ -38,6 +38,7 @@ from __future__ import annotations
 from typing import Any, ClassVar, Final, Literal
 
 from coevo.agents.llm.client import LLMClient
+from coevo.agents.llm.openai_api import sent_sampling
 from coevo.agents.llm.turns import Endpoint, Sampling
 from coevo.arena.gamelog.rows import UsageRow
 
@@ -179,14 +180,43 @@ class LLMRole:
         cls._client(given.pop("model"), **given).connect()
 
     @classmethod
-    def load_adapter(cls, settings: Any, name: str, path: str) -> None:
+    def load_adapter(cls, settings: Any, name: str, path: str) -> bool:
         """Have the servers these settings name load the LoRA adapter at ``path`` as ``name`` (a trainer's new policy).
+
+        Returns:
+            True when a server loaded it now; False when every one had it already.
 
         Raises:
             LLMConfigError: a server refused or could not be reached (naming it).
         """
         given = {k: getattr(settings, k) for k in _CLIENT_SETTINGS}
-        cls._client(given.pop("model"), **given).load_adapter(name, path)
+        return cls._client(given.pop("model"), **given).load_adapter(name, path)
+
+    @classmethod
+    def unload_adapter(cls, settings: Any, name: str) -> bool:
+        """Have the servers these settings name unload the LoRA adapter ``name`` (a trainer's old policy).
+
+        Returns:
+            True when a server unloaded it now; False when none held it.
+
+        Raises:
+            LLMConfigError: a server refused or could not be reached (naming it).
+        """
+        given = {k: getattr(settings, k) for k in _CLIENT_SETTINGS}
+        return cls._client(given.pop("model"), **given).unload_adapter(name)
+
+    @classmethod
+    def sent_sampling(cls, settings: Any) -> dict[str, Any]:
+        """The sampling parameters the role's calls send to an OpenAI-compatible server (not OpenAI's own).
+
+        The neutral values filled in and ``extra_body``'s word taken
+        (:func:`~coevo.agents.llm.openai_api.sent_sampling`); what a trainer checks
+        before a run starts. Needs no key and no server.
+        """
+        sampling = settings.sampling
+        if not isinstance(sampling, Sampling):
+            sampling = Sampling(**(sampling or {}))
+        return sent_sampling(sampling, settings.extra_body)
 
     @classmethod
     def check_served(cls, settings: Any, name: str) -> None:

@@ -80,13 +80,14 @@ def episode_sampling(client: LLMClient, seed: int, index: int) -> tuple[int | No
     own, from ``seed``, ``index`` and it (the rollouts of a task differ; a
     rerun sends the same); unset, the server samples as it likes (seeded
     requests can take a slower path in vLLM). The recorded parameters are
-    the role's with that seed (Anthropic takes none).
+    those the calls send (:meth:`~coevo.agents.llm.client.LLMClient.recorded_sampling`:
+    to vLLM every parameter, pinned), with that seed (Anthropic takes none).
     """
     chosen = client.sampling.seed
     sampled = None if chosen is None else derive_seed(seed, index, "llm", chosen) % 2**31
-    sent = {k: v for k, v in client.sampling.recorded(client.max_tokens).items() if k != "seed"}
-    if sampled is not None and client.provider == "openai":
-        sent["seed"] = sampled
+    sent = client.recorded_sampling(text_calls=client.protocol == "text", seed=sampled)
+    if client.provider != "openai":
+        sent.pop("seed", None)
     return sampled, sent
 
 

@@ -195,7 +195,7 @@ class _Rollout:
         return Trajectory(
             messages=self.messages,
             tools=list(self.tools.values()),
-            sampling=client.sampling.recorded(client.max_tokens),
+            sampling=client.recorded_sampling(text_calls=client.protocol == "text"),
             policy_version=version,
             provider=client.provider,
             model=answered[-1] if answered else client.model or "",

@@ -11,11 +11,17 @@ Hermes format that Qwen, Hermes and many fine-tunes were trained on:
   its JSON function schema, one per line between ``<tools>`` and ``</tools>``,
   then how to call one, with an example built from the first tool;
 * the model calls a tool by writing a JSON object with ``name`` and
-  ``arguments`` between ``<tool_call>`` and ``</tool_call>``; a turn may hold
-  several calls; text outside the tags is the model's own (its reasoning);
-  a call is the JSON object that follows the tag (what the model writes
-  after it, before the closing tag or without one, is not part of it);
-  a call whose JSON was cut off is a failed step (:func:`parse_tool_calls`);
+  ``arguments`` between ``<tool_call>`` and ``</tool_call>``; text outside
+  the tags is the model's own (its reasoning). Generation stops at the
+  closing tag (the client's stop sequence,
+  :meth:`~coevo.agents.llm.client.LLMClient.request_sampling`), so a turn
+  makes one call and nothing the model would write after it (an imagined
+  ``<tool_response>``) is sampled into the trained tokens;
+* :func:`parse_tool_calls` reads what models write: a call is the JSON
+  object that follows the tag, in a Markdown code fence or not (what the
+  model writes after it, before the closing tag or without one, is not part
+  of it); a call left unclosed ends where the next ``<tool_call>`` opens; a
+  call whose JSON was cut off is a failed step;
 * each tool's result goes back as a user message ``<tool_response>...
   </tool_response>`` (the results of one turn in one message, in order), since
   many templates know no ``tool`` role (:func:`text_messages`).
@@ -32,7 +38,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, Final
 
 from coevo.agents.llm.turns import ToolCallRequest, Turn, parse_arguments
@@ -56,11 +62,11 @@ CALL_CLOSE: Final = "</tool_call>"
 RESPONSE_OPEN: Final = "<tool_response>"
 RESPONSE_CLOSE: Final = "</tool_response>"
 
-_CALL: Final = re.compile(
-    re.escape(CALL_OPEN) + r"(.*?)(?:" + re.escape(CALL_CLOSE) + r"|\Z)", re.S
-)
 _NAME: Final = re.compile(r'"name"\s*:\s*"([^"\\]{1,200})"')
+_OPENING: Final = re.compile(r"\s*(?:```[\w+-]*[ \t]*\n?\s*)?")
+"""What may come between the tag and the call's JSON: white space and a code fence's opening."""
 _DECODER: Final = json.JSONDecoder()
+_UNREAD: Final = object()
 
 
 def _placeholder(schema: Any) -> Any:
@@ -116,23 +122,68 @@ def tools_text(tools: Sequence[dict[str, Any]], forced: str | None = None) -> st
     return "\n".join(lines)
 
 
+def _written_calls_in(text: str) -> Iterator[tuple[str, Any]]:
+    """Each call's text and its JSON value (:data:`_UNREAD` when none parses), in order.
+
+    One pass over ``text``: the JSON is decoded where it stands (no copy of the rest), and
+    the closing tag looked for again only once the scan has passed it, so that 10,000
+    calls, unclosed or not, cost no more than reading them.
+    """
+    pos = 0
+    closed = -1
+    while (opened := text.find(CALL_OPEN, pos)) != -1:
+        start = opened + len(CALL_OPEN)
+        if closed < start:
+            closed = text.find(CALL_CLOSE, start)
+        end = len(text) if closed == -1 else closed
+        after = end if closed == -1 else closed + len(CALL_CLOSE)
+        opening = _OPENING.match(text, start, end)
+        at = opening.end() if opening else start
+        try:
+            # the call is the JSON object after the tag; what a model writes after it (a code
+            # fence's end, its guess of the result, more text) is not part of it
+            value, stop = _DECODER.raw_decode(text, at)
+        except (ValueError, RecursionError):  # nested beyond what a parser follows, too long
+            value, stop = _UNREAD, -1
+        if value is not _UNREAD and stop <= end:
+            yield text[at:stop], value
+            following = text.find(CALL_OPEN, stop, end)  # an unclosed call, and the next one
+            pos = following if following != -1 else after
+            continue
+        following = text.find(CALL_OPEN, start, end)
+        if following == -1:
+            yield text[at:end].strip(), _UNREAD
+            pos = after
+            continue
+        pos = following
+        if text[at:following].strip():  # a tag written twice (<tool_call><tool_call>) is one
+            yield text[at:following].strip(), _UNREAD
+
+
+def _json_text(value: Any) -> str:
+    """``value`` as JSON text that is valid UTF-8 (an unpaired surrogate, as a JSON escape can decode to, escaped)."""
+    written = json.dumps(value, ensure_ascii=False)
+    try:
+        written.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(value)
+    return written
+
+
 def parse_tool_calls(text: str | None, prefix: str = "call_") -> list[ToolCallRequest]:
     """The calls written in ``text``, in order (ids ``{prefix}0``, ``{prefix}1``, ...).
 
-    A call whose JSON does not parse, or that names no tool, comes back with
+    A call is the JSON object after a ``<tool_call>`` tag (white space and a
+    Markdown code fence's opening may come first); it ends at its closing tag,
+    or where the next ``<tool_call>`` opens, or with the text. A call whose
+    JSON does not parse, or that names no tool, comes back with
     ``arguments=None`` and an ``error`` written for the model (its name, when
     one can be read), so that the world refuses it as a failed step.
     """
     calls: list[ToolCallRequest] = []
-    for n, found in enumerate(_CALL.finditer(text or "")):
-        written = found.group(1).strip()
+    for n, (written, value) in enumerate(_written_calls_in(text or "")):
         call_id = f"{prefix}{n}"
-        try:
-            # the call is the JSON object after the tag; what a model writes after it (its guess
-            # of the result, more text) is not part of it
-            value, end = _DECODER.raw_decode(written)
-            written = written[:end]
-        except (ValueError, RecursionError):
+        if value is _UNREAD:
             named = _NAME.search(written)
             calls.append(
                 ToolCallRequest(
@@ -159,7 +210,7 @@ def parse_tool_calls(text: str | None, prefix: str = "call_") -> list[ToolCallRe
                 )
             )
             continue
-        raw = given if isinstance(given, str) else json.dumps(given, ensure_ascii=False)
+        raw = given if isinstance(given, str) else _json_text(given)
         arguments, error = parse_arguments(raw)
         calls.append(
             ToolCallRequest(id=call_id, name=name, raw=raw, arguments=arguments, error=error)

@@ -131,12 +131,18 @@ def root_cause(exc: BaseException) -> str:
 
 
 class Sampling(BaseModel):
-    """Sampling parameters sent with every call (unset ones are left to the server).
+    """Sampling parameters sent with every call.
 
-    ``top_k``, ``min_p`` and ``repetition_penalty`` are not in the OpenAI API:
-    they go in the request body as vLLM and SGLang read them (OpenAI itself
-    refuses them); Anthropic takes ``top_k`` natively and ignores the other
-    two, and ``seed``, ``presence_penalty`` and ``frequency_penalty``.
+    To an OpenAI-compatible server other than OpenAI's own (vLLM, SGLang,
+    ...) an unset parameter goes out as its neutral value
+    (:data:`~coevo.agents.llm.openai_api.NEUTRAL_SAMPLING`: temperature 1,
+    top_p 1, top_k −1, min_p 0, repetition_penalty 1, no penalties), never
+    left to the server's defaults; OpenAI's own API and Anthropic's get only
+    what is set. ``top_k``, ``min_p`` and ``repetition_penalty`` are not in
+    the OpenAI API: they go in the request body as vLLM and SGLang read them
+    (OpenAI itself refuses them); Anthropic takes ``top_k`` natively and
+    ignores the other two, and ``seed``, ``presence_penalty`` and
+    ``frequency_penalty``.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -153,7 +159,12 @@ class Sampling(BaseModel):
     repetition_penalty: float | None = None
 
     def recorded(self, max_tokens: int) -> dict[str, Any]:
-        """What a trajectory records: the parameters set, with the output budget actually used."""
+        """The parameters set, with the output budget actually used.
+
+        A trajectory records what its calls sent instead
+        (:meth:`~coevo.agents.llm.client.LLMClient.recorded_sampling`): the neutral
+        values filled in and ``extra_body``'s word taken.
+        """
         return {**self.model_dump(exclude_none=True), "max_tokens": max_tokens}
 
 
@@ -182,6 +193,9 @@ class Request:
         token_ids: ask the server for token ids and log-probabilities (vLLM, SGLang).
         extra_body: more fields for the request body, as the server reads them
             (``chat_template_kwargs``, ``min_tokens``, ...; openai only).
+        keep_stop: the answer's text keeps the stop string that ended it (vLLM's
+            ``include_stop_str_in_output``; not sent to OpenAI's own API), so the text and
+            the token ids sampled agree.
     """
 
     model: str
@@ -192,6 +206,7 @@ class Request:
     sampling: Sampling = field(default_factory=Sampling)
     token_ids: bool = False
     extra_body: dict[str, Any] = field(default_factory=dict)
+    keep_stop: bool = False
 
 
 @dataclass(frozen=True)
@@ -204,6 +219,8 @@ class TokenRequest:
         max_tokens: the output budget of this call.
         sampling: the sampling parameters.
         extra_body: more fields for the request body, as the server reads them.
+        keep_stop: the completion's text keeps the stop string that ended it
+            (``include_stop_str_in_output``), as its token ids do.
     """
 
     model: str
@@ -211,6 +228,7 @@ class TokenRequest:
     max_tokens: int = 1024
     sampling: Sampling = field(default_factory=Sampling)
     extra_body: dict[str, Any] = field(default_factory=dict)
+    keep_stop: bool = False
 
 
 @dataclass(frozen=True)

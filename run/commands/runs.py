@@ -380,6 +380,8 @@ def _drive(
         for role, gens in result.failing.items()
     }
     summary["roles_never_succeeded"] = sorted(result.never_succeeded)
+    if unloads := getattr(result, "adapter_unloads_failed", 0):  # a warning, not a failure
+        summary["adapter_unloads_failed"] = unloads
     summary["tokens_per_second"] = tokens_per_second(
         summary, {report.gen: report.seconds for report in result.reports}
     )

@@ -14,12 +14,26 @@ completion cut at ``max_tokens`` returned as text with ``"length"``,
 (``"logprobs": true``).
 
 The fake model's tokenizer is the UTF-8 bytes of a ChatML-like rendering
-(:func:`render_prompt`, :func:`render_turn`), each byte + 1000. With
+(:func:`render_prompt`, :func:`render_turn`), each byte + 1000, and
+:data:`START` and :data:`END` one special token each (998, 999), as a
+real tokenizer has them. With
 ``template="stable"`` an assistant turn is rendered in later prompts exactly
 as it was generated, so turn k+1's prompt ids begin with turn k's prompt ids
 and completion ids (the prefix property a trainer relies on);
 ``template="reformat"`` re-serialises tool-call arguments, as many real chat
 templates do, and the property breaks.
+
+Token in, token out as vLLM serves it: ``POST /v1/completions`` takes the
+prompt as token ids and answers the policy's reply (the policy is given the
+body with the prompt's text as ``prompt_text``; policies that read no
+``messages``, as :class:`ScriptedPolicy`, answer it) with the ids sampled,
+the end-of-turn token :data:`END` last (not in the text); with
+``renders_templates=True`` the server also renders its chat template on
+request (``POST /tokenize``, ``/detokenize`` at its root), so a client's
+template probe finds it. Both endpoints honour ``stop`` as vLLM does: the
+text ends before the stop string, or after it with
+``include_stop_str_in_output``; the ids run through the token that
+completed it either way (on the chat path, for replies without tool calls).
 
 Failures are real too: ``faults`` (``status(429, retry_after=1)``,
 ``drop()``) answer the next chat requests in place of the policy, and
@@ -27,8 +41,9 @@ Failures are real too: ``faults`` (``status(429, retry_after=1)``,
 closes the port and every open connection (a restarting server), ``start()``
 listens again on the same port; ``latency`` delays every chat answer, and up
 to hundreds of requests are served at once (``max_in_flight`` says how many
-were). Every chat body and its headers are recorded in ``requests`` and
-``headers``.
+were). Every chat and completion body and its headers are recorded in
+``requests`` and ``headers``; adapter requests in ``adapter_requests``
+(``adapter_faults`` answer the next of them in place of the server).
 
 Policies: :class:`SolutionPolicy` (plays tasks' reference solutions),
 :class:`ExplorerPolicy` (generic: a tool, then ``submit``),
@@ -51,6 +66,7 @@ import contextlib
 import http.server
 import json
 import os
+import re
 import signal
 import socket
 import sys
@@ -71,6 +87,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "END",
+    "SPECIAL",
     "START",
     "ExplorerPolicy",
     "FakeOpenAI",
@@ -81,6 +98,7 @@ __all__ = [
     "ScriptedPolicy",
     "SolutionPolicy",
     "StructuredPolicy",
+    "apply_stop",
     "call",
     "calls",
     "decode",
@@ -211,14 +229,57 @@ def _error(code: int, message: str, kind: str | None = None) -> dict[str, Any]:
 # --------------------------------------------------------------------------- the fake model's template and tokenizer
 
 
+SPECIAL: dict[str, int] = {START: TOKEN_OFFSET - 2, END: TOKEN_OFFSET - 1}
+"""The special tokens: one id each, as a real tokenizer has them."""
+
+_SPECIAL_TEXT = {i: t for t, i in SPECIAL.items()}
+_SPECIAL_SPLIT = re.compile("(" + "|".join(re.escape(t) for t in SPECIAL) + ")")
+
+
 def encode(rendered: str) -> list[int]:
-    """Token ids of a text: its UTF-8 bytes, each + :data:`TOKEN_OFFSET`."""
-    return [byte + TOKEN_OFFSET for byte in rendered.encode("utf-8")]
+    """Token ids of a text: its UTF-8 bytes, each + :data:`TOKEN_OFFSET`; :data:`START` and :data:`END` one id each."""
+    ids: list[int] = []
+    for piece in _SPECIAL_SPLIT.split(rendered):
+        if piece in SPECIAL:
+            ids.append(SPECIAL[piece])
+        else:
+            ids.extend(byte + TOKEN_OFFSET for byte in piece.encode("utf-8"))
+    return ids
 
 
-def decode(ids: Iterable[int]) -> str:
-    """The text of token ids (bytes that do not make a whole character are dropped)."""
-    return bytes(i - TOKEN_OFFSET for i in ids).decode("utf-8", errors="ignore")
+def decode(ids: Iterable[int], *, skip_special: bool = False) -> str:
+    """The text of token ids (bytes that do not make a whole character are dropped; specials left out if asked)."""
+    out: list[str] = []
+    run = bytearray()
+    for i in ids:
+        if i in _SPECIAL_TEXT:
+            out.append(run.decode("utf-8", errors="ignore"))
+            run.clear()
+            out.append("" if skip_special else _SPECIAL_TEXT[i])
+        else:
+            run.append(i - TOKEN_OFFSET)
+    out.append(run.decode("utf-8", errors="ignore"))
+    return "".join(out)
+
+
+def apply_stop(
+    text: str, ids: list[int], stop: Any, include: bool
+) -> tuple[str, list[int], str | None]:
+    """What vLLM makes of a generation that reaches a stop string: ``(text, ids, the stop string)``.
+
+    The text ends before the first stop string found (after it, with
+    ``include_stop_str_in_output``); the ids run through the token that completed
+    it either way. ``text`` is the generation's text (no special tokens), ``ids``
+    its ids; a generation with no stop string in it comes back as it is.
+    """
+    stops = [stop] if isinstance(stop, str) else [s for s in stop or [] if isinstance(s, str) and s]
+    found = min(((text.find(s), s) for s in stops if s in text), default=None)
+    if found is None:
+        return text, ids, None
+    at, chosen = found
+    through = at + len(chosen)
+    kept = len(encode(text[:through]))  # the text holds no special token: one id per byte
+    return text[: through if include else at], ids[:kept], chosen
 
 
 def _text_of(content: Any) -> str:
@@ -305,9 +366,9 @@ def _logprobs(ids: Sequence[int], start: int, top: int, as_ids: bool) -> dict[st
     """The ``logprobs`` of a choice: one entry per completion token, ``start`` its first position."""
 
     def entry(token_id: int, logprob: float) -> dict[str, Any]:
-        byte = token_id - TOKEN_OFFSET
-        token = f"token_id:{token_id}" if as_ids else bytes([byte]).decode("utf-8", "replace")
-        return {"token": token, "logprob": logprob, "bytes": [byte]}
+        written = _SPECIAL_TEXT.get(token_id, "").encode() or bytes([token_id - TOKEN_OFFSET])
+        token = f"token_id:{token_id}" if as_ids else written.decode("utf-8", "replace")
+        return {"token": token, "logprob": logprob, "bytes": list(written)}
 
     content = []
     for index, token_id in enumerate(ids):
@@ -628,16 +689,22 @@ def _completion(
     written = render_turn(content, tool_calls)
     ids = encode(written)
     finish = reply.finish_reason or ("tool_calls" if tool_calls else "stop")
+    stop_reason = None
     named = isinstance(body.get("tool_choice"), dict)
     if named and tool_calls and reply.finish_reason is None:
         # vLLM (like OpenAI) ends a named-function call with "stop" and content "", not "tool_calls"
         finish, content = "stop", content or ""
+    if not tool_calls and body.get("stop"):
+        include = bool(body.get("include_stop_str_in_output"))
+        cut, kept, stop_reason = apply_stop(content or "", ids, body["stop"], include)
+        if stop_reason is not None:
+            content, ids, finish = cut, kept, "stop"
     limit = body.get("max_completion_tokens") or body.get("max_tokens")
     if limit is not None and len(ids) > limit:
         # vLLM cut mid-turn: the text so far comes back as content; a cut tool call is not parsed
         ids = ids[:limit]
-        visible = written[: -len(END)].encode("utf-8")[:limit]
-        content, tool_calls, finish = visible.decode("utf-8", "ignore"), [], "length"
+        visible = decode(ids, skip_special=True)
+        content, tool_calls, finish, stop_reason = visible, [], "length", None
     choice: dict[str, Any] = {
         "index": 0,
         "message": {
@@ -660,7 +727,7 @@ def _completion(
         },
         "logprobs": None,
         "finish_reason": finish,
-        "stop_reason": None,
+        "stop_reason": stop_reason,
         "token_ids": None,
     }
     if body.get("logprobs"):
@@ -694,6 +761,59 @@ def _completion(
     if not reply.usage:
         del response["usage"]
     return response
+
+
+def _text_completion(
+    body: Mapping[str, Any], model: str, prompt_ids: list[int], reply: Reply
+) -> dict[str, Any]:
+    """The Completion JSON vLLM sends for ``reply`` to a token prompt: the text, and the ids with :data:`END` last.
+
+    The reply's tool calls, if any, are written into the text in the Hermes
+    format (a completion has no tool parser).
+    """
+    said = render_turn(reply.content, list(reply.tool_calls))[: -len(END)]
+    ids = [*encode(said), SPECIAL[END]]  # the end-of-turn token is sampled, but not in the text
+    text, finish, stop_reason = said, reply.finish_reason or "stop", None
+    if body.get("stop"):
+        include = bool(body.get("include_stop_str_in_output"))
+        text, ids, stop_reason = apply_stop(said, ids, body["stop"], include)
+    limit = body.get("max_tokens")
+    if isinstance(limit, int) and len(ids) > limit:
+        ids = ids[:limit]
+        text, finish, stop_reason = decode(ids, skip_special=True), "length", None
+    logprobs = None
+    if body.get("logprobs") is not None:
+        scored = _logprobs(ids, len(prompt_ids), 0, False)["content"]
+        logprobs = {
+            "tokens": [t["token"] for t in scored],
+            "token_logprobs": [t["logprob"] for t in scored],
+            "top_logprobs": None,
+            "text_offset": None,
+        }
+    wants_ids = bool(body.get("return_token_ids"))
+    return {
+        "id": f"cmpl-{uuid.uuid4().hex}",
+        "object": "text_completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "text": text,
+                "logprobs": logprobs,
+                "finish_reason": finish,
+                "stop_reason": stop_reason,
+                "token_ids": ids if wants_ids else None,
+                "prompt_token_ids": prompt_ids if wants_ids else None,
+                "prompt_logprobs": None,
+            }
+        ],
+        "usage": {
+            "prompt_tokens": len(prompt_ids),
+            "total_tokens": len(prompt_ids) + len(ids),
+            "completion_tokens": len(ids),
+        },
+    }
 
 
 def _request_problem(body: Mapping[str, Any]) -> str | None:
@@ -787,8 +907,13 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         path = urlsplit(self.path).path
         headers = {k.lower(): v for k, v in self.headers.items()}
         raw = self._body()
+        fake = self.server.fake
         if path == "/v1/chat/completions":
-            self._send(self.server.fake._chat(raw, headers))
+            self._send(fake._chat(raw, headers))
+        elif path == "/v1/completions":
+            self._send(fake._chat(raw, headers, tokens=True))
+        elif path in ("/tokenize", "/detokenize") and fake.renders_templates:
+            self._send(fake._tokenize(path.lstrip("/"), raw, headers))
         elif path in ("/v1/load_lora_adapter", "/v1/unload_lora_adapter"):
             self._send(self.server.fake._adapter(path.rsplit("/", 1)[1], raw, headers))
         else:
@@ -822,6 +947,8 @@ class FakeOpenAI:
         port: the port to listen on (0: a free one, kept across ``stop()`` and ``start()``).
         enable_lora: serve vLLM's runtime LoRA endpoints (``/v1/load_lora_adapter``, unload);
             an adapter is loaded when its folder exists, then listed and served by its name.
+        renders_templates: serve ``/tokenize`` and ``/detokenize`` (the chat template rendered
+            on request, as vLLM does); without them a client finds no template to probe.
 
     Attributes:
         requests: every chat request body that parsed, in arrival order.
@@ -832,6 +959,8 @@ class FakeOpenAI:
         max_in_flight: the most chat requests being served at one moment.
         adapters: the LoRA adapters loaded: name → the folder it was loaded from.
         adapter_requests: every adapter request body, in arrival order (with its endpoint).
+        adapter_faults: failures that answer the next adapter requests in place of the server.
+        tokenize_requests: every ``/tokenize`` and ``/detokenize`` body, in arrival order.
     """
 
     def __init__(
@@ -844,6 +973,7 @@ class FakeOpenAI:
         template: str = "stable",
         port: int = 0,
         enable_lora: bool = True,
+        renders_templates: bool = False,
     ):
         if template not in TEMPLATES:
             raise ValueError(f"template must be one of {TEMPLATES}, got {template!r}")
@@ -856,8 +986,11 @@ class FakeOpenAI:
         self.template = template
         self.port = port
         self.enable_lora = enable_lora
+        self.renders_templates = renders_templates
         self.adapters: dict[str, str] = {}
         self.adapter_requests: list[tuple[str, dict[str, Any]]] = []
+        self.adapter_faults: collections.deque[Fault] = collections.deque()
+        self.tokenize_requests: list[dict[str, Any]] = []
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.faults: collections.deque[Fault] = collections.deque()
@@ -972,6 +1105,11 @@ class FakeOpenAI:
             return _Answer(400, _error(400, "lora_name is required", "BadRequestError"))
         with self._lock:
             self.adapter_requests.append((action, body))
+            fault = self.adapter_faults.popleft() if self.adapter_faults else None
+            if fault is not None:
+                if fault.status is None:
+                    return _Answer(0, None)
+                return _Answer(fault.status, _error(fault.status, fault.message))
             if action == "unload_lora_adapter":
                 if self.adapters.pop(name, None) is None:
                     return _Answer(
@@ -1008,17 +1146,44 @@ class FakeOpenAI:
             self.adapters[name] = path
         return _Answer(200, f"Success: LoRA adapter '{name}' added successfully.")
 
-    def _chat(self, raw: bytes, headers: dict[str, str]) -> _Answer:
+    def _tokenize(self, action: str, raw: bytes, headers: dict[str, str]) -> _Answer:
+        """vLLM's ``/tokenize`` (a conversation by the chat template, or a text) and ``/detokenize``."""
+        refusal = self._refusal(headers)
+        if refusal is not None:
+            return refusal
+        try:
+            body = json.loads(raw)
+            if not isinstance(body, dict):
+                raise ValueError("the body must be a JSON object")
+            with self._lock:
+                self.tokenize_requests.append(body)
+            if action == "detokenize":
+                return _Answer(200, {"prompt": decode(body["tokens"])})
+            if "messages" in body:
+                rendered = render_prompt(body, self.template)
+                if body.get("add_generation_prompt") is False:
+                    rendered = rendered.removesuffix(f"{START}assistant\n")
+            else:
+                rendered = str(body["prompt"])
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            return _Answer(400, _error(400, f"the request cannot be rendered: {exc}"))
+        ids = encode(rendered)
+        return _Answer(
+            200,
+            {"count": len(ids), "max_model_len": MAX_MODEL_LEN, "tokens": ids, "token_strs": None},
+        )
+
+    def _chat(self, raw: bytes, headers: dict[str, str], *, tokens: bool = False) -> _Answer:
         with self._lock:
             self._in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self._in_flight)
         try:
-            return self._answer(raw, headers)
+            return self._answer(raw, headers, tokens)
         finally:
             with self._lock:
                 self._in_flight -= 1
 
-    def _answer(self, raw: bytes, headers: dict[str, str]) -> _Answer:
+    def _answer(self, raw: bytes, headers: dict[str, str], tokens: bool = False) -> _Answer:
         problem: str | None = None
         try:
             body = json.loads(raw)
@@ -1048,6 +1213,8 @@ class FakeOpenAI:
         model = body.get("model") or self.models[0]
         if model not in self.models and model not in self.adapters:
             return _Answer(404, _error(404, f"The model `{model}` does not exist."))
+        if tokens:
+            return self._token_answer(body, model)
         problem = _request_problem(body)
         if problem is not None:
             return _Answer(400, _error(400, problem))
@@ -1060,6 +1227,26 @@ class FakeOpenAI:
             if not isinstance(reply, Reply):
                 raise TypeError(f"the policy must return a Reply, got {type(reply).__name__}")
             return _Answer(200, _completion(body, model, prompt_ids, reply))
+        except Exception as exc:  # a broken policy: the test should see why
+            traceback.print_exc()
+            return _Answer(500, _error(500, f"the fake's policy failed: {exc!r}"))
+
+    def _token_answer(self, body: dict[str, Any], model: str) -> _Answer:
+        """A ``/v1/completions`` answer to a prompt of token ids (or text)."""
+        prompt = body.get("prompt")
+        if isinstance(prompt, str):
+            prompt_ids = encode(prompt)
+        elif isinstance(prompt, list) and all(
+            isinstance(i, int) and not isinstance(i, bool) for i in prompt
+        ):
+            prompt_ids = list(prompt)
+        else:
+            return _Answer(400, _error(400, "prompt: a text or a list of token ids is required"))
+        try:
+            reply = self.policy({**body, "prompt_text": decode(prompt_ids)})
+            if not isinstance(reply, Reply):
+                raise TypeError(f"the policy must return a Reply, got {type(reply).__name__}")
+            return _Answer(200, _text_completion(body, model, prompt_ids, reply))
         except Exception as exc:  # a broken policy: the test should see why
             traceback.print_exc()
             return _Answer(500, _error(500, f"the fake's policy failed: {exc!r}"))

@@ -555,3 +555,39 @@ def test_a_request_whose_history_holds_arguments_that_are_not_json_is_refused() 
         ]
         with pytest.raises(openai.BadRequestError):
             ask(sdk, messages=history)
+
+
+def test_token_prompts_and_stop_strings_are_answered_as_vllm_does() -> None:
+    """/v1/completions takes token ids and ends with the end-of-turn id (not in the text); a stop string ends the text before it, or after it when asked, and the ids run through the token that completed it."""
+    from tests.agents.fake_openai import SPECIAL, encode
+
+    said = 'Calling.<tool_call>{"name": "f"}</tool_call> and then more'
+    with FakeOpenAI(ScriptedPolicy([text(said)] * 3), renders_templates=True) as server:
+        sdk = openai.OpenAI(base_url=server.url, api_key="sk-fake-test-key", max_retries=0)
+        asked = {"return_token_ids": True}
+        whole = sdk.completions.create(model="fake-model", prompt=encode("hi"), extra_body=asked)
+        stop = {**asked, "stop": ["</tool_call>"]}
+        cut = sdk.completions.create(model="fake-model", prompt=encode("hi"), extra_body=stop)
+        kept = sdk.completions.create(
+            model="fake-model",
+            prompt=encode("hi"),
+            extra_body={**stop, "include_stop_str_in_output": True},
+        )
+        rendered = urllib.request.urlopen(  # vLLM's /tokenize, at the server's root
+            urllib.request.Request(
+                server.url.removesuffix("/v1") + "/tokenize",
+                data=json.dumps({"messages": [{"role": "user", "content": "hi"}]}).encode(),
+                headers={"Authorization": "Bearer sk-fake-test-key"},
+            )
+        )
+        tokens = json.loads(rendered.read())["tokens"]
+    first = whole.choices[0]
+    assert first.text == said and first.model_extra["token_ids"] == [*encode(said), SPECIAL[END]]
+    through = encode(said[: said.index("</tool_call>") + len("</tool_call>")])
+    assert cut.choices[0].text == said[: said.index("</tool_call>")]
+    assert cut.choices[0].model_extra["token_ids"] == through
+    assert kept.choices[0].text.endswith("</tool_call>")
+    assert kept.choices[0].model_extra["token_ids"] == through
+    assert kept.choices[0].model_extra["stop_reason"] == "</tool_call>"
+    assert decode(tokens) == "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
+    assert tokens.count(SPECIAL[END]) == 1  # a special token is one id

@@ -61,9 +61,15 @@ def test_the_solver_plays_a_multi_turn_episode_to_reward_1_with_its_tokens() -> 
     assert roles.count("assistant") == len(task.solution)
     last_call = trajectory.messages[-2]["tool_calls"][0]["function"]
     assert last_call["name"] == "submit"
+    # what was sent is recorded: the parameters set, and every other one pinned to its neutral value
     assert {k: v for k, v in trajectory.sampling.items() if k != "seed"} == {
         "temperature": 0.7,
         "top_k": 20,
+        "top_p": 1.0,
+        "min_p": 0.0,
+        "repetition_penalty": 1.0,
+        "presence_penalty": 0.0,
+        "frequency_penalty": 0.0,
         "max_tokens": 1024,
     }
     assert sent[0]["temperature"] == 0.7 and sent[0]["top_k"] == 20

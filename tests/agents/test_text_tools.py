@@ -9,6 +9,7 @@ import sys
 import pytest
 from coevo.agents.llm.solver import LLMSolver
 from coevo.agents.llm.text_tools import (
+    CALL_CLOSE,
     CALL_OPEN,
     RESPONSE_OPEN,
     example_call,
@@ -21,7 +22,7 @@ from coevo.run.testing import sample_tasks
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.agents.fake_openai import FakeOpenAI, ScriptedPolicy, text
+from tests.agents.fake_openai import END, SPECIAL, FakeOpenAI, ScriptedPolicy, decode, encode, text
 
 TOOL = {
     "type": "function",
@@ -73,6 +74,134 @@ def test_a_call_cut_off_or_unclosed_is_read_to_the_end_and_a_broken_one_says_why
     (nameless,) = parse_tool_calls('<tool_call>{"arguments": {}}</tool_call>')
     assert nameless.arguments is None and "names no tool" in (nameless.error or "")
     assert parse_tool_calls("no call here") == [] and parse_tool_calls(None) == []
+
+
+def test_an_unclosed_call_ends_where_the_next_one_opens() -> None:
+    """`<tool_call>{a}` left open, then `<tool_call>{b}</tool_call>`: both calls, in order; a broken one left open does not swallow the next either."""
+    said = (
+        '<tool_call>{"name": "find_customer", "arguments": {"email": "a@b.c"}}\n'
+        '<tool_call>{"name": "submit", "arguments": {}}</tool_call>'
+    )
+    first, second = parse_tool_calls(said)
+    assert (first.name, first.arguments) == ("find_customer", {"email": "a@b.c"})
+    assert (second.name, second.arguments, second.id) == ("submit", {}, "call_1")
+    broken, after = parse_tool_calls(
+        '<tool_call>{"name": "find_customer", "arguments": {"email": \n'
+        '<tool_call>{"name": "submit", "arguments": {}}</tool_call>'
+    )
+    assert broken.name == "find_customer" and broken.arguments is None
+    assert (after.name, after.arguments) == ("submit", {})
+
+
+@pytest.mark.parametrize(
+    "fenced",
+    [
+        '```json\n{"name": "submit", "arguments": {"answer": "gold"}}\n```',
+        '\n```\n{"name": "submit", "arguments": {"answer": "gold"}}\n```\n',
+        '```JSON {"name": "submit", "arguments": {"answer": "gold"}}```',
+    ],
+)
+def test_a_code_fence_inside_the_tag_is_read_through(fenced: str) -> None:
+    """Models often wrap the call's JSON in a Markdown fence inside the tag: the call is the JSON in it."""
+    (read,) = parse_tool_calls(f"{CALL_OPEN}{fenced}{CALL_CLOSE}")
+    assert (read.name, read.arguments, read.error) == ("submit", {"answer": "gold"}, None)
+
+
+def test_a_tag_written_twice_or_a_tag_inside_a_string_makes_one_call() -> None:
+    """`<tool_call><tool_call>{...}</tool_call></tool_call>` is one call; a tag inside an argument's string is the argument's."""
+    (doubled,) = parse_tool_calls(
+        '<tool_call><tool_call>{"name": "submit", "arguments": {}}</tool_call></tool_call>'
+    )
+    assert (doubled.name, doubled.arguments) == ("submit", {})
+    (quoted,) = parse_tool_calls(
+        '<tool_call>{"name": "note", "arguments": {"text": "use <tool_call> tags"}}</tool_call>'
+    )
+    assert quoted.arguments == {"text": "use <tool_call> tags"}
+
+
+def test_hostile_text_is_read_without_failing() -> None:
+    """JSON nested 100,000 deep, a number past Python's digit limit, unpaired surrogates and 10,000 calls (closed or not) are read as calls or failed steps, never an exception."""
+    (deep,) = parse_tool_calls(CALL_OPEN + "[" * 100_000 + CALL_CLOSE)
+    assert deep.arguments is None and deep.error
+    (deep_arguments,) = parse_tool_calls(
+        CALL_OPEN + '{"name": "f", "arguments": ' + '{"a": ' * 100_000 + "1" + CALL_CLOSE
+    )
+    assert deep_arguments.arguments is None
+    (long_number,) = parse_tool_calls(
+        CALL_OPEN + '{"name": "f", "arguments": {"n": ' + "9" * 5_000 + "}}" + CALL_CLOSE
+    )
+    assert long_number.name == "f" and long_number.arguments is None
+    (surrogate,) = parse_tool_calls(
+        CALL_OPEN + '{"name": "f", "arguments": {"s": "\\ud800 \ufffd"}}' + CALL_CLOSE
+    )
+    assert surrogate.arguments == {"s": "\ud800 \ufffd"}
+    surrogate.raw.encode("utf-8")  # what a trajectory records is valid UTF-8
+    call = '{"name": "f", "arguments": {"i": 1}}'
+    for joined in (f"{CALL_OPEN}{call}{CALL_CLOSE}\n", f"{CALL_OPEN}{call}\n"):
+        calls = parse_tool_calls(joined * 10_000)
+        assert len(calls) == 10_000 and calls[-1].id == "call_9999"
+        assert all(c.arguments == {"i": 1} for c in calls)
+
+
+_CALL_TEXT = st.builds(
+    lambda name, arguments: {"name": name, "arguments": arguments},
+    st.from_regex(r"[a-z_][a-z0-9_]{0,12}", fullmatch=True),
+    st.dictionaries(
+        st.text(max_size=6),
+        st.one_of(st.integers(), st.text(max_size=10), st.booleans(), st.none()),
+        max_size=3,
+    ),
+)
+_BETWEEN = st.text(max_size=20).filter(lambda t: CALL_OPEN not in t and "`" not in t)
+
+
+@given(
+    written=st.lists(
+        st.tuples(_CALL_TEXT, st.booleans(), st.booleans(), _BETWEEN), min_size=1, max_size=6
+    )
+)
+def test_calls_written_closed_or_not_fenced_or_not_are_read_back_in_order(written) -> None:
+    """Any sequence of calls, each closed or left open, fenced or not, with text between them, parses to the same calls in order."""
+    parts = []
+    for call, closed, fenced, between in written:
+        body = json.dumps(call, ensure_ascii=False)
+        body = f"```json\n{body}\n```" if fenced else body
+        parts.append(f"{CALL_OPEN}{body}{CALL_CLOSE if closed else ''}{between}")
+    read = parse_tool_calls("".join(parts))
+    assert [(c.name, c.arguments, c.error) for c in read] == [
+        (call["name"], call["arguments"], None) for call, *_ in written
+    ]
+
+
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                CALL_OPEN,
+                CALL_CLOSE,
+                "{",
+                "}",
+                "[",
+                '"',
+                "\\",
+                ":",
+                ",",
+                "```",
+                "name",
+                " ",
+                "\n",
+                "1",
+            ]
+        ),
+        max_size=60,
+    )
+)
+def test_any_text_parses_to_at_most_one_call_per_opening_tag(pieces) -> None:
+    """Whatever a model writes, parsing never raises, and every call found opened with its own tag."""
+    said = "".join(pieces)
+    calls = parse_tool_calls(said)
+    assert len(calls) <= said.count(CALL_OPEN)
+    assert all((c.arguments is None) == (c.error is not None) for c in calls)
 
 
 def test_arguments_may_be_written_as_parameters_or_as_a_json_string() -> None:
@@ -241,6 +370,70 @@ def test_the_tools_of_a_world_render_for_the_protocol() -> None:
     tools = openai_tools(tool_definitions(task.world))
     described = tools_text(tools)
     assert all(f'"name": "{t["function"]["name"]}"' in described for t in tools)
+
+
+_IMAGINED = '\n<tool_response>\n{"rows": [["made up"]]}\n</tool_response>\nAll done.'
+
+
+def _solution_with_imagined_results(task) -> list:
+    """The task's solution in the text protocol, each call followed by a result the model imagines."""
+    return [
+        text(
+            f"{CALL_OPEN}{json.dumps({'name': c.tool, 'arguments': c.arguments})}{CALL_CLOSE}"
+            + _IMAGINED
+        )
+        for c in task.solution
+    ]
+
+
+def test_text_calls_stop_at_the_closing_tag_on_the_chat_path() -> None:
+    """Each request stops at </tool_call> (kept in the text): what the model would write after its call never reaches the conversation."""
+    task = sample_tasks()[0]
+    with FakeOpenAI(ScriptedPolicy(_solution_with_imagined_results(task))) as server:
+        solver = LLMSolver(
+            base_url=server.url,
+            tool_protocol="text",
+            token_prompts=False,
+            sampling={"stop": ["\n\n\n"]},
+        )
+        (episode,) = solver.attempt([task], seed=0)
+        sent = server.requests
+    assert episode.reward.value == 1, episode.reward.reason
+    assert all(body["stop"] == ["\n\n\n", CALL_CLOSE] for body in sent)  # the user's stop kept
+    assert all(body["include_stop_str_in_output"] is True for body in sent)
+    assert episode.trajectory is not None
+    said = [m["content"] for m in episode.trajectory.messages if m["role"] == "assistant"]
+    assert said and all(c.endswith(CALL_CLOSE) and RESPONSE_OPEN not in c for c in said)
+    assert episode.trajectory.sampling["stop"] == ["\n\n\n", CALL_CLOSE]
+
+
+def test_text_calls_stop_at_the_closing_tag_token_in_token_out() -> None:
+    """Token prompts: each completion ends with the closing tag's tokens, the end-of-turn token after it is the template's (mask 0), and no imagined result is in the trained tokens."""
+    task = sample_tasks()[0]
+    with FakeOpenAI(
+        ScriptedPolicy(_solution_with_imagined_results(task)), renders_templates=True
+    ) as server:
+        solver = LLMSolver(base_url=server.url, tool_protocol="text", token_prompts=True)
+        assert solver.client.token_prompts
+        (episode,) = solver.attempt([task], seed=0)
+        sent = [body for body in server.requests if "prompt" in body]
+    assert episode.reward.value == 1, episode.reward.reason
+    assert len(sent) == len(task.solution)
+    assert all(b["stop"] == [CALL_CLOSE] and b["include_stop_str_in_output"] for b in sent)
+    trajectory = episode.trajectory
+    assert trajectory is not None
+    laid, why = trajectory.interleaved()
+    assert why is None and laid is not None
+    closing = encode(CALL_CLOSE)
+    for turn, after in zip(trajectory.turns, trajectory.turns[1:], strict=False):
+        sampled = turn.completion_ids or []
+        assert sampled[-len(closing) :] == closing  # stopped at the tag, which is kept
+        end = len(turn.prompt_ids or []) + len(sampled)
+        assert (after.prompt_ids or [])[:end] == (turn.prompt_ids or []) + sampled  # it chains
+        assert laid.token_ids[end] == SPECIAL[END] and laid.loss_mask[end] == 0  # not sampled
+    trained = decode([t for t, m in zip(laid.token_ids, laid.loss_mask, strict=True) if m])
+    assert RESPONSE_OPEN not in trained and "made up" not in trained
+    assert trained.count(CALL_CLOSE) == len(task.solution)
 
 
 @pytest.mark.slow  # a process of its own

@@ -625,9 +625,17 @@ def test_staleness_never_exceeds_k_with_a_trainer_a_batch_behind(monkeypatch, tm
             output, _ = trainer.communicate(timeout=60)
         finally:
             trainer.kill()
-        loaded = [body["lora_name"] for _, body in server.adapter_requests]
+        asked = server.adapter_requests
+        loaded = [body["lora_name"] for action, body in asked if action == "load_lora_adapter"]
+        unloaded = [body["lora_name"] for action, body in asked if action == "unload_lora_adapter"]
+        held = set(server.adapters)
     assert code == 0, output
     assert loaded == ["reference-v1", "reference-v2", "reference-v3"]
+    # generation 4 plays v3 (trained through batch 2): generation 3 may still play v2, none v1
+    assert unloaded == ["reference-v1"] and held == {"reference-v2", "reference-v3"}
+    last = json.loads((run_dir / "checkpoints" / "gen=4" / "state.json").read_text())
+    # what a resumed run may unload
+    assert last["adapters"] == {"reference-v2": 1, "reference-v3": 2}
     through = {"base-model": -1, **_version_trained_through(run_dir)}
     log = GameLog(str(run_dir))
     played = log.read("trajectories", columns=["gen", "policy_version", "failure"]).to_pylist()
