@@ -46,6 +46,7 @@ from typing import Any, Final
 
 from coevo.arena.gamelog.figures import INFORMATIVE_TOLERANCE
 from coevo.arena.trajectory import carried_out_turns
+from coevo.run.trainer import unreproducible_sampling
 
 __all__ = [
     "ADVANTAGE_TOLERANCE",
@@ -63,14 +64,6 @@ ADVANTAGE_TOLERANCE: Final = INFORMATIVE_TOLERANCE
 """An advantage (or a group's reward spread) at most this far from 0 is 0: the loop's own tolerance for an informative group."""
 LOGPROB_FLOOR: Final = -1000.0
 """A recorded log-prob below this is a floor standing in for ``-inf`` (vLLM writes ``-9999``), not a number."""
-_NEUTRAL: Final = {
-    "top_p": 1.0,
-    "min_p": 0.0,
-    "repetition_penalty": 1.0,
-    "presence_penalty": 0.0,
-    "frequency_penalty": 0.0,
-}
-"""The sampling settings that leave the model's distribution as it is (``top_k``: unset, 0 or -1)."""
 
 
 @dataclass(frozen=True)
@@ -222,26 +215,18 @@ def sampled_temperature(sampling: Any) -> float:
 def unreproducible(sampling: Any) -> str | None:
     """Why log-probs sampled with ``sampling`` (a row's JSON) are not the trainer's to reproduce, or None.
 
-    The trainer computes ``log_softmax(logits / T)``: a distribution the
-    sampler truncated (``top_p``, ``top_k``, ``min_p``) or penalised
-    (repetition, presence, frequency) is another one, and greedy decoding
-    (temperature 0) none. A setting the row does not record is taken as
-    neutral (what coevo's client sends unless told otherwise).
+    The rule is the hand-off's (:func:`coevo.run.trainer.unreproducible_sampling`,
+    which the run's preflight applies too): the trainer computes
+    ``log_softmax(logits / T)``; a distribution the sampler truncated or
+    penalised is another one, and greedy decoding (temperature 0) none. A
+    setting the row does not record is taken as neutral (what coevo's client
+    sends unless told otherwise).
     """
-    given = _sampling(sampling)
-    temperature = sampled_temperature(sampling)
-    if not math.isfinite(temperature):
-        return f"temperature {given.get('temperature')!r} is not a positive number"
-    if temperature == 0:
-        return "temperature 0 (greedy): no distribution to weigh"
-    for name, neutral in _NEUTRAL.items():
-        value = given.get(name)
-        if value is not None and (not _finite(value) or abs(float(value) - neutral) > 1e-9):
-            return f"{name} = {value!r} (the trainer reproduces {name} = {neutral:g} only)"
-    top_k = given.get("top_k")
-    if top_k is not None and (not _finite(top_k) or top_k > 0):
-        return f"top_k = {top_k!r} (the trainer reproduces untruncated sampling only)"
-    return None
+    problems = unreproducible_sampling(_sampling(sampling))
+    if not problems:
+        return None
+    name, value, why = problems[0]
+    return f"{name} = {value!r}: {why}"
 
 
 @dataclass(frozen=True)

@@ -211,6 +211,9 @@ class ReplayClient:
 
     provider = "openai"
     token_prompts = True
+    openai_itself = False
+    request_sampling = LLMClient.request_sampling
+    recorded_sampling = LLMClient.recorded_sampling
 
     def __init__(
         self, server: LocalServer, settings: DialogueSettings, protocol: Literal["native", "text"]
