@@ -163,7 +163,7 @@ def main() -> None:
     )
     parser.add_argument("--sequences", type=int, default=24)
     parser.add_argument("--repeats", type=int, default=2)
-    parser.add_argument("--micro-batch-tokens", type=int, default=4096)
+    parser.add_argument("--micro-batch-tokens", type=int, default=2048)
     parser.add_argument("--json", default=None, help="write the figures here")
     args = parser.parse_args()
     model_dir = args.model or str(real_model.model())

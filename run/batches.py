@@ -12,6 +12,7 @@ their proposal's reward from the ``proposals`` rows, with a baseline of their ow
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Final, Literal
@@ -23,12 +24,21 @@ from coevo.arena.bounded import loads_json, read_parquet_bytes
 from coevo.arena.errors import ArenaError, FileRefusedError, LogError
 from coevo.arena.gamelog import GameLog, RunDir
 from coevo.arena.gamelog.figures import informative
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 __all__ = [
     "BATCH_FORMAT",
     "BATCH_ID",
     "BATCH_SCHEMA",
+    "MAX_METRICS",
+    "METRIC_NAME",
     "NEEDED",
     "POLICY_FORMAT",
     "PROPOSAL_COLUMNS",
@@ -52,6 +62,10 @@ BATCH_FORMAT: Final = "coevo.batch/1"
 """The format of a training batch (its Parquet file's ``coevo.format`` metadata)."""
 POLICY_FORMAT: Final = "coevo.policy/1"
 """The format of a trainer's announcement of a policy version."""
+MAX_METRICS: Final = 64
+"""The most metrics an announcement carries (more are left out)."""
+METRIC_NAME: Final = re.compile(r"[A-Za-z0-9_./-]{1,64}")
+"""What a metric's name may be."""
 
 BATCH_ID: Final = re.compile(r"batch-(\d{6,})")
 """What a batch id looks like: ``batch-`` and the generation, six digits or more."""
@@ -89,6 +103,11 @@ class Announcement(BaseModel):
         model: the model name the Solver sends; default: ``version``.
         lora_path: a LoRA adapter's folder, as the server sees it: the server loads
             it as ``model`` before the next rollouts. Absent: ``model`` is served already.
+        metrics: what the trainer reports of the step that made it (``loss``, ``entropy``,
+            ``grad_norm``, ...): at most :data:`MAX_METRICS` names of letters, digits and
+            ``_./-``, each a number; one that is not finite, or a name that is not one, is
+            left out (:attr:`dropped` counts them). The run keeps them in its ``policies``
+            table and sends them to the trackers as ``trainer/<name>``.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -98,6 +117,28 @@ class Announcement(BaseModel):
     version: str = Field(min_length=1, max_length=256)
     model: str | None = Field(default=None, min_length=1, max_length=256)
     lora_path: str | None = Field(default=None, min_length=1)
+    metrics: dict[str, float] | None = None
+    dropped: int = Field(default=0, exclude=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _finite_metrics(cls, data: Any) -> Any:
+        """Keep the metrics that are numbers with names; count the rest (a trainer's NaN loss is not the run's failure)."""
+        if not isinstance(data, dict) or data.get("metrics") is None:
+            return data
+        given = data["metrics"]
+        if not isinstance(given, dict):
+            raise ValueError("metrics must be an object of names to numbers")
+        kept = {
+            name: float(value)
+            for name, value in list(given.items())[:MAX_METRICS]
+            if isinstance(name, str)
+            and METRIC_NAME.fullmatch(name)
+            and isinstance(value, (int, float))
+            and not isinstance(value, bool)
+            and math.isfinite(value)
+        }
+        return {**data, "metrics": kept, "dropped": len(given) - len(kept)}
 
     @field_validator("batch_id")
     @classmethod

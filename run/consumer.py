@@ -142,6 +142,10 @@ class BatchConsumer:
         """The adapter folder to announce for ``entry`` (None: announce the version as a model name)."""
         return None
 
+    def metrics(self, entry: dict[str, Any]) -> dict[str, float] | None:
+        """What to announce of the step ``entry`` journaled (``Announcement.metrics``; None: nothing)."""
+        return None
+
     def opened(self) -> None:
         """Called once the trainer folder is known (a subclass restores its checkpoint here)."""
 
@@ -285,7 +289,12 @@ class BatchConsumer:
         version = entry["version"]
         lora_path = self.lora_path(entry)
         self.folder.announce(
-            Announcement(batch_id=entry["batch_id"], version=version, lora_path=lora_path)
+            Announcement(
+                batch_id=entry["batch_id"],
+                version=version,
+                lora_path=lora_path,
+                metrics=self.metrics(entry),
+            )
         )
         how = f"LoRA adapter at {lora_path}" if lora_path else "model name"
         self.say(f"  announced {version} ({how})")

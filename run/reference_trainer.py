@@ -129,6 +129,11 @@ class ReferenceTrainer(BatchConsumer):
         self.say(f"{batch}: {table.num_rows} rollouts (played by {played}), mean reward {shown}")
         return entry
 
+    def metrics(self, entry: dict[str, Any]) -> dict[str, float] | None:
+        """What it "trained" on, announced (the run's trackers show ``trainer/rows`` and ``trainer/mean_reward``)."""
+        mean = entry["mean_reward"]
+        return {"rows": float(entry["rows"]), **({} if mean is None else {"mean_reward": mean})}
+
     def lora_path(self, entry: dict[str, Any]) -> str | None:
         """``--adapter``, or a record of an adapter written for the version (``lora``); None (``model``)."""
         if self.settings.announce != "lora":

@@ -813,6 +813,11 @@ def policy_row(
             for e in (episodes if batch is None else batch)
         )
         + proposed,
+        trainer_metrics=(
+            None
+            if policy is None or not policy.metrics
+            else json.dumps(policy.metrics, sort_keys=True)
+        ),
     )
 
 

@@ -46,7 +46,7 @@ from coevo.arena.spec import TaskSpec, WorldSpec
 
 __all__ = ["READABLE_VERSIONS", "SCHEMA_VERSION", "GameLog", "committed_files", "has_format"]
 
-SCHEMA_VERSION: Final = 4
+SCHEMA_VERSION: Final = 5
 """The version of the log's format this coevo writes (in every manifest).
 
 1. the first format (checkpoints held pickles);
@@ -62,10 +62,12 @@ SCHEMA_VERSION: Final = 4
    ``dynamic_sampling``. With dynamic sampling on, a generation's training batch holds its
    informative groups only, which a schema-3 reader would rebuild with every group
    (``coevo.run.batches.training_batch``), so it refuses a schema-4 log; older logs read
-   with these null.
+   with these null;
+5. ``policies`` has ``trainer_metrics`` (what a trainer announced of its step). A reader of
+   schema 4 would read it as absent and lose it; older logs read with it null.
 """
 
-READABLE_VERSIONS: Final = (1, 2, 3, 4)
+READABLE_VERSIONS: Final = (1, 2, 3, 4, 5)
 """The versions whose tables this coevo reads (a column an older log lacks reads as null)."""
 
 

@@ -578,6 +578,11 @@ class PolicyRow(Row):
     )
     batch_id: str = Field(description="the batch this generation's training episodes make")
     batch_rows: int = Field(description="rollouts in that batch")
+    trainer_metrics: str | None = Field(
+        default=None,
+        description="what the trainer announced of the step that made this version (`loss`, "
+        "`entropy`, `grad_norm`, ...), finite numbers by name, as JSON (null: it announced none)",
+    )
 
 
 class IngestedRow(Row):

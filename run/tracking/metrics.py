@@ -10,6 +10,8 @@ or when the queue was full) is read back from the log.
 
 from __future__ import annotations
 
+import json
+import math
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -76,6 +78,9 @@ METRICS: Final[Mapping[str, str]] = {
     "calibration/auc_frontier": "the same AUC over the tasks whose observed success lies in 0.2–0.8",
     "learner/loss": "the learner's objective after its step (`updates.loss`), when it has one",
     "learner/entropy": "the policy's mean entropy (`updates.entropy`), when reported",
+    "trainer/<name>": "with a `[trainer]`: each figure the trainer announced with the version "
+    "this generation played (`policies.trainer_metrics`; coevo train's: `loss`, `entropy`, "
+    "`grad_norm`, `lr`, `importance_weight_mean`, `clipped_fraction`, `informative_share`, ...)",
     "failures": "role failures recorded (`failures`)",
     "throughput/seconds": "wall time of the generation",
     "throughput/episodes_per_second": "training episodes per second of solving",
@@ -129,8 +134,26 @@ TABLES: Final[Mapping[str, list[str]]] = {
     "predictions": ["task_id", "p"],
     "updates": ["loss", "entropy"],
     "usage": ["role", "calls", "input_tokens", "output_tokens", "dollars"],
+    "policies": ["trainer_metrics"],
 }
 """The tables (and their columns) a generation's metrics are computed from."""
+
+
+def _trainer_metrics(text: str | None) -> dict[str, float]:
+    """A ``policies`` row's ``trainer_metrics``: its finite numbers by name (written checked; read again so)."""
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return {}
+    if not isinstance(value, dict):
+        return {}
+    return {
+        str(k): float(v)
+        for k, v in value.items()
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    }
 
 
 class TaskLevels:
@@ -251,6 +274,11 @@ def generation_metrics(
         for name in ("loss", "entropy"):
             if update[name] is not None:
                 out[f"learner/{name}"] = float(update[name])
+
+    policies = tables.get("policies")
+    for row in [] if policies is None else policies.select(["trainer_metrics"]).to_pylist():
+        for name, value in _trainer_metrics(row["trainer_metrics"]).items():
+            out[metric_key(f"trainer/{name}")] = value
 
     usage = tables["usage"]
     for total in spend(usage, []):

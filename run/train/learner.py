@@ -67,7 +67,28 @@ from coevo.run.train.sequences import Sequence, group_of, sequences_of, with_for
 from coevo.run.train.settings import TrainSettings
 from coevo.run.train.steps import Stepper
 
-__all__ = ["LoRATrainer", "main"]
+__all__ = ["ANNOUNCED", "LoRATrainer", "main"]
+
+ANNOUNCED = (
+    "mean_reward",
+    "sequences",
+    "tokens",
+    "loss",
+    "entropy",
+    "grad_norm",
+    "lr",
+    "mean_abs_log_ratio",
+    "importance_weight_mean",
+    "importance_weight_max",
+    "capped_fraction",
+    "clipped_fraction",
+    "kl",
+    "informative_share",
+    "skipped_steps",
+    "adapter_change",
+    "seconds",
+)
+"""The journal's figures a version is announced with (``Announcement.metrics``)."""
 
 
 class LoRATrainer(BatchConsumer):
@@ -157,6 +178,17 @@ class LoRATrainer(BatchConsumer):
     def lora_path(self, entry: dict[str, Any]) -> str | None:
         """The version's adapter folder."""
         return str(self.versions / entry["version"] / "adapter")
+
+    def metrics(self, entry: dict[str, Any]) -> dict[str, float] | None:
+        """The batch's step figures, announced with the version (the run's trackers show them as ``trainer/<name>``)."""
+        out = {
+            name: float(entry[name])
+            for name in ANNOUNCED
+            if isinstance(entry.get(name), (int, float)) and not isinstance(entry[name], bool)
+        }
+        for reason, count in (entry.get("skipped") or {}).items():
+            out[f"skipped_{reason}"] = float(count)
+        return out or None
 
     # ---- the step ---------------------------------------------------------------------------
 

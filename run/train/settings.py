@@ -76,7 +76,7 @@ class AdapterSettings(BaseModel):
         default=1.0, gt=0, le=1e6, description="gradients are clipped to this norm"
     )
     micro_batch_tokens: int = Field(
-        default=4096,
+        default=2048,
         ge=64,
         description="padded tokens per forward pass: sequences of like length are batched up to "
         "this (memory grows with it)",

@@ -35,6 +35,7 @@ from coevo.run.trainer import (
     TrainerConfig,
     TrainerTimeout,
     batch_id,
+    read_announcement,
     training_batch,
 )
 
@@ -231,6 +232,29 @@ def test_a_folder_of_another_run_is_refused(tmp_path) -> None:
     FolderTransport(str(tmp_path)).claim("run-a")
     with pytest.raises(ArenaError, match=r"serves another run .'run-a'.*trainer\.uri"):
         FolderTransport(str(tmp_path)).claim("run-b")
+
+
+def test_an_announcement_keeps_its_finite_metrics_and_leaves_out_the_rest() -> None:
+    """A NaN loss, an infinite norm, a boolean, a name with spaces: left out and counted; the numbers kept, never the run's failure."""
+    said = read_announcement(
+        {
+            "batch_id": "batch-000000",
+            "version": "v1",
+            "metrics": {
+                "loss": float("nan"),
+                "grad_norm": float("inf"),
+                "taken": True,
+                "a name": 1.0,
+                "entropy": 0.4,
+                "steps": 2,
+            },
+        },
+        "a test",
+    )
+    assert said.metrics == {"entropy": 0.4, "steps": 2.0} and said.dropped == 4
+    assert "dropped" not in said.model_dump_json(exclude_none=True)
+    with pytest.raises(ArenaError, match="metrics"):
+        read_announcement({"batch_id": "batch-000000", "version": "v1", "metrics": [1]}, "a test")
 
 
 @pytest.mark.parametrize(
@@ -590,6 +614,14 @@ def test_three_generations_through_the_hand_off_advance_the_policy(monkeypatch, 
         (1, "reference-v1", "reference-v1"),
         (2, "reference-v2", "reference-v2"),
     }
+    # what the trainer announced of its steps: in the policies table, and to the trackers
+    announced = [json.loads(p["trainer_metrics"] or "null") for p in policies]
+    batches = [FolderTransport(str(run_dir / "trainer")).read(batch_id(g)) for g in range(2)]
+    assert announced[0] is None
+    assert [a["rows"] for a in announced[1:]] == [float(b.num_rows) for b in batches]
+    from coevo.run.tracking import generation_metrics
+
+    assert generation_metrics(log, 2)["trainer/rows"] == float(batches[1].num_rows)
     _assert_each_batch_trained_once_and_equal_to_the_log(run_dir, 3)
     summary = summarize(str(run_dir))
     assert summary["policy_versions"] == ["base-model", "reference-v1", "reference-v2"]
