@@ -74,7 +74,8 @@ def split(examples: Sequence[Example], share: float) -> tuple[list[Example], lis
     if share <= 0:
         return list(examples), [], "none"
     by = "world" if len({e.database for e in examples}) >= 10 else "task"
-    train, validation = [], []
+    train: list[Example] = []
+    validation: list[Example] = []
     for example in examples:
         key = example.database if by == "world" else example.task_id
         (validation if _held(key, share) else train).append(example)
@@ -182,7 +183,7 @@ class WarmStart:
         epochs: list[dict[str, Any]] = list(state["epochs"]) if state else []
         if state:
             load_optimizer(model, stepper.optimizer, checkpoint)
-            self.say(f"going on from step {stepper.done} of {self.total_steps} ({checkpoint})")
+            self.say(f"going on from step {state['position']} of {self.total_steps} ({checkpoint})")
             before = state["validation_before"]
         else:
             before = self._validation_nll(scorer)
@@ -193,10 +194,11 @@ class WarmStart:
             )
         per_epoch = -(-len(self.train) // settings.batch_sequences)
         every = max(1, self.total_steps // 20)
+        position = int(state["position"]) if state else 0  # batches done, skipped steps too
         seen = 0
         started = time.monotonic()
-        while stepper.done < self.total_steps:
-            epoch, index = divmod(stepper.done, per_epoch)
+        while position < self.total_steps:
+            epoch, index = divmod(position, per_epoch)
             order = list(range(len(self.train)))
             random.Random(f"{settings.seed}:sft:{epoch}").shuffle(order)
             chosen = [
@@ -206,13 +208,8 @@ class WarmStart:
                 ]
             ]
             loss, tokens = self._step(scorer, stepper, chosen)
+            position += 1
             seen += sum(len(e.token_ids) for e in chosen)
-            if stepper.done % every == 0 and stepper.done < self.total_steps:
-                elapsed = time.monotonic() - started
-                self.say(
-                    f"  step {stepper.done}/{self.total_steps}: NLL per token "
-                    f"{loss / max(tokens, 1):.4f}, {seen / max(elapsed, 1e-9):.0f} tokens/s"
-                )
             if index == 0:
                 epochs.append({"epoch": epoch, "loss": 0.0, "tokens": 0, "skipped_steps": 0})
             figures = epochs[-1]
@@ -223,12 +220,7 @@ class WarmStart:
             if last_of_epoch:
                 figures["loss"] /= max(figures["tokens"], 1)
                 figures["validation_nll"] = self._validation_nll(scorer)
-                self.say(
-                    f"epoch {epoch + 1}/{settings.epochs}: train NLL per token "
-                    f"{figures['loss']:.4f}, held-out {_shown(figures['validation_nll'])} "
-                    f"({time.monotonic() - started:.0f} s)"
-                )
-            if last_of_epoch or stepper.done % self.checkpoint_steps == 0:
+            if last_of_epoch or position % self.checkpoint_steps == 0:
                 save_version(
                     model,
                     stepper.optimizer,
@@ -236,10 +228,23 @@ class WarmStart:
                     {
                         "format": SFT_FORMAT,
                         "identity": self.identity,
+                        "position": position,
                         "steps": stepper.done,
                         "epochs": epochs,
                         "validation_before": before,
                     },
+                )
+            if position % every == 0 and position < self.total_steps:
+                elapsed = time.monotonic() - started
+                self.say(
+                    f"  step {position}/{self.total_steps}: NLL per token "
+                    f"{loss / max(tokens, 1):.4f}, {seen / max(elapsed, 1e-9):.0f} tokens/s"
+                )
+            if last_of_epoch:
+                self.say(
+                    f"epoch {epoch + 1}/{settings.epochs}: train NLL per token "
+                    f"{figures['loss']:.4f}, held-out {_shown(figures['validation_nll'])} "
+                    f"({time.monotonic() - started:.0f} s)"
                 )
         report = {
             "format": SFT_FORMAT,
@@ -257,6 +262,7 @@ class WarmStart:
             "validation_nll_after": epochs[-1].get("validation_nll") if epochs else before,
             "epochs": epochs,
             "steps": stepper.done,
+            "skipped_steps": position - stepper.done,
         }
         final = self.out / "adapter"
         shutil.rmtree(final, ignore_errors=True)
