@@ -1,7 +1,7 @@
 """A real model on the CPU: the LLM Solver against a real vLLM (SmolLM2-135M) beside the loopback fake, and coevo train's step.
 
     python benchmarks/bench_real_model.py [--quick] [--concurrency 1,4,16] [--episodes-per-slot 2]
-        [--base-url URL --model-dir DIR]
+        [--base-url URL]
 
 Without ``--base-url`` it starts the real vLLM of the test suite
 (``tests/real_model.py``: vLLM 0.32.0 CPU build in its own environment,
@@ -18,9 +18,10 @@ first use) and stops it at the end. Printed, all measured in this run:
   of the rate the model itself costs;
 * the share of interleaved trajectories with token prompts on and off
   (the chat path), on the same tasks;
-* ``coevo train`` on a batch of the episodes played (rewards alternated so
-  every sequence is trained on), in float32 and bfloat16: seconds per 1,000
-  trained tokens, from its journal.
+* ``coevo train``'s step against a raw torch forward and backward of the
+  same model over the same tokens, and against the trainer before its
+  rewrite (``benchmarks/bench_trainer_speed.py``, run in the real-model
+  environment: it needs torch): tokens per second of each and their ratios.
 """
 
 from __future__ import annotations
@@ -34,8 +35,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import pyarrow as pa
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -44,7 +43,6 @@ from coevo.agents.protocols import ProposalRequest  # noqa: E402
 from coevo.agents.synthesizers.procedural import ProceduralSynthesizer  # noqa: E402
 from coevo.arena.gamelog import TrajectoryRow  # noqa: E402
 from coevo.arena.spec import TaskSpec  # noqa: E402
-from coevo.run.trainer import BATCH_SCHEMA, FolderTransport  # noqa: E402
 
 from tests import real_model  # noqa: E402
 
@@ -103,50 +101,27 @@ def fake_server() -> tuple[subprocess.Popen, str]:
     return server, line.removeprefix("listening on ")
 
 
-def train_speed(rows: list[TrajectoryRow], model_dir: Path, dtype: str) -> tuple[float, int]:
-    """coevo train on one batch of these rows (rewards alternated): seconds per 1,000 trained tokens, and the tokens."""
+def train_speed(quick: bool) -> dict:
+    """``bench_trainer_speed.py`` in the real-model environment (torch): its figures."""
     with tempfile.TemporaryDirectory() as where:
-        run = Path(where) / "run"
-        (run / "log" / "_manifests").mkdir(parents=True)
-        (run / "experiment.json").write_text(json.dumps({"run": {"generations": 1}, "trainer": {}}))
-        batch = []
-        for n, row in enumerate(r for r in rows if r.layout == "interleaved"):
-            batch.append(
-                {
-                    "batch_id": "batch-000000",
-                    "gen": 0,
-                    "role": "solver",
-                    "episode_id": row.episode_id,
-                    "task_id": f"t{n // 2}",
-                    "level": 1,
-                    "group_size": 2,
-                    "reward": float(n % 2),
-                    "advantage": 0.5 if n % 2 else -0.5,
-                    "policy_version": row.policy_version,
-                    "model": row.model,
-                    "prompt_messages": "[]",
-                    "completion_messages": "[]",
-                    "tools": row.tools,
-                    "sampling": row.sampling,
-                    "layout": row.layout,
-                    "token_ids": row.token_ids,
-                    "logprobs": row.logprobs,
-                    "loss_mask": row.loss_mask,
-                    "turn_prompt_ids": None,
-                    "turn_completion_ids": None,
-                    "turn_logprobs": None,
-                }
-            )
-        FolderTransport(str(run / "trainer")).offer(
-            "batch-000000", pa.Table.from_pylist(batch, schema=BATCH_SCHEMA)
-        )
-        done = real_model.coevo(
-            "train", run, "--model", model_dir, "--batches", "1", "--dtype", dtype, "--wait", "60"
+        out = Path(where) / "speed.json"
+        args = ["--sequences", "8", "--repeats", "1"] if quick else []
+        done = subprocess.run(
+            [
+                str(real_model.python()),
+                str(ROOT / "benchmarks" / "bench_trainer_speed.py"),
+                "--json",
+                str(out),
+                *args,
+            ],
+            capture_output=True,
+            text=True,
+            env={**os.environ, **real_model.OFFLINE},
         )
         if done.returncode != 0:
             raise RuntimeError(done.stdout[-2000:] + done.stderr[-2000:])
-        entry = json.loads((run / "trainer" / "lora" / "journal.jsonl").read_text().splitlines()[0])
-    return entry["seconds"] / entry["tokens"] * 1000, entry["tokens"]
+        print(done.stdout)
+        return json.loads(out.read_text())
 
 
 def main() -> None:
@@ -157,7 +132,6 @@ def main() -> None:
     parser.add_argument(
         "--base-url", default=None, help="a vLLM already serving SmolLM2 (default: start one)"
     )
-    parser.add_argument("--model-dir", default=None, help="its model folder (with --base-url)")
     args = parser.parse_args()
     levels = [int(n) for n in args.concurrency.split(",")]
     per_slot = args.episodes_per_slot
@@ -166,10 +140,10 @@ def main() -> None:
     os.environ.setdefault("OPENAI_API_KEY", "bench-key")
     server = None
     if args.base_url:
-        url, model_dir = args.base_url, Path(args.model_dir or real_model.MODEL)
+        url = args.base_url
     else:
         server = real_model.VLLMServer()
-        url, model_dir = server.url, server.model
+        url = server.url
     fake, fake_url = fake_server()
     try:
         pool = tasks(max(levels) * per_slot)
@@ -180,10 +154,6 @@ def main() -> None:
             baseline = play(fake_url, batch, n, tool_choice="auto", tool_protocol="native")
             results.append((n, real, baseline))
         chat = play(url, pool[: max(levels) * per_slot], max(levels), token_prompts=False)
-        trained = {
-            dtype: train_speed(results[-1][1]["rows"], model_dir, dtype)
-            for dtype in ("float32", "bfloat16")
-        }
     finally:
         fake.terminate()
         fake.wait(timeout=10)
@@ -206,14 +176,11 @@ def main() -> None:
         f"\ninterleaved trajectories at N = {max(levels)}: token in, token out {top['interleaved']:.0%} "
         f"({top['episodes']} episodes); the chat path {chat['interleaved']:.0%} ({chat['episodes']} episodes)"
     )
-    for dtype, (per_k, tokens) in trained.items():
-        print(
-            f"coevo train, {dtype}: {per_k:.2f} s per 1,000 trained tokens ({tokens} tokens in one step)"
-        )
     print(
         "\nreal/fake = the real server's episodes/s over the loopback fake's (answering at once) with the "
-        "same Solver: the share of the rate left once the model itself runs"
+        "same Solver: the share of the rate left once the model itself runs\n"
     )
+    train_speed(args.quick)
 
 
 if __name__ == "__main__":

@@ -66,6 +66,13 @@ REFERENCE: Final = "reference"
 """The name of the frozen copy of the starting adapter (the KL term's reference)."""
 HEAD_CHUNK: Final = 1024
 """Scored positions whose logits are computed at once (then recomputed in the backward pass)."""
+PAD_TO: Final = 64
+"""A micro-batch is padded to a multiple of this many tokens: a few shapes, not one per batch.
+
+On a CPU, oneDNN caches a compiled primitive (and its scratch memory) per
+shape it sees; sequences of every length made a new shape each micro-batch,
+and the trainer's memory grew by gigabytes over a warm start (measured: 2.4
+to 9.4 GB in 30 minutes). Padding costs at most 63 tokens a sequence."""
 
 
 def choose_device(setting: str) -> torch.device:
@@ -314,7 +321,7 @@ class Scorer:
         position gathered, and the head applied in float32 there, in chunks
         (recomputed in the backward pass when ``grad``).
         """
-        longest = max(len(s) for s in sequences)
+        longest = -(-max(len(s) for s in sequences) // PAD_TO) * PAD_TO
         ids = torch.full((len(sequences), longest), self.pad_id, dtype=torch.long)
         attention = torch.zeros((len(sequences), longest), dtype=torch.long)
         rows, before, targets, temps = [], [], [], []
