@@ -320,6 +320,11 @@ def loop(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument(
+        "--report-only",
+        action="store_true",
+        help="print (and --json) what WORK/results.json holds, running nothing",
+    )
     parser.add_argument("--json", default=None, help="write the figures here")
     parser.add_argument("--work", default="runs/bench-real-learning", help="where everything goes")
     parser.add_argument("--seeds", default="0,1,2")
@@ -327,7 +332,11 @@ def main() -> None:
     parser.add_argument("--generations", type=int, default=10)
     parser.add_argument("--held-out", default="150,100", help="held-out tasks of level 1, 2")
     parser.add_argument("--sft", default="", help="more coevo sft flags, in one string")
-    parser.add_argument("--train", default="", help="more coevo train flags, in one string")
+    parser.add_argument(
+        "--train",
+        default="--learning-rate 1e-4",
+        help="coevo train's flags beyond the recipe's, in one string",
+    )
     parser.add_argument(
         "--base-url", default=None, help="a vLLM serving SmolLM2 (else one is started)"
     )
@@ -342,6 +351,10 @@ def main() -> None:
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     results = Results(work / "results.json")
+    if args.report_only:
+        done = [s for s in seeds if all(f"rl/{c}/{s}" in results for c in curricula)]
+        report(results, curricula, done, work, args.json)
+        return
     suite = held_out_suite(work / "heldout.jsonl", per_level)
     say(f"held-out suite: {len(suite)} tasks in {len({t.world.world_id for t in suite})} worlds")
     os.environ.setdefault("OPENAI_API_KEY", "bench")
