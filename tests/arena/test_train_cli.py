@@ -194,6 +194,39 @@ def test_every_setting_is_a_flag_whose_help_names_its_default(capsys) -> None:
         assert ("required" if field.is_required() else f"default: {field.default}") in shown, name
 
 
+def test_every_warm_start_setting_is_a_flag_of_coevo_sft_whose_help_names_its_default(
+    capsys,
+) -> None:
+    """coevo sft --help lists each setting of SFTSettings with its default, and its own flags."""
+    from coevo.run.train.settings import SFTSettings
+
+    with pytest.raises(SystemExit):
+        main(["sft", "--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    for name, field in SFTSettings.model_fields.items():
+        flag = f"--{name.replace('_', '-')}"
+        assert flag in shown, flag
+        assert ("required" if field.is_required() else f"default: {field.default}") in shown, name
+    for flag in ("--out", "--experiment", "--exclude", "--rollouts", "--validation-share"):
+        assert flag in shown, flag
+
+
+@pytest.mark.parametrize("value", ["inf", "nan", "-inf"])
+def test_a_setting_that_is_not_a_finite_number_is_refused_before_anything_loads(
+    tmp_path, capsys, value
+) -> None:
+    """--learning-rate inf (a flag, or in a --settings file): exit 2 naming it, for coevo train and coevo sft."""
+    assert main(["train", str(tmp_path), "--model", "m", f"--learning-rate={value}"]) == 2
+    assert "--learning-rate" in capsys.readouterr().err
+    settings = tmp_path / "train.toml"
+    settings.write_text(f'[train]\nmodel = "m"\nlearning_rate = {value}\n')
+    assert main(["train", str(tmp_path), "--settings", str(settings)]) == 2
+    assert "--learning-rate" in capsys.readouterr().err
+    assert main(["sft", str(tmp_path), "--model", "m", "--out", str(tmp_path / "o"),
+                 f"--learning-rate={value}"]) == 2  # fmt: skip
+    assert "--learning-rate" in capsys.readouterr().err
+
+
 def test_a_bad_setting_is_refused_naming_the_flag(tmp_path, capsys) -> None:
     """A learning rate of 0 and an unknown key in --settings: exit 2, each named."""
     assert main(["train", str(tmp_path), "--model", "m", "--learning-rate", "0"]) == 2
