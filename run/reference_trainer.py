@@ -131,7 +131,7 @@ class ReferenceTrainer(BatchConsumer):
 
     def metrics(self, entry: dict[str, Any]) -> dict[str, float] | None:
         """What it "trained" on, announced (the run's trackers show ``trainer/rows`` and ``trainer/mean_reward``)."""
-        mean = entry["mean_reward"]
+        mean = entry.get("mean_reward")  # a journal entry from before the metrics has none
         return {"rows": float(entry["rows"]), **({} if mean is None else {"mean_reward": mean})}
 
     def lora_path(self, entry: dict[str, Any]) -> str | None:

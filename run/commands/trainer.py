@@ -145,6 +145,14 @@ def cmd_logprobs(args: argparse.Namespace) -> int:
             gens = [int(g) for g in args.gen.split(",")]
         except ValueError:
             raise CommandError(f"--gen {args.gen!r}: generations are numbers, e.g. 0,1,2") from None
+    served: dict[str, str] = {}
+    for given in args.adapter or []:
+        version, sep, path = given.partition("=")
+        if not sep or not version or not path:
+            raise CommandError(
+                f"--adapter {given!r}: VERSION=PATH, e.g. warm-start=runs/warm/adapter"
+            )
+        served[version] = path
     return main(
         args.run_dir,
         args.model,
@@ -153,6 +161,7 @@ def cmd_logprobs(args: argparse.Namespace) -> int:
         device=args.device,
         dtype=args.dtype,
         as_json=args.json,
+        served=served,
     )
 
 
@@ -167,7 +176,11 @@ def _add_logprobs(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
             "trajectory sampled, and print the difference from the recorded one per version:\n"
             "what a trainer's importance ratio starts from. Needs the train extra."
         ),
-        epilog="examples:\n  coevo logprobs runs/t --model models/smollm2\n  coevo logprobs runs/t --model M --gen 0 --json",
+        epilog=(
+            "examples:\n  coevo logprobs runs/t --model models/smollm2\n"
+            "  coevo logprobs runs/t --model M --gen 0 --json\n"
+            "  coevo logprobs runs/t --model M --adapter warm-start=runs/warm/adapter"
+        ),
     )
     parser.add_argument("run_dir", metavar="RUN_DIR", help="the run directory")
     parser.add_argument("--model", required=True, help="the model folder the server serves")
@@ -183,6 +196,15 @@ def _add_logprobs(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
         choices=("float32", "bfloat16"),
         default="float32",
         help="the forward pass's precision",
+    )
+    parser.add_argument(
+        "--adapter",
+        action="append",
+        metavar="VERSION=PATH",
+        help=(
+            "the adapter folder of a version the server served under a name of its own "
+            "(a warm start loaded by name; the run's log does not know its weights); repeatable"
+        ),
     )
     parser.add_argument("--json", action="store_true", help="every trajectory's agreement, as JSON")
     parser.set_defaults(func=cmd_logprobs)

@@ -7,7 +7,9 @@ gap), every ratio is off before any training. This check recomputes, for
 each interleaved trajectory of a run, the log-probability of every token the
 model sampled, with the model folder and the adapter of the version that
 played it (the run's ``policies`` table says which adapter; a run without a
-trainer played the served model), and reports the difference per version:
+trainer played the served model; a version the server served from an adapter
+of its own, a warm start loaded by name, is named with ``--adapter
+VERSION=PATH``), and reports the difference per version:
 tokens, mean and largest ``|Δ|`` in nats.
 """
 
@@ -69,8 +71,12 @@ def check_logprobs(
     limit: int | None = None,
     device: str = "auto",
     dtype: str = "float32",
+    served: dict[str, str] | None = None,
 ) -> list[Agreement]:
     """The agreement of every interleaved trajectory of ``run_dir`` (or of ``gens``, the first ``limit``).
+
+    ``served`` names the adapter folder of a version the log has none for (a
+    warm start the server loaded under that name).
 
     Raises:
         ArenaError: the run holds no trajectory with token ids and log-probs, or an adapter is missing.
@@ -103,6 +109,13 @@ def check_logprobs(
             "with no top-p, top-k or penalty)"
         )
     adapters = _adapters(log)
+    for version, path in (served or {}).items():
+        if adapters.get(version) is not None:
+            raise ArenaError(
+                f"--adapter {version}=...: the run's policies table already names its adapter "
+                f"({adapters[version]})"
+            )
+        adapters[version] = path
     where = choose_device(device)
     base = load_model(model, where, choose_dtype(dtype, where))
     base.eval()
@@ -119,8 +132,7 @@ def check_logprobs(
         else:
             if not (Path(path) / "adapter_model.safetensors").is_file():
                 raise ArenaError(
-                    f"the adapter of {version} ({path}, the run's policies table) holds no "
-                    "adapter_model.safetensors"
+                    f"the adapter of {version} ({path}) holds no adapter_model.safetensors"
                 )
             with peft_quietly():
                 if peft_model is None:
@@ -183,10 +195,13 @@ def main(
     device: str,
     dtype: str,
     as_json: bool,
+    served: dict[str, str] | None = None,
     out: TextIO = sys.stdout,
 ) -> int:
     """``coevo logprobs``: print the agreement per version (or every trajectory's, as JSON)."""
-    agreements = check_logprobs(run_dir, model, gens=gens, limit=limit, device=device, dtype=dtype)
+    agreements = check_logprobs(
+        run_dir, model, gens=gens, limit=limit, device=device, dtype=dtype, served=served
+    )
     per_version = summary(agreements)
     if as_json:
         print(

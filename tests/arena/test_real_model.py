@@ -242,9 +242,21 @@ for task, episode in zip(tasks, episodes):
     live = episode.trajectory
     laid = live.interleaved()[0]
     script = [m["content"].removeprefix(CALL_OPEN) for m in live.messages if m["role"] == "assistant"]
-    again = replay(task, script, tokenizer, settings).trajectory.interleaved()[0]
+    replayed = replay(task, script, tokenizer, settings).trajectory
+    again = replayed.interleaved()[0]
+    turns = []
+    for mine, theirs in zip(live.turns, replayed.turns):
+        ids = mine.completion_ids
+        turns.append({
+            "canonical": tokenizer.encode(tokenizer.decode(ids), add_special_tokens=False) == ids,
+            "same_text": tokenizer.decode(theirs.completion_ids) == tokenizer.decode(ids),
+            "same_ids": theirs.completion_ids == ids,
+            "tokenizer_s": theirs.completion_ids
+                == tokenizer.encode(tokenizer.decode(ids), add_special_tokens=False),
+        })
     out.append({
         "finishes": [t.finish for t in live.turns],
+        "turns": turns,
         "same_ids": again.token_ids == laid.token_ids,
         "same_mask": again.loss_mask == laid.loss_mask,
         "same_context": [t for t, m in zip(again.token_ids, again.loss_mask) if not m]
@@ -257,15 +269,28 @@ print(json.dumps(out))
 def test_a_warm_start_sequence_is_token_for_token_what_the_solver_samples(
     vllm_server, warm
 ) -> None:
-    """Live episodes of the served model (greedy), replayed with the same calls through coevo sft's replay: the same token ids and loss mask."""
+    """Live episodes of the served model (greedy), replayed with the same calls through coevo sft's replay.
+
+    The context (prompts, tool results, the tokens between turns) is the
+    same token for token; each turn's text is the same, its ids are the
+    tokenizer's encoding of that text, and so the model's own wherever the
+    model sampled the tokenizer's encoding (byte-pair encoding allows
+    others: greedy SmolLM2 writes ``"}}`` then ``</`` where the tokenizer
+    writes ``"`` then ``}}</``; a warm start trains on the tokenizer's
+    encoding, as any supervised data does).
+    """
     compared = _in_real_env(REPLAY, vllm_server.url, warm["pool"], real_model.model())
     assert isinstance(compared, list) and compared
     whole = [c for c in compared if "length" not in c["finishes"]]
     assert whole, compared  # some episodes' turns all ended at the call's closing tag
     for case in compared:
-        assert case["same_context"], case  # prompts, tool results, the tokens between turns
+        assert case["same_context"], case
+    turns = [t for case in compared for t in case["turns"]]
+    assert all(t["same_text"] and t["tokenizer_s"] for t in turns), compared
+    assert all(t["same_ids"] for t in turns if t["canonical"]), compared
     for case in whole:
-        assert case["same_ids"] and case["same_mask"], case
+        if all(t["canonical"] for t in case["turns"]):
+            assert case["same_ids"] and case["same_mask"], case
 
 
 def test_the_run_plays_the_warm_start_then_each_version_the_trainer_announced(loop) -> None:
@@ -297,9 +322,19 @@ def test_every_solver_trajectory_is_interleaved_and_records_the_sampling_it_pinn
         assert sampling["top_k"] in (0, -1) and sampling["repetition_penalty"] == 1.0
 
 
-def test_recorded_log_probs_agree_with_a_forward_pass_of_the_version_that_played(loop) -> None:
-    """coevo logprobs recomputes each trajectory with the weights of its version, against a server whose defaults truncate and penalise: within the stated tolerance."""
-    done = real_model.coevo("logprobs", loop["run"], "--model", real_model.model(), "--json")
+def test_recorded_log_probs_agree_with_a_forward_pass_of_the_version_that_played(
+    loop, warm
+) -> None:
+    """coevo logprobs recomputes each trajectory with the weights of its version (the warm start's named), against a server whose defaults truncate and penalise: within the stated tolerance."""
+    done = real_model.coevo(
+        "logprobs",
+        loop["run"],
+        "--model",
+        real_model.model(),
+        "--adapter",
+        f"{WARM}={warm['adapter']}",
+        "--json",
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     versions = {v["version"]: v for v in json.loads(done.stdout.splitlines()[-1])["versions"]}
     assert len(versions) == GENERATIONS
