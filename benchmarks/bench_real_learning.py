@@ -1,6 +1,6 @@
 """A real model learns coevo's tasks on two CPU cores: held-out success untrained, after the warm start, after the loop.
 
-    python benchmarks/bench_real_learning.py [--quick] [--json OUT] [--work DIR]
+    python benchmarks/bench_real_learning.py [--quick] [--json OUT] [--plot PNG] [--work DIR]
         [--seeds 0,1,2] [--curricula uniform,target-band] [--generations 10]
         [--held-out 150,100] [--base-url URL --model-dir DIR]
 
@@ -32,6 +32,8 @@ share of informative groups and held-out success, and the paired
 difference target-band − uniform over seeds. ``--json FILE`` writes
 ``{"untrained": {"success", "low", "high", "n"}, "warm_start": {...},
 "rl": {...}, ...}`` (``rl``: the first curriculum's runs, pooled over seeds).
+``--plot FILE.png`` draws the curve: held-out success per stage with its
+interval, and each loop's train success per generation.
 
 Every stage's result is kept in ``WORK/results.json`` as it finishes, and a
 second invocation with the same ``--work`` does only what is missing. Runs
@@ -326,6 +328,7 @@ def main() -> None:
         help="print (and --json) what WORK/results.json holds, running nothing",
     )
     parser.add_argument("--json", default=None, help="write the figures here")
+    parser.add_argument("--plot", default=None, help="draw the curve into this PNG")
     parser.add_argument("--work", default="runs/bench-real-learning", help="where everything goes")
     parser.add_argument("--seeds", default="0,1,2")
     parser.add_argument("--curricula", default="uniform,target-band")
@@ -353,7 +356,7 @@ def main() -> None:
     results = Results(work / "results.json")
     if args.report_only:
         done = [s for s in seeds if all(f"rl/{c}/{s}" in results for c in curricula)]
-        report(results, curricula, done, work, args.json)
+        report(results, curricula, done, work, args.json, args.plot)
         return
     suite = held_out_suite(work / "heldout.jsonl", per_level)
     say(f"held-out suite: {len(suite)} tasks in {len({t.world.world_id for t in suite})} worlds")
@@ -390,11 +393,57 @@ def main() -> None:
         if server is not None:
             server.stop()
     done = [s for s in seeds if all(f"rl/{c}/{s}" in results for c in curricula)]
-    report(results, curricula, done, work, args.json)
+    report(results, curricula, done, work, args.json, args.plot)
+
+
+def plot(stages: dict[str, Any], by_curriculum: dict[str, Any], path: str) -> None:
+    """The curve: held-out success per stage (95% Wilson), and the loops' train success per generation."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
+    names = ["untrained", "warm_start", "rl"]
+    shown = [stages[n] for n in names]
+    left.errorbar(
+        range(len(names)),
+        [f["success"] for f in shown],
+        yerr=[
+            [f["success"] - f["low"] for f in shown],
+            [f["high"] - f["success"] for f in shown],
+        ],
+        fmt="o-",
+        capsize=4,
+    )
+    left.set_xticks(range(len(names)), ["untrained", "warm start", "after the loop"])
+    left.set_ylim(0, 1)
+    left.set_ylabel(f"held-out success ({shown[0]['n']} tasks; the loop's pooled over seeds)")
+    left.set_title("held-out tasks, worlds never trained on")
+    for curriculum, v in by_curriculum.items():
+        for k, curve in enumerate(v["train_success"]):
+            right.plot(
+                range(len(curve)),
+                [x if x is not None else float("nan") for x in curve],
+                marker=".",
+                label=curriculum if k == 0 else None,
+            )
+    right.set_xlabel("generation")
+    right.set_ylabel("train success (the loop's rollouts)")
+    right.set_ylim(0, 1)
+    right.set_title("the loop, per seed")
+    right.legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
 
 
 def report(
-    results: Results, curricula: list[str], seeds: list[int], work: Path, out: str | None
+    results: Results,
+    curricula: list[str],
+    seeds: list[int],
+    work: Path,
+    out: str | None,
+    drawn: str | None = None,
 ) -> None:
     """Print the table and write the JSON."""
     sft = json.loads((work / "warm-start" / "sft.json").read_text())
@@ -483,6 +532,8 @@ def report(
         )
     if out:
         Path(out).write_text(json.dumps(stages, indent=1, sort_keys=True))
+    if drawn:
+        plot(stages, by_curriculum, drawn)
 
 
 if __name__ == "__main__":
