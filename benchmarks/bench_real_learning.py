@@ -177,7 +177,18 @@ def evaluate(base_url: str, model: str, suite: list[TaskSpec], seed: int) -> dic
         for t, e in zip(suite, episodes, strict=True)
     ]
     failed = sum(e.failure is not None for e in episodes)
-    return {"model": model, "episodes": rows, "failed": failed, "seconds": round(seconds, 1)}
+    why: dict[str, int] = {}
+    for e in episodes:
+        if e.failure is not None:
+            kind = str(e.failure).split(":")[0][:80]
+            why[kind] = why.get(kind, 0) + 1
+    return {
+        "model": model,
+        "episodes": rows,
+        "failed": failed,
+        "failed_why": why,
+        "seconds": round(seconds, 1),
+    }
 
 
 def figures(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -418,7 +429,7 @@ def plot(stages: dict[str, Any], by_curriculum: dict[str, Any], path: str) -> No
     )
     left.set_xticks(range(len(names)), ["untrained", "warm start", "after the loop"])
     left.set_ylim(0, 1)
-    left.set_ylabel(f"held-out success ({shown[0]['n']} tasks; the loop's pooled over seeds)")
+    left.set_ylabel(f"held-out success, {shown[0]['n']} tasks")
     left.set_title("held-out tasks, worlds never trained on")
     for curriculum, v in by_curriculum.items():
         for k, curve in enumerate(v["train_success"]):

@@ -109,13 +109,13 @@ def check_logprobs(
             "with no top-p, top-k or penalty)"
         )
     adapters = _adapters(log)
-    for version, path in (served or {}).items():
+    for version, folder in (served or {}).items():
         if adapters.get(version) is not None:
             raise ArenaError(
                 f"--adapter {version}=...: the run's policies table already names its adapter "
                 f"({adapters[version]})"
             )
-        adapters[version] = path
+        adapters[version] = folder
     where = choose_device(device)
     base = load_model(model, where, choose_dtype(dtype, where))
     base.eval()
