@@ -132,13 +132,6 @@ def cmd_train(args: argparse.Namespace) -> int:
 def cmd_logprobs(args: argparse.Namespace) -> int:
     """``coevo logprobs RUN_DIR --model MODEL_DIR``."""
     _no_progress_bars_off_a_terminal()
-    try:
-        from coevo.run.train.check import main
-    except ImportError as exc:
-        raise CommandError(
-            f"torch, transformers and peft are needed ({exc.name} is missing): "
-            "pip install 'coevo[train]' (without a GPU, torch's CPU build first: docs/training.md)"
-        ) from None
     gens = None
     if args.gen:
         try:
@@ -153,6 +146,13 @@ def cmd_logprobs(args: argparse.Namespace) -> int:
                 f"--adapter {given!r}: VERSION=PATH, e.g. warm-start=runs/warm/adapter"
             )
         served[version] = path
+    try:
+        from coevo.run.train.check import main
+    except ImportError as exc:
+        raise CommandError(
+            f"torch, transformers and peft are needed ({exc.name} is missing): "
+            "pip install 'coevo[train]' (without a GPU, torch's CPU build first: docs/training.md)"
+        ) from None
     return main(
         args.run_dir,
         args.model,

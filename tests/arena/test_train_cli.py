@@ -237,6 +237,13 @@ def test_a_bad_setting_is_refused_naming_the_flag(tmp_path, capsys) -> None:
     assert "--warmup" in capsys.readouterr().err
 
 
+def test_a_logprobs_adapter_that_is_not_version_equals_path_is_refused(tmp_path, capsys) -> None:
+    """coevo logprobs --adapter names a version and its folder: anything else is exit 2, with the form."""
+    for given in ("warm-start", "=runs/warm/adapter", "warm-start="):
+        assert main(["logprobs", str(tmp_path), "--model", "m", "--adapter", given]) == 2
+        assert "VERSION=PATH" in capsys.readouterr().err
+
+
 @pytest.mark.skipif(
     importlib.util.find_spec("torch") is not None,
     reason="this environment has the train extra (the message is for one without it)",
