@@ -266,7 +266,7 @@ print(json.dumps(out))
 """
 
 
-def test_a_warm_start_sequence_is_token_for_token_what_the_solver_samples(
+def test_a_warm_start_sequence_is_what_the_solver_samples_in_the_tokenizer_s_encoding(
     vllm_server, warm
 ) -> None:
     """Live episodes of the served model (greedy), replayed with the same calls through coevo sft's replay.
