@@ -1,4 +1,4 @@
-"""The warm start's data: what the Solver would have sampled, had it made the calls the Judge proved, token for token.
+"""The warm start's data: what the Solver would have sampled, had it made the calls the Judge proved.
 
 Every accepted task has a reference solution the Judge proved. Played
 through the Solver's own dialogue code it is a supervised sequence: the
@@ -17,7 +17,9 @@ API that token in, token out uses:
   completion: the call the reference solution makes next, written as the
   Solver writes calls (the text protocol: ``{"name": ..., "arguments":
   ...}</tool_call>`` after the ``<tool_call>`` the prompt opens with when a
-  call is required), tokenized.
+  call is required), tokenized: the tokenizer's encoding of the call,
+  which is the model's own wherever the model samples that encoding
+  (byte-pair encoding allows others).
 
 The episode that comes back is an ordinary Solver episode: its trajectory's
 interleaved layout (:meth:`~coevo.arena.trajectory.Trajectory.interleaved`)
