@@ -176,7 +176,6 @@ def evaluate(base_url: str, model: str, suite: list[TaskSpec], seed: int) -> dic
         {"task_id": str(t.task_id), "level": level_of(t), "success": int(e.success)}
         for t, e in zip(suite, episodes, strict=True)
     ]
-    failed = sum(e.failure is not None for e in episodes)
     why: dict[str, int] = {}
     for e in episodes:
         if e.failure is not None:
@@ -185,7 +184,7 @@ def evaluate(base_url: str, model: str, suite: list[TaskSpec], seed: int) -> dic
     return {
         "model": model,
         "episodes": rows,
-        "failed": failed,
+        "failed": sum(why.values()),
         "failed_why": why,
         "seconds": round(seconds, 1),
     }
@@ -366,7 +365,7 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     results = Results(work / "results.json")
     if args.report_only:
-        done = [s for s in seeds if all(f"rl/{c}/{s}" in results for c in curricula)]
+        done = finished_seeds(results, curricula, seeds)
         report(results, curricula, done, work, args.json, args.plot)
         return
     suite = held_out_suite(work / "heldout.jsonl", per_level)
@@ -403,8 +402,13 @@ def main() -> None:
     finally:
         if server is not None:
             server.stop()
-    done = [s for s in seeds if all(f"rl/{c}/{s}" in results for c in curricula)]
+    done = finished_seeds(results, curricula, seeds)
     report(results, curricula, done, work, args.json, args.plot)
+
+
+def finished_seeds(results: Results, curricula: list[str], seeds: list[int]) -> list[int]:
+    """The seeds whose loop ran for every curriculum (the paired runs a report can hold)."""
+    return [s for s in seeds if all(f"rl/{c}/{s}" in results for c in curricula)]
 
 
 def plot(stages: dict[str, Any], by_curriculum: dict[str, Any], path: str) -> None:

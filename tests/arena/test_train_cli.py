@@ -183,15 +183,21 @@ def test_the_sampling_temperature_is_read_from_a_row_and_is_1_when_unsaid() -> N
     assert sampled_temperature(json.dumps({"temperature": 0})) == 0.0
 
 
-def test_every_setting_is_a_flag_whose_help_names_its_default(capsys) -> None:
-    """coevo train --help lists each setting of TrainSettings with its default: one owner for both."""
+def _help_names_every_setting(command: str, settings: type, capsys) -> str:
+    """``coevo COMMAND --help``, checked to name each field of ``settings`` as a flag with its default; the help."""
     with pytest.raises(SystemExit):
-        main(["train", "--help"])
+        main([command, "--help"])
     shown = " ".join(capsys.readouterr().out.split())
-    for name, field in TrainSettings.model_fields.items():
+    for name, field in settings.model_fields.items():
         flag = f"--{name.replace('_', '-')}"
         assert flag in shown, flag
         assert ("required" if field.is_required() else f"default: {field.default}") in shown, name
+    return shown
+
+
+def test_every_setting_is_a_flag_whose_help_names_its_default(capsys) -> None:
+    """coevo train --help lists each setting of TrainSettings with its default: one owner for both."""
+    _help_names_every_setting("train", TrainSettings, capsys)
 
 
 def test_every_warm_start_setting_is_a_flag_of_coevo_sft_whose_help_names_its_default(
@@ -200,13 +206,7 @@ def test_every_warm_start_setting_is_a_flag_of_coevo_sft_whose_help_names_its_de
     """coevo sft --help lists each setting of SFTSettings with its default, and its own flags."""
     from coevo.run.train.settings import SFTSettings
 
-    with pytest.raises(SystemExit):
-        main(["sft", "--help"])
-    shown = " ".join(capsys.readouterr().out.split())
-    for name, field in SFTSettings.model_fields.items():
-        flag = f"--{name.replace('_', '-')}"
-        assert flag in shown, flag
-        assert ("required" if field.is_required() else f"default: {field.default}") in shown, name
+    shown = _help_names_every_setting("sft", SFTSettings, capsys)
     for flag in ("--out", "--experiment", "--exclude", "--rollouts", "--validation-share"):
         assert flag in shown, flag
 
