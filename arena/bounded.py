@@ -32,6 +32,7 @@ import errno
 import json
 import os
 import stat
+import sys
 import tomllib
 from collections.abc import Sequence
 from pathlib import Path
@@ -54,6 +55,7 @@ __all__ = [
     "kind_of",
     "load_document",
     "loads_json",
+    "loads_toml",
     "nesting_depth",
     "open_regular",
     "read_inside",
@@ -252,6 +254,30 @@ def loads_json(data: bytes | str, what: str) -> Any:
     except RecursionError:
         raise ValueError(
             f"{what} is nested too deep to read (deeper than Python's parser follows)"
+        ) from None
+
+
+def loads_toml(text: str) -> dict[str, Any]:
+    """``tomllib.loads``, with an integer too long to convert said as a TOML error.
+
+    Python refuses to convert an integer of more than 4,300 digits (a guard
+    against quadratic time) with a bare ``ValueError`` that advises
+    ``sys.set_int_max_str_digits``; here it is a :class:`ValueError` that says
+    what is wrong with the text. ``tomllib.TOMLDecodeError`` is a
+    ``ValueError`` too: a caller catches ``ValueError`` for both.
+    """
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        raise
+    except (
+        ValueError
+    ) as exc:  # int(): "Exceeds the limit (4300 digits) for integer string conversion"
+        if "integer string conversion" not in str(exc):
+            raise
+        raise ValueError(
+            f"an integer of more than {sys.get_int_max_str_digits()} digits: no setting "
+            "takes a number that long"
         ) from None
 
 

@@ -15,14 +15,17 @@ A **secret** is
    ``api_key_env`` (:func:`remember_key_variable`). A value shorter than 8
    characters is taken for a placeholder (``OPENAI_API_KEY=x`` for a local
    server) and left alone. The value is also found as Python's ``repr`` or
-   JSON would quote it;
+   JSON would quote it, and any run of 12 or more of its characters (an echo
+   shortened in the middle, ``'head...tail'``, as pydantic shortens input);
 2. *by shape*: a token shaped like a key, whoever's it is (:data:`KEY_SHAPES`):
    ``sk-`` and 16 or more characters (OpenAI, ``sk-proj-``, Anthropic's
    ``sk-ant-``), ``hf_``, ``ghp_``/``gho_``/``ghs_``/``ghu_``/``ghr_``,
    ``github_pat_``, ``xox?-`` (Slack), ``AKIA`` (AWS key ids), ``AIza``
    (Google), a JSON web token, what follows ``Bearer``, and a URL's password
    (``https://user:PASSWORD@host``). The shapes need their prefix, so task
-   ids (``sha256:`` and hex), hashes, UUIDs, URLs and words never match;
+   ids (``sha256:`` and hex), hashes, UUIDs, URLs and words never match. A shape's
+   match followed by ``...`` and more key characters takes them too (the
+   tail of a shortened echo);
 3. *by name*, in a structured value (:func:`redact_value`): a string under a
    key that is or ends in ``key``, ``token``, ``secret`` or ``password``
    (``api_key``, ``hf_token``; not ``api_key_env``, the name of a variable).
@@ -71,6 +74,12 @@ KEY_SHAPES: Final = re.compile(
 )
 """Tokens shaped like keys: each needs its prefix, so ordinary values never match."""
 
+_TRUNCATED_TAIL: Final = re.compile(re.escape(REDACTED) + rf"(?:\.\.\.|…){_TOKEN}+")
+"""A key's head redacted by shape, then ``...`` and its tail: pydantic shortens a long ``input_value`` so."""
+
+_PIECE: Final = re.compile(r"[A-Za-z0-9_\-~+/=]{12,}")
+"""A run of key characters long enough that, inside a known key, it is a piece of it (a shortened echo)."""
+
 _BEARER: Final = re.compile(r"(?i)(\bBearer\s+)[A-Za-z0-9._~+/=\-]{16,}")
 _URL_PASSWORD: Final = re.compile(r"(://[^/@:\s]+):[^/@\s]+@")
 _SECRET_NAMES: Final = tuple(suffix[1:].lower() for suffix in SECRET_SUFFIXES)  # key, token, ...
@@ -100,9 +109,15 @@ def redact(text: str, known: list[str] | None = None) -> str:
 
     ``known``: :func:`secret_values`, when the caller has them already (None: read now).
     """
-    for secret in secret_values() if known is None else known:
+    secrets = secret_values() if known is None else known
+    for secret in secrets:
         text = text.replace(secret, REDACTED)
+    if secrets:  # a piece of a known key (an echo shortened in the middle: 'head...tail')
+        text = _PIECE.sub(
+            lambda m: REDACTED if any(m.group() in s for s in secrets) else m.group(), text
+        )
     text = KEY_SHAPES.sub(REDACTED, text)
+    text = _TRUNCATED_TAIL.sub(REDACTED, text)
     text = _BEARER.sub(rf"\g<1>{REDACTED}", text)
     return _URL_PASSWORD.sub(rf"\g<1>:{REDACTED}@", text)
 

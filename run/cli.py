@@ -133,8 +133,10 @@ def _version() -> str:
 def _report(command: str, exc: BaseException, debug: bool) -> None:
     # a key pasted where a setting goes comes back in the message: never show it
     print(f"coevo {command}: {redact(without_doc_links(str(exc)))}", file=sys.stderr)
-    if debug:
-        traceback.print_exception(exc, file=sys.stderr)
+    if (
+        debug
+    ):  # shared when asking for help: redacted by the same rule (pydantic's frames echo input)
+        print(redact("".join(traceback.format_exception(exc))), end="", file=sys.stderr)
     elif exc.__cause__ is not None and not isinstance(exc.__cause__, (CoevoError, ValueError)):
         # a bad value, bad TOML or a coevo error is already said in the message; anything else
         # (an OSError, a bug) may have more to show

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from coevo.agents.registry import REGISTRY
-from coevo.arena.bounded import MAX_JSON_BYTES, read_regular
+from coevo.arena.bounded import MAX_JSON_BYTES, loads_toml, read_regular
 from coevo.arena.errors import ArenaError, CoevoError, ExperimentError, RegistryError
 from coevo.arena.examples import find_bundled
 from coevo.arena.gamelog import RunDir
@@ -500,9 +500,11 @@ def parse_overrides(items: Sequence[str]) -> dict[str, Any]:
         if not sep or not key.strip():
             raise ExperimentError(f"--set wants key=value (e.g. solver.actors=2), not {item!r}")
         try:
-            value = tomllib.loads(f"v = {text}")["v"]
+            value = loads_toml(f"v = {text}")["v"]
         except tomllib.TOMLDecodeError:
             value = text
+        except ValueError as exc:  # TOML, but not a value coevo takes (a 5,000-digit integer)
+            raise ExperimentError(f"--set {key.strip()}: {exc}") from None
         except RecursionError:
             raise ExperimentError(f"--set {key.strip()}: the value is nested too deep") from None
         node = out
@@ -564,18 +566,18 @@ def load_experiment(
         try:
             # a link the user made is followed (their own file); a device, a FIFO, a huge file is not read
             text = read_regular(path.resolve(), limit=MAX_JSON_BYTES, what=str(path))
-            data = tomllib.loads(text.decode("utf-8"))
-        except tomllib.TOMLDecodeError as exc:
-            raise ExperimentError(f"{path} is not valid TOML: {exc}") from exc
-        except RecursionError:
-            raise ExperimentError(f"{path} is nested too deep to be an experiment") from None
-        except OSError as exc:  # FileRefusedError too: a FIFO, a device, over the limit
-            raise ExperimentError(f"{path} cannot be read: {exc}") from exc
+            data = loads_toml(text.decode("utf-8"))
         except UnicodeDecodeError as exc:
             raise ExperimentError(
                 f"{path} is not a TOML file: it is not UTF-8 text (byte {exc.start}); "
                 "pass an experiment file, or the name of a bundled one such as quickstart"
             ) from exc
+        except ValueError as exc:  # tomllib.TOMLDecodeError, or an integer too long to read
+            raise ExperimentError(f"{path} is not valid TOML: {exc}") from exc
+        except RecursionError:
+            raise ExperimentError(f"{path} is nested too deep to be an experiment") from None
+        except OSError as exc:  # FileRefusedError too: a FIFO, a device, over the limit
+            raise ExperimentError(f"{path} cannot be read: {exc}") from exc
     # role tables start from their defaults, so "--set solver.actors=2" works without a [solver] table
     defaults = {key: {"name": getattr(Experiment(), key).name} for key in ROLE_TABLES}
     data = merged(defaults, data)

@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tomllib
 import types
 import typing
 from pathlib import Path
 from typing import Any, Final
 
+from coevo.arena.bounded import loads_toml
 from coevo.arena.errors import CommandError
 
 __all__ = [
@@ -62,7 +62,7 @@ def cmd_reference_trainer(args: argparse.Namespace) -> int:
     )
 
 
-def _settings(args: argparse.Namespace, model: Any, table: str, command: str) -> Any:
+def _settings(args: argparse.Namespace, model: Any, table: str) -> Any:
     """The settings ``model`` of the flags, over those of ``--settings FILE`` (its ``[table]``, or the whole file)."""
     from pydantic import ValidationError
 
@@ -72,8 +72,8 @@ def _settings(args: argparse.Namespace, model: Any, table: str, command: str) ->
         if not where.is_file() or where.stat().st_size > SETTINGS_LIMIT:
             raise CommandError(f"--settings {args.settings}: not a file of at most 1 MiB")
         try:
-            data = tomllib.loads(where.read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            data = loads_toml(where.read_text(encoding="utf-8"))
+        except ValueError as exc:  # not TOML, not UTF-8, an integer too long to read
             raise CommandError(f"--settings {args.settings}: not TOML ({exc})") from None
         except RecursionError:
             raise CommandError(f"--settings {args.settings}: nested too deep") from None
@@ -92,14 +92,14 @@ def _settings(args: argparse.Namespace, model: Any, table: str, command: str) ->
             f"--{'.'.join(str(p) for p in e['loc']).replace('_', '-')}: {e['msg']}"
             for e in exc.errors()
         )
-        raise CommandError(f"{command}: {problems}") from None
+        raise CommandError(problems) from None
 
 
 def _train_settings(args: argparse.Namespace) -> Any:
     """The :class:`TrainSettings` of the flags, over those of ``--settings FILE`` (a ``[train]`` table)."""
     from coevo.run.train.settings import TrainSettings
 
-    return _settings(args, TrainSettings, "train", "coevo train")
+    return _settings(args, TrainSettings, "train")
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -323,7 +323,7 @@ def cmd_sft(args: argparse.Namespace) -> int:
     """``coevo sft SOURCE... --model MODEL_DIR --out OUT``."""
     from coevo.run.train.settings import SFTSettings
 
-    settings = _settings(args, SFTSettings, "sft", "coevo sft")
+    settings = _settings(args, SFTSettings, "sft")
     dialogue = _dialogue(args)
     if not 0.0 <= args.validation_share < 1.0:
         raise CommandError(f"--validation-share {args.validation_share}: a share in [0, 1)")

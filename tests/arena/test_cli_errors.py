@@ -324,3 +324,24 @@ def test_an_experiment_or_a_set_value_nested_too_deep_is_refused_with_a_message(
     )
     assert "--set run.name: the value is nested too deep" in err
     assert not (tmp_path / "r").exists()
+
+
+def test_an_integer_of_5000_digits_is_refused_with_a_message_wherever_it_is_given(
+    tmp_path, capsys
+) -> None:
+    """--set run.generations=9…9 (5,000 digits), the same in an experiment file or a --settings file: exit 2 with coevo's line, never Python's ValueError."""
+    digits = "9" * 5_000
+    err = refused(
+        ["run", QUICKSTART, "--set", f"run.generations={digits}", "--out", str(tmp_path / "r")],
+        capsys,
+    )
+    assert "--set run.generations: an integer of more than 4300 digits" in err
+    big = tmp_path / "big.toml"
+    big.write_text(f"[run]\ngenerations = {digits}\n")
+    err = refused(["run", str(big), "--out", str(tmp_path / "r")], capsys)
+    assert f"{big} is not valid TOML: an integer of more than 4300 digits" in err
+    settings = tmp_path / "train.toml"
+    settings.write_text(f"[train]\nepochs = {digits}\n")
+    err = refused(["train", str(tmp_path), "--model", "m", "--settings", str(settings)], capsys)
+    assert "an integer of more than 4300 digits" in err
+    assert "set_int_max_str_digits" not in err and not (tmp_path / "r").exists()

@@ -127,6 +127,42 @@ def test_a_key_given_to_set_is_not_echoed_in_the_error(monkeypatch: pytest.Monke
     assert REDACTED in result.stderr
 
 
+LONG = "sk-proj-CANARY" + "0123456789abcdefghijklmnopqrstuvwxyz" * 2
+"""A key long enough that pydantic's echo shortens it in the middle ('head...tail')."""
+
+LONG_ENV = "envkey-" + "ZYXWVUTSRQPONMLKJIHGFEDCBA9876543210" * 2
+"""The environment's key, shaped like no known key: caught by value, and by piece once shortened."""
+
+
+def _pieces(secret: str, n: int = 12) -> list[str]:
+    return [secret[i : i + n] for i in range(len(secret) - n + 1)]
+
+
+def test_debug_output_is_redacted_by_the_same_rule_shortened_echoes_included(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """`coevo --debug run ... --set solver.config.api_key=KEY`: the traceback (pydantic's frames echo the input, shortened) holds no piece of either key."""
+    monkeypatch.setenv("OPENAI_API_KEY", LONG_ENV)
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:1/v1")
+    result = run_cli(
+        "--debug",
+        "run",
+        "openai-solver",
+        "--out",
+        str(tmp_path / "run"),
+        "--set",
+        f"solver.config.api_key={LONG}",
+        "--set",
+        f"solver.config.model={LONG_ENV}",
+    )
+    assert result.returncode == 2, result.stderr
+    said = result.stdout + result.stderr
+    assert "Traceback" in said and "input_value=" in said, said[-2000:]
+    leaked = [p for p in _pieces(LONG) + _pieces(LONG_ENV) if p in said]
+    assert not leaked, leaked[:3]
+    assert redact(f"x='{LONG[:24]}...{LONG[-24:]}'") == f"x='{REDACTED}'"
+
+
 def test_a_key_in_a_role_setting_is_not_echoed_when_the_setting_is_wrong(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
