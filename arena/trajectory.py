@@ -19,12 +19,37 @@ ids are the rollout (each turn a sample of its own).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["Interleaved", "Trajectory", "TurnTokens", "carried_out_turns"]
+__all__ = [
+    "LOGPROB_FLOOR",
+    "Interleaved",
+    "Trajectory",
+    "TurnTokens",
+    "carried_out_turns",
+    "usable_logprob",
+]
+
+LOGPROB_FLOOR: Final = -1000.0
+"""A log-prob below this is a floor standing in for ``-inf`` (vLLM writes ``-9999``), not a number."""
+
+LOGPROB_CEILING: Final = 1e-3
+"""A log-prob above this is no log-probability (rounding lets a certain token's be a hair over 0)."""
+
+
+def usable_logprob(value: Any) -> bool:
+    """Whether ``value`` is a log-probability a trainer can use: a finite number in [:data:`LOGPROB_FLOOR`, 0] (NaN, ±inf and vLLM's ``-9999`` are not)."""
+    return (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and LOGPROB_FLOOR <= value <= LOGPROB_CEILING
+    )
+
 
 _FAILED: Final = "error: "
 """How a tool message reporting a failed call begins (``Observation.text``)."""
@@ -147,8 +172,12 @@ class Trajectory(_Model):
             logprobs += [None] * len(between)
             mask += [0] * len(between)
             completion = turn.completion_ids or []
-            sampled = (
-                turn.logprobs if turn.logprobs and len(turn.logprobs) == len(completion) else None
+            sampled = (  # a turn with a log-prob that is no number (NaN, the -9999 floor) has none
+                turn.logprobs
+                if turn.logprobs
+                and len(turn.logprobs) == len(completion)
+                and all(usable_logprob(v) for v in turn.logprobs)
+                else None
             )
             ids += completion
             logprobs += list(sampled) if sampled else [None] * len(completion)

@@ -23,16 +23,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 from coevo.arena.bounded import MAX_JSON_BYTES
 from coevo.arena.errors import ArenaError, FileRefusedError
 from coevo.arena.gamelog import RunDir
+from coevo.arena.gamelog.lock import RunLock
 from coevo.run.trainer import (
     Announcement,
     FolderTransport,
@@ -41,7 +43,16 @@ from coevo.run.trainer import (
     run_identity,
 )
 
-__all__ = ["BatchConsumer", "ConsumerSettings", "journal"]
+__all__ = ["VERSION_NAME", "BatchConsumer", "ConsumerSettings", "journal"]
+
+PREFIX: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+)*")
+"""A versions' prefix: letters, digits, ``_``, ``-`` and single dots inside (never ``..``, never a path)."""
+
+VERSION_NAME: Final = re.compile(rf"(?:{PREFIX.pattern})-v[1-9][0-9]*")
+"""The names a consumer gives its versions (``{prefix}-v{n}``); a journal naming any other is refused."""
+
+LOCK: Final = "train.lock"
+"""The lock of a consumer's folder in the trainer folder (one writer: one trainer per folder)."""
 
 
 @dataclass(frozen=True)
@@ -69,6 +80,16 @@ class ConsumerSettings:
     wait: float | None = None
     lag: int = 0
 
+    def __post_init__(self) -> None:
+        if self.prefix is not None and not (
+            len(self.prefix) <= 200 and PREFIX.fullmatch(self.prefix)
+        ):
+            raise ArenaError(
+                f"--prefix {self.prefix[:80]!r}: a version's name is a folder's name in the "
+                "trainer folder and a model name on the server: letters, digits, '_', '-' and "
+                "dots between them (e.g. my-model), at most 200 characters"
+            )
+
 
 def journal(folder: FolderTransport, name: str = "reference") -> list[dict[str, Any]]:
     """A consumer's journal in ``folder``: one entry per batch trained, in order.
@@ -89,8 +110,13 @@ def journal(folder: FolderTransport, name: str = "reference") -> list[dict[str, 
         try:
             entry = json.loads(line)
             batch_gen(entry["batch_id"])
-            if not isinstance(entry.get("version"), str):
+            version = entry.get("version")
+            if not isinstance(version, str):
                 raise TypeError("no version")
+            if len(version) > 256 or not VERSION_NAME.fullmatch(version):
+                raise ValueError(
+                    f"its version {version[:80]!r} is not a name coevo gives (PREFIX-vN)"
+                )
         except (ValueError, KeyError, TypeError, RecursionError, ArenaError) as exc:
             raise ArenaError(
                 f"{folder.uri}/{name}/journal.jsonl line {n} is not a journal entry ({exc}); the "
@@ -125,6 +151,7 @@ class BatchConsumer:
         self.sleep = sleep
         self.run = RunDir(settings.run_dir)
         self.folder: FolderTransport | None = None
+        self.lock: RunLock | None = None
 
     # ---- what a subclass provides ---------------------------------------------------------
 
@@ -190,9 +217,31 @@ class BatchConsumer:
     def serve(self) -> int:
         """Train on every batch as it comes; returns the batches trained in this call.
 
+        The consumer's folder in the trainer folder is locked while it serves
+        (:data:`LOCK`, as a run directory is): a second consumer of the same
+        name on the same folder stops at once, naming the holder.
+
         Raises:
             ArenaError: the run or its batches did not appear within ``wait``, or a batch is not one.
+            LogError: another consumer holds the folder.
         """
+        try:
+            return self._serve()
+        finally:
+            if self.lock is not None:
+                self.lock.release()
+                self.lock = None
+
+    def _take(self, folder: FolderTransport) -> None:
+        """Lock this consumer's folder in ``folder`` (or raise naming who holds it)."""
+        self.lock = RunLock(
+            RunDir(f"{folder.dir.uri.rstrip('/')}/{self.name}"), name=LOCK, holder="trainer"
+        )
+        self.lock.acquire()
+        if self.lock.taken_over:
+            self.say(f"took over the trainer folder's lock ({self.lock.taken_over})")
+
+    def _serve(self) -> int:
         settings = self.consumer
         there = self.run.fs.get_file_info(self.run.root).type
         if there not in (pafs.FileType.NotFound, pafs.FileType.Directory):
@@ -206,7 +255,9 @@ class BatchConsumer:
         while True:
             experiment = self._experiment()
             if experiment is not None and self.folder is None:
-                self.folder = self._open(experiment)
+                folder = self._open(experiment)
+                self._take(folder)
+                self.folder = folder
                 self.say(f"reading batches from {self.folder.uri}")
                 self.opened()
             progressed = False
@@ -279,6 +330,8 @@ class BatchConsumer:
             "step": trained_before + 1,
         }
         entry = self.step(batch, table, entry)
+        if self.lock is not None:
+            self.lock.confirm()  # taken over while it trained (it was silent): the successor's to journal
         lines = [json.dumps(e, sort_keys=True) for e in self.journal()]
         lines.append(json.dumps(entry, sort_keys=True))
         self.folder.dir.write_bytes(("\n".join(lines) + "\n").encode(), self.name, "journal.jsonl")

@@ -116,14 +116,14 @@ def _local(run: RunDir) -> bool:
     return isinstance(run.fs, pafs.LocalFileSystem)
 
 
-def read_lock(run: RunDir) -> LockInfo | None:
+def read_lock(run: RunDir, name: str = LOCK_NAME) -> LockInfo | None:
     """The lock of ``run`` as it is now (None: unlocked).
 
     A lock file that cannot be parsed reads as a lock from an unknown holder,
     started and last heard of at the epoch: stale.
     """
     try:
-        data = run.read_bytes(LOCK_NAME, limit=MAX_JSON_BYTES)
+        data = run.read_bytes(name, limit=MAX_JSON_BYTES)
     except OSError:  # FileRefusedError too: a link, a FIFO, a device read as no lock of coevo's
         return None
     return LockInfo.parse(data) or LockInfo("?", -1, 0.0, 0.0, "")
@@ -135,14 +135,26 @@ class RunLock:
     Args:
         run: the run directory.
         heartbeat: seconds between heartbeats (:data:`HEARTBEAT_SECONDS`).
+        name: the lock file's name in the folder (``coevo train`` locks its trainer
+            folder with ``lora/train.lock``).
+        holder: what messages call the one who holds it.
 
     Raises:
         LogError: (on entering) another run holds the lock; the message names its host and pid.
     """
 
-    def __init__(self, run: RunDir, *, heartbeat: float = HEARTBEAT_SECONDS):
+    def __init__(
+        self,
+        run: RunDir,
+        *,
+        heartbeat: float = HEARTBEAT_SECONDS,
+        name: str = LOCK_NAME,
+        holder: str = "run",
+    ):
         self.run = run
         self.every = heartbeat
+        self.name = name
+        self.holder = holder
         self.info = LockInfo(
             socket.gethostname(), os.getpid(), time.time(), time.time(), uuid.uuid4().hex
         )
@@ -163,11 +175,11 @@ class RunLock:
         """Take the lock (taking a stale one over), or raise naming its holder; starts the heartbeat."""
         self.run.fs.create_dir(self.run.root, recursive=True)
         if not self._create():
-            holder = read_lock(self.run)
+            holder = read_lock(self.run, self.name)
             why = holder.stale_because() if holder is not None else "it was just released"
             if holder is not None and why is None:
                 raise LogError(
-                    f"{self.run.uri} is being written by another run: {holder.describe()}; "
+                    f"{self.run.uri} is being written by another {self.holder}: {holder.describe()}; "
                     f"wait for it to end, or stop it (a lock is taken over once its holder has "
                     f"died or been silent for {STALE_SECONDS:.0f} s)"
                 )
@@ -184,32 +196,32 @@ class RunLock:
             self._thread = None
         with contextlib.suppress(OSError):
             if self._mine():
-                self.run.fs.delete_file(self.run.path(LOCK_NAME))
+                self.run.fs.delete_file(self.run.path(self.name))
 
     def _create(self) -> bool:
         """Create the lock exclusively (local) or as a lease (object store); False: one exists."""
         if _local(self.run):
             # written whole under a name of its own, then linked into place: link(2) creates
             # exclusively (like O_CREAT | O_EXCL, and on NFS too), and no reader sees a half-written lock
-            mine = self.run.path(f"{LOCK_NAME}.{self.info.token}")
+            mine = self.run.path(f"{self.name}.{self.info.token}")
             fd = os.open(mine, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
             with os.fdopen(fd, "wb") as out:
                 out.write(self.info.dump())
             try:
-                os.link(mine, self.run.path(LOCK_NAME))
+                os.link(mine, self.run.path(self.name))
             except FileExistsError:
                 return False
             finally:
                 os.unlink(mine)
             return True
-        if read_lock(self.run) is not None:
+        if read_lock(self.run, self.name) is not None:
             return False
-        self.run.write_bytes(self.info.dump(), LOCK_NAME)
+        self.run.write_bytes(self.info.dump(), self.name)
         return self._mine()
 
     def _take_over(self, stale: LockInfo | None) -> None:
         """Replace the stale lock ``stale`` by this one, unless another run replaced it first."""
-        path = self.run.path(LOCK_NAME)
+        path = self.run.path(self.name)
         if _local(self.run):
             aside = f"{path}.{self.info.token}"
             with contextlib.suppress(FileNotFoundError):
@@ -223,24 +235,24 @@ class RunLock:
                         os.link(aside, path)
                     os.unlink(aside)
                     raise LogError(
-                        f"{self.run.uri} was just taken by another run; let it run, or wait for it to end"
+                        f"{self.run.uri} was just taken by another {self.holder}; let it run, or wait for it to end"
                     )
                 os.unlink(aside)
             if not self._create():
-                holder = read_lock(self.run)
+                holder = read_lock(self.run, self.name)
                 raise LogError(
-                    f"{self.run.uri} was just taken by another run: "
+                    f"{self.run.uri} was just taken by another {self.holder}: "
                     f"{holder.describe() if holder else 'unknown'}; let it run, or wait for it to end"
                 )
             return
-        self.run.write_bytes(self.info.dump(), LOCK_NAME)
+        self.run.write_bytes(self.info.dump(), self.name)
         if not self._mine():
-            raise LogError(f"{self.run.uri} was just taken by another run; let it run")
+            raise LogError(f"{self.run.uri} was just taken by another {self.holder}; let it run")
 
     # ---- holding ------------------------------------------------------------------------
 
     def _mine(self) -> bool:
-        holder = read_lock(self.run)
+        holder = read_lock(self.run, self.name)
         return holder is not None and holder.token == self.info.token
 
     def _beat(self) -> None:
@@ -249,7 +261,7 @@ class RunLock:
                 if not self._mine():
                     return  # taken over: the check before the next commit stops this run
                 self.info = LockInfo(**{**self.info.__dict__, "heartbeat": time.time()})
-                self.run.write_bytes(self.info.dump(), LOCK_NAME)
+                self.run.write_bytes(self.info.dump(), self.name)
             except OSError:
                 continue  # a flaky store: the next beat tries again, the check before a commit decides
 
@@ -259,13 +271,13 @@ class RunLock:
         Raises:
             LogError: another run has taken the run directory over, or the lock is gone.
         """
-        holder = read_lock(self.run)
+        holder = read_lock(self.run, self.name)
         if holder is None or holder.token != self.info.token:
             who = holder.describe() if holder is not None else "nobody (the lock file is gone)"
             raise LogError(
-                f"{self.run.uri} is no longer this run's to write: its lock is held by {who}; "
-                "this run stops without committing. Check which run should go on, and "
-                "`coevo resume` it once the other has ended"
+                f"{self.run.uri} is no longer this {self.holder}'s to write: its lock is held by "
+                f"{who}; this {self.holder} stops without committing. Check which should go on, "
+                "and start it again once the other has ended"
             )
 
 

@@ -461,9 +461,11 @@ def _state(folder: Path) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def main(consumer: ConsumerSettings, settings: TrainSettings, out: TextIO = sys.stdout) -> int:
-    """Run ``coevo train`` until the run is finished; the exit status."""
+def main(consumer: ConsumerSettings, settings: TrainSettings, out: TextIO | None = None) -> int:
+    """Run ``coevo train`` until the run is finished; the exit status (``out``: where it reports; standard output)."""
     torch.manual_seed(settings.seed)
-    trainer = LoRATrainer(consumer, settings, say=lambda line: print(line, file=out, flush=True))
+    trainer = LoRATrainer(
+        consumer, settings, say=lambda line: print(line, file=out or sys.stdout, flush=True)
+    )
     trainer.serve()
     return 0

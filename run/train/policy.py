@@ -26,6 +26,7 @@
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import json
 import os
 import shutil
@@ -36,9 +37,11 @@ from pathlib import Path
 from typing import Any, Final
 
 import torch
+from coevo.arena.bounded import MAX_JSON_BYTES, loads_json, open_regular, read_regular
 from coevo.arena.errors import ArenaError
 from coevo.run.train.settings import AdapterSettings
 from peft import LoraConfig, PeftModel, get_peft_model
+from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 from torch.utils.checkpoint import checkpoint
 from transformers import AutoModelForCausalLM
@@ -167,6 +170,85 @@ def without_dropout(model: Any, keep_lora: bool = False) -> Any:
     return model
 
 
+MAX_ADAPTER_BYTES: Final = 16 << 30
+"""The largest adapter (or optimizer state) file read: a rank-64 adapter of a 70B model is a few GB."""
+
+MAX_SAFETENSORS_HEADER: Final = 100 << 20
+"""The largest safetensors header read (the safetensors library's own bound)."""
+
+_ITEM_BYTES: Final = {
+    "BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1, "I16": 2, "U16": 2, "F16": 2,
+    "BF16": 2, "I32": 4, "U32": 4, "F32": 4, "I64": 8, "U64": 8, "F64": 8,
+}  # fmt: skip
+
+
+def check_safetensors(path: Path) -> None:
+    """Check that ``path`` is a safetensors file whose header says what it holds and fits in it, before any reader maps it.
+
+    The header is read whole only once its stated length is known to fit in
+    the file (a length of 2⁶² is refused, not allocated); every tensor's
+    bytes must lie inside the file and match its shape and type.
+
+    Raises:
+        ArenaError: it is not a regular file within :data:`MAX_ADAPTER_BYTES`, or not
+            safetensors (the message says what is wrong).
+    """
+    where = str(path)
+    try:
+        fd = open_regular(path, limit=MAX_ADAPTER_BYTES)
+    except OSError as exc:  # FileRefusedError too: a link, a FIFO, too big
+        raise ArenaError(f"{where} cannot be read: {exc}") from None
+    with os.fdopen(fd, "rb") as file:
+        size = os.fstat(fd).st_size
+        head = file.read(8)
+        length = int.from_bytes(head, "little") if len(head) == 8 else -1
+        if length < 2 or length > min(size - 8, MAX_SAFETENSORS_HEADER):
+            raise ArenaError(
+                f"{where} is not a safetensors file: its header length ({length}) does not fit "
+                f"in the file ({size} bytes)"
+            )
+        try:
+            header = loads_json(file.read(length), where)
+        except ValueError as exc:
+            raise ArenaError(f"{where} is not a safetensors file: {exc}") from None
+    data = size - 8 - length
+    if not isinstance(header, dict):
+        raise ArenaError(f"{where} is not a safetensors file: its header is not a JSON object")
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        problem = _tensor_problem(info, data)
+        if problem:
+            raise ArenaError(f"{where} is not a safetensors file: tensor {name[:80]!r} {problem}")
+
+
+def _tensor_problem(info: Any, data: int) -> str | None:
+    """What is wrong with one tensor's header entry in a file of ``data`` bytes of tensors (None: nothing)."""
+    if not isinstance(info, dict):
+        return "has no entry of dtype, shape and offsets"
+    item = _ITEM_BYTES.get(info.get("dtype"))  # type: ignore[arg-type]
+    shape, offsets = info.get("shape"), info.get("data_offsets")
+    if item is None:
+        return f"has a dtype coevo does not read ({str(info.get('dtype'))[:20]!r})"
+    if not isinstance(shape, list) or not all(
+        isinstance(n, int) and not isinstance(n, bool) and 0 <= n < 1 << 40 for n in shape
+    ):
+        return "has a shape that is not a list of sizes"
+    if not (
+        isinstance(offsets, list)
+        and len(offsets) == 2
+        and all(isinstance(n, int) and not isinstance(n, bool) for n in offsets)
+        and 0 <= offsets[0] <= offsets[1] <= data
+    ):
+        return f"has its bytes outside the file (offsets {str(offsets)[:40]})"
+    count = 1
+    for n in shape:
+        count *= n
+    if count * item != offsets[1] - offsets[0]:
+        return f"holds {offsets[1] - offsets[0]} bytes, not the {count * item} its shape and dtype take"
+    return None
+
+
 def _check_adapter_folder(adapter: str) -> None:
     where = Path(adapter)
     if (
@@ -177,6 +259,16 @@ def _check_adapter_folder(adapter: str) -> None:
             f"{adapter}: not a PEFT LoRA adapter folder with adapter_config.json and "
             "adapter_model.safetensors (a .bin adapter is a pickle, which coevo never reads)"
         )
+    try:
+        config = loads_json(
+            read_regular(where / "adapter_config.json", limit=MAX_JSON_BYTES),
+            str(where / "adapter_config.json"),
+        )
+    except (OSError, ValueError) as exc:  # FileRefusedError too: a link, a FIFO, too big
+        raise ArenaError(f"{adapter}: its adapter_config.json cannot be read: {exc}") from None
+    if not isinstance(config, dict):
+        raise ArenaError(f"{adapter}: its adapter_config.json is not a JSON object")
+    check_safetensors(where / "adapter_model.safetensors")
 
 
 def with_adapter(
@@ -217,7 +309,7 @@ def with_adapter(
             _check_adapter_folder(reference)
             with peft_quietly():
                 peft_model.load_adapter(reference, adapter_name=REFERENCE, is_trainable=False)
-    except (ValueError, KeyError, RuntimeError) as exc:
+    except (ValueError, KeyError, RuntimeError, SafetensorError) as exc:
         raise ArenaError(f"the adapter does not fit the model: {exc}") from None
     for parameter in trainable(peft_model).values():
         parameter.data = parameter.data.float()
@@ -464,9 +556,49 @@ def save_version(
                 tensors[f"{name}::{key}"] = tensor.detach().cpu().contiguous()
     save_file(tensors, str(partial / "optimizer.safetensors"))
     (partial / "state.json").write_text(json.dumps(state, sort_keys=True, indent=1))
-    if folder.exists():
-        shutil.rmtree(folder)
-    os.replace(partial, folder)
+    swap_into_place(partial, folder)
+
+
+def _renameat2() -> Any:
+    """Linux's ``renameat2`` (glibc 2.28+), or None where there is none."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        call = libc.renameat2
+    except (OSError, AttributeError):
+        return None
+    call.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    call.restype = ctypes.c_int
+    return call
+
+
+_AT_FDCWD: Final = -100
+_RENAME_EXCHANGE: Final = 2
+
+
+def swap_into_place(new: Path, folder: Path) -> None:
+    """Put the folder ``new`` at ``folder``, replacing one there with no moment when ``folder`` is missing.
+
+    A folder of that name (left by a step killed before its journal entry) is
+    exchanged with ``new`` in one ``renameat2(RENAME_EXCHANGE)`` and then
+    deleted; where the system has no such call, it is moved aside first (two
+    renames, an instant apart). A new name is one ``rename``.
+    """
+    try:
+        os.rename(new, folder)  # atomic, and refuses a non-empty folder in the way
+        return
+    except OSError:
+        if not folder.is_dir() or folder.is_symlink():
+            raise
+    call = _renameat2()
+    if call is not None and (
+        call(_AT_FDCWD, bytes(new), _AT_FDCWD, bytes(folder), _RENAME_EXCHANGE) == 0
+    ):
+        shutil.rmtree(new)  # what was at ``folder``
+        return
+    aside = folder.with_name(f".{folder.name}.old-{os.getpid()}")
+    os.rename(folder, aside)
+    os.rename(new, folder)
+    shutil.rmtree(aside)
 
 
 def load_optimizer(model: Any, optimizer: torch.optim.Optimizer, folder: Path) -> None:
@@ -478,7 +610,11 @@ def load_optimizer(model: Any, optimizer: torch.optim.Optimizer, folder: Path) -
     where = folder / "optimizer.safetensors"
     if not where.is_file():
         return
-    saved = load_file(str(where))
+    check_safetensors(where)
+    try:
+        saved = load_file(str(where))
+    except SafetensorError as exc:
+        raise ArenaError(f"{where} cannot be read: {exc}") from None
     params = trainable(model)
     for key, tensor in saved.items():
         name, _, moment = key.rpartition("::")

@@ -117,3 +117,24 @@ def test_a_turn_counts_as_carried_out_when_it_called_and_no_answer_was_an_error(
     ]
     assert carried_out_turns(conversation) == (2, 4)
     assert carried_out_turns([]) == (0, 0)
+
+
+def test_a_turn_whose_log_probs_are_not_numbers_is_kept_without_them() -> None:
+    """A server's NaN, -inf or -9999 floor enters no record: that turn's log-probs are null (the trainer counts it), the other turn's kept."""
+    for bad in (float("nan"), float("-inf"), -9999.0, float("inf")):
+        turns = chained([1, 2], [([3, 4], [5]), ([6, 7], [])])
+        turns[1] = turns[1].model_copy(update={"logprobs": [-0.5, bad]})
+        laid, _ = trajectory(turns).interleaved()
+        assert laid is not None
+        assert laid.logprobs == [None, None, -0.5, -0.5, None, None, None]
+        episode = Episode(
+            task_id="t",
+            world_id="w",
+            calls=[],
+            observations=[],
+            reward=Reward(value=1, submitted=True, reason="x"),
+            episode_id="ep",
+            trajectory=trajectory(turns),
+        )
+        row = TrajectoryRow.of(episode, "train")
+        assert row.turn_logprobs is None and row.logprobs == laid.logprobs
