@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 import time
 from collections.abc import Callable
@@ -81,6 +82,20 @@ class ConsumerSettings:
     lag: int = 0
 
     def __post_init__(self) -> None:
+        problems = [
+            f"--{name} {value!r}: {rule}"
+            for name, value, ok, rule in [
+                ("poll", self.poll, _finite(self.poll) and self.poll > 0, "seconds, more than 0"),
+                ("wait", self.wait, self.wait is None or (_finite(self.wait) and self.wait >= 0),
+                 "seconds, 0 or more"),
+                ("batches", self.batches, self.batches is None or self.batches >= 1,
+                 "a count, 1 or more"),
+                ("lag", self.lag, self.lag >= 0, "a count of batches, 0 or more"),
+            ]  # fmt: skip
+            if not ok
+        ]
+        if problems:
+            raise ArenaError("; ".join(problems))
         if self.prefix is not None and not (
             len(self.prefix) <= 200 and PREFIX.fullmatch(self.prefix)
         ):
@@ -89,6 +104,10 @@ class ConsumerSettings:
                 "trainer folder and a model name on the server: letters, digits, '_', '-' and "
                 "dots between them (e.g. my-model), at most 200 characters"
             )
+
+
+def _finite(value: float) -> bool:
+    return isinstance(value, (int, float)) and math.isfinite(value)
 
 
 def journal(folder: FolderTransport, name: str = "reference") -> list[dict[str, Any]]:

@@ -285,3 +285,15 @@ def test_a_format_reward_pays_the_turns_carried_out_and_makes_the_advantages_aga
     assert [r["advantage"] for r in shaped] == [0.25, -0.25]
     assert [r["reward"] for r in rows] == [0.0, 0.0]  # the batch's rows are left as they were
     assert len(sequences_of(shaped)[0]) == 2 and not sequences_of(rows)[0]
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [("--poll", "nan"), ("--poll", "-1"), ("--wait", "nan"), ("--lag", "-3"), ("--batches", "-1")],
+)
+def test_a_consumer_setting_out_of_range_is_refused_naming_the_flag(
+    tmp_path, capsys, flag, value
+) -> None:
+    """--poll nan (a sleep of NaN), a negative lag or count: exit 2 naming the flag, before anything waits."""
+    assert main(["reference-trainer", str(tmp_path / "run"), flag, value]) == 2
+    assert capsys.readouterr().err.startswith(f"coevo reference-trainer: {flag} ")
