@@ -86,12 +86,20 @@ class ConsumerSettings:
             f"--{name} {value!r}: {rule}"
             for name, value, ok, rule in [
                 ("poll", self.poll, _finite(self.poll) and self.poll > 0, "seconds, more than 0"),
-                ("wait", self.wait, self.wait is None or (_finite(self.wait) and self.wait >= 0),
-                 "seconds, 0 or more"),
-                ("batches", self.batches, self.batches is None or self.batches >= 1,
-                 "a count, 1 or more"),
+                (
+                    "wait",
+                    self.wait,
+                    self.wait is None or (_finite(self.wait) and self.wait >= 0),
+                    "seconds, 0 or more",
+                ),
+                (
+                    "batches",
+                    self.batches,
+                    self.batches is None or self.batches >= 1,
+                    "a count, 1 or more",
+                ),
                 ("lag", self.lag, self.lag >= 0, "a count of batches, 0 or more"),
-            ]  # fmt: skip
+            ]
             if not ok
         ]
         if problems:
