@@ -31,7 +31,7 @@ __all__ = [
     "Trajectory",
     "TurnTokens",
     "carried_out_turns",
-    "usable_logprob",
+    "is_logprob",
 ]
 
 LOGPROB_FLOOR: Final = -1000.0
@@ -41,7 +41,7 @@ LOGPROB_CEILING: Final = 1e-3
 """A log-prob above this is no log-probability (rounding lets a certain token's be a hair over 0)."""
 
 
-def usable_logprob(value: Any) -> bool:
+def is_logprob(value: Any) -> bool:
     """Whether ``value`` is a log-probability a trainer can use: a finite number in [:data:`LOGPROB_FLOOR`, 0] (NaN, ±inf and vLLM's ``-9999`` are not)."""
     return (
         isinstance(value, (int, float))
@@ -176,7 +176,7 @@ class Trajectory(_Model):
                 turn.logprobs
                 if turn.logprobs
                 and len(turn.logprobs) == len(completion)
-                and all(usable_logprob(v) for v in turn.logprobs)
+                and all(is_logprob(v) for v in turn.logprobs)
                 else None
             )
             ids += completion

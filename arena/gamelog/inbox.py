@@ -50,7 +50,7 @@ from coevo.arena.errors import FileRefusedError, LogError
 from coevo.arena.gamelog.rows import Row, _arrow_type
 from coevo.arena.gamelog.rundir import RunDir
 from coevo.arena.spec import ToolCall
-from coevo.arena.trajectory import LOGPROB_FLOOR, usable_logprob
+from coevo.arena.trajectory import LOGPROB_FLOOR, is_logprob
 from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 
 __all__ = [
@@ -215,7 +215,7 @@ class InboxRollout(Row):
                     raise ValueError(
                         f"turn {turn}: {len(scores)} log-probabilities for {len(ids)} completion tokens"
                     )
-                bad = next((v for v in scores if not usable_logprob(v)), None)
+                bad = next((v for v in scores if not is_logprob(v)), None)
                 if bad is not None:
                     raise ValueError(
                         f"turn {turn}: a log-probability of {bad!r}; each must be a finite number "

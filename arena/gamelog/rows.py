@@ -28,7 +28,7 @@ from coevo.arena.codeworld import CodeWorldSpec
 from coevo.arena.difficulty import task_level
 from coevo.arena.outcomes import Episode, Verdict
 from coevo.arena.spec import TaskSpec, WorldSpec
-from coevo.arena.trajectory import Trajectory, usable_logprob
+from coevo.arena.trajectory import Trajectory, is_logprob
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
@@ -514,7 +514,7 @@ class TrajectoryRow(Row):
         scored = tokens and all(
             t.logprobs is not None
             and len(t.logprobs) == len(t.completion_ids or [])
-            and all(usable_logprob(v) for v in t.logprobs)
+            and all(is_logprob(v) for v in t.logprobs)
             for t in turns
         )  # one usable log-prob per completion token on every turn, or none kept (a NaN is none)
         logprobs = [t.logprobs or [] for t in turns] if scored else None

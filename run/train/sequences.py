@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from coevo.arena.gamelog.figures import INFORMATIVE_TOLERANCE
-from coevo.arena.trajectory import LOGPROB_FLOOR, carried_out_turns, usable_logprob
+from coevo.arena.trajectory import LOGPROB_FLOOR, carried_out_turns, is_logprob
 from coevo.run.trainer import unreproducible_sampling
 
 __all__ = [
@@ -320,7 +320,7 @@ def _ints(values: Any, vocab_size: int | None) -> list[int] | None:
 
 def _logprob(value: Any) -> float | None:
     """A recorded log-prob, or None when it is not a finite log-probability (NaN, ±inf, positive, the -9999 floor)."""
-    return float(value) if usable_logprob(value) else None
+    return float(value) if is_logprob(value) else None
 
 
 def _turn_spans(mask: list[int], completions: Any) -> list[tuple[int, int]] | None:
