@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from coevo.arena.gamelog.figures import INFORMATIVE_TOLERANCE
-from coevo.arena.trajectory import carried_out_turns
+from coevo.arena.trajectory import LOGPROB_FLOOR, carried_out_turns, is_logprob
 from coevo.run.trainer import unreproducible_sampling
 
 __all__ = [
@@ -62,8 +62,6 @@ __all__ = [
 
 ADVANTAGE_TOLERANCE: Final = INFORMATIVE_TOLERANCE
 """An advantage (or a group's reward spread) at most this far from 0 is 0: the loop's own tolerance for an informative group."""
-LOGPROB_FLOOR: Final = -1000.0
-"""A recorded log-prob below this is a floor standing in for ``-inf`` (vLLM writes ``-9999``), not a number."""
 
 
 @dataclass(frozen=True)
@@ -322,9 +320,7 @@ def _ints(values: Any, vocab_size: int | None) -> list[int] | None:
 
 def _logprob(value: Any) -> float | None:
     """A recorded log-prob, or None when it is not a finite log-probability (NaN, ±inf, positive, the -9999 floor)."""
-    if not _finite(value) or value < LOGPROB_FLOOR or value > 1e-3:
-        return None
-    return float(value)
+    return float(value) if is_logprob(value) else None
 
 
 def _turn_spans(mask: list[int], completions: Any) -> list[tuple[int, int]] | None:
