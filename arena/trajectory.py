@@ -15,6 +15,12 @@ never retokenizes. That layout needs each turn's prompt to begin with the
 previous turn's prompt and completion, token for token; a chat template
 that re-renders earlier turns differently breaks it, and then the per-turn
 ids are the rollout (each turn a sample of its own).
+
+A log-probability is a number in ``[LOGPROB_FLOOR, LOGPROB_CEILING]``
+(:func:`is_logprob`); what a server writes outside it (NaN, an infinity,
+vLLM's ``-9999`` for a token it could not score) is no log-probability, and
+neither the client that reads an answer nor a trainer that reads a batch
+takes it as one.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from typing import Any, Final, NamedTuple
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
+    "LOGPROB_CEILING",
     "LOGPROB_FLOOR",
     "Interleaved",
     "Trajectory",
@@ -36,23 +43,21 @@ __all__ = [
 
 LOGPROB_FLOOR: Final = -1000.0
 """A log-prob below this is a floor standing in for ``-inf`` (vLLM writes ``-9999``), not a number."""
-
 LOGPROB_CEILING: Final = 1e-3
-"""A log-prob above this is no log-probability (rounding lets a certain token's be a hair over 0)."""
+"""A log-prob above this is no log-probability (a certain token's is 0, give or take rounding)."""
+
+_FAILED: Final = "error: "
+"""How a tool message reporting a failed call begins (``Observation.text``)."""
 
 
 def is_logprob(value: Any) -> bool:
-    """Whether ``value`` is a log-probability a trainer can use: a finite number in [:data:`LOGPROB_FLOOR`, 0] (NaN, ±inf and vLLM's ``-9999`` are not)."""
+    """Whether ``value`` is a log-probability: a finite number (no bool) from :data:`LOGPROB_FLOOR` to :data:`LOGPROB_CEILING`."""
     return (
         isinstance(value, (int, float))
         and not isinstance(value, bool)
         and math.isfinite(value)
         and LOGPROB_FLOOR <= value <= LOGPROB_CEILING
     )
-
-
-_FAILED: Final = "error: "
-"""How a tool message reporting a failed call begins (``Observation.text``)."""
 
 
 def carried_out_turns(messages: Sequence[Mapping[str, Any]]) -> tuple[int, int]:

@@ -31,7 +31,9 @@ One :class:`LLMClient` per role instance:
   refuses ``return_token_ids`` turns token capture off and tries again.
 * **Accounting.** Every call's tokens (and for Anthropic its cache tokens
   and dollars, at :data:`PRICES`) are added up per role and task; a server
-  that sends no ``usage`` is counted by its token ids when it returned them.
+  that sends no ``usage`` is counted by its token ids when it returned them,
+  and an answer whose log-probs were left out as no log-probabilities
+  (:mod:`~coevo.agents.llm.openai_api`) is counted (``refused_logprobs``).
 * **Structured output** (:meth:`LLMClient.structured`): a forced tool whose
   parameters are a pydantic model's JSON Schema; a JSON object written as
   text is taken too (servers that cannot force a tool); an answer that is
@@ -115,6 +117,8 @@ class Usage:
         retries: requests made again after an error status or no answer (a rate limit,
             a restarting server).
         failed_calls: calls that failed after the retries.
+        refused_logprobs: answers whose log-probs were left out, as no log-probabilities
+            (NaN, an infinity, vLLM's -9999 floor): their turns have none.
     """
 
     calls: int = 0
@@ -125,6 +129,7 @@ class Usage:
     dollars: float = 0.0
     retries: int = 0
     failed_calls: int = 0
+    refused_logprobs: int = 0
 
     def add(self, other: Usage) -> None:
         """Add ``other`` to this."""
@@ -136,6 +141,7 @@ class Usage:
         self.dollars += other.dollars
         self.retries += other.retries
         self.failed_calls += other.failed_calls
+        self.refused_logprobs += other.refused_logprobs
 
 
 _TOKEN_REFUSAL: Final = re.compile(r"return_token_ids|logprobs", re.I)
@@ -728,7 +734,10 @@ class LLMClient(ServedModels):
                 + written * price[0] * 1.25
                 + read * price[0] * 0.1
             ) / 1e6
-        self.usage[(role, task)].add(Usage(1, given, taken, written, read, dollars))
+        refused = int(turn.logprobs_refused is not None)
+        self.usage[(role, task)].add(
+            Usage(1, given, taken, written, read, dollars, refused_logprobs=refused)
+        )
 
     def _price(self, model: str) -> tuple[float, float] | None:
         best = max((p for p in self.prices if model.startswith(p)), key=len, default=None)

@@ -5,8 +5,8 @@ the start-up checks), not through the ``openai`` SDK: the SDK's cost per
 call changes several-fold between its major versions (``verifiers`` pins
 ``openai<3``), and token-in/token-out needs endpoints the SDK does not know
 (``/tokenize``, ``/v1/completions`` with a token-id prompt). A
-:class:`Connection` is one server's pool of HTTP connections, the key in
-its ``Authorization`` header.
+:class:`~coevo.agents.llm.openai_http.Connection` is one server's pool of
+HTTP connections, the key in its ``Authorization`` header.
 
 * :func:`complete`: ``POST /chat/completions``. A
   :class:`~coevo.agents.llm.turns.Request` goes out as the API takes it;
@@ -34,6 +34,12 @@ its ``Authorization`` header.
 * :func:`models_now`, :func:`model_roots`, :func:`load_lora_adapter`: the
   start-up checks and a trainer's adapters (no event loop).
 
+What a server sends is not trusted: :mod:`~coevo.agents.llm.openai_http`
+reads each answer within a size limit and follows no redirect off the
+server; a log-prob that is no log-probability (NaN, an infinity, vLLM's
+``-9999`` floor: :func:`~coevo.arena.trajectory.is_logprob`) leaves the
+turn without its log-probs, as from a server that returned none.
+
 Every failure reaches the client's retry policy
 (:mod:`~coevo.agents.llm.client`) as a
 :class:`~coevo.agents.llm.turns.Transient` status, an
@@ -45,15 +51,22 @@ error carries the request (its headers hold the key).
 from __future__ import annotations
 
 import json
-import os
+import math
 import re
 from array import array
 from collections.abc import Mapping
 from typing import Any, Final
-from urllib.parse import urlsplit
 
-import aiohttp
-import httpx2
+from coevo.agents.llm.openai_http import (
+    API,
+    Connection,
+    ask_now,
+    is_openai_itself,
+    malformed,
+    post_now,
+    server_root,
+    status_error,
+)
 from coevo.agents.llm.turns import (
     LLMCallError,
     Request,
@@ -61,13 +74,10 @@ from coevo.agents.llm.turns import (
     TokenRequest,
     ToolCallRequest,
     Turn,
-    Unreachable,
     parse_arguments,
-    retry_after,
-    root_cause,
-    status_failure,
 )
-from pydantic_core import from_json, to_json
+from coevo.arena.trajectory import LOGPROB_CEILING, LOGPROB_FLOOR, is_logprob
+from pydantic_core import from_json
 
 __all__ = [
     "API",
@@ -90,9 +100,7 @@ __all__ = [
     "unload_lora_adapter",
 ]
 
-API: Final = "the OpenAI-compatible server"
 DEFAULT_BASE_URL: Final = "https://api.openai.com/v1"
-
 _EXTRA: Final = ("top_k", "min_p", "repetition_penalty")
 _NATIVE: Final = ("temperature", "top_p", "seed", "stop", "presence_penalty", "frequency_penalty")
 
@@ -117,144 +125,7 @@ repetition_penalty 1.05, temperature 0.7)."""
 
 _RECORDED: Final = (*NEUTRAL_SAMPLING, "seed", "stop", "max_tokens")
 """The request-body fields a trajectory's ``sampling`` records (``extra_body`` may override any)."""
-_CONTEXT: Final = re.compile(r"context length|maximum context|context window|too many tokens", re.I)
 _TOKEN_ID: Final = re.compile(r"token_id:(\d+)")
-_JSON: Final = "application/json"
-
-
-def is_openai_itself(base_url: str) -> bool:
-    """Whether ``base_url`` is OpenAI's own API (no token ids; ``max_completion_tokens``)."""
-    return urlsplit(base_url).hostname == "api.openai.com"
-
-
-def server_root(base_url: str) -> str:
-    """The server's root, where vLLM serves ``/tokenize`` (``http://h:8000/v1`` → ``http://h:8000``)."""
-    return base_url.removesuffix("/").removesuffix("/v1")
-
-
-def _headers(key: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {key}", "Content-Type": _JSON, "Accept": _JSON}
-
-
-def _message_of(status: int, body: bytes) -> str:
-    """What an error answer says: its ``error.message`` (OpenAI, vLLM), ``detail`` (FastAPI), or its text."""
-    try:
-        value = json.loads(body)
-    except (ValueError, RecursionError):
-        value = None
-    if isinstance(value, dict):
-        inner = value.get("error", value.get("detail", value.get("message")))
-        if isinstance(inner, dict) and inner.get("message"):
-            return str(inner["message"])
-        if isinstance(inner, str):
-            return inner
-        if inner is not None:
-            return json.dumps(inner)[:500]
-    text = " ".join(body[:500].decode("utf-8", "replace").split())
-    return text or f"status {status}"
-
-
-def _status_error(response: httpx2.Response) -> Exception:
-    """The client's view of an error status."""
-    message = _message_of(response.status_code, response.content)
-    return status_failure(
-        API,
-        response.status_code,
-        message,
-        retry_after=retry_after(response.headers),
-        too_long=bool(_CONTEXT.search(message)),
-    )
-
-
-def _transport_error(exc: Exception) -> Exception:
-    """The client's view of a request that got no answer (or could not be sent)."""
-    if isinstance(exc, httpx2.TimeoutException):
-        return Unreachable("the request timed out", timeout=True)
-    if isinstance(exc, httpx2.TransportError):
-        return Unreachable(root_cause(exc) or type(exc).__name__)
-    return LLMCallError(f"{API} could not be asked: {type(exc).__name__}: {exc}")
-
-
-class Connection:
-    """One server's pool of HTTP connections (``aiohttp``), keeping ``limit`` of them alive.
-
-    aiohttp spends about half the CPU per request of ``httpx2`` (whose pool
-    looks at every connection for every request): at 64 rollouts in flight,
-    1.2 ms of coevo's CPU per model call against 2.0
-    (``benchmarks/bench_llm_rollouts.py``). The session is made in the event
-    loop of the first request (each batch of a role runs in a loop of its own).
-
-    Args:
-        base_url: the server's base URL (``http://host:8000/v1``).
-        key: the key, sent as ``Authorization: Bearer``.
-        timeout: seconds per request.
-        http_client: an ``aiohttp.ClientSession`` to use instead (the caller's to close).
-        limit: connections kept open (the calls this server may have in flight).
-    """
-
-    def __init__(
-        self,
-        base_url: str,
-        key: str,
-        timeout: float,
-        http_client: Any = None,
-        limit: int = 64,
-    ):
-        self.base_url = base_url.rstrip("/")
-        self.root = server_root(self.base_url)
-        self.openai_itself = is_openai_itself(self.base_url)
-        self.headers = _headers(key)
-        self.owned = http_client is None
-        self.timeout = timeout
-        self.limit = limit
-        self.http: Any = http_client
-
-    async def post(self, url: str, body: dict[str, Any]) -> bytes:
-        """POST ``body`` as JSON to ``url``; the answer's bytes.
-
-        Raises:
-            Transient: a status worth retrying.
-            Unreachable: no answer came back.
-            LLMCallError: any other error status (``.status`` set).
-        """
-        if self.http is None:
-            self.http = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=self.limit),
-                timeout=aiohttp.ClientTimeout(total=self.timeout),
-            )
-        try:
-            async with self.http.post(url, data=to_json(body), headers=self.headers) as response:
-                raw = await response.read()
-                status, headers = response.status, response.headers
-        except TimeoutError:
-            raise Unreachable("the request timed out", timeout=True) from None
-        except (aiohttp.ClientError, OSError) as exc:
-            raise Unreachable(_why_unanswered(exc)) from None
-        if status >= 400:
-            message = _message_of(status, raw)
-            raise status_failure(
-                API,
-                status,
-                message,
-                retry_after=retry_after(headers),
-                too_long=bool(_CONTEXT.search(message)),
-            )
-        return raw
-
-    async def close(self) -> None:
-        """Close the connections (unless the session was the caller's)."""
-        if self.owned and self.http is not None:
-            await self.http.close()
-        self.http = None if self.owned else self.http
-
-
-def _why_unanswered(exc: BaseException) -> str:
-    """What the operating system said under a connection error ("connection refused")."""
-    underneath = getattr(exc, "os_error", None)
-    for error in (underneath, exc):
-        if isinstance(error, OSError) and error.errno:
-            return os.strerror(error.errno).lower()
-    return root_cause(exc) or type(exc).__name__
 
 
 def make_sdk(
@@ -365,8 +236,23 @@ def _ints(value: Any) -> list[int] | None:
         return None
 
 
-def _malformed(why: str) -> LLMCallError:
-    return LLMCallError(f"{API} answered with a malformed response: {why}")
+def _scores(values: list[Any]) -> tuple[list[float] | None, str | None]:
+    """A completion's log-probs, or None and why they are left out: one is no log-probability (:func:`is_logprob`).
+
+    Raises:
+        TypeError, ValueError: a value is no number (the answer is malformed).
+    """
+    read = [float(v) for v in values]
+    # in C: a NaN or an infinity makes the sum one; then min and max compare truly
+    if read and not (
+        math.isfinite(sum(read)) and min(read) >= LOGPROB_FLOOR and max(read) <= LOGPROB_CEILING
+    ):
+        n, value = next((n, v) for n, v in enumerate(read) if not is_logprob(v))
+        return None, (
+            f"completion token {n}'s log-prob is {value!r}, no log-probability "
+            f"(NaN, an infinity, above {LOGPROB_CEILING:g} or below {LOGPROB_FLOOR:g})"
+        )
+    return read, None
 
 
 def _turn(raw: bytes) -> Turn:
@@ -375,7 +261,7 @@ def _turn(raw: bytes) -> Turn:
         completion = from_json(raw)  # pydantic's JSON reader: several times json.loads's speed
     except (ValueError, RecursionError):
         body = " ".join(raw[:200].decode("utf-8", "replace").split())[:80]
-        raise _malformed(f"not a completion: {body!r}") from None
+        raise malformed(f"not a completion: {body!r}") from None
     try:
         return _read(completion)
     except LLMCallError:
@@ -383,7 +269,7 @@ def _turn(raw: bytes) -> Turn:
     except (
         Exception
     ) as exc:  # any shape the reader did not expect is the server's fault, not a crash
-        raise _malformed(f"{type(exc).__name__}: {exc}") from None
+        raise malformed(f"{type(exc).__name__}: {exc}") from None
 
 
 def _text(content: Any) -> str | None:
@@ -393,17 +279,17 @@ def _text(content: Any) -> str | None:
     if isinstance(content, list):
         parts = [p.get("text") for p in content if isinstance(p, dict) and p.get("type") == "text"]
         return "".join(p for p in parts if isinstance(p, str))
-    raise _malformed(f"the content is a {type(content).__name__}, not text")
+    raise malformed(f"the content is a {type(content).__name__}, not text")
 
 
 def _read(completion: dict[str, Any]) -> Turn:
     if not isinstance(completion, dict):
-        raise _malformed(f"not a completion: {str(completion)[:80]!r}")
+        raise malformed(f"not a completion: {str(completion)[:80]!r}")
     choices = completion.get("choices")
     if not choices:
         error = completion.get("error")
         why = error.get("message", error) if isinstance(error, dict) else error
-        raise _malformed(f"no choices, the error {str(why)[:200]!r}" if error else "no choices")
+        raise malformed(f"no choices, the error {str(why)[:200]!r}" if error else "no choices")
     choice = choices[0]
     message = choice["message"]
     content = _text(message.get("content"))
@@ -433,11 +319,11 @@ def _read(completion: dict[str, Any]) -> Turn:
     reasoning = message.get("reasoning_content") or message.get("reasoning")
     if reasoning:
         said["reasoning_content"] = reasoning
-    logprobs = None
+    logprobs = refused = None
     completion_ids = _ints(choice.get("token_ids"))
     scored = (choice.get("logprobs") or {}).get("content")
     if scored:
-        logprobs = [float(t["logprob"]) for t in scored]
+        logprobs, refused = _scores([t["logprob"] for t in scored])
         if completion_ids is None:  # no ids beside the log-probs: tokens written `token_id:N`?
             parsed = [_TOKEN_ID.fullmatch(str(t.get("token") or "")) for t in scored]
             if all(parsed):
@@ -456,6 +342,7 @@ def _read(completion: dict[str, Any]) -> Turn:
         prompt_ids=_ints(completion.get("prompt_token_ids") or choice.get("prompt_token_ids")),
         completion_ids=completion_ids,
         logprobs=logprobs,
+        logprobs_refused=refused,
     )
 
 
@@ -495,7 +382,7 @@ def _token_turn(raw: bytes, sent: list[int]) -> Turn:
         completion = from_json(raw)
     except (ValueError, RecursionError):
         body = " ".join(raw[:200].decode("utf-8", "replace").split())[:80]
-        raise _malformed(f"not a completion: {body!r}") from None
+        raise malformed(f"not a completion: {body!r}") from None
     try:
         choice = completion["choices"][0]
         text = choice.get("text")
@@ -503,7 +390,7 @@ def _token_turn(raw: bytes, sent: list[int]) -> Turn:
             raise TypeError("the choice has no text")
         ids = _ints(choice.get("token_ids"))
         scored = (choice.get("logprobs") or {}).get("token_logprobs")
-        logprobs = [float(v) for v in scored] if isinstance(scored, list) else None
+        logprobs, refused = _scores(scored) if isinstance(scored, list) else (None, None)
         echoed = _ints(choice.get("prompt_token_ids") or completion.get("prompt_token_ids"))
         usage = completion.get("usage") or {}
         given, taken = usage.get("prompt_tokens"), usage.get("completion_tokens")
@@ -512,7 +399,7 @@ def _token_turn(raw: bytes, sent: list[int]) -> Turn:
     except (KeyError, IndexError, TypeError, AttributeError, ValueError) as exc:
         error = completion.get("error") if isinstance(completion, dict) else None
         why = error.get("message", error) if isinstance(error, dict) else error
-        raise _malformed(
+        raise malformed(
             f"the error {str(why)[:200]!r}" if error else f"{type(exc).__name__}: {exc}"
         ) from None
     if ids is None:
@@ -538,6 +425,7 @@ def _token_turn(raw: bytes, sent: list[int]) -> Turn:
         prompt_ids=list(sent),
         completion_ids=ids,
         logprobs=logprobs,
+        logprobs_refused=refused,
     )
 
 
@@ -584,7 +472,7 @@ def _tokens(raw: bytes) -> list[int]:
     except (ValueError, AttributeError, RecursionError):
         tokens = None
     if tokens is None:
-        raise _malformed("the /tokenize answer holds no list of tokens")
+        raise malformed("the /tokenize answer holds no list of tokens")
     return tokens
 
 
@@ -633,12 +521,12 @@ def tokenize_chat_now(
 ) -> list[int]:
     """:func:`tokenize_chat` without an event loop (start-up checks)."""
     body = _tokenize_body(model, messages, tools, generation, template_kwargs)
-    return _tokens(_post_now(base_url, key, timeout, f"{server_root(base_url)}/tokenize", body))
+    return _tokens(post_now(base_url, key, timeout, f"{server_root(base_url)}/tokenize", body))
 
 
 def detokenize_now(base_url: str, key: str, timeout: float, model: str, tokens: list[int]) -> str:
     """The text of ``tokens`` (vLLM's ``POST /detokenize``; start-up checks)."""
-    raw = _post_now(
+    raw = post_now(
         base_url,
         key,
         timeout,
@@ -650,42 +538,23 @@ def detokenize_now(base_url: str, key: str, timeout: float, model: str, tokens: 
     except (ValueError, AttributeError, RecursionError):
         text = None
     if not isinstance(text, str):
-        raise _malformed("the /detokenize answer holds no text")
+        raise malformed("the /detokenize answer holds no text")
     return text
-
-
-def _post_now(base_url: str, key: str, timeout: float, url: str, body: dict[str, Any]) -> bytes:
-    try:
-        with _sync(base_url, key, timeout) as http:
-            response = http.post(url, content=to_json(body))
-    except httpx2.HTTPError as exc:
-        raise _transport_error(exc) from None
-    if response.status_code >= 400:
-        raise _status_error(response)
-    return bytes(response.content)
-
-
-def _sync(base_url: str, key: str, timeout: float) -> httpx2.Client:
-    return httpx2.Client(base_url=base_url.rstrip("/"), headers=_headers(key), timeout=timeout)
 
 
 def _get_models(base_url: str, key: str, timeout: float) -> list[dict[str, Any]]:
     """``GET /models``: the model objects the server lists, in its order."""
+    answer = ask_now(base_url, key, timeout, "GET", "/models")
+    if answer.status >= 400:
+        raise status_error(answer)
     try:
-        with _sync(base_url, key, timeout) as http:
-            response = http.get("/models")
-    except httpx2.HTTPError as exc:
-        raise _transport_error(exc) from None
-    if response.status_code >= 400:
-        raise _status_error(response)
-    try:
-        listed = json.loads(response.content)["data"]
+        listed = json.loads(answer.raw)["data"]
         if not isinstance(listed, list) or not all(
             isinstance(m, dict) and isinstance(m.get("id"), str) for m in listed
         ):
             raise TypeError("data is not a list of models with ids")
     except (ValueError, KeyError, TypeError, RecursionError) as exc:
-        raise _malformed(f"GET /models answered no list of models ({exc})") from None
+        raise malformed(f"GET /models answered no list of models ({exc})") from None
     return listed
 
 
@@ -715,16 +584,12 @@ def load_lora_adapter(base_url: str, key: str, timeout: float, name: str, path: 
         LLMCallError: the server refused (its message; a 404 means it has no adapter endpoint).
         Unreachable: it could not be reached.
     """
-    try:
-        with _sync(base_url, key, timeout) as http:
-            response = http.post(
-                "/load_lora_adapter", content=to_json({"lora_name": name, "lora_path": path})
-            )
-    except httpx2.HTTPError as exc:
-        raise _transport_error(exc) from None
-    if response.status_code >= 400:
-        failure = _status_error(response)
-        if response.status_code == 400 and "already been loaded" in str(failure):
+    answer = ask_now(
+        base_url, key, timeout, "POST", "/load_lora_adapter", {"lora_name": name, "lora_path": path}
+    )
+    if answer.status >= 400:
+        failure = status_error(answer)
+        if answer.status == 400 and "already been loaded" in str(failure):
             return False
         raise failure
     return True
@@ -745,13 +610,9 @@ def unload_lora_adapter(base_url: str, key: str, timeout: float, name: str) -> b
         LLMCallError: the server refused (its message).
         Unreachable: it could not be reached.
     """
-    try:
-        with _sync(base_url, key, timeout) as http:
-            response = http.post("/unload_lora_adapter", content=to_json({"lora_name": name}))
-    except httpx2.HTTPError as exc:
-        raise _transport_error(exc) from None
-    if response.status_code == 404 and "cannot be found" in response.text:
+    answer = ask_now(base_url, key, timeout, "POST", "/unload_lora_adapter", {"lora_name": name})
+    if answer.status == 404 and b"cannot be found" in answer.raw:
         return False
-    if response.status_code >= 400:
-        raise _status_error(response)
+    if answer.status >= 400:
+        raise status_error(answer)
     return True

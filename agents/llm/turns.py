@@ -282,6 +282,9 @@ class Turn:
         prompt_ids: the prompt's token ids, when the server returned them.
         completion_ids: the completion's token ids, when the server returned them.
         logprobs: the log-probability of each completion token, when the server returned them.
+        logprobs_refused: why the log-probs the server returned were left out (one was NaN,
+            infinite or out of range: :func:`~coevo.arena.trajectory.is_logprob`); None when
+            they were kept, or none came.
     """
 
     message: dict[str, Any]
@@ -296,6 +299,7 @@ class Turn:
     prompt_ids: list[int] | None = None
     completion_ids: list[int] | None = None
     logprobs: list[float] | None = None
+    logprobs_refused: str | None = None
 
     def tokens(self) -> TurnTokens:
         """The turn as a trajectory keeps it: its finish, usage, token ids and log-probs."""

@@ -396,6 +396,10 @@ class UsageRow(Row):
     failed_calls: int | None = Field(
         default=None, description="calls that still failed after the retries"
     )
+    refused_logprobs: int | None = Field(
+        default=None,
+        description="answers whose log-probs were left out as no log-probabilities (NaN, an infinity, vLLM's -9999 floor): their turns were recorded without them",
+    )
 
 
 class TrajectoryRow(Row):

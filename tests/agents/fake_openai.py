@@ -37,7 +37,15 @@ completed it either way (on the chat path, for replies without tool calls).
 
 Failures are real too: ``faults`` (``status(429, retry_after=1)``,
 ``drop()``) answer the next chat requests in place of the policy, and
-``outage`` every one of them; ``stop()``
+``outage`` every one of them (``models_faults`` the next ``GET /v1/models``).
+A hostile server's answers are faults as well: ``endless()`` (a body
+streamed without end, chunked, no ``Content-Length``), ``gzip_bomb()``
+(about 1 MB on the wire, 1 GiB decompressed), ``lying_length()`` (a
+``Content-Length`` the body does not keep), ``redirect()``; ``streamed``
+counts the bytes each streamed body got out before the client hung up, and
+``connections`` the connections accepted. A reply's ``last_logprob`` is
+written in place of its last token's log-prob (``NaN``, ``-Infinity``,
+vLLM's ``-9999.0``, as Python's JSON writes them). ``stop()``
 closes the port and every open connection (a restarting server), ``start()``
 listens again on the same port; ``latency`` delays every chat answer, and up
 to hundreds of requests are served at once (``max_in_flight`` says how many
@@ -69,12 +77,14 @@ import os
 import re
 import signal
 import socket
+import struct
 import sys
 import threading
 import time
 import traceback
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import zlib
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
@@ -104,9 +114,13 @@ __all__ = [
     "decode",
     "drop",
     "encode",
+    "endless",
     "example_arguments",
+    "gzip_bomb",
+    "lying_length",
     "main",
     "raw_call",
+    "redirect",
     "render_prompt",
     "render_turn",
     "status",
@@ -141,12 +155,15 @@ class Reply:
         tool_calls: ``(name, arguments as JSON text)`` pairs; the text may be invalid JSON on purpose.
         finish_reason: as given, or None to derive it (``tool_calls`` when there are calls, else ``stop``).
         usage: False: the response has no ``usage`` at all (as some compatible servers do).
+        last_logprob: written as the last completion token's log-prob when log-probs are
+            asked for (``nan``, ``-inf``, ``-9999.0``: what a broken server writes); None: the model's.
     """
 
     content: str | None = None
     tool_calls: Sequence[tuple[str, str]] = ()
     finish_reason: str | None = None
     usage: bool = True
+    last_logprob: float | None = None
 
 
 def call(name: str, /, **arguments: Any) -> Reply:
@@ -182,11 +199,16 @@ class Fault:
         status: the HTTP status to answer with; None: close the connection without answering.
         retry_after: seconds for a ``retry-after`` header (None: no header).
         message: the error's message.
+        headers: more headers to send (``location``, ``content-encoding``, ``content-length``).
+        body: the body's pieces, sent as they come in place of the error JSON (chunked,
+            unless ``headers`` give a ``content-length``); called once per answer.
     """
 
     status: int | None
     retry_after: float | None = None
     message: str = ""
+    headers: tuple[tuple[str, str], ...] = ()
+    body: Callable[[], Iterable[bytes]] | None = None
 
 
 _ERROR_TYPES = {
@@ -212,6 +234,70 @@ def status(code: int, *, retry_after: float | None = None, message: str = "") ->
 def drop() -> Fault:
     """A fault that closes the connection without any response (the client sees a connection error)."""
     return Fault(None)
+
+
+_PIECE = 2**16
+"""The bytes of one piece of a streamed body."""
+
+_ENDLESS_START = b'{"id": "chatcmpl-endless", "object": "chat.completion", "choices": [{"index": 0, "message": {"role": "assistant", "content": "'
+
+
+def _endless_pieces(total: int) -> Iterator[bytes]:
+    """A completion whose text runs on for ``total`` bytes in all (never closed: no client should read it all)."""
+    yield _ENDLESS_START
+    filler = b"a" * _PIECE
+    for _ in range((total - len(_ENDLESS_START)) // _PIECE):
+        yield filler
+
+
+def endless(total: int = 2**30) -> Fault:
+    """A 200 whose body streams ``total`` bytes (1 GiB), chunked with no ``Content-Length``, as fast as the client reads."""
+    return Fault(200, body=lambda: _endless_pieces(total))
+
+
+def lying_length(declared: int, total: int = 2**30) -> Fault:
+    """A 200 whose ``Content-Length`` says ``declared`` bytes while its body streams ``total``."""
+    return Fault(
+        200, headers=(("content-length", str(declared)),), body=lambda: _endless_pieces(total)
+    )
+
+
+def _bomb_parts(size: int) -> tuple[bytes, bytes, int]:
+    """A gzip stream of ``size`` spaces in 1 MiB blocks: its header and first block, every later block, the blocks."""
+    block = b" " * 2**20
+    squeeze = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    # a full flush forgets the history: every later block compresses to the same bytes
+    first = squeeze.compress(block) + squeeze.flush(zlib.Z_FULL_FLUSH)
+    again = squeeze.compress(block) + squeeze.flush(zlib.Z_FULL_FLUSH)
+    return first, again, max(1, size // len(block))
+
+
+def _bomb_pieces(size: int) -> Iterator[bytes]:
+    first, again, blocks = _bomb_parts(size)
+    yield first
+    for _ in range(blocks - 1):
+        yield again
+    block, crc = b" " * 2**20, 0
+    for _ in range(blocks):  # reached only by a client that read it all
+        crc = zlib.crc32(block, crc)
+    # an empty final block (fixed Huffman), then the gzip trailer: CRC-32 and size mod 2**32
+    yield b"\x03\x00" + struct.pack("<II", crc, (blocks * len(block)) & 0xFFFFFFFF)
+
+
+def gzip_bomb(size: int = 2**30) -> Fault:
+    """A 200 whose gzip body, about ``size`` / 1000 bytes on the wire (its true ``Content-Length``), decompresses to ``size`` bytes (1 GiB)."""
+    first, again, blocks = _bomb_parts(size)
+    wire = len(first) + len(again) * (blocks - 1) + 10
+    return Fault(
+        200,
+        headers=(("content-encoding", "gzip"), ("content-length", str(wire))),
+        body=lambda: _bomb_pieces(size),
+    )
+
+
+def redirect(code: int, location: str) -> Fault:
+    """A redirect (``code``: 301, 302, 303, 307, 308) to ``location``, absolute or relative."""
+    return Fault(code, message=HTTPStatus(code).phrase, headers=(("location", location),))
 
 
 def _error(code: int, message: str, kind: str | None = None) -> dict[str, Any]:
@@ -737,6 +823,8 @@ def _completion(
             int(body.get("top_logprobs") or 0),
             bool(body.get("return_tokens_as_token_ids")),
         )
+        if reply.last_logprob is not None and ids:
+            choice["logprobs"]["content"][-1]["logprob"] = reply.last_logprob
     wants_ids = bool(body.get("return_token_ids"))
     if wants_ids:
         choice["token_ids"] = ids
@@ -790,6 +878,8 @@ def _text_completion(
             "top_logprobs": None,
             "text_offset": None,
         }
+        if reply.last_logprob is not None and ids:
+            logprobs["token_logprobs"][-1] = reply.last_logprob
     wants_ids = bool(body.get("return_token_ids"))
     return {
         "id": f"cmpl-{uuid.uuid4().hex}",
@@ -839,11 +929,12 @@ def _request_problem(body: Mapping[str, Any]) -> str | None:
 
 @dataclass(frozen=True)
 class _Answer:
-    """An HTTP answer: status, JSON payload, extra headers; ``payload`` None: drop the connection."""
+    """An HTTP answer: status, JSON payload, extra headers; ``payload`` None: drop the connection; ``stream``: the body in pieces instead."""
 
     status: int
     payload: dict[str, Any] | str | None
     headers: tuple[tuple[str, str], ...] = ()
+    stream: Iterable[bytes] | None = None
 
 
 # --------------------------------------------------------------------------- the server
@@ -878,6 +969,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         return self.rfile.read(int(self.headers.get("content-length") or 0))
 
     def _send(self, answer: _Answer) -> None:
+        if answer.stream is not None:
+            self._stream(answer)
+            return
         if answer.payload is None:
             self.close_connection = True  # no response at all: the client sees the connection end
             return
@@ -891,6 +985,31 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.send_header(key, value)
         self.end_headers()
         self.wfile.write(data)
+
+    def _stream(self, answer: _Answer) -> None:
+        """A body sent piece by piece (chunked unless a ``content-length`` is given) until it ends or the client hangs up."""
+        self.close_connection = True  # what is left of a refused body is never read as an answer
+        chunked = all(key.lower() != "content-length" for key, _ in answer.headers)
+        self.send_response(answer.status)
+        self.send_header("content-type", "application/json")
+        if chunked:
+            self.send_header("transfer-encoding", "chunked")
+        for key, value in answer.headers:
+            self.send_header(key, value)
+        self.end_headers()
+        self.connection.settimeout(10)  # a client that stops reading but keeps the connection
+        sent = 0
+        try:
+            assert answer.stream is not None
+            for piece in answer.stream:
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece) if chunked else piece)
+                sent += len(piece)
+            if chunked:
+                self.wfile.write(b"0\r\n\r\n")
+        except OSError:
+            pass  # the client hung up (or stopped reading): what was sent is counted
+        finally:
+            self.server.fake._streamed(sent)
 
     def do_GET(self) -> None:
         path = urlsplit(self.path).path
@@ -961,6 +1080,10 @@ class FakeOpenAI:
         adapter_requests: every adapter request body, in arrival order (with its endpoint).
         adapter_faults: failures that answer the next adapter requests in place of the server.
         tokenize_requests: every ``/tokenize`` and ``/detokenize`` body, in arrival order.
+        models_faults: failures that answer the next ``GET /v1/models`` in place of the list.
+        streamed: the body bytes each streamed answer (a fault's ``body``) wrote to its
+            connection before it ended or the client hung up, in the order they ended.
+        connections: the connections accepted.
     """
 
     def __init__(
@@ -995,6 +1118,10 @@ class FakeOpenAI:
         self.headers: list[dict[str, str]] = []
         self.faults: collections.deque[Fault] = collections.deque()
         self.outage: Fault | None = None
+        self.models_faults: collections.deque[Fault] = collections.deque()
+        self.streamed: list[int] = []
+        self.connections = 0
+        self._ended = threading.Condition()
         self.max_in_flight = 0
         self._in_flight = 0
         self._lock = threading.Lock()
@@ -1048,6 +1175,28 @@ class FakeOpenAI:
     def _opened(self, connection: socket.socket) -> None:
         with self._lock:
             self._connections.add(connection)
+            self.connections += 1
+
+    def _streamed(self, sent: int) -> None:
+        with self._ended:
+            self.streamed.append(sent)
+            self._ended.notify_all()
+
+    def wait_streamed(self, count: int, timeout: float = 30.0) -> list[int]:
+        """``streamed`` once ``count`` streamed answers have ended (their handlers see the client hang up a moment after it does)."""
+        with self._ended:
+            if not self._ended.wait_for(lambda: len(self.streamed) >= count, timeout):
+                raise TimeoutError(f"{len(self.streamed)} of {count} streamed answers ended")
+            return list(self.streamed)
+
+    def _fault_answer(self, fault: Fault) -> _Answer:
+        """A fault as an answer: a dropped connection, a streamed body, or the error JSON."""
+        if fault.status is None:
+            return _Answer(0, None)
+        if fault.body is not None:
+            return _Answer(fault.status, "", fault.headers, fault.body())
+        extra = () if fault.retry_after is None else (("retry-after", f"{fault.retry_after:g}"),)
+        return _Answer(fault.status, _error(fault.status, fault.message), extra + fault.headers)
 
     def _closed(self, connection: socket.socket) -> None:
         with self._lock:
@@ -1063,6 +1212,10 @@ class FakeOpenAI:
         refusal = self._refusal(headers)
         if refusal is not None:
             return refusal
+        with self._lock:
+            fault = self.models_faults.popleft() if self.models_faults else None
+        if fault is not None:
+            return self._fault_answer(fault)
         cards: list[dict[str, Any]] = [
             {
                 "id": model,
@@ -1204,12 +1357,7 @@ class FakeOpenAI:
         except IndexError:
             fault = self.outage
         if fault is not None:
-            if fault.status is None:
-                return _Answer(0, None)
-            extra = (
-                () if fault.retry_after is None else (("retry-after", f"{fault.retry_after:g}"),)
-            )
-            return _Answer(fault.status, _error(fault.status, fault.message), extra)
+            return self._fault_answer(fault)
         model = body.get("model") or self.models[0]
         if model not in self.models and model not in self.adapters:
             return _Answer(404, _error(404, f"The model `{model}` does not exist."))

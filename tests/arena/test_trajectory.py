@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from coevo.arena.gamelog.rows import TrajectoryRow
 from coevo.arena.outcomes import Episode, Reward
-from coevo.arena.trajectory import Trajectory, TurnTokens
+from coevo.arena.trajectory import (
+    LOGPROB_CEILING,
+    LOGPROB_FLOOR,
+    Trajectory,
+    TurnTokens,
+    is_logprob,
+)
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -138,3 +144,12 @@ def test_a_turn_whose_log_probs_are_not_numbers_is_kept_without_them() -> None:
         )
         row = TrajectoryRow.of(episode, "train")
         assert row.turn_logprobs is None and row.logprobs == laid.logprobs
+
+
+@given(st.one_of(st.floats(), st.integers(), st.booleans(), st.none(), st.text(max_size=3)))
+def test_a_log_probability_is_a_finite_number_from_the_floor_to_the_ceiling(value) -> None:
+    """NaN, ±inf, bools, strings, vLLM's -9999 floor and positive values are no log-probabilities; -1000 to 0 (with rounding) are."""
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    inside = number and LOGPROB_FLOOR <= value <= LOGPROB_CEILING  # False for NaN
+    assert is_logprob(value) == inside, value
+    assert is_logprob(-0.25) and is_logprob(0) and not is_logprob(-9999.0)
