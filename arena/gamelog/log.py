@@ -46,7 +46,7 @@ from coevo.arena.spec import TaskSpec, WorldSpec
 
 __all__ = ["READABLE_VERSIONS", "SCHEMA_VERSION", "GameLog", "committed_files", "has_format"]
 
-SCHEMA_VERSION: Final = 5
+SCHEMA_VERSION: Final = 6
 """The version of the log's format this coevo writes (in every manifest).
 
 1. the first format (checkpoints held pickles);
@@ -64,10 +64,12 @@ SCHEMA_VERSION: Final = 5
    (``coevo.run.batches.training_batch``), so it refuses a schema-4 log; older logs read
    with these null;
 5. ``policies`` has ``trainer_metrics`` (what a trainer announced of its step). A reader of
-   schema 4 would read it as absent and lose it; older logs read with it null.
+   schema 4 would read it as absent and lose it; older logs read with it null;
+6. ``usage`` has ``refused_logprobs`` (answers whose server log-probs were no numbers and
+   were left out). Older logs read with it null.
 """
 
-READABLE_VERSIONS: Final = (1, 2, 3, 4, 5)
+READABLE_VERSIONS: Final = (1, 2, 3, 4, 5, 6)
 """The versions whose tables this coevo reads (a column an older log lacks reads as null)."""
 
 
