@@ -10,11 +10,13 @@ same careful way, and the limits below are the one place they are set
   a file whose folder leads out of the directory it belongs to is refused too;
 * a size limit, checked on the open file (``fstat``) before a byte is read,
   and the read itself stops one byte past the limit;
-* a Parquet file's decompressed size is taken from its footer (the sum of its
-  row groups' uncompressed sizes) and checked before any column is read; one
-  read whole in memory (an inbox part, a training batch) is then read with its
-  text columns dictionary-encoded, and their size once expanded is checked
-  before they are;
+* a Parquet file's decompressed size and decoded size are taken from its
+  footer (the row groups' uncompressed sizes; each column's values times
+  their width once decoded, which run-length encoding does not shrink) and
+  checked before any page is decoded; :func:`read_parquet` then decodes it a
+  batch of rows at a time, text columns dictionary-encoded, counting the
+  bytes decoded (a shared text value once per row) and stopping past the
+  limit, so a footer that lies is refused too;
 * JSON nested deeper than Python's parser can follow is a ``ValueError``
   naming the file, never a ``RecursionError``;
 * a benchmark checkout's files (``coevo import tau2``) are read only when
@@ -34,7 +36,7 @@ import os
 import stat
 import sys
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -58,7 +60,9 @@ __all__ = [
     "loads_toml",
     "nesting_depth",
     "open_regular",
+    "parquet_footer_sizes",
     "read_inside",
+    "read_parquet",
     "read_parquet_bytes",
     "read_regular",
     "too_big",
@@ -287,73 +291,235 @@ def check_parquet_size(
     *,
     limit: int | None = None,
 ) -> pq.FileMetaData:
-    """A Parquet file's footer, once its row groups' uncompressed sizes are known to fit in ``limit``.
+    """A Parquet file's footer, once what it says the file holds is known to fit in ``limit``.
 
-    Only the footer is read; no column is decompressed.
+    Only the footer is read; no page is decompressed or decoded. Two figures
+    are checked: the row groups' uncompressed sizes, and the bytes the
+    columns take once decoded (:func:`parquet_footer_sizes`: a run of
+    ten million zeros is a few bytes of run-length encoding, uncompressed).
 
     Args:
         source: the file (a path, a ``NativeFile``, a buffer).
         what: how a message names the file.
-        limit: the most it may hold decompressed (default :data:`MAX_PARQUET_UNCOMPRESSED_BYTES`).
-
-    Raises:
-        FileRefusedError: it holds more than ``limit`` once decompressed.
-        pa.ArrowException, OSError: it is not Parquet.
-    """
-    limit = MAX_PARQUET_UNCOMPRESSED_BYTES if limit is None else limit
-    metadata = pq.read_metadata(source)
-    total = 0
-    for i in range(metadata.num_row_groups):
-        group = metadata.row_group(i)
-        # the column chunks' own figures, not only the group's: a writer fills in both
-        chunks = sum(group.column(c).total_uncompressed_size for c in range(group.num_columns))
-        total += max(group.total_byte_size, chunks)
-    if total > limit:
-        raise FileRefusedError(
-            f"{what} holds {_size(total)} ({total} bytes) once decompressed, by its Parquet "
-            f"footer, more than coevo reads from one file ({_size(limit)}); it was not read "
-            "(see 'Size limits' in docs/security.md)"
-        )
-    return metadata
-
-
-def read_parquet_bytes(data: bytes, what: str, *, limit: int | None = None) -> pa.Table:
-    """A Parquet file held in memory, read within ``limit`` bytes decompressed and decoded.
-
-    Two checks, both before the table is built whole: the footer's
-    uncompressed sizes (nothing decompressed yet), then the size the text
-    and binary columns take once their dictionaries are expanded (they are
-    read dictionary-encoded first: five rows may share one 100 MB value
-    that the footer counts once).
+        limit: the most it may hold decompressed and decoded (default
+            :data:`MAX_PARQUET_UNCOMPRESSED_BYTES`).
 
     Raises:
         FileRefusedError: it holds more than ``limit`` once decompressed or decoded.
         pa.ArrowException, OSError: it is not Parquet.
     """
     limit = MAX_PARQUET_UNCOMPRESSED_BYTES if limit is None else limit
-    metadata = check_parquet_size(pa.BufferReader(data), what, limit=limit)
-    schema = metadata.schema.to_arrow_schema()
-    texts = [
-        f.name
-        for f in schema
-        if pa.types.is_string(f.type)
-        or pa.types.is_large_string(f.type)
-        or pa.types.is_binary(f.type)
-        or pa.types.is_large_binary(f.type)
-    ]
-    table = pq.read_table(pa.BufferReader(data), read_dictionary=texts)
-    decoded = 0
-    for column in table.columns:
-        for chunk in column.chunks:
-            if pa.types.is_dictionary(chunk.type):
-                lengths = pc.binary_length(chunk.dictionary).take(chunk.indices)
-                decoded += (pc.sum(lengths).as_py() or 0) + 8 * len(chunk)
-            else:
-                decoded += chunk.nbytes
-    if decoded > limit:
+    metadata = pq.read_metadata(source)
+    decompressed, decoded = parquet_footer_sizes(metadata)
+    if decompressed > limit:
         raise FileRefusedError(
-            f"{what} holds {_size(decoded)} ({decoded} bytes) once its values are decoded, more "
-            f"than coevo reads from one file ({_size(limit)}); it was not read whole "
-            "(see 'Size limits' in docs/security.md)"
+            f"{what} holds {_size(decompressed)} ({decompressed} bytes) once decompressed, by its "
+            f"Parquet footer, more than coevo reads from one file ({_size(limit)}); it was not "
+            "read (see 'Size limits' in docs/security.md)"
         )
-    return table.cast(schema) if texts else table
+    if decoded > limit:
+        values = sum(
+            metadata.row_group(g).column(c).num_values
+            for g in range(metadata.num_row_groups)
+            for c in range(metadata.num_columns)
+        )
+        raise FileRefusedError(
+            f"{what} holds {_size(decoded)} ({decoded} bytes) once decoded, by its Parquet footer "
+            f"({values} values), more than coevo reads from one file ({_size(limit)}); it was not "
+            "read (see 'Size limits' in docs/security.md)"
+        )
+    return metadata
+
+
+def parquet_footer_sizes(metadata: pq.FileMetaData) -> tuple[int, int]:
+    """The bytes a Parquet file holds by its footer alone: (decompressed, decoded into Arrow).
+
+    Decompressed: the row groups' uncompressed sizes. Decoded: each column
+    chunk holds ``num_values`` values (nulls and empty lists included; at
+    least its row group's ``num_rows``), each as wide as its Arrow type once
+    decoded (a string or binary value: an 8-byte offset, plus the chunk's
+    uncompressed size for the bytes themselves), and each list above the
+    column adds an offset per list (one per row for the outermost).
+    Encodings do not shrink the decoded figure: ten million zeros count
+    80 MB, however few bytes of run-length encoding hold them. A text value
+    many rows share is counted once here (its dictionary page holds it
+    once); :func:`read_parquet` counts it for every row.
+
+    Raises:
+        pa.ArrowInvalid: the file's Arrow schema does not match its columns.
+    """
+    leaves = _leaves(metadata)
+    decompressed = decoded = 0
+    for g in range(metadata.num_row_groups):
+        group = metadata.row_group(g)
+        chunks = [group.column(c) for c in range(group.num_columns)]
+        # the column chunks' own figures, not only the group's: a writer fills in both
+        decompressed += max(group.total_byte_size, sum(c.total_uncompressed_size for c in chunks))
+        rows = group.num_rows
+        for chunk, (type_, offsets) in zip(chunks, leaves, strict=True):
+            values = max(chunk.num_values, rows)
+            decoded += values * _width(type_)
+            decoded += sum(w * (rows if k == 0 else values) for k, w in enumerate(offsets))
+            if _fixed_width(type_) is None:
+                decoded += chunk.total_uncompressed_size
+    return decompressed, decoded
+
+
+_BATCH_ROWS: Final = 4096
+"""Rows :func:`read_parquet` decodes at a time: past its limit, it stops within one such batch."""
+
+
+def read_parquet(
+    source: Any,
+    what: str,
+    *,
+    limit: int | None = None,
+    columns: Sequence[str] | None = None,
+) -> pa.Table:
+    """A Parquet file read within ``limit`` bytes decompressed and decoded.
+
+    Checked before any page is decoded: the footer (:func:`check_parquet_size`,
+    decompressed size and decoded size). Then the file is decoded a batch of
+    rows at a time, text and binary columns dictionary-encoded, and the
+    bytes decoded are added up as they come (a text value counted once per
+    row that holds it: five rows may share one 100 MB value that the
+    dictionary page holds once); the read stops as soon as they pass
+    ``limit``. So a file whose footer lies is refused too, having taken
+    about ``limit`` and one batch of memory (one row's list, or one page,
+    is decoded whole).
+
+    Args:
+        source: the file (a path, a ``NativeFile``, a seekable file object, a buffer).
+        what: how a message names the file.
+        limit: the most it may hold decompressed and decoded (default
+            :data:`MAX_PARQUET_UNCOMPRESSED_BYTES`).
+        columns: only these columns, those of them the file has (default: all).
+
+    Returns:
+        The table, with the file's schema (its metadata included).
+
+    Raises:
+        FileRefusedError: it holds more than ``limit`` once decompressed or decoded.
+        pa.ArrowException, OSError: it is not Parquet.
+    """
+    limit = MAX_PARQUET_UNCOMPRESSED_BYTES if limit is None else limit
+    metadata = check_parquet_size(source, what, limit=limit)
+    file = pq.ParquetFile(source, metadata=metadata, read_dictionary=_text_columns(metadata))
+    schema = metadata.schema.to_arrow_schema()
+    names = [n for n in schema.names if columns is None or n in columns]
+    wanted = pa.schema([schema.field(n) for n in names], metadata=schema.metadata)
+    batches, decoded, rows = [], 0, 0
+    for batch in _batches(file, names):
+        decoded += sum(_decoded_size(column) for column in batch.columns)
+        rows += batch.num_rows
+        if decoded > limit:
+            raise FileRefusedError(
+                f"{what} holds {_size(decoded)} ({decoded} bytes) once its values are decoded "
+                f"(in its first {rows} of {metadata.num_rows} rows), more than coevo reads from "
+                f"one file ({_size(limit)}); it was not read whole (see 'Size limits' in "
+                "docs/security.md)"
+            )
+        # expanded at once: each batch carries the whole dictionary read so far
+        batches.append(batch.cast(wanted))
+    return pa.Table.from_batches(batches, schema=wanted)
+
+
+def _text_columns(metadata: pq.FileMetaData) -> list[str]:
+    """The paths of a file's string and binary columns: read dictionary-encoded, their values are counted before they are expanded."""
+    return [
+        metadata.schema.column(c).path
+        for c, (type_, _) in enumerate(_leaves(metadata))
+        if pa.types.is_string(type_)
+        or pa.types.is_large_string(type_)
+        or pa.types.is_binary(type_)
+        or pa.types.is_large_binary(type_)
+    ]
+
+
+def _batches(file: pq.ParquetFile, columns: list[str]) -> Iterator[pa.RecordBatch]:
+    """A file's rows, :data:`_BATCH_ROWS` at a time, a row group after another.
+
+    One row group at a time: Arrow cannot carry a nested column's dictionary
+    from one group to the next. No thread pool: most files are small, and a
+    big one is decoded a batch at a time anyway.
+    """
+    for group in range(file.num_row_groups):
+        yield from file.iter_batches(
+            batch_size=_BATCH_ROWS, row_groups=[group], columns=columns, use_threads=False
+        )
+
+
+def read_parquet_bytes(data: bytes, what: str, *, limit: int | None = None) -> pa.Table:
+    """A Parquet file held in memory, read as :func:`read_parquet` does (within ``limit`` bytes decoded).
+
+    Raises:
+        FileRefusedError: it holds more than ``limit`` once decompressed or decoded.
+        pa.ArrowException, OSError: it is not Parquet.
+    """
+    return read_parquet(pa.BufferReader(data), what, limit=limit)
+
+
+def _leaves(metadata: pq.FileMetaData) -> list[tuple[pa.DataType, tuple[int, ...]]]:
+    """Each column chunk's Arrow type and the offset width of each list above it, in column order."""
+    leaves: list[tuple[pa.DataType, tuple[int, ...]]] = []
+    stack: list[tuple[pa.DataType, tuple[int, ...]]] = [
+        (f.type, ()) for f in reversed(metadata.schema.to_arrow_schema())
+    ]
+    while stack:
+        type_, offsets = stack.pop()
+        if isinstance(type_, pa.ExtensionType):
+            stack.append((type_.storage_type, offsets))
+        elif pa.types.is_dictionary(type_):
+            stack.append((type_.value_type, offsets))
+        elif pa.types.is_struct(type_):
+            stack += [(type_.field(i).type, offsets) for i in reversed(range(type_.num_fields))]
+        elif pa.types.is_map(type_):
+            stack += [(type_.item_type, (*offsets, 4)), (type_.key_type, (*offsets, 4))]
+        elif pa.types.is_list(type_) or pa.types.is_large_list(type_):
+            stack.append((type_.value_type, (*offsets, 8 if pa.types.is_large_list(type_) else 4)))
+        elif pa.types.is_fixed_size_list(type_):
+            stack.append((type_.value_type, (*offsets, 0)))
+        else:
+            leaves.append((type_, offsets))
+    if len(leaves) != metadata.num_columns:
+        raise pa.ArrowInvalid(
+            f"its Arrow schema has {len(leaves)} leaf columns, its Parquet schema {metadata.num_columns}"
+        )
+    return leaves
+
+
+def _fixed_width(type_: pa.DataType) -> int | None:
+    """Bytes one value of a fixed-width Arrow type takes (a boolean: 1); None for a type of variable width."""
+    try:
+        return max(1, type_.bit_width // 8)
+    except ValueError:
+        return None
+
+
+def _width(type_: pa.DataType) -> int:
+    """Bytes one value of an Arrow type takes decoded: its width, or a variable-width value's offset (a view: 16)."""
+    if pa.types.is_string_view(type_) or pa.types.is_binary_view(type_):
+        return 16
+    return _fixed_width(type_) or 8
+
+
+def _decoded_size(array: pa.Array) -> int:
+    """Bytes an array takes decoded, each dictionary expanded: a value counted once per row that holds it."""
+    type_ = array.type
+    if pa.types.is_dictionary(type_):
+        values = array.dictionary
+        if _fixed_width(values.type) is not None:
+            return len(array) * (_width(values.type) + 8)
+        lengths = pc.binary_length(values).take(array.indices)
+        return (pc.sum(lengths).as_py() or 0) + 8 * len(array)
+    if pa.types.is_struct(type_):
+        return sum(_decoded_size(field) for field in array.flatten())
+    if pa.types.is_map(type_):
+        return 8 * len(array) + _decoded_size(array.keys) + _decoded_size(array.items)
+    if (
+        pa.types.is_list(type_)
+        or pa.types.is_large_list(type_)
+        or pa.types.is_fixed_size_list(type_)
+    ):
+        return 8 * len(array) + _decoded_size(array.flatten())
+    return array.nbytes

@@ -24,9 +24,16 @@ an earlier part, is rejected as a duplicate. Rows of one part are never
 duplicates of one another (a trainer may play the same calls twice).
 
 What a part cannot give is counted, never fatal: a part that cannot be read
-or is refused unread (a link, a device, too big: its ``error``), a rollout
-of a task the run does not know, whose world cannot be built, or that was
-ingested before (``rejected``). Each counts as a failure of the generation.
+or is refused (a link, a device, too big on disk, decompressed or decoded:
+its ``error``), a rollout of a task the run does not know, whose world
+cannot be built, or that was ingested before (``rejected``). Each counts as
+a failure of the generation.
+
+A part that kills the reader is set aside too: while a part is read,
+:data:`READING` names it, and it is removed once the read ends, whatever the
+outcome. A driver killed meanwhile (out of memory, by a part the size checks
+let through) leaves it behind, and the next run records that part's ``error``
+without reading it again, so ``coevo resume`` goes on.
 """
 
 from __future__ import annotations
@@ -40,7 +47,7 @@ from typing import Any, Final
 
 from coevo.arena.errors import LogError
 from coevo.arena.gamelog import GameLog, IngestedRow, accepted_ids
-from coevo.arena.gamelog.inbox import InboxRollout, list_parts, read_part
+from coevo.arena.gamelog.inbox import INBOX, InboxRollout, list_parts, read_part
 from coevo.arena.ids import episode_id
 from coevo.arena.limits import Limits
 from coevo.arena.outcomes import Episode, Observation
@@ -48,10 +55,13 @@ from coevo.arena.spec import TaskSpec, ToolCall, WorldSpec
 from coevo.arena.trajectory import Trajectory, TurnTokens
 from coevo.arena.world import WorldPool
 
-__all__ = ["MAX_CALLS", "Inbox", "Ingested", "known_tasks"]
+__all__ = ["MAX_CALLS", "READING", "Inbox", "Ingested", "known_tasks"]
 
 MAX_CALLS: Final = Limits().max_steps
 """Calls an ingested rollout may make at most, ``submit`` included: a world's step budget."""
+
+READING: Final = f"{INBOX}/_reading"
+"""The file that names the part being read (in the inbox, where readers of parts ignore it)."""
 
 
 @dataclass
@@ -81,6 +91,16 @@ class Inbox:
         self.done: set[str] = set(log.read("ingested", columns=["part_id"]).column(0).to_pylist())
         self.worlds = WorldPool(keep=16)
         self._logged: set[str] | None = None  # the external episodes' ids, read on the first part
+        self.interrupted = self._interrupted()  # set aside unread when its turn comes
+
+    def _interrupted(self) -> str | None:
+        """The part the last run was reading when it was killed, if any (:data:`READING`)."""
+        if not self.log.run.exists(READING):
+            return None
+        try:
+            return self.log.run.read_bytes(READING, limit=1024).decode()
+        except (OSError, UnicodeDecodeError):  # not what the loop writes: no part to set aside
+            return None
 
     def _seen(self) -> set[str]:
         """The ids of the external episodes logged (committed, and taken since), read once."""
@@ -109,7 +129,7 @@ class Inbox:
             if part in self.done:
                 continue
             try:
-                rollouts = read_part(self.log.run, part)
+                rollouts = self._read(part)
             except OSError as exc:  # the disk or the store, not the part: looked at again next time
                 self.events("inbox_part_unreachable", gen=gen, part=part, error=str(exc))
                 continue
@@ -135,6 +155,26 @@ class Inbox:
                 disagreed=disagreed,
             )
         return out
+
+    def _read(self, part: str) -> list[InboxRollout]:
+        """A part's rollouts, read with :data:`READING` naming it (not read: the part the last run was killed reading).
+
+        Raises:
+            LogError: the part is refused or malformed, or the last run was killed reading it.
+            OSError: the run directory cannot be reached.
+        """
+        if part == self.interrupted:
+            raise LogError(
+                f"inbox part {part!r}: the last run was killed while reading it (out of memory, "
+                "most likely: see 'Size limits' in docs/security.md), so it is set aside unread; "
+                f"if something else killed it, move {INBOX}/{part}.parquet to another part id to "
+                "have it read"
+            )
+        self.log.run.write_bytes(part.encode(), READING)
+        try:
+            return read_part(self.log.run, part)
+        finally:
+            self.log.run.delete(READING)
 
     def _replay(
         self,

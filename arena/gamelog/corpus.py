@@ -49,27 +49,30 @@ def read_corpus(folder: str) -> tuple[dict[str, Any], dict[str, pa.Table]]:
         raise CoevoError(f"{folder}/{CORPUS_MANIFEST} cannot be read ({exc})") from exc
     if not isinstance(manifest, dict) or manifest.get("format") != CORPUS_FORMAT:
         raise CoevoError(f"{folder}/{CORPUS_MANIFEST} is not a {CORPUS_FORMAT} manifest")
-    # lazy: pyarrow.dataset loads pandas (half a second), which most users of this module never need
-    import pyarrow.dataset as ds
-
     tables = {}
     for name, schema in SCHEMAS.items():
         with_gen = schema.append(pa.field("gen", pa.int32()))
-        if name in manifest.get("tables", []) and run.exists(name):
-            for part in run.walk(name):  # the parts the dataset reads: regular, within limits
-                if part.endswith(".parquet") and not part.rsplit("/", 1)[-1].startswith((".", "_")):
-                    try:
-                        run.parquet_footer(part)
-                    except (OSError, pa.ArrowException) as exc:
-                        raise CoevoError(f"{folder}: {part} cannot be read ({exc})") from exc
-            data = ds.dataset(
-                run.path(name),
-                filesystem=run.fs,
-                format="parquet",
-                partitioning=ds.partitioning(pa.schema([("shard", pa.int32())]), flavor="hive"),
-            ).to_table()
-            data = data.rename_columns([c if c != "shard" else "gen" for c in data.column_names])
-            tables[name] = data.select(with_gen.names).cast(with_gen)
-        else:
-            tables[name] = with_gen.empty_table()
+        parts = []
+        for part in run.walk(name) if name in manifest.get("tables", []) else []:
+            directory, _, file = part.rpartition("/")
+            if not file.endswith(".parquet") or file.startswith((".", "_")):
+                continue  # a part being written, or not a part
+            try:  # a regular file within its limits, by its footer and as it is decoded
+                table = run.read_parquet(part, schema=schema)
+                shard = _shard(directory)
+            except (OSError, ValueError, pa.ArrowException) as exc:
+                raise CoevoError(f"{folder}: {part} cannot be read ({exc})") from exc
+            gen = pa.repeat(pa.scalar(shard, pa.int32()), table.num_rows)
+            parts.append(pa.Table.from_arrays([*table.columns, gen], schema=with_gen))
+        tables[name] = pa.concat_tables(parts) if parts else with_gen.empty_table()
     return manifest, tables
+
+
+def _shard(directory: str) -> int | None:
+    """The shard a part's folder names (``shard=N``, as a hive-partitioned dataset reads it), None when none does.
+
+    Raises:
+        ValueError: ``shard=`` followed by no number.
+    """
+    names = [n for n in directory.split("/") if n.startswith("shard=")]
+    return int(names[-1].removeprefix("shard=")) if names else None

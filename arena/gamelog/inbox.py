@@ -26,9 +26,10 @@ once, across crashes too.
 * A part is read within limits (:mod:`coevo.arena.bounded`): a regular file
   (a link, a device or a FIFO is refused unread), at most
   :data:`~coevo.arena.bounded.MAX_FILE_BYTES` on disk and
-  :data:`~coevo.arena.bounded.MAX_INBOX_PART_BYTES` decompressed, by its
-  footer, before any column is read. :func:`write_part` refuses to write a
-  part the loop would refuse to read.
+  :data:`~coevo.arena.bounded.MAX_INBOX_PART_BYTES` decompressed and
+  decoded, by its footer before any page is decoded, then as it is decoded
+  (:func:`~coevo.arena.bounded.read_parquet`). :func:`write_part` refuses to
+  write a part the loop would refuse to read.
 """
 
 from __future__ import annotations
@@ -334,14 +335,14 @@ def write_part(
             f"{where}: {len(rows)} rows, more than a part may hold ({MAX_PART_ROWS}); write several parts"
         )
     table = pa.Table.from_pylist([r.cells() for r in _rollouts(rows, where)], schema=INBOX_SCHEMA)
-    if table.nbytes > bounded.MAX_INBOX_PART_BYTES:
-        raise LogError(
-            f"{where}: {table.nbytes} bytes of rollouts, more than the loop reads from one part "
-            f"({bounded.MAX_INBOX_PART_BYTES}); write several parts"
-        )
+    _check_part_size(where, table.nbytes)
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink)
     data = sink.getvalue()
+    # as read_part counts it, by its footer: a part written is a part the loop reads
+    _check_part_size(
+        where, max(bounded.parquet_footer_sizes(pq.read_metadata(pa.BufferReader(data))))
+    )
     run = _run_dir(run)
     relative = f"{INBOX}/{part_id}{_SUFFIX}"
     target = run.path(relative)
@@ -360,6 +361,14 @@ def write_part(
             run.fs.delete_file(temporary)
         raise
     return relative
+
+
+def _check_part_size(where: str, size: int) -> None:
+    if size > bounded.MAX_INBOX_PART_BYTES:
+        raise LogError(
+            f"{where}: {size} bytes of rollouts decoded, more than the loop reads from one part "
+            f"({bounded.MAX_INBOX_PART_BYTES}); write several parts"
+        )
 
 
 def list_parts(run: RunDir | str) -> list[str]:
@@ -385,8 +394,8 @@ def read_part(run: RunDir | str, part_id: str) -> list[InboxRollout]:
     is an error.
 
     Raises:
-        LogError: no such part, a part refused unread (a link, not a regular
-            file, too big on disk or decompressed), a part that is not Parquet
+        LogError: no such part, a part refused (a link, not a regular file, too
+            big on disk, decompressed or decoded), a part that is not Parquet
             or not an inbox part, or a malformed row; the message names the
             part, the row and the column.
     """
@@ -400,7 +409,7 @@ def read_part(run: RunDir | str, part_id: str) -> list[InboxRollout]:
     try:
         data = run.read_bytes(relative)
         table = bounded.read_parquet_bytes(data, where, limit=bounded.MAX_INBOX_PART_BYTES)
-    except FileRefusedError as exc:  # a link, a device, too big: refused before it was read
+    except FileRefusedError as exc:  # a link, a device, too big: refused, not read whole
         raise LogError(f"{exc}; {fix}") from exc
     except (OSError, pa.ArrowException) as exc:
         raise LogError(f"{where} cannot be read as Parquet ({exc}); {fix}") from exc

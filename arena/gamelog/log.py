@@ -148,8 +148,6 @@ class GameLog:
 
     def __init__(self, run: RunDir | str):
         self.run = run if isinstance(run, RunDir) else RunDir(str(run))
-        # parts whose footers passed (a committed part is never rewritten): read again, not checked again
-        self._footers_checked: set[tuple[str, int | None]] = set()
 
     # ---- writing ------------------------------------------------------------------------
 
@@ -408,13 +406,24 @@ class GameLog:
             table: the table.
             gens: only these generations (those not committed are left out); only their
                 manifests are read, so reading one generation costs the same late in a run.
-            columns: only these columns (default: all, and ``gen``).
+            columns: only these columns (default: all, and ``gen``); only they are decoded.
 
         Raises:
-            LogError: an unknown table.
+            LogError: an unknown table or column, or a damaged generation: a part missing,
+                of another size than its manifest records, or that cannot be read or is
+                refused (a link, too big on disk, decompressed or decoded: "Size limits" in
+                docs/security.md), naming the generation and the file.
         """
         if table not in SCHEMAS:
             raise LogError(f"unknown game-log table {table!r}; tables: {', '.join(SCHEMAS)}")
+        schema = _schema(table)
+        wanted = schema.names if columns is None else list(columns)
+        if unknown := [c for c in wanted if c not in schema.names]:
+            raise LogError(
+                f"the game-log table {table!r} has no column {', '.join(map(repr, unknown))}; "
+                f"its columns: {', '.join(schema.names)}"
+            )
+        stored = pa.schema([schema.field(c) for c in wanted if c != "gen"])
         if gens is None:
             manifests = self.manifests()
         else:
@@ -429,47 +438,24 @@ class GameLog:
             if problem:
                 raise LogError(_damage_message(self.run.uri, manifest["gen"], problem))
         if not chosen:
-            empty = _schema(table).empty_table()
-            return empty if columns is None else empty.select(list(columns))
-        # regular files within their limits, by their footers, before the dataset reads them
+            return schema.empty_table().select(wanted)
+        # each part a regular file within its limits, by its footer and as it is decoded
+        parts = []
         for manifest in chosen:
             path = manifest["parts"][table]
-            if (path, sizes[path]) in self._footers_checked:
-                continue
             try:
-                self.run.parquet_footer(path)
-                self._footers_checked.add((path, sizes[path]))
+                part = self.run.read_parquet(path, schema=stored)
+                # only `gen` wanted: no column decoded, the rows counted by the footer
+                rows = part.num_rows if stored.names else self.run.parquet_footer(path).num_rows
             except (OSError, pa.ArrowException) as exc:
                 problem = f"{path} cannot be read ({type(exc).__name__}: {exc})"
                 raise LogError(_damage_message(self.run.uri, manifest["gen"], problem)) from exc
-        try:
-            return self._dataset(
-                [self.run.path(m["parts"][table]) for m in chosen], table
-            ).to_table(columns=None if columns is None else list(columns))
-        except (OSError, pa.ArrowException):
-            # which part? (a damaged part of the recorded size, or one with no record)
-            for manifest in chosen:
-                try:
-                    self._dataset([self.run.path(manifest["parts"][table])], table).to_table()
-                except (OSError, pa.ArrowException) as exc:
-                    problem = (
-                        f"{manifest['parts'][table]} cannot be read ({type(exc).__name__}: {exc})"
-                    )
-                    raise LogError(_damage_message(self.run.uri, manifest["gen"], problem)) from exc
-            raise
-
-    def _dataset(self, files: list[str], table: str) -> Any:
-        # lazy: pyarrow.dataset loads pandas (half a second), which writing the log never needs
-        import pyarrow.dataset as ds
-
-        return ds.dataset(
-            files,
-            schema=_schema(table),
-            filesystem=self.run.fs,
-            format="parquet",
-            partitioning=ds.partitioning(pa.schema([("gen", pa.int32())]), flavor="hive"),
-            partition_base_dir=self.run.path("log", table),
-        )
+            gen = pa.repeat(pa.scalar(manifest["gen"], pa.int32()), rows)
+            with_gen = pa.Table.from_arrays(
+                [*part.columns, gen], schema=stored.append(schema.field("gen"))
+            )
+            parts.append(with_gen.select(wanted))
+        return pa.concat_tables(parts)
 
     def task_specs(self) -> tuple[dict[str, Any], dict[str, Any]]:
         """Every logged task record with its world inline, by id, and the world records by id.

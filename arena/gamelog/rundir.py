@@ -1,18 +1,22 @@
 """Run directories: a local path or any pyarrow filesystem URI, read and written whole-file.
 
 Every read is bounded (:mod:`coevo.arena.bounded`): a regular file only, no
-link followed, its size checked before it is read.
+link followed, its size checked before it is read (a Parquet file's, on disk,
+by its footer, and as it is decoded).
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.fs as pafs
 from coevo.arena.bounded import (
     MAX_FILE_BYTES,
@@ -21,6 +25,7 @@ from coevo.arena.bounded import (
     inside,
     loads_json,
     open_regular,
+    read_parquet,
     read_regular,
     too_big,
 )
@@ -122,23 +127,64 @@ class RunDir:
 
         The file must be a regular file of at most
         :data:`~coevo.arena.bounded.MAX_FILE_BYTES` that holds at most ``limit``
-        bytes decompressed (default
+        bytes decompressed and decoded, by its footer
+        (:func:`~coevo.arena.bounded.check_parquet_size`; default
         :data:`~coevo.arena.bounded.MAX_PARQUET_UNCOMPRESSED_BYTES`).
 
         Raises:
-            FileRefusedError: a link, not a regular file, too big on disk or decompressed.
+            FileRefusedError: a link, not a regular file, too big on disk, decompressed or decoded.
             OSError, pyarrow.ArrowException: it cannot be read, or is not Parquet.
         """
+        with self._open_parquet(*parts) as (stream, what):
+            return check_parquet_size(stream, what, limit=limit)
+
+    def read_parquet(
+        self, *parts: str, schema: pa.Schema | None = None, limit: int | None = None
+    ) -> pa.Table:
+        """A Parquet file read within its limits, by its footer and as it is decoded (:func:`~coevo.arena.bounded.read_parquet`).
+
+        Args:
+            parts: the file's path under the run directory.
+            schema: read it as this schema, as a dataset of that schema reads a file: only
+                these columns are decoded, each cast to its type, and one the file lacks is
+                null (default: the file's own schema).
+            limit: the most it may hold decompressed and decoded (default
+                :data:`~coevo.arena.bounded.MAX_PARQUET_UNCOMPRESSED_BYTES`).
+
+        Raises:
+            FileRefusedError: a link, not a regular file, too big on disk, decompressed or decoded.
+            OSError, pyarrow.ArrowException: it cannot be read, is not Parquet, or a column
+                cannot be cast to ``schema``'s type.
+        """
+        with self._open_parquet(*parts) as (stream, what):
+            columns = None if schema is None else schema.names
+            table = read_parquet(stream, what, limit=limit, columns=columns)
+        if schema is None:
+            return table
+        return pa.Table.from_arrays(
+            [
+                table.column(f.name).cast(f.type)
+                if f.name in table.column_names
+                else pa.nulls(table.num_rows, f.type)
+                for f in schema
+            ],
+            schema=schema,
+        )
+
+    @contextmanager
+    def _open_parquet(self, *parts: str) -> Iterator[tuple[Any, str]]:
+        """A Parquet file opened to read (and how a message names it), once a regular file within MAX_FILE_BYTES."""
         path, what = self.path(*parts), self.label(*parts)
         if self.is_local:
             self._check_inside(path, what)
             with os.fdopen(open_regular(path, limit=MAX_FILE_BYTES, what=what), "rb") as stream:
-                return check_parquet_size(stream, what, limit=limit)
+                yield stream, what
+            return
         info = self.fs.get_file_info(path)
         if info.type == pafs.FileType.File and info.size is not None and info.size > MAX_FILE_BYTES:
             raise FileRefusedError(too_big(what, info.size, MAX_FILE_BYTES))
         with self.fs.open_input_file(path) as stream:
-            return check_parquet_size(stream, what, limit=limit)
+            yield stream, what
 
     def label(self, *parts: str) -> str:
         """How a message names a file of the run directory: its path (its URI on an object store)."""

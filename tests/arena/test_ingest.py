@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -16,7 +17,7 @@ from coevo.arena.gamelog import GameLog
 from coevo.arena.gamelog.inbox import INBOX_SCHEMA, InboxRollout, read_part, write_part
 from coevo.arena.spec import TaskSpec
 from coevo.run.experiment import load_experiment
-from coevo.run.ingest import MAX_CALLS, Inbox, known_tasks
+from coevo.run.ingest import MAX_CALLS, READING, Inbox, known_tasks
 from coevo.run.loop import resume_run, run_experiment
 
 from tests.conftest import SMALL_RUN
@@ -247,6 +248,77 @@ def test_a_part_that_decompresses_past_its_limit_is_refused_before_it_is_read(
     assert "once decompressed" in rows["bomb"]["error"]
     assert "once its values are decoded" in rows["echo"]["error"]
     assert rows["bomb"]["episodes"] == rows["echo"]["episodes"] == 0
+
+
+def _zeros(run_dir: Path, part_id: str, task: TaskSpec, zeros: int) -> Path:
+    """An inbox part of one rollout whose `turn_prompt_ids` is one turn of ``zeros`` zeros: a few KB, run-length encoded."""
+    (row,) = _numbered([_rollout(task, SUBMIT, 0.0)])
+    table = pa.Table.from_pylist([InboxRollout.model_validate(row).cells()], schema=INBOX_SCHEMA)
+    turn = pa.ListArray.from_arrays([0, zeros], pa.array(np.zeros(zeros, dtype=np.int64)))
+    column = INBOX_SCHEMA.get_field_index("turn_prompt_ids")
+    table = table.set_column(
+        column, INBOX_SCHEMA.field(column), pa.ListArray.from_arrays([0, 1], turn)
+    )
+    (run_dir / "inbox").mkdir(exist_ok=True)
+    part = run_dir / "inbox" / f"{part_id}.parquet"
+    pq.write_table(table, part)
+    assert part.stat().st_size < 64 << 10  # a few KB on disk
+    return part
+
+
+def test_parts_of_encoded_zeros_or_that_killed_the_reader_are_set_aside_and_resume_goes_on(
+    run_copy, monkeypatch
+) -> None:
+    """A part of a million zeros (a few KB, uncompressed too by its footer; 8 MB decoded) is refused before a page is decoded, and one the last run was killed reading (`inbox/_reading` names it) is set aside unread: each is named in its part's error, both are counted in the summary, and the next resume reads neither again."""
+    from coevo.arena import bounded
+    from coevo.run import ingest
+
+    task = _accepted(GameLog(str(run_copy)))[0]
+    _zeros(run_copy, "zeros", task, 1_000_000)
+    write_part(run_copy, "killer", _numbered([_rollout(task, _solution(task), 1.0)]))
+    (run_copy / READING).write_text("killer")  # what a driver killed while reading it leaves
+    write_part(run_copy, "verifiers-good", _numbered([_rollout(task, _solution(task), 1.0)]))
+    # the limit lowered for the test (1 MiB instead of 256 MiB): the zeros are 8 MB decoded
+    monkeypatch.setattr(bounded, "MAX_INBOX_PART_BYTES", 1 << 20)
+    result = _resume_with_more_generations(run_copy, 4)
+    assert result.returncode == 0, result.stderr
+    rows = {r["part_id"]: r for r in GameLog(str(run_copy)).read("ingested").to_pylist()}
+    assert "inbox part 'zeros'" in rows["zeros"]["error"]
+    assert "once decoded, by its Parquet footer" in rows["zeros"]["error"]
+    assert "the last run was killed while reading it" in rows["killer"]["error"]
+    assert rows["verifiers-good"]["episodes"] == 1 and rows["verifiers-good"]["error"] is None
+    summary = result.stdout + result.stderr
+    assert "inbox: 1 external episode ingested, 2 rejected" in summary, summary
+    read: list[str] = []
+    monkeypatch.setattr(ingest, "read_part", lambda run, part: read.append(part))
+    again = _resume_with_more_generations(run_copy, 5)
+    assert again.returncode == 0, again.stderr
+    assert read == [] and GameLog(str(run_copy)).read("ingested").num_rows == 3
+
+
+def test_the_part_being_read_is_named_until_its_read_ends(run_copy, monkeypatch) -> None:
+    """While a part is read `inbox/_reading` names it (what a killed driver leaves behind); once the read ends, the part read or refused or the read interrupted (Ctrl-C), it is gone: only a kill sets a part aside."""
+    from coevo.run import ingest
+
+    log = GameLog(str(run_copy))
+    task = _accepted(log)[0]
+    for part in ("a", "b", "c"):
+        write_part(run_copy, part, _numbered([_rollout(task, SUBMIT, 0.0)]))
+    (run_copy / "inbox" / "b.parquet").write_bytes(b"not parquet")
+    named: list[tuple[str, str]] = []
+
+    def reading(run: Any, part: str) -> list[InboxRollout]:
+        named.append((part, (run_copy / READING).read_text()))
+        if part == "c":
+            raise KeyboardInterrupt
+        return read_part(run, part)
+
+    monkeypatch.setattr(ingest, "read_part", reading)
+    with pytest.raises(KeyboardInterrupt):
+        Inbox(log).take(3, known_tasks({}, log=log))
+    assert named == [("a", "a"), ("b", "b"), ("c", "c")]
+    assert not (run_copy / READING).exists()
+    assert Inbox(log).interrupted is None
 
 
 def test_the_same_rollout_under_a_second_part_name_is_ingested_once(run_copy) -> None:
