@@ -17,6 +17,8 @@ import json
 import tempfile
 import time
 
+from typing import Any
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.dataset as ds
@@ -26,8 +28,14 @@ from coevo.arena.analysis.lineage import lineage_graph, lineage_summary
 from coevo.arena.gamelog import SCHEMAS, GameLog, RunDir
 
 
-def _table(name: str, columns: dict[str, object]) -> pa.Table:
-    return pa.table(columns, schema=SCHEMAS[name])
+def _table(name: str, columns: dict[str, Any]) -> pa.Table:
+    """Table ``name`` of ``columns``; a column of a later schema the benchmark does not fill is null."""
+    rows = len(next(iter(columns.values())))
+    schema = SCHEMAS[name]
+    return pa.table(
+        {f.name: columns[f.name] if f.name in columns else pa.nulls(rows, f.type) for f in schema},
+        schema=schema,
+    )
 
 
 def build(run_dir: str, episodes: int, generations: int, seed: int = 0) -> None:
