@@ -16,7 +16,6 @@ import argparse
 import json
 import tempfile
 import time
-
 from typing import Any
 
 import numpy as np
