@@ -177,10 +177,14 @@ FrameRule = StrictStr | FrameColumns
 """A frame entry: ``"*"``, a row condition, or :class:`FrameColumns`."""
 
 
-class VerifierSpec(_Model):
-    """The checks and the frame that together decide the binary reward."""
+MAX_CHECKS: Final = 64
+"""The most checks a verifier may have: each runs on every episode (a task has a few)."""
 
-    checks: list[CheckSpec]
+
+class VerifierSpec(_Model):
+    """The checks (at most :data:`MAX_CHECKS`) and the frame that together decide the binary reward."""
+
+    checks: list[CheckSpec] = Field(max_length=MAX_CHECKS)
     frame: dict[StrictStr, FrameRule]
 
 

@@ -361,7 +361,20 @@ def evaluate(
     """
     if not submitted:
         return Reward(value=0, submitted=False, answer=None, reason="the episode did not submit")
-    outcomes = [run_check(world, check, answer) for check in task.checks]
+    outcomes: list[CheckOutcome] = []
+    stopped = False
+    for check in task.checks:
+        if stopped:  # one check stopped by its budget: the reward is 0, the rest cost nothing
+            outcomes.append(
+                CheckOutcome(
+                    name=check.name,
+                    passed=False,
+                    reason="not run: an earlier check was stopped by its budget",
+                )
+            )
+            continue
+        outcomes.append(run_check(world, check, answer))
+        stopped = outcomes[-1].reason.startswith("stopped after")
     violations, total, errors = frame_violations(world, task, tracked=tracked, writable=writable)
     failed = [c for c in outcomes if not c.passed]
     frame_ok = total == 0 and not errors

@@ -585,3 +585,26 @@ def test_whole_table_comparison_of_many_changed_rows_with_huge_rowids() -> None:
         assert world.run(task, task.solution).reward.value == 1
         assert world.verify_whole().value == 1
         assert world.verify_state(task, world.snapshot()).value == 1
+
+
+def test_after_a_check_is_stopped_by_its_budget_the_rest_are_not_run():
+    """A verifier of slow checks costs one budget, not one per check: the first stopped, the rest 'not run', the reward 0."""
+    built = World(mini_world(), limits=Limits(verifier_vm_instructions=20_000))
+    endless = "SELECT count(*) >= 0 FROM (WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT n FROM r)"
+    checks = [{"name": f"slow{i}", "sql": endless} for i in range(3)]
+    task = TaskSpec.model_validate(
+        {**mini_task(world=built.id), "verifier": {"checks": checks, "frame": {}}}
+    )
+    reward = built.verify_state(task, built.snapshot())
+    assert reward.value == 0
+    assert [c.reason.split(" ")[0] for c in reward.checks] == ["stopped", "not", "not"]
+    assert "budget of 20,000" in reward.checks[0].reason
+
+
+def test_a_verifier_of_more_than_64_checks_is_not_a_task():
+    """Every check runs on every episode: a task file with 65 is refused when read."""
+    checks = [{"name": f"c{i}", "sql": "SELECT 1"} for i in range(65)]
+    with pytest.raises(ValueError, match="at most 64"):
+        TaskSpec.model_validate(
+            {**mini_task(world="w"), "verifier": {"checks": checks, "frame": {}}}
+        )
