@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+import time
 from typing import Any
 
 import pytest
@@ -71,6 +72,72 @@ def finished_small_run(tmp_path_factory):
     return where / "run"
 
 
+# ---- both cores: pytest-xdist's workers, the session's Ray and vLLM each on one ---------------
+
+MAX_WORKERS = 8
+"""The most workers the suite starts unasked: every worker collects the whole suite (about a
+core-minute on the development machine), and past a few the groups below bound the time."""
+
+GROUPS = {"vllm_server": "vllm-server", "ray_cluster": "ray"}
+"""Session fixtures that exist once per process and must start once per session (a vLLM server,
+a Ray): every test using one runs on one worker, in the group named here."""
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """Use every core (up to :data:`MAX_WORKERS`) by default, tests grouped by what they share.
+
+    pytest-xdist's workers, as if ``-n auto --dist loadgroup`` were given; ``-n 0`` or
+    ``-p no:xdist`` runs the tests in this process, ``-n N`` on N workers. Not through
+    ``addopts``: the real-model environment runs ``tests/train`` with a pytest without xdist.
+    """
+    if hasattr(config, "workerinput") or not config.pluginmanager.hasplugin("xdist"):
+        return
+    option = config.option
+    if option.numprocesses is None and not option.tx and not config.getoption("usepdb"):
+        workers = min(config.hook.pytest_xdist_auto_num_workers(config=config), MAX_WORKERS)
+        option.numprocesses = workers if workers > 1 else None
+    if option.numprocesses and option.dist == "no":
+        option.dist = "loadgroup"
+    if option.dist == "loadgroup":
+        option.loadscopereorder = False  # the order of _distributed(): the longest groups first
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """Tell a pytest-xdist worker how the tests are distributed (it parses only the command line)."""
+    node.workerinput["coevo_dist"] = node.config.option.dist
+
+
+def _group(item: pytest.Item) -> str | None:
+    """The xdist group a test runs in: by the session fixture it needs, else by its module's shared fixtures."""
+    names = getattr(item, "fixturenames", ())
+    for fixture, group in GROUPS.items():
+        if fixture in names:
+            return group
+    info = getattr(item, "_fixtureinfo", None)
+    definitions = info.name2fixturedefs.values() if info is not None else ()
+    if any(defs and defs[-1].scope in ("module", "class", "package") for defs in definitions):
+        return item.nodeid.split("::")[0]  # a fixture made once per module: its tests on one worker
+    return None
+
+
+def _distributed(items: list[pytest.Item]) -> None:
+    """Group the tests for ``--dist loadgroup``, the longest groups first (vLLM, Ray, slow)."""
+
+    def rank(item: pytest.Item) -> int:
+        group = _group(item)
+        if group is not None and group in GROUPS.values():
+            return list(GROUPS.values()).index(group)
+        return len(GROUPS) + (item.get_closest_marker("slow") is None)
+
+    for item in items:
+        group = _group(item)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
+    items.sort(key=rank)  # stable: within a rank, the files' order
+
+
 # ---- time: the budget of a test, and the real model's share, reported at the end ----------------
 
 BUDGET_SECONDS = 15.0
@@ -86,20 +153,35 @@ BUDGETS: dict[str, tuple[float, str]] = {
     "tests/test_doc_figures.py": (90.0, "the 20-generation quickstart the docs quote"),
     "tests/test_architecture.py::test_every_module_imports_on_its_own": (
         60.0,
-        "the first waits for every module's import, started beside the suite",
+        "the first runs every module's import in a fresh interpreter",
     ),
 }
 """Node-id prefixes allowed more than :data:`BUDGET_SECONDS`: (seconds, why)."""
 
+RAY_STARTED = "ray started, not slow"
+"""The user property of a report whose test started Ray without the ``slow`` mark."""
+
 _spent: dict[str, float] = {}
+_started_ray: list[str] = []
+_began: list[float] = []
+
+
+def _plain(nodeid: str) -> str:
+    """A test's node id without the ``@group`` pytest-xdist appends under ``--dist loadgroup``."""
+    return nodeid.rsplit("@", 1)[0] if nodeid.rfind("@") > nodeid.rfind("]") else nodeid
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Note when the session began (the wall clock of the time section)."""
+    _began.append(time.monotonic())
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    """Add up each test's setup, call and teardown."""
-    _spent[report.nodeid] = _spent.get(report.nodeid, 0.0) + report.duration
-
-
-_started_ray: list[str] = []
+    """Add up each test's setup, call and teardown (under xdist: in the controller, from every worker)."""
+    nodeid = _plain(report.nodeid)
+    _spent[nodeid] = _spent.get(nodeid, 0.0) + report.duration
+    if (RAY_STARTED, True) in report.user_properties:
+        _started_ray.append(nodeid)
 
 
 def _ray_running() -> bool:
@@ -107,13 +189,25 @@ def _ray_running() -> bool:
     return ray is not None and ray.is_initialized()
 
 
+_ray_before: dict[str, bool] = {}
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item) -> Any:
-    """Note a test not marked slow during which Ray started: the quick loop starts none."""
-    before = _ray_running()
+    """Note whether Ray ran before the test (its setup included)."""
+    _ray_before[item.nodeid] = _ray_running()
     yield
-    if not before and _ray_running() and item.get_closest_marker("slow") is None:
-        _started_ray.append(item.nodeid)
+    _ray_before.pop(item.nodeid, None)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """Say on the teardown's report that a test not marked slow started Ray: the quick loop starts none."""
+    outcome = yield
+    if call.when != "teardown" or _ray_before.get(item.nodeid, True) or not _ray_running():
+        return
+    if item.get_closest_marker("slow") is None:
+        outcome.get_result().user_properties.append((RAY_STARTED, True))
 
 
 def _budget(nodeid: str) -> float:
@@ -121,15 +215,19 @@ def _budget(nodeid: str) -> float:
     return BUDGETS[prefix][0] if prefix is not None else BUDGET_SECONDS
 
 
-def pytest_terminal_summary(terminalreporter: Any) -> None:
-    """The real-model tests' time on a line of its own, then every test over its budget."""
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """The wall clock and the tests' time, the real-model tests' on a line of its own, then every test over its budget."""
     if not _spent:
         return
     real = {k: v for k, v in _spent.items() if k.startswith("tests/arena/test_real_model.py")}
     rest = sum(_spent.values()) - sum(real.values())
+    workers = getattr(config.option, "numprocesses", None) or 0
     write = terminalreporter.write_line
     terminalreporter.write_sep("-", "time")
-    write(f"tests: {len(_spent) - len(real)} in {rest:.0f} s (setup, call and teardown)")
+    where = f"on {workers} workers (pytest-xdist)" if workers else "in one process"
+    write(f"wall clock: {time.monotonic() - _began[0]:.0f} s {where}, collection included")
+    summed = f"; summed over the {workers} workers" if workers else ""
+    write(f"tests: {len(_spent) - len(real)} in {rest:.0f} s (setup, call and teardown{summed})")
     if real:
         write(f"real-model server tests: {len(real)} in {sum(real.values()):.0f} s, counted apart")
     over = sorted(((v, k) for k, v in _spent.items() if v > _budget(k)), reverse=True)
@@ -139,8 +237,9 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         write(f"Ray started during a test not marked slow: {nodeid}")
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """A test on Ray is slow: the quick loop (``-m "not slow"``) starts no Ray."""
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own, which reads the groups
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A test on Ray is slow (the quick loop starts no Ray); under ``--dist loadgroup``, the groups."""
     unmarked = [
         item.nodeid
         for item in items
@@ -152,11 +251,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             "tests on Ray must be marked slow (the quick loop starts no Ray):\n  "
             + "\n  ".join(unmarked)
         )
+    if getattr(config, "workerinput", {}).get("coevo_dist") == "loadgroup":
+        config.option.loadgroup = True  # pytest-xdist's own hook, after this one, reads the groups
+        _distributed(items)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """Start the long checks the selected tests read, beside the suite (tests/beside.py)."""
-    beside.start([item.nodeid for item in session.items])
+    """Start the long checks the selected tests read, beside the suite (tests/beside.py): in one process only.
+
+    Under pytest-xdist the workers keep every core busy: the test that reads a check runs it.
+    """
+    if not hasattr(session.config, "workerinput"):
+        beside.start([item.nodeid for item in session.items])
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
