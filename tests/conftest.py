@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import importlib.util
+import shutil
 import sys
+import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -72,20 +75,18 @@ def finished_small_run(tmp_path_factory):
     return where / "run"
 
 
-# ---- both cores: pytest-xdist's workers, the session's Ray and vLLM each on one ---------------
+# ---- both cores: pytest-xdist's workers, the session's Ray and vLLM each on one (tests/distribution.py)
 
 MAX_WORKERS = 8
-"""The most workers the suite starts unasked: every worker collects the whole suite (about a
-core-minute on the development machine), and past a few the groups below bound the time."""
+"""The most workers the suite starts unasked: every worker collects the whole suite (about ten
+CPU seconds), and past a few the groups of tests/distribution.py bound the time."""
 
-GROUPS = {"vllm_server": "vllm-server", "ray_cluster": "ray"}
-"""Session fixtures that exist once per process and must start once per session (a vLLM server,
-a Ray): every test using one runs on one worker, in the group named here."""
+_GROUPS_FOLDER = pytest.StashKey[Path]()
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config: pytest.Config) -> None:
-    """Use every core (up to :data:`MAX_WORKERS`) by default, tests grouped by what they share.
+    """Use every core (up to :data:`MAX_WORKERS`) by default, the tests grouped by what they share.
 
     pytest-xdist's workers, as if ``-n auto --dist loadgroup`` were given; ``-n 0`` or
     ``-p no:xdist`` runs the tests in this process, ``-n N`` on N workers. Not through
@@ -100,42 +101,34 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
     if option.numprocesses and option.dist == "no":
         option.dist = "loadgroup"
     if option.dist == "loadgroup":
-        option.loadscopereorder = False  # the order of _distributed(): the longest groups first
+        option.loadscopereorder = False  # the workers' order: the longest groups first
+        config.stash[_GROUPS_FOLDER] = Path(tempfile.mkdtemp(prefix="coevo-groups-"))
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Remove the folder of the workers' groups."""
+    folder = config.stash.get(_GROUPS_FOLDER, None)
+    if folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
-    """Tell a pytest-xdist worker how the tests are distributed (it parses only the command line)."""
-    node.workerinput["coevo_dist"] = node.config.option.dist
+    """Tell each pytest-xdist worker where to write its tests' groups (it parses only the command line)."""
+    folder = node.config.stash.get(_GROUPS_FOLDER, None)
+    if folder is not None:
+        node.workerinput["coevo_groups"] = str(folder)
 
 
-def _group(item: pytest.Item) -> str | None:
-    """The xdist group a test runs in: by the session fixture it needs, else by its module's shared fixtures."""
-    names = getattr(item, "fixturenames", ())
-    for fixture, group in GROUPS.items():
-        if fixture in names:
-            return group
-    info = getattr(item, "_fixtureinfo", None)
-    definitions = info.name2fixturedefs.values() if info is not None else ()
-    if any(defs and defs[-1].scope in ("module", "class", "package") for defs in definitions):
-        return item.nodeid.split("::")[0]  # a fixture made once per module: its tests on one worker
-    return None
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadgroup`` by the groups the workers wrote (tests/distribution.py)."""
+    folder = config.stash.get(_GROUPS_FOLDER, None)
+    if folder is None:
+        return None
+    from tests.distribution import GroupScheduling  # imports pytest-xdist: only where it runs
 
-
-def _distributed(items: list[pytest.Item]) -> None:
-    """Group the tests for ``--dist loadgroup``, the longest groups first (vLLM, Ray, slow)."""
-
-    def rank(item: pytest.Item) -> int:
-        group = _group(item)
-        if group is not None and group in GROUPS.values():
-            return list(GROUPS.values()).index(group)
-        return len(GROUPS) + (item.get_closest_marker("slow") is None)
-
-    for item in items:
-        group = _group(item)
-        if group is not None:
-            item.add_marker(pytest.mark.xdist_group(group))
-    items.sort(key=rank)  # stable: within a rank, the files' order
+    return GroupScheduling(config, log, folder)
 
 
 # ---- time: the budget of a test, and the real model's share, reported at the end ----------------
@@ -166,11 +159,6 @@ _started_ray: list[str] = []
 _began: list[float] = []
 
 
-def _plain(nodeid: str) -> str:
-    """A test's node id without the ``@group`` pytest-xdist appends under ``--dist loadgroup``."""
-    return nodeid.rsplit("@", 1)[0] if nodeid.rfind("@") > nodeid.rfind("]") else nodeid
-
-
 def pytest_sessionstart(session: pytest.Session) -> None:
     """Note when the session began (the wall clock of the time section)."""
     _began.append(time.monotonic())
@@ -178,10 +166,9 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     """Add up each test's setup, call and teardown (under xdist: in the controller, from every worker)."""
-    nodeid = _plain(report.nodeid)
-    _spent[nodeid] = _spent.get(nodeid, 0.0) + report.duration
+    _spent[report.nodeid] = _spent.get(report.nodeid, 0.0) + report.duration
     if (RAY_STARTED, True) in report.user_properties:
-        _started_ray.append(nodeid)
+        _started_ray.append(report.nodeid)
 
 
 def _ray_running() -> bool:
@@ -237,7 +224,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         write(f"Ray started during a test not marked slow: {nodeid}")
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own, which reads the groups
+@pytest.hookimpl(trylast=True)  # the tests as selected (-m, -k)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """A test on Ray is slow (the quick loop starts no Ray); under ``--dist loadgroup``, the groups."""
     unmarked = [
@@ -251,9 +238,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             "tests on Ray must be marked slow (the quick loop starts no Ray):\n  "
             + "\n  ".join(unmarked)
         )
-    if getattr(config, "workerinput", {}).get("coevo_dist") == "loadgroup":
-        config.option.loadgroup = True  # pytest-xdist's own hook, after this one, reads the groups
-        _distributed(items)
+    folder = getattr(config, "workerinput", {}).get("coevo_groups")
+    if folder is not None:
+        from tests.distribution import write_groups  # imports pytest-xdist: only where it runs
+
+        write_groups(items, Path(folder), config.workerinput["workerid"])
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
