@@ -7,6 +7,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,19 +28,31 @@ def examples() -> tuple[list[TaskSpec], dict[str, WorldSpec]]:
     return load_examples()
 
 
+_ends: dict[str, Callable[[], None]] = {}
+"""How to end a session's server or Ray before the session ends, by fixture name."""
+
+_last_users: dict[str, str] = {}
+"""The last selected test (node id) using each fixture of :data:`_ends`, in the order they run."""
+
+
 @pytest.fixture(scope="session")
 def vllm_server():
-    """A real vLLM (CPU) serving SmolLM2-135M-Instruct on loopback, one for the session (tests/real_model.py)."""
+    """A real vLLM (CPU) serving SmolLM2-135M-Instruct on loopback, one for the session (tests/real_model.py).
+
+    Stopped once the last test using it is done: its three processes hold about 3.7 GB
+    (resident), which the rest of the suite may need.
+    """
     from tests.real_model import VLLMServer
 
     server = VLLMServer()
+    _ends["vllm_server"] = server.stop
     yield server
     server.stop()
 
 
 @pytest.fixture(scope="session")
 def ray_cluster():
-    """Ray, started once for the whole test session (about 4 s), on this machine."""
+    """Ray, started once for the whole test session (about 4 s), on this machine; shut down after the last test on it."""
     import ray
 
     if not ray.is_initialized():
@@ -50,8 +63,18 @@ def ray_cluster():
             logging_level="ERROR",
             log_to_driver=False,
         )
+    _ends["ray_cluster"] = ray.shutdown
     yield ray
     ray.shutdown()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item: pytest.Item) -> Any:
+    """End the vLLM server or Ray once the last test using it is done, not at the session's end."""
+    yield
+    for name, last in _last_users.items():
+        if item.nodeid == last and name in _ends:
+            _ends.pop(name)()  # the fixture's own teardown, at the end, finds nothing left to stop
 
 
 SMALL_RUN = (
@@ -246,12 +269,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """Start the long checks the selected tests read, beside the suite (tests/beside.py): in one process only.
+    """Start the long checks the selected tests read, beside the suite (tests/beside.py), in one process only; note the last test on the vLLM server and on Ray.
 
     Under pytest-xdist the workers keep every core busy: the test that reads a check runs it.
     """
     if not hasattr(session.config, "workerinput"):
         beside.start([item.nodeid for item in session.items])
+    for name in ("vllm_server", "ray_cluster"):  # each group runs whole, in this order
+        users = [i.nodeid for i in session.items if name in getattr(i, "fixturenames", ())]
+        if users:
+            _last_users[name] = users[-1]
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
