@@ -34,6 +34,9 @@ _ends: dict[str, Callable[[], None]] = {}
 _last_users: dict[str, str] = {}
 """The last selected test (node id) using each fixture of :data:`_ends`, in the order they run."""
 
+_started: list[str] = []
+"""The fixtures of :data:`_ends` started in this process and not yet told in a report."""
+
 
 @pytest.fixture(scope="session")
 def vllm_server():
@@ -46,6 +49,7 @@ def vllm_server():
 
     server = VLLMServer()
     _ends["vllm_server"] = server.stop
+    _started.append("vllm_server")
     yield server
     server.stop()
 
@@ -63,6 +67,7 @@ def ray_cluster():
             logging_level="ERROR",
             log_to_driver=False,
         )
+        _started.append("ray_cluster")
     _ends["ray_cluster"] = ray.shutdown
     yield ray
     ray.shutdown()
@@ -111,14 +116,17 @@ _GROUPS_FOLDER = pytest.StashKey[Path]()
 def pytest_cmdline_main(config: pytest.Config) -> None:
     """Use every core (up to :data:`MAX_WORKERS`) by default, the tests grouped by what they share.
 
-    pytest-xdist's workers, as if ``-n auto --dist loadgroup`` were given; ``-n 0`` or
-    ``-p no:xdist`` runs the tests in this process, ``-n N`` on N workers. Not through
-    ``addopts``: the real-model environment runs ``tests/train`` with a pytest without xdist.
+    pytest-xdist's workers, as if ``-n auto --dist loadgroup`` were given, unless the command
+    names tests one by one (``path::test``: starting workers would take longer than they save);
+    ``-n 0`` or ``-p no:xdist`` runs the tests in this process, ``-n N`` on N workers. Not
+    through ``addopts``: the real-model environment runs ``tests/train`` with a pytest without
+    xdist.
     """
     if hasattr(config, "workerinput") or not config.pluginmanager.hasplugin("xdist"):
         return
     option = config.option
-    if option.numprocesses is None and not option.tx and not config.getoption("usepdb"):
+    named = bool(config.args) and all("::" in arg for arg in config.args)
+    if option.numprocesses is None and not option.tx and not named and not option.usepdb:
         workers = min(config.hook.pytest_xdist_auto_num_workers(config=config), MAX_WORKERS)
         option.numprocesses = workers if workers > 1 else None
     if option.numprocesses and option.dist == "no":
@@ -177,6 +185,11 @@ BUDGETS: dict[str, tuple[float, str]] = {
 RAY_STARTED = "ray started, not slow"
 """The user property of a report whose test started Ray without the ``slow`` mark."""
 
+FIXTURE_STARTED = "session fixture started"
+"""The user property of a setup's report that started the vLLM server or the session's Ray."""
+
+_starts: dict[str, int] = {}
+
 _spent: dict[str, float] = {}
 _started_ray: list[str] = []
 _began: list[float] = []
@@ -192,6 +205,9 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     _spent[report.nodeid] = _spent.get(report.nodeid, 0.0) + report.duration
     if (RAY_STARTED, True) in report.user_properties:
         _started_ray.append(report.nodeid)
+    for key, name in report.user_properties:
+        if key == FIXTURE_STARTED:
+            _starts[name] = _starts.get(name, 0) + 1
 
 
 def _ray_running() -> bool:
@@ -212,8 +228,10 @@ def pytest_runtest_protocol(item: pytest.Item) -> Any:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
-    """Say on the teardown's report that a test not marked slow started Ray: the quick loop starts none."""
+    """Say on the setup's report that it started the vLLM server or Ray, on the teardown's that a test not marked slow started Ray."""
     outcome = yield
+    while _started:
+        outcome.get_result().user_properties.append((FIXTURE_STARTED, _started.pop(0)))
     if call.when != "teardown" or _ray_before.get(item.nodeid, True) or not _ray_running():
         return
     if item.get_closest_marker("slow") is None:
@@ -240,6 +258,10 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     write(f"tests: {len(_spent) - len(real)} in {rest:.0f} s (setup, call and teardown{summed})")
     if real:
         write(f"real-model server tests: {len(real)} in {sum(real.values()):.0f} s, counted apart")
+    if _starts:
+        started = ", ".join(f"{name} {count}" for name, count in sorted(_starts.items()))
+        twice = " (more than once: their tests were not kept on one worker, tests/distribution.py)"
+        write(f"session fixtures started: {started}{twice if max(_starts.values()) > 1 else ''}")
     over = sorted(((v, k) for k, v in _spent.items() if v > _budget(k)), reverse=True)
     for seconds, nodeid in over:
         write(f"over its budget of {_budget(nodeid):.0f} s: {nodeid} ({seconds:.1f} s)")
