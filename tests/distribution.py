@@ -2,8 +2,9 @@
 
 A group of tests runs on one worker, one test after another: the tests on
 the session's Ray (one Ray per process; two would share two cores four
-ways), those on the real vLLM server (one start per session), and, for
-each module, the tests that share a module-scoped fixture (made once).
+ways), those on the real vLLM server (one start per session), for each
+module, the tests that share a module-scoped fixture (made once), and
+the tests of :data:`ONE_WORKER_MODULES` (never two at a time).
 Every other test goes wherever a worker is free. The longest groups are
 handed out first, so that the last minutes are short tests on both cores.
 
@@ -31,17 +32,26 @@ using one runs on one worker, in the group named here (the first handed out firs
 SHARED_SCOPES = ("module", "class", "package")
 """Fixture scopes made once per module (or class, or package) and process."""
 
+ONE_WORKER_MODULES = {
+    "tests/arena/test_cluster.py": "each test's two-node cluster takes ports the next one's "
+    "overlap (6391, 6393, 6395, each + 10 to 18), and two at once would be four Ray nodes on two cores",
+}
+"""Modules whose tests must not run two at a time: they run on one worker, as a group (why)."""
+
 
 def group(item: pytest.Item) -> str | None:
-    """The group a test runs in: by the session fixture it needs, else by its module's shared fixture; None: anywhere."""
+    """The group a test runs in: by the session fixture it needs, else its module's (a shared fixture, or one at a time); None: anywhere."""
     names = getattr(item, "fixturenames", ())
     for fixture, name in GROUPS.items():
         if fixture in names:
             return name
+    module = item.nodeid.split("::")[0]
     info = getattr(item, "_fixtureinfo", None)
     definitions = info.name2fixturedefs.values() if info is not None else ()
-    if any(defs and defs[-1].scope in SHARED_SCOPES for defs in definitions):
-        return item.nodeid.split("::")[0]
+    if module in ONE_WORKER_MODULES or any(
+        defs and defs[-1].scope in SHARED_SCOPES for defs in definitions
+    ):
+        return module
     return None
 
 
