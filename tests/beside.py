@@ -1,11 +1,13 @@
 """Long checks run beside the suite: they begin when a test that reads one is collected.
 
-The suite runs one test at a time, and most tests keep one core busy; mypy, the
-quickstart the docs quote and the import of every module on its own are
-processes of their own, so they run one after another from the end of
-collection, in a thread, on the other core; the test that reads one waits for
-its result (:func:`result`). A test run on its own (or a selection without it)
-starts nothing early: :func:`result` then runs the command at once.
+When the suite runs in one process (``-n 0``), one test at a time, most tests
+keep one core busy; mypy, the quickstart the docs quote and the import of every
+module on its own are processes of their own, so they run one after another
+from the end of collection, in a thread, on the other core; the test that reads
+one waits for its result (:func:`result`). Under pytest-xdist (the default,
+tests/conftest.py) the workers keep every core busy and start nothing early: the
+test that reads a check runs it, as does a test run on its own (or a selection
+without it): :func:`result` then runs the command at once.
 """
 
 from __future__ import annotations
@@ -120,7 +122,7 @@ CHECKS["imports"] = Check(
 
 
 class _Queue:
-    """The checks a selection reads, run one after another in a thread (one core for them, one for the tests)."""
+    """The checks a selection reads, run one after another in a thread (one core for them, one for the tests in this process)."""
 
     def __init__(self, names: list[str]):
         self.names = names

@@ -13,7 +13,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -156,14 +155,6 @@ _SLOW_EXAMPLES = settings(
 @given(lines=_file)
 def test_check_survives_any_file(lines, tmp_path):
     """Any mix of hostile records and garbage: no traceback, one verdict per line, budgets held."""
-    _check_file(lines, tmp_path)
-
-
-@pytest.mark.slow
-@settings(_SLOW_EXAMPLES, max_examples=6)
-@given(lines=_file)
-def test_check_survives_any_file_longer_run(lines, tmp_path):
-    """The same property, with more examples."""
     _check_file(lines, tmp_path)
 
 
