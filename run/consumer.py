@@ -6,7 +6,10 @@
 1. wait for the run directory and its trainer folder (it may start first);
 2. for each batch handed out, in order, not yet in its journal: read it,
    take the step (:meth:`BatchConsumer.step`, which checkpoints what it
-   trained before it returns), journal it, then announce the new version;
+   trained before it returns), journal it, then announce the new version.
+   A batch file that is refused (not a coevo batch, too big once decoded, a
+   link) is journaled with ``refused`` and no rows, so the trainer goes on
+   instead of failing on it at every restart;
 3. a batch in the journal that was not announced (it was killed between the
    two) is announced without training again: the journal is the checkpoint's
    record, so no batch is trained on twice, whatever is killed when;
@@ -37,6 +40,7 @@ from coevo.arena.errors import ArenaError, FileRefusedError
 from coevo.arena.gamelog import RunDir
 from coevo.arena.gamelog.lock import RunLock
 from coevo.run.trainer import (
+    BATCH_SCHEMA,
     Announcement,
     FolderTransport,
     batch_gen,
@@ -309,7 +313,11 @@ class BatchConsumer:
                     trained_now += 1
                     progressed = True
                 if self._finished(experiment, len(done)) and len(said) >= len(done):
-                    self.say(f"the run is finished: {len(done)} batches trained")
+                    refused = sum(1 for entry in done.values() if entry.get("refused"))
+                    self.say(
+                        f"the run is finished: {len(done)} batches trained"
+                        + (f" ({refused} refused: see the journal)" if refused else "")
+                    )
                     return trained_now
                 if settings.batches is not None and trained_now >= settings.batches:
                     return trained_now
@@ -341,7 +349,13 @@ class BatchConsumer:
     def _train(self, batch: str, trained_before: int) -> dict[str, Any]:
         """One step: read the batch, train and checkpoint, journal it; the journal entry."""
         assert self.folder is not None
-        table = self.folder.read(batch)
+        refused = None
+        try:
+            table = self.folder.read(batch)
+        except ArenaError as exc:  # not a batch, too big, a link: the same on every retry
+            refused = str(exc)
+            table = BATCH_SCHEMA.empty_table()
+            self.say(f"  {batch} refused ({exc}): journaled with nothing trained; the run goes on")
         rewards = table.column("reward").to_pylist()
         mean = sum(rewards) / len(rewards) if rewards else None
         versions = sorted(set(table.column("policy_version").to_pylist()))
@@ -355,6 +369,7 @@ class BatchConsumer:
             ).hexdigest(),
             "version": f"{self.prefix()}-v{batch_gen(batch) + 1}",
             "step": trained_before + 1,
+            **({"refused": refused} if refused else {}),
         }
         entry = self.step(batch, table, entry)
         if self.lock is not None:

@@ -188,6 +188,8 @@ class LoRATrainer(BatchConsumer):
         }
         for reason, count in (entry.get("skipped") or {}).items():
             out[f"skipped_{reason}"] = float(count)
+        if entry.get("refused"):
+            out["refused_batch"] = 1.0
         return out or None
 
     # ---- the step ---------------------------------------------------------------------------

@@ -137,3 +137,31 @@ def test_a_version_folder_is_replaced_with_no_moment_missing(tmp_path, tiny_mode
     assert seen and all(seen), seen
     assert json.loads((folder / "state.json").read_text()) == {"n": 2}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["lora-v1"]
+
+
+def test_a_batch_file_that_is_refused_is_journaled_and_the_next_one_trains(
+    tmp_path, tiny_model, capsys
+) -> None:
+    """batch-000000 is not Parquet (or too big once decoded): journaled as refused, no step, the run's end line counts it; batch-000001 trains; exit 0."""
+    run = make_run(tmp_path, 2)
+    batches = run / "trainer" / "batches"
+    batches.mkdir(parents=True)
+    (batches / "batch-000000.parquet").write_bytes(b"PAR1 not a batch PAR1")
+    logprobs = [None if m == 0 else -2.0 for m in MASK]
+    offer(
+        run,
+        1,
+        [
+            batch_row(
+                1, n, reward=float(n), advantage=n - 0.5, ids=IDS, mask=MASK, logprobs=logprobs
+            )
+            for n in range(2)
+        ],
+    )
+    assert main(_train(run, tiny_model)) == 0
+    out = capsys.readouterr().out
+    journal = [json.loads(line) for line in (run / "trainer" / "lora" / "journal.jsonl").open()]
+    assert [e["batch_id"] for e in journal] == ["batch-000000", "batch-000001"]
+    assert "batch-000000" in journal[0]["refused"] and journal[0]["steps"] == []
+    assert "refused" not in journal[1] and journal[1]["sequences"] == 2
+    assert "2 batches trained (1 refused: see the journal)" in out
