@@ -45,7 +45,7 @@ import jsonschema
 from coevo.arena.errors import SpecError
 from coevo.arena.ids import canonical_json
 from coevo.arena.limits import DEFAULT_LIMITS
-from coevo.arena.oversize import arguments_problem, cut_text, result_problem
+from coevo.arena.oversize import arguments_problem, cut_text, result_problem, state_problem
 from coevo.arena.sandbox import Sandbox
 from coevo.arena.workers import Crashed, Done, Overrun, WorkerPool
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
@@ -69,6 +69,12 @@ RUNTIME_GROUP: Final = "coevo.runtimes"
 """The entry-point group under which installed packages register code-world runtimes (``name = "pkg.mod:object"``)."""
 
 _HANDLER: Final = "coevo.arena.codeworld:job"
+_MAX_ANSWER_BYTES: Final = DEFAULT_LIMITS.max_state_bytes + (1 << 20)
+"""The largest answer the parent reads from a worker: a state at its limit, with room for the frame.
+
+The worker checks every result and state against its limit before sending;
+this holds if tool code writes on the worker's pipe itself.
+"""
 DEFAULT_SANDBOX: Final = Sandbox()
 """Every layer this machine can give, with the default limits."""
 
@@ -282,8 +288,25 @@ def job(message: dict[str, Any]) -> dict[str, Any]:
         return {"ok": False, "lost": True}
     runtime, env = _episodes[key]
     if op == "state":
-        return {"ok": True, "state": _jsonable(runtime.dump(env))}
+        return _state(runtime, env)
     return _call(runtime, env, message)
+
+
+def _state(runtime: Runtime, env: Any) -> dict[str, Any]:
+    """The episode's state, or why it is not sent: over ``max_state_bytes`` it never crosses the pipe."""
+    try:
+        text = _json_text(runtime.dump(env))
+    except MemoryError:  # larger than this worker can even write out
+        limit = DEFAULT_LIMITS.max_state_bytes
+        return {
+            "ok": False,
+            "error": "its state could not be written out in its worker's memory (MemoryError); "
+            f"a code world's state may have at most {limit:,} bytes of JSON (Limits.max_state_bytes)",
+        }
+    problem = state_problem(len(text))
+    if problem is not None:
+        return {"ok": False, "error": problem}
+    return {"ok": True, "state": json.loads(text)}
 
 
 # ---- in the parent ------------------------------------------------------------------------
@@ -344,11 +367,18 @@ class CodeEpisode:
         return obs
 
     def state(self) -> dict[str, Any] | None:
-        """The state now (None if the episode failed)."""
+        """The state now (None if the episode failed; a state over ``max_state_bytes`` fails it, saying so)."""
         if self.failed is not None:
             return None
         answer = self.owner._send(self, {"op": "state"})
-        return None if answer is None else answer["state"]
+        if answer is None:
+            return None
+        if not answer.get("ok"):
+            self.close()  # what cannot be read cannot be scored: free it in the worker
+            self.failed = str(answer.get("error"))
+            return None
+        state: dict[str, Any] = answer["state"]
+        return state
 
     def close(self) -> None:
         """Free the episode's state in its worker."""
@@ -405,7 +435,14 @@ class CodeWorlds:
         # one pool of one worker per slot, each with its own lock: episodes in different
         # workers run their calls at the same time (threads, or an async caller's to_thread)
         self.pools = [
-            WorkerPool(_HANDLER, workers=1, seconds=seconds, sandbox=sandbox, paths=paths)
+            WorkerPool(
+                _HANDLER,
+                workers=1,
+                seconds=seconds,
+                sandbox=sandbox,
+                paths=paths,
+                max_answer_bytes=_MAX_ANSWER_BYTES,
+            )
             for _ in range(max(1, workers))
         ]
         self._slots = [threading.Lock() for _ in self.pools]

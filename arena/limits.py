@@ -35,6 +35,13 @@ class Limits:
         max_rows: rows a tool returns; more are cut off and the observation
             says so.
         max_result_bytes: bytes of text and BLOB values a tool returns.
+        max_state_bytes: bytes of JSON a code world's state may have when it
+            is read (at the end of an episode, to be scored): twice the
+            largest real state coevo plays (τ²-bench airline's 7 MB
+            database) and the longest record line coevo reads (16 MiB), so
+            any world read from a JSON lines file starts within it. Measured
+            in the worker, before the state crosses the pipe; a larger state
+            fails its episode (reward 0, the reason names this limit).
         max_call_seconds: a wall-clock backstop for one tool call or one
             verifier check. The instruction budget is the deterministic limit;
             this only stops statements that do megabytes of work per
@@ -49,6 +56,7 @@ class Limits:
     max_world_bytes: int = 64 << 20
     max_rows: int = 200
     max_result_bytes: int = 256_000
+    max_state_bytes: int = 16 << 20
     max_call_seconds: float = 10.0
 
     def __post_init__(self) -> None:

@@ -2,11 +2,13 @@
 
 The limits are :class:`~coevo.arena.limits.Limits`' (one owner): a tool's
 result is at most ``max_result_bytes`` of JSON (256,000 by default, the cap
-SQL worlds apply to their rows), and a call's arguments at most
-``max_value_bytes`` (1,000,000, the largest value SQLite may build). What is
-over is refused with an error the agent reads; what is recorded of a refused
-call keeps each oversized argument cut to its first :data:`RECORDED_CHARS`
-characters and its size.
+SQL worlds apply to their rows), a call's arguments at most
+``max_value_bytes`` (1,000,000, the largest value SQLite may build), and a
+code world's state, read at the end of an episode, at most
+``max_state_bytes`` (16 MiB). What is over is refused with an error the
+agent reads (a state: the episode fails, saying so); what is recorded of a
+refused call keeps each oversized argument cut to its first
+:data:`RECORDED_CHARS` characters and its size.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ __all__ = [
     "cut_text",
     "json_size",
     "result_problem",
+    "state_problem",
 ]
 
 RECORDED_CHARS: Final = 1_000
@@ -50,6 +53,17 @@ def result_problem(tool: str, size: int, limits: Limits = DEFAULT_LIMITS) -> str
     return (
         f"{tool} returned {size:,} bytes, more than the limit of {limits.max_result_bytes:,} "
         "bytes a tool may return; ask for less (narrower arguments)"
+    )
+
+
+def state_problem(size: int, limits: Limits = DEFAULT_LIMITS) -> str | None:
+    """Why a code world's state of ``size`` bytes of JSON is not read, or None when it is within the limit."""
+    if size <= limits.max_state_bytes:
+        return None
+    return (
+        f"its state is {size:,} bytes of JSON, more than the limit of "
+        f"{limits.max_state_bytes:,} bytes a code world's state may have (Limits.max_state_bytes); "
+        "it was not read"
     )
 
 

@@ -26,7 +26,13 @@ Measured on SQLite 3.40 (the figures behind each decision):
   search), with SQLite's own results.
 * ``LIKE``/``GLOB`` cost the text's length times the pattern's: 1 s for 90 KB
   against a 10 KB pattern. Patterns are limited to
-  :data:`LIKE_PATTERN_BYTES` bytes, so one call stays under about 0.3 s.
+  :data:`LIKE_PATTERN_BYTES` bytes, which bounds one call, not tightly: a
+  256-byte pattern against a 1 MB text takes 0.5–0.7 s (SQLite 3.40.1, the
+  2-core development VM; up to 1.2 s while it was busier). A statement
+  that makes many such calls keeps within its instruction budget and is
+  stopped by the wall clock: the backstop of a call or check (10 s), and
+  the Judge's per task in its worker (60 s), which the ``llm-synth``
+  Synthesizer's self-checks run under too.
 * ``json_patch`` is quadratic in the keys it merges (3.3 s for two objects of
   30,000 keys): refused.
 """

@@ -102,14 +102,24 @@ def _read_exactly(fd: int, size: int) -> bytes | None:
     return b"".join(chunks)
 
 
-def _read_frame(fd: int) -> Any:
-    """The next JSON frame on ``fd``; raises EOFError at the end, ValueError on garbage."""
+class _FrameTooLarge(ValueError):
+    """A frame's header announces more bytes than the reader takes (nothing of its body was read)."""
+
+
+def _read_frame(fd: int, max_bytes: int = _MAX_FRAME) -> Any:
+    """The next JSON frame on ``fd``; raises EOFError at the end, ValueError on garbage.
+
+    A frame over ``max_bytes`` raises :class:`_FrameTooLarge` before its body is read.
+    """
     header = _read_exactly(fd, _HEADER)
     if header is None:
         raise EOFError
     size = int.from_bytes(header, "big")
-    if size > _MAX_FRAME:
-        raise ValueError(f"a frame of {size:,} bytes")
+    if size > max_bytes:
+        raise _FrameTooLarge(
+            f"the worker answered {size:,} bytes, more than the {max_bytes:,} this pool reads "
+            "from a worker"
+        )
     body = _read_exactly(fd, size)
     if body is None:
         raise EOFError
@@ -152,6 +162,9 @@ class WorkerPool:
         paths: folders put in front of the workers' import path
             (``PYTHONPATH``), e.g. where the handler's module is; a sandbox
             lets its workers read them.
+        max_answer_bytes: the largest answer read from a worker (its frame, in
+            bytes); a larger one is a :class:`Crashed` job, nothing of it read,
+            and its worker is restarted.
     """
 
     def __init__(
@@ -163,6 +176,7 @@ class WorkerPool:
         memory_bytes: int = DEFAULT_MEMORY_BYTES,
         sandbox: Sandbox | None = None,
         paths: Sequence[str] = (),
+        max_answer_bytes: int = _MAX_FRAME,
     ):
         if workers < 1:
             raise ValueError(f"a worker pool needs at least one worker, got {workers}")
@@ -173,6 +187,7 @@ class WorkerPool:
         self.memory_bytes = memory_bytes
         self.sandbox = sandbox
         self.paths = tuple(os.path.abspath(path) for path in paths)
+        self.max_answer_bytes = min(max_answer_bytes, _MAX_FRAME)
         #: the isolation layers this machine cannot give the sandbox, each with how to get it
         self.isolation_missing: dict[str, str] = {} if sandbox is None else check_or_refuse(sandbox)
         self._group = None if sandbox is None else fresh_id(sandbox)  # the gid the workers share
@@ -374,11 +389,14 @@ class WorkerPool:
                 slot = fds[fd]
                 index, _ = busy.pop(slot)
                 try:
-                    answer = _read_frame(fd)
+                    answer = _read_frame(fd, self.max_answer_bytes)
                     if isinstance(answer, dict) and set(answer) == {"__error__"}:
                         results[index] = Crashed(f"the job failed: {answer['__error__']}")
                     else:
                         results[index] = Done(answer)
+                except _FrameTooLarge as exc:  # the worker is still writing it: no exit to wait for
+                    self._kill(slot)
+                    results[index] = Crashed(str(exc))
                 except (EOFError, ValueError, OSError) as exc:
                     status = self._exit_status(slot)
                     self._kill(slot)

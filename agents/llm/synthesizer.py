@@ -12,7 +12,11 @@ whose ``input_schema`` is the stage's pydantic model):
    and a summary of the initial state, *never the reference solution*.
 
 The assembled ``coevo.task/1`` record then goes through the Judge's
-mechanical checks; a failing check is fed back to the stage that owns it
+mechanical checks, run as the Judge runs them: in a worker process
+(:class:`~coevo.arena.isolation.IsolatedJudge`) under the Judge's budgets
+(``limits``) and wall clock per task (``task_seconds``), as each world is
+built and validated in stage 2, so no draft's SQL runs unbounded in the
+Synthesizer's process; a failing check is fed back to the stage that owns it
 (to the verifier without anything of the reference solution: the kind of
 problem and its own check names only) (the verifier for ``unsolved``/``partial``/``noop`` and
 for an ``oracle`` whose end state the checks or the frame refused; the task
@@ -50,7 +54,8 @@ from coevo.agents.llm.role import LLMRole
 from coevo.agents.llm.turns import LLMCallError, Turn
 from coevo.agents.protocols import ProposalRequest
 from coevo.arena.errors import SpecError
-from coevo.arena.judge import WorldCache, assess_task
+from coevo.arena.isolation import DEFAULT_TASK_SECONDS, IsolatedJudge
+from coevo.arena.limits import DEFAULT_LIMITS, Limits
 from coevo.arena.spec import TaskSpec, WorldSpec
 from coevo.arena.trajectory import Trajectory
 from pydantic import BaseModel, Field, ValidationError
@@ -215,6 +220,9 @@ class LLMSynthesizer(LLMRole):
         self_play: the Synthesizer is the trained policy as the proposer: it keeps the rollout
             of each task it proposes (:meth:`drain_trajectories`), hands the Judge its drafts
             whose checks still fail, and plays each policy a trainer announces (the module docstring).
+        limits: the budgets its drafts' worlds are built and checked under (the Judge's default).
+        task_seconds: the wall clock one draft's checks, or one world's build, may take in the
+            checking worker before it is killed and the draft rejected, saying so (the Judge's default).
         **client: the settings every LLM role takes (``max_tokens`` defaults to 8192: worlds are long).
     """
 
@@ -229,14 +237,25 @@ class LLMSynthesizer(LLMRole):
         retries: int = 2,
         now: str = "2026-11-29T12:00:00",
         self_play: bool = False,
+        limits: Limits = DEFAULT_LIMITS,
+        task_seconds: float = DEFAULT_TASK_SECONDS,
         **client: Any,
     ):
         super().__init__(model, **client)
         self.retries = retries
         self.now = now
         self.self_play = self_play
+        self.limits = limits
+        self.task_seconds = task_seconds
+        self._checker: IsolatedJudge | None = None  # started at the first check
         self.attempts: list[dict[str, Any]] = []
         self.trajectories: list[tuple[str, Trajectory]] = []
+
+    def _judge(self) -> IsolatedJudge:
+        """The worker process its drafts are built and checked in, as the Judge checks them."""
+        if self._checker is None:
+            self._checker = IsolatedJudge(self.limits, seconds=self.task_seconds)
+        return self._checker
 
     def drain_attempts(self) -> list[dict[str, Any]]:
         """Every stage attempt since the last call (proposal, stage, attempt, error); then forgotten."""
@@ -438,10 +457,13 @@ class LLMSynthesizer(LLMRole):
                         "tools": [t.model_dump() for t in draft.tools],
                     }
                 )
-                last = spec
-                WorldCache().world(spec)  # builds and validates every statement
             except (ValidationError, SpecError) as exc:
                 why = exc.summary() if isinstance(exc, SpecError) else str(exc)
+            else:
+                last = spec
+                built = self._judge().check_world(spec)  # every statement, in the worker
+                why = None if built.passed else built.reason
+            if why is not None:
                 self._record(label, "world", attempt, why)
                 feedback = [why]
                 continue
@@ -466,7 +488,7 @@ class LLMSynthesizer(LLMRole):
             )
         except ValidationError as exc:
             return None, {"valid": str(exc)}
-        verdict = assess_task(task, WorldCache())
+        (verdict,) = self._judge().assess([task])
         problems = {
             name: check.reason for name, check in verdict.checks.items() if check.passed is False
         }

@@ -9,7 +9,11 @@ is where a task's ``communicate`` strings must appear). ``submit`` scores the
 episode with :func:`~coevo.arena.codetask.code_reward`: the state the
 session left against the state the reference solution reaches, key by key.
 The server's instructions are the world's system text (a policy) and the
-task's instruction.
+task's instruction. A call, ``submit`` included, whose arguments are over
+``Limits.max_value_bytes`` (1,000,000 bytes of JSON) is refused as a failed
+step, as a SQL task's server refuses it, and recorded with each oversized
+argument cut; a final state over ``Limits.max_state_bytes`` scores 0, the
+reason naming that limit.
 
 Recorded lines (``--record DIR``, ``episodes.jsonl``) are JSON objects:
 ``episode_id``, ``task_id``, ``solver``, ``calls`` (tool, arguments, ok,
@@ -28,7 +32,7 @@ from typing import Any
 import anyio
 import mcp.types as types
 from coevo.arena.codetask import RESPOND, CodeTaskSpec, code_reward
-from coevo.arena.codeworld import CodeEpisode, CodeWorlds, replay
+from coevo.arena.codeworld import CodeEpisode, CodeObservation, CodeWorlds, replay
 from coevo.arena.errors import CommandError
 from coevo.arena.oversize import arguments_problem, cut_arguments
 from coevo.run.interfaces.mcp_server import EpisodeRecorder, TaskServer, _text
@@ -70,7 +74,8 @@ class CodeSessionEpisode:
                 structured=self.outcome,
             )
         args = dict(arguments or {})
-        if name == "submit":
+        too_big = arguments_problem(name, args)  # refused: recorded cut, with its size
+        if name == "submit" and too_big is None:
             answer = args.get("answer")
             if answer is not None and not isinstance(answer, str):
                 return _text("submit: answer must be a string", error=True)
@@ -81,8 +86,10 @@ class CodeSessionEpisode:
                 f"reward {outcome['reward']}: {outcome['reason']}\n({_OVER.split(';')[0]})",
                 structured=outcome,
             )
-        obs = self.live.step(name, args)
-        too_big = arguments_problem(name, args) is not None  # refused: recorded cut, with its size
+        if name == "submit":  # a failed step, as a SQL task's world refuses it; the episode goes on
+            obs = CodeObservation(len(self.calls) + 1, name, False, error=too_big)
+        else:
+            obs = self.live.step(name, args)
         self.calls.append(
             {
                 "tool": name,

@@ -381,6 +381,26 @@ def test_the_llm_synthesizer_builds_a_task_that_passes_the_judge() -> None:
     assert made[0].provenance == {"synthesizer": "llm-synth", "model": "synth-model"}
 
 
+SLOW_CHECK = (
+    "SELECT count(*) = 0 FROM (WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r "
+    "LIMIT 1000000) SELECT n FROM r) WHERE substr(printf('%.999999c', 'a'), n % 2 + 1) "
+    "LIKE '%" + "a" * 254 + "b'"
+)
+"""A check within every instruction budget that does about 0.5 s of work per LIKE call, a million times."""
+
+
+def test_the_llm_synthesizer_checks_its_drafts_under_the_judge_s_wall_clock() -> None:
+    """A draft whose check does too much work per SQLite instruction is stopped by the Judge's wall clock, in a worker, and rejected saying so."""
+    answers = synth_answers(sample_tasks()[0])
+    answers["verifier"]["checks"].append({"name": "slow", "sql": SLOW_CHECK})
+    with FakeOpenAI(StructuredPolicy(answers)) as server:
+        synth = LLMSynthesizer(base_url=server.url, retries=0, task_seconds=1.5)
+        assert synth.propose(ProposalRequest(n=1, seed=0)) == []
+    errors = {a["stage"]: a["error"] for a in synth.drain_attempts()}
+    assert errors["world"] is None, "the world itself builds"
+    assert "stopped after 1.5 seconds (the Judge's wall-clock backstop per task" in errors["judge"]
+
+
 def test_a_structured_answer_written_as_text_is_taken_and_a_wrong_one_is_sent_back() -> None:
     """A server that cannot force a tool answers with JSON text: it is read. A wrong answer is sent back with its problem once."""
     tasks = sample_tasks()[:1]

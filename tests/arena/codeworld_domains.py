@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import socket
+import stat
 import time
 from typing import Any
 
@@ -123,6 +124,26 @@ def shout(state: dict[str, Any], megabytes: int) -> None:
     raise ValueError("A" * (megabytes << 20))
 
 
+def grow(state: dict[str, Any], megabytes: int) -> int:
+    """Put ``megabytes`` MiB of text into the state."""
+    state["blob"] = "G" * (megabytes << 20)
+    return megabytes
+
+
+def forge(state: dict[str, Any], megabytes: int) -> str:
+    """Write an answer of ``megabytes`` MiB on the worker's own pipe to the parent, past the worker's checks."""
+    body = b'{"ok":true,"result":"' + b"F" * (megabytes << 20) + b'"}'
+    for fd in range(3, 256):  # the answer pipe: the one pipe this process can write to
+        try:
+            if stat.S_ISFIFO(os.fstat(fd).st_mode):
+                os.write(fd, len(body).to_bytes(4, "big"))
+                os.write(fd, body)  # blocks until the parent reads it (or kills this worker)
+                return "forged"
+        except OSError:
+            continue
+    return "no pipe found"
+
+
 HOSTILE = FunctionRuntime(
     {
         "read_file": read_file,
@@ -135,5 +156,7 @@ HOSTILE = FunctionRuntime(
         "count": count,
         "flood": flood,
         "shout": shout,
+        "grow": grow,
+        "forge": forge,
     }
 )

@@ -109,6 +109,8 @@ def hostile_world() -> CodeWorldSpec:
                 tool("count"),
                 tool("flood", {"megabytes": {"type": "integer"}}),
                 tool("shout", {"megabytes": {"type": "integer"}}),
+                tool("grow", {"megabytes": {"type": "integer"}}),
+                tool("forge", {"megabytes": {"type": "integer"}}),
             ],
         }
     )
@@ -433,3 +435,49 @@ def test_arguments_over_the_limit_are_refused_before_any_code_runs(worlds) -> No
     assert "nothing was run" in refused.error
     assert episode.step("count", {}).result == 2  # the refused call changed nothing
     episode.close()
+
+
+def test_a_state_over_the_cap_fails_its_episode_saying_so_and_never_crosses_the_pipe(
+    worlds, monkeypatch
+) -> None:
+    """A 17 MiB state is refused in the worker: the episode fails (reward 0, the reason names the cap) and the next works."""
+    cap = DEFAULT_LIMITS.max_state_bytes
+    task = CodeTaskSpec.read(
+        {
+            "world": hostile_world().model_dump(mode="json"),
+            "instruction": "Count once.",
+            "solution": [{"tool": "count", "arguments": {}}],
+        }
+    )
+    episode = worlds.episode(task.world)
+    assert episode.step("grow", {"megabytes": 17}).ok
+    assert episode.state() is None
+    assert f"its state is {(17 << 20) + 12:,} bytes of JSON, more than the limit of {cap:,}" in str(
+        episode.failed
+    )
+    reward, reason = code_reward(task, {"n": 1}, None, failed=episode.failed)
+    assert reward == 0 and "Limits.max_state_bytes" in reason
+    again = worlds.episode(task.world)  # the same worker goes on
+    assert again.step("count", {}).result == 1 and again.state() == {"n": 1}
+    again.close()
+    # what crosses the pipe is what the worker's function answers: the error, not the state
+    monkeypatch.syspath_prepend(HERE)
+    opening = {"op": "open", "episode": "e", "world": "w", "state": {}, "domain": "hostile"}
+    assert job({**opening, "runtime": RUNTIMES["hostile"]}) == {"ok": True}
+    job({"op": "call", "episode": "e", "tool": "grow", "arguments": {"megabytes": 17}})
+    answer = job({"op": "state", "episode": "e"})
+    assert answer["ok"] is False and json_size(answer) < 1_000
+    job({"op": "close", "episode": "e"})
+
+
+def test_an_answer_tool_code_writes_on_the_pipe_past_the_cap_is_not_read(worlds) -> None:
+    """Tool code that writes an 18 MiB answer on its worker's pipe itself fails its episode; nothing of it is read."""
+    restarts = worlds.restarts
+    episode = worlds.episode(hostile_world())
+    forged = episode.step("forge", {"megabytes": 18})
+    assert not forged.ok and forged.result is None
+    assert "this pool reads from a worker" in str(episode.failed)
+    assert worlds.restarts == restarts + 1
+    again = worlds.episode(hostile_world())
+    assert again.step("count", {}).result == 1
+    again.close()

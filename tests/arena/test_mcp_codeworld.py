@@ -181,3 +181,46 @@ def test_a_code_tools_oversized_result_and_argument_are_errors_and_records_stay_
     assert len(line) < 20_000, "the record holds the whole result or argument"
     calls = json.loads(line)["calls"]
     assert calls[1]["arguments"]["pad"].endswith(f"[cut: {2 << 20:,} bytes in all]")
+
+
+def test_a_submit_over_the_argument_limit_is_refused_and_a_state_over_its_cap_scores_0(
+    tmp_path,
+) -> None:
+    """Over MCP, a 2 MiB answer is refused as a step (recorded cut) and the episode goes on; a 17 MiB final state scores 0, naming the cap."""
+    from tests.arena.test_codeworld import HERE, RUNTIMES, hostile_world
+
+    task = CodeTaskSpec.read(
+        {
+            "world": hostile_world().model_dump(mode="json"),
+            "instruction": "Count once.",
+            "solution": [{"tool": "count", "arguments": {}}],
+        }
+    )
+    with CodeWorlds(runtimes=RUNTIMES, paths=[HERE]) as worlds:
+        server = CodeTaskServer(task, worlds, record=tmp_path)
+
+        async def body(url: str) -> None:
+            async with _session(url) as a, _session(url) as b:
+                said = await a.call_tool("submit", {"answer": "Z" * (2 << 20)})
+                assert said.is_error and "submit: its arguments are 2,097,1" in _text(said)
+                assert "more than the limit of 1,000,000 bytes" in _text(said)
+                assert not (await a.call_tool("count", {})).is_error
+                done = await a.call_tool("submit", {"answer": "counted"})
+                assert done.structured_content["reward"] == 1, _text(done)
+                assert not (await b.call_tool("grow", {"megabytes": 17})).is_error
+                grown = await b.call_tool("submit", {})
+                assert grown.structured_content["reward"] == 0
+                assert "more than the limit of 16,777,216 bytes" in _text(grown)
+
+        async def go() -> None:
+            async with _http(server) as url:
+                await asyncio.wait_for(body(url), timeout=60)
+
+        asyncio.run(go())
+    text = (tmp_path / "episodes.jsonl").read_text()
+    assert len(text) < 20_000, "a record holds the whole answer or state"
+    first, second = (json.loads(line) for line in text.splitlines())
+    assert first["reward"] == 1 and first["said"] == ["counted"]
+    assert first["calls"][0]["tool"] == "submit" and not first["calls"][0]["ok"]
+    assert first["calls"][0]["arguments"]["answer"].endswith(f"[cut: {2 << 20:,} bytes in all]")
+    assert second["reward"] == 0 and "Limits.max_state_bytes" in second["reason"]
