@@ -23,6 +23,11 @@ same careful way, and the limits below are the one place they are set
   they resolve inside the checkout (:func:`read_inside`), nested at most
   :data:`MAX_IMPORT_DEPTH` levels (:func:`load_document`).
 
+Writes into a folder coevo was given (a run directory, a corpus, an export,
+a record folder) are held to the same rule about links: the folder named may
+itself be a link, but nothing inside it is written through one
+(:func:`open_to_write`, :func:`refuse_link_out`, :func:`links_under`).
+
 A refusal is a :class:`~coevo.arena.errors.FileRefusedError` naming the file,
 what it is and the limit; it is an ``OSError``, so a caller that already
 treats an unreadable file as damage does the same with a refused one.
@@ -55,16 +60,19 @@ __all__ = [
     "check_parquet_size",
     "inside",
     "kind_of",
+    "links_under",
     "load_document",
     "loads_json",
     "loads_toml",
     "nesting_depth",
     "open_regular",
+    "open_to_write",
     "parquet_footer_sizes",
     "read_inside",
     "read_parquet",
     "read_parquet_bytes",
     "read_regular",
+    "refuse_link_out",
     "too_big",
 ]
 
@@ -203,6 +211,94 @@ def read_inside(path: str | Path, roots: Sequence[Path], *, limit: int) -> bytes
             f"{' or '.join(str(r) for r in roots)}: replace the link with the file itself"
         )
     return read_regular(resolved, limit=limit, what=str(path))
+
+
+def refuse_link_out(path: str | Path, root: str | Path, *, what: str | None = None) -> None:
+    """Refuse to write ``path`` (a file or a folder to make) when its folder, links followed, leads out of ``root``.
+
+    ``root`` is the folder the user named (followed if it is a link itself);
+    a folder inside it that is a link out is never written through.
+
+    Raises:
+        FileRefusedError: a folder on the way to ``path`` is a link out of ``root``.
+    """
+    if not inside(path, root):
+        raise FileRefusedError(
+            f"{what or path} is in a folder that is a link out of {os.path.realpath(root)}; "
+            "coevo writes through no link inside a folder it writes: remove the link (put the "
+            "folder itself there), or choose another folder"
+        )
+
+
+def open_to_write(
+    path: str | Path, root: str | Path, *, append: bool = False, what: str | None = None
+) -> int:
+    """``path`` opened for writing (made if missing; emptied unless ``append``), as a file descriptor.
+
+    Opened only once it is known to lie inside ``root`` (:func:`refuse_link_out`),
+    not to be a symbolic link itself (``O_NOFOLLOW``) and to be a regular
+    file (a FIFO does not block: it is refused). A file is emptied only after
+    these checks, so a refused one is left as it was.
+
+    Args:
+        path: the file.
+        root: the folder it is written in, as the user named it.
+        append: add to the end (else the file is emptied first).
+        what: how a message names the file (default: its path).
+
+    Raises:
+        FileRefusedError: a link, not a regular file, or in a folder that is a link out of ``root``.
+        OSError: it cannot be opened (no permission, no such folder).
+    """
+    name = what or str(path)
+    refuse_link_out(path, root, what=name)
+    flags = os.O_WRONLY | os.O_CREAT | _NOFOLLOW | _NONBLOCK | _CLOEXEC
+    try:
+        fd = os.open(path, flags | (os.O_APPEND if append else 0), 0o644)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise FileRefusedError(
+                f"{name} is a symbolic link; coevo writes through no link inside a folder it "
+                "writes: remove the link, or choose another folder"
+            ) from None
+        if exc.errno == errno.ENXIO:  # a FIFO no one reads
+            raise FileRefusedError(
+                f"{name} is a FIFO, not a regular file; coevo writes only regular files here: "
+                "remove it, or choose another folder"
+            ) from None
+        raise
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise FileRefusedError(
+                f"{name} is {kind_of(info.st_mode)}, not a regular file; coevo writes only "
+                "regular files here: remove it, or choose another folder"
+            )
+        if not append:
+            os.ftruncate(fd, 0)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def links_under(root: str | Path) -> list[str]:
+    """Every symbolic link under ``root`` (not followed), relative to it and sorted; ``root`` itself may be one.
+
+    An empty list when ``root`` is not a folder. Said before a folder is
+    written, so that a link planted in it stops the command before anything
+    is written (the writes refuse links one by one anyway).
+    """
+    found: list[str] = []
+    base = os.path.realpath(root)
+    if not os.path.isdir(base):
+        return found
+    for folder, dirs, files in os.walk(base):  # os.walk follows no link into a folder
+        for name in [*dirs, *files]:
+            path = os.path.join(folder, name)
+            if os.path.islink(path):
+                found.append(os.path.relpath(path, base))
+    return sorted(found)
 
 
 def nesting_depth(value: Any, stop: int = MAX_IMPORT_DEPTH) -> int:

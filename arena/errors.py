@@ -140,7 +140,7 @@ class LogError(CoevoError):
 
 
 class FileRefusedError(CoevoError, OSError):
-    """A file coevo will not read: a link, not a regular file, or bigger than its limit (:mod:`coevo.arena.bounded`).
+    """A file coevo will not read or write: a link, not a regular file, or bigger than its limit (:mod:`coevo.arena.bounded`).
 
     It is an ``OSError``, so code that treats an unreadable file as damage treats a refused one the same.
     """

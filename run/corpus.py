@@ -68,14 +68,16 @@ from typing import Any, Final, Literal
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import ray
 from coevo.agents.protocols import ProposalRequest
 from coevo.agents.registry import REGISTRY
 from coevo.arena.difficulty import task_level
-from coevo.arena.errors import CoevoError
+from coevo.arena.errors import CoevoError, FileRefusedError
 from coevo.arena.gamelog import GameLog, RunDir, RunLock
 from coevo.arena.gamelog.corpus import CORPUS_FORMAT, CORPUS_MANIFEST, held_out
+from coevo.arena.gamelog.lock import LOCK_NAME
 from coevo.arena.gamelog.rows import TaskRow, VerdictRow, WorldRow
 from coevo.arena.judge import WorldCache, assess_task
 from coevo.arena.secrets import redact
@@ -541,8 +543,8 @@ def _commit(
 ) -> None:
     folder = f"shard={result.shard}"
     for name, table in tables.items():
-        run.fs.create_dir(run.path(name, folder), recursive=True)
-        pq.write_table(table, run.path(name, folder, _HIDDEN), filesystem=run.fs)
+        with run.open_output(name, folder, _HIDDEN) as out:  # through no link (local)
+            pq.write_table(table, out)
     record = {
         "shard": result.shard,
         "rows": {name: table.num_rows for name, table in tables.items()},
@@ -662,8 +664,10 @@ def build_corpus(
         failed (the command exits non-zero; the next build tries them again).
 
     Raises:
-        CorpusError: ``out`` holds a run, or a corpus built from another source, or its commits
-            do not read; or an experiment source comes without its ``role``.
+        CorpusError: ``out`` is a file, holds a run, other files than a corpus's (a folder
+            holding only a corpus's names is one cut short and is finished), or a corpus built
+            from another source, or its commits do not read; or it cannot be written; or an
+            experiment source comes without its ``role``.
         LogError: another builder holds ``out``.
     """
     named = source.synthesizer.name if source.synthesizer is not None else None
@@ -679,7 +683,28 @@ def build_corpus(
             "is built in a folder of its own; choose another --out (a run draws on a corpus "
             "with [corpus] path = ...)"
         )
-    lock = claim(run, resume=False)
+    if run.fs.get_file_info(run.root).type == pafs.FileType.File:
+        raise CorpusError(
+            f"{run.uri} is a file: a corpus is built in a folder; choose another --out"
+        )
+    # never among the user's files: a folder of only a corpus's names is one started, and finished
+    own = (MANIFEST, LOCK_NAME, _COMMITS, _FAILED, *CORPUS_TABLES)
+    others = [] if run.exists(MANIFEST) else run.others(own)
+    if others:
+        shown = ", ".join(others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
+        raise CorpusError(
+            f"{run.uri} is not empty and holds no corpus ({shown}); a corpus is built in a new "
+            "or empty folder, never among other files: choose another --out"
+        )
+    try:
+        lock = claim(run, resume=False)
+    except FileRefusedError:
+        raise
+    except OSError as exc:  # no permission, a file on the way
+        why = str(exc).split(". Detail:")[0]  # pyarrow repeats the errno in a "Detail"
+        raise CorpusError(
+            f"cannot write the corpus folder {run.uri}: {why}; choose another --out"
+        ) from exc
     say = progress or (lambda line: None)
     report = BuildReport(out=run.uri, shards=source.shards)
     try:

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import sys
 import time
 from typing import TYPE_CHECKING, Any, TextIO
 
 import structlog
+from coevo.arena.bounded import open_to_write
 from coevo.arena.gamelog import RunDir
 from coevo.arena.secrets import redact_value
 from coevo.run.columns import COLUMNS
@@ -258,9 +260,13 @@ class EventLog:
             stream.write(pretty + "\n")
 
     def _write(self, line: str) -> None:
-        self.run.fs.create_dir(self.run.root, recursive=True)
+        self.run.make_dirs()
         if self._local:
-            with open(self.run.path("events.jsonl"), "a", encoding="utf-8") as out:
+            path = self.run.path("events.jsonl")
+            # appended through no link: a planted events.jsonl -> elsewhere is refused, unwritten
+            with os.fdopen(
+                open_to_write(path, self.run.root, append=True), "a", encoding="utf-8"
+            ) as out:
                 out.write(line)
         else:
             self._buffer.write(line)

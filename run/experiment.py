@@ -27,7 +27,7 @@ import os
 import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
 from coevo.agents.registry import REGISTRY
 from coevo.arena.bounded import MAX_JSON_BYTES, loads_toml, read_regular
@@ -52,6 +52,7 @@ from coevo.run.selfplay import WatchConfig
 from coevo.run.tracking import TrackingConfig
 from coevo.run.trainer import TrainerConfig, unreproducible_sampling
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -83,6 +84,19 @@ class _Table(StrictNumbers):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+def _a_path(value: str) -> str:
+    """A path as a setting gives it: not empty, and no NUL character (no file system takes one)."""
+    if not value:
+        raise ValueError("a path is wanted here, not an empty text")
+    if "\x00" in value:
+        raise ValueError("a path cannot hold a NUL character (\\u0000)")
+    return value
+
+
+PathText = Annotated[str, AfterValidator(_a_path)]
+"""A setting that names a file or folder (a local path or a URI): refused when empty or holding a NUL."""
+
+
 class RunConfig(_Table):
     """``[run]``: the run as a whole.
 
@@ -108,7 +122,7 @@ class RunConfig(_Table):
     name: str = "experiment"
     seed: int = 0
     generations: int = Field(default=10, ge=1)
-    out: str = "runs/experiment"
+    out: PathText = "runs/experiment"
     rollouts: int = Field(default=4, ge=1)
     chunk: int = Field(default=64, ge=1)
     max_staleness: int = Field(default=0, ge=0, le=1000)
@@ -184,12 +198,12 @@ class SuiteConfig(_Table):
     """
 
     name: str = Field(pattern=SUITE_NAME)
-    tasks: str | None = None
-    corpus: str | None = None
+    tasks: PathText | None = None
+    corpus: PathText | None = None
     split: Literal["eval"] = "eval"
     trials: int = Field(default=1, ge=1, le=100)
     limit: int | None = Field(default=None, ge=1)
-    code: list[str] = Field(default_factory=list)
+    code: list[PathText] = Field(default_factory=list)
     user: dict[str, Any] | None = None
     max_steps: int = Field(default=60, ge=1)
     workers: int = Field(default=1, ge=1, le=64)
@@ -298,8 +312,8 @@ class BenchmarkConfig(_Table):
             ``base_url``, ...); needed when a task has a user scenario.
     """
 
-    tasks: str
-    code: list[str] = Field(default_factory=list)
+    tasks: PathText
+    code: list[PathText] = Field(default_factory=list)
     trials: int = Field(default=4, ge=1, le=1000)
     ids: list[str] = Field(default_factory=list)
     domains: list[str] = Field(default_factory=list)

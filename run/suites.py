@@ -217,9 +217,9 @@ def read_suites(configs: Sequence[SuiteConfig]) -> list[Suite]:
                 if config.tasks is not None
                 else "build one with `coevo corpus build`"
             )
+            said = f"{exc}" if how in str(exc) else f"{exc}; {how}"  # the way out, said once
             raise ArenaError(
-                f"eval suite {config.name!r}: {where} cannot be read as a suite of tasks: {exc}; "
-                f"{how}"
+                f"eval suite {config.name!r}: {where} cannot be read as a suite of tasks: {said}"
             ) from None
         if not tasks:
             side = "" if config.tasks is not None else f" on its {config.split!r} side"

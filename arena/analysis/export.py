@@ -34,6 +34,7 @@ from __future__ import annotations
 import ast
 import json
 import operator
+import os
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -49,6 +50,7 @@ from coevo.arena.bounded import (
     MAX_FILE_BYTES,
     MAX_JSON_BYTES,
     loads_json,
+    open_to_write,
     read_parquet_bytes,
     read_regular,
 )
@@ -553,19 +555,27 @@ def _first_by_id(table: pa.Table, key: str, wanted: set[str]) -> dict[str, str]:
 def _write(
     rows: Iterable[dict[str, Any]], fields: tuple[ExportField, ...], path: Path
 ) -> ExportFile:
-    """Write ``rows`` to ``path`` (JSONL as they come; Parquet in one table)."""
+    """Write ``rows`` to ``path`` (JSONL as they come; Parquet in one table), through no link."""
     count = 0
+    fd = open_to_write(
+        path, path.parent
+    )  # a planted tasks.jsonl -> elsewhere is refused, unwritten
     if path.suffix == ".jsonl":
         names = [f.name for f in fields]
-        with path.open("w", encoding="utf-8") as handle:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
             for row in rows:
                 handle.write(_json({name: row[name] for name in names}) + "\n")
                 count += 1
+            handle.flush()
+            size = os.fstat(handle.fileno()).st_size
     else:
-        table = pa.Table.from_pylist(list(rows), schema=_schema(fields))
-        pq.write_table(table, path)
-        count = table.num_rows
-    return ExportFile(path=path.name, rows=count, bytes=path.stat().st_size)
+        with os.fdopen(fd, "wb") as stream:
+            table = pa.Table.from_pylist(list(rows), schema=_schema(fields))
+            pq.write_table(table, stream)
+            count = table.num_rows
+            stream.flush()
+            size = os.fstat(stream.fileno()).st_size
+    return ExportFile(path=path.name, rows=count, bytes=size)
 
 
 def _clear(target: Path) -> None:
@@ -669,7 +679,8 @@ def export_run(
         tasks=tasks_file,
         worlds=worlds_file,
     )
-    (target / MANIFEST).write_text(manifest.model_dump_json(indent=1) + "\n", encoding="utf-8")
+    with os.fdopen(open_to_write(target / MANIFEST, target), "w", encoding="utf-8") as handle:
+        handle.write(manifest.model_dump_json(indent=1) + "\n")
     return manifest
 
 

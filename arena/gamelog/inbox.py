@@ -346,7 +346,7 @@ def write_part(
     run = _run_dir(run)
     relative = f"{INBOX}/{part_id}{_SUFFIX}"
     target = run.path(relative)
-    run.fs.create_dir(run.path(INBOX), recursive=True)
+    run.make_dirs(INBOX)  # refused where the inbox is a link out of the run directory
     if not run.is_local:
         with run.fs.open_output_stream(target) as out:  # one put: visible only once complete
             out.write(data)

@@ -39,7 +39,8 @@ import pyarrow.parquet as pq
 from coevo.arena.codetask import CODETASK_FORMAT
 from coevo.arena.codeworld import CODEWORLD_FORMAT
 from coevo.arena.errors import LogError
-from coevo.arena.gamelog.lock import RunLock
+from coevo.arena.gamelog.inbox import INBOX
+from coevo.arena.gamelog.lock import LOCK_NAME, RunLock
 from coevo.arena.gamelog.rows import SCHEMAS, GenerationRecord
 from coevo.arena.gamelog.rundir import RunDir
 from coevo.arena.spec import TaskSpec, WorldSpec
@@ -164,9 +165,8 @@ class GameLog:
         """
         data = rows if isinstance(rows, pa.Table) else self.arrow(table, gen, rows)
         relative = f"log/{table}/gen={gen}/part-0.parquet"
-        target = self.run.path(relative)
-        self.run.fs.create_dir(target.rsplit("/", 1)[0], recursive=True)
-        pq.write_table(data, target, filesystem=self.run.fs)
+        with self.run.open_output(*relative.split("/")) as out:  # through no link (local)
+            pq.write_table(data, out)
         return relative
 
     @staticmethod
@@ -377,8 +377,24 @@ class GameLog:
         of the checkpoint that resume loads (the others' sizes).
 
         Raises:
-            LogError: another run holds the lock (naming its host and pid), or a generation is damaged.
+            LogError: the directory holds a symbolic link (nothing is written through one, and
+                none is written), another run holds the lock (naming its host and pid), or a
+                generation is damaged.
         """
+        # left out: a lock that is a link is no lock coevo wrote (moved aside, never followed),
+        # and an inbox part that is one is refused when read, as the run goes on
+        links = [
+            link
+            for link in self.run.links()
+            if link != LOCK_NAME and not link.startswith(f"{INBOX}/")
+        ]
+        if links:
+            shown = ", ".join(links[:3]) + (f" and {len(links) - 3} more" if len(links) > 3 else "")
+            raise LogError(
+                f"{self.run.uri} holds a symbolic link ({shown}); coevo writes through no link "
+                "inside a folder it writes, and nothing was written: remove it (put the file or "
+                "folder itself there), or choose another folder"
+            )
         lock = RunLock(self.run)
         lock.acquire()
         try:

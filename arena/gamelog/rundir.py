@@ -2,14 +2,18 @@
 
 Every read is bounded (:mod:`coevo.arena.bounded`): a regular file only, no
 link followed, its size checked before it is read (a Parquet file's, on disk,
-by its footer, and as it is decoded).
+by its footer, and as it is decoded). On a local disk no write goes through a
+link inside the directory either: a file that is a link, or a folder on the
+way that is a link out, is refused before anything is written (the directory
+itself may be a link).
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterator
+import re
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
@@ -23,10 +27,13 @@ from coevo.arena.bounded import (
     MAX_JSON_BYTES,
     check_parquet_size,
     inside,
+    links_under,
     loads_json,
     open_regular,
+    open_to_write,
     read_parquet,
     read_regular,
+    refuse_link_out,
     too_big,
 )
 from coevo.arena.errors import FileRefusedError
@@ -83,13 +90,56 @@ class RunDir:
         return f"{label} holds no run (no experiment.json); start one with `coevo run`"
 
     def write_bytes(self, data: bytes, *parts: str) -> None:
-        """Write a file whole: to a temporary name, then moved into place (atomic on local disks)."""
+        """Write a file whole: to a temporary name, then moved into place (atomic on local disks).
+
+        Raises:
+            FileRefusedError: (local) the temporary file is a link or not a regular file, or a
+                folder on the way is a link out of the run directory; nothing was written.
+            OSError: it cannot be written.
+        """
         target = self.path(*parts)
-        self.fs.create_dir(target.rsplit("/", 1)[0], recursive=True)
         temporary = target + ".partial"
-        with self.fs.open_output_stream(temporary) as out:
+        with self.open_output(*parts[:-1], parts[-1] + ".partial") as out:
             out.write(data)
-        self.fs.move(temporary, target)
+        self.fs.move(temporary, target)  # a rename: a link of that name is replaced, not followed
+
+    @contextmanager
+    def open_output(self, *parts: str) -> Iterator[Any]:
+        """A file of the run directory opened to be written whole (its folders made), as a binary stream.
+
+        On a local disk it is opened only once no link is on the way
+        (:func:`~coevo.arena.bounded.open_to_write`): the file itself a link, or
+        a folder on the way a link out of the run directory, is refused before
+        any folder is made or byte written.
+
+        Raises:
+            FileRefusedError: (local) a link, not a regular file, or in a folder that links out.
+            OSError: it cannot be written.
+        """
+        path = self.path(*parts)
+        self.make_dirs(*parts[:-1])
+        if not self.is_local:
+            with self.fs.open_output_stream(path) as out:
+                yield out
+            return
+        with os.fdopen(open_to_write(path, self.root, what=self.label(*parts)), "wb") as stream:
+            yield stream
+
+    def make_dirs(self, *parts: str) -> None:
+        """Make a folder under the run directory, with those above it (the run directory itself with no ``parts``).
+
+        Raises:
+            FileRefusedError: (local) a folder on the way is a link out of the run directory.
+            OSError: it cannot be made.
+        """
+        folder = self.path(*parts)
+        if self.is_local and parts:
+            refuse_link_out(self.path(*parts, "_"), self.root, what=self.label(*parts))
+        self.fs.create_dir(folder, recursive=True)
+
+    def links(self) -> list[str]:
+        """The symbolic links inside the run directory, relative to it (none on an object store, which has no links)."""
+        return links_under(self.root) if self.is_local else []
 
     def read_bytes(self, *parts: str, limit: int = MAX_FILE_BYTES) -> bytes:
         """Read a file whole: a regular file of at most ``limit`` bytes (checked before reading).
@@ -200,6 +250,26 @@ class RunDir:
                 "out of a run directory: put the folder itself there"
             )
 
+    def others(self, own: Collection[str]) -> list[str]:
+        """What the directory holds besides coevo's ``own`` names, sorted; [] when it is missing, empty or a file.
+
+        Besides each own name ``NAME``, ``NAME.partial`` (a write cut short)
+        and ``NAME.`` followed by 32 hex digits (a lock taken when the process
+        died: :class:`~coevo.arena.gamelog.lock.RunLock` writes its lock under
+        such a name first) are coevo's too.
+        """
+        if self.fs.get_file_info(self.root).type != pafs.FileType.Directory:
+            return []
+
+        def owned(name: str) -> bool:
+            stem, _, tail = name.rpartition(".")
+            return name in own or (
+                stem in own
+                and (tail == "partial" or re.fullmatch("[0-9a-f]{32}", tail) is not None)
+            )
+
+        return [name for name in self.listdir() if not owned(name)]
+
     def listdir(self, *parts: str) -> list[str]:
         """Base names in a directory (empty when it does not exist)."""
         if not self.exists(*parts):
@@ -235,7 +305,13 @@ class RunDir:
         }
 
     def delete(self, *parts: str) -> None:
-        """Delete a file or a directory with everything in it (nothing when it does not exist)."""
+        """Delete a file or a directory with everything in it (nothing when it does not exist).
+
+        Raises:
+            FileRefusedError: (local) a folder on the way is a link out of the run directory.
+        """
+        if self.is_local:
+            refuse_link_out(self.path(*parts), self.root, what=self.label(*parts))
         info = self.fs.get_file_info(self.path(*parts))
         if info.type == pafs.FileType.Directory:
             self.fs.delete_dir(self.path(*parts))

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 from typing import Final
 
+from coevo.arena.errors import CommandError
 from coevo.run.stopping import EXIT_TERMINATED
 
 __all__ = [
@@ -27,6 +29,7 @@ __all__ = [
     "EXIT_TRAINER_TIMEOUT",
     "EXIT_UNREADABLE",
     "local_ray_auth",
+    "out_folder",
 ]
 
 EXIT_OK: Final = 0
@@ -54,3 +57,21 @@ def local_ray_auth(address: str | None) -> None:
     """
     if not address and "ray" not in sys.modules:
         os.environ.setdefault("RAY_AUTH_MODE", "token")
+
+
+def out_folder(value: str, flag: str = "--out") -> Path:
+    """``value`` as the local folder a command writes (new or existing), checked before anything heavy is imported.
+
+    Raises:
+        CommandError: it is a file, a file stands on the way to it, or it holds a NUL character.
+    """
+    if "\x00" in value:
+        raise CommandError(f"{flag} {value!r}: a path cannot hold a NUL character")
+    path = Path(value)
+    for place in (path, *path.parents):
+        if place.exists() or place.is_symlink():
+            if not place.is_dir():
+                where = "is a file" if place == path else f"is under {place}, a file"
+                raise CommandError(f"{flag} {value} {where}: give a folder")
+            break
+    return path

@@ -6,11 +6,13 @@ import argparse
 import collections
 import importlib.util
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
-from coevo.arena.errors import CommandError
+from coevo.arena.bounded import open_to_write
+from coevo.arena.errors import CommandError, FileRefusedError
 from coevo.run.commands import EXIT_OK, EXIT_REJECTED
 
 __all__ = ["add_commands", "code_paths"]
@@ -21,10 +23,15 @@ def cmd_import_tau2(args: argparse.Namespace) -> int:
     from coevo.arena.tau2 import read_domain
     from coevo.arena.tau2_import import import_domain
 
+    out = Path(args.out)
+    if out.is_dir():  # said before the checkout is read
+        raise CommandError(
+            f"--out {out} is a folder: give the file to write the records to, e.g. --out "
+            f"{out / (args.domain + '.jsonl')}"
+        )
     domain = read_domain(
         args.checkout, args.domain, data_root=args.data_root, code_root=args.code_root
     )
-    out = Path(args.out)
     target = out.resolve()
     for folder in (domain.data_dir.resolve(), domain.code_dir.resolve()):
         if target.is_relative_to(folder):
@@ -34,12 +41,20 @@ def cmd_import_tau2(args: argparse.Namespace) -> int:
                 f"{domain.name}.jsonl"
             )
     imported = import_domain(domain)
-    out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".partial")
-    with tmp.open("w") as handle:
-        for record in imported.records():
-            handle.write(json.dumps(record, separators=(",", ":"), ensure_ascii=False) + "\n")
-    tmp.replace(out)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        # through no link; moved into place whole (a link named --out is replaced, not followed)
+        with os.fdopen(open_to_write(tmp, out.parent), "w") as handle:
+            for record in imported.records():
+                handle.write(json.dumps(record, separators=(",", ":"), ensure_ascii=False) + "\n")
+        tmp.replace(out)
+    except FileRefusedError:
+        raise  # a link or a FIFO in the way: said, left as it was
+    except OSError as exc:
+        if tmp.is_file() and not tmp.is_symlink():
+            tmp.unlink()  # nothing left behind
+        raise CommandError(f"cannot write {out}: {exc}; choose another --out") from exc
     print(
         f"{domain.name}: {len(imported.tasks)} of {len(domain.tasks)} tasks imported over "
         f"{len(imported.worlds)} world(s) into {out}",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
 import textwrap
@@ -17,7 +18,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from coevo.arena.errors import CommandError, RegistryError
+from coevo.arena.bounded import open_to_write
+from coevo.arena.errors import CommandError, FileRefusedError, RegistryError
 from coevo.arena.examples import Bundled, bundled, find_bundled
 from coevo.run.commands import EXIT_OK
 
@@ -37,7 +39,8 @@ def copy_bundled(name: str, folder: str | Path, *, force: bool = False) -> Path:
 
     Raises:
         CommandError: no bundled file has that name, ``folder`` is not a directory, the copy
-            would overwrite a file (without ``force``), or it cannot be written.
+            would overwrite a file (without ``force``) or go through a link (``DIR/NAME`` a
+            symbolic link), or it cannot be written.
     """
     try:
         file = find_bundled(name)
@@ -51,11 +54,16 @@ def copy_bundled(name: str, folder: str | Path, *, force: bool = False) -> Path:
         raise CommandError(f"{target} is a directory; choose another folder")
     if target.exists() and not force:
         raise CommandError(f"{target} exists; pass --force to overwrite it")
+    if target.exists() and target.samefile(file.path):
+        raise CommandError(f"{target} is the bundled file itself; copy it elsewhere")
     try:
         target_dir.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(file.path, target)
-    except shutil.SameFileError:
-        raise CommandError(f"{target} is the bundled file itself; copy it elsewhere") from None
+        data = file.path.read_bytes()
+        # through no link: a planted DIR/quickstart.toml -> elsewhere is refused, not written
+        with os.fdopen(open_to_write(target, target_dir), "wb") as out:
+            out.write(data)
+    except FileRefusedError as exc:
+        raise CommandError(str(exc)) from None
     except OSError as exc:
         raise CommandError(f"cannot copy {file.name} to {target}: {exc}") from exc
     return target

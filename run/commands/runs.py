@@ -152,6 +152,61 @@ def _at(tree: Any, key: str) -> Any:
     return tree
 
 
+def _run_names() -> tuple[str, ...]:
+    """The names coevo writes at the top of a run directory (a folder holding anything else is no run's).
+
+    A run killed while Ray started (before its ``experiment.json``) leaves
+    some of them: its lock, its first events, a benchmark's pool, the
+    trackers' record and folders.
+    """
+    from coevo.arena.gamelog.inbox import INBOX
+    from coevo.arena.gamelog.lock import LOCK_NAME
+    from coevo.run.tracking.sender import RECORD
+
+    written_first = ("events.jsonl", LOCK_NAME, "pool.jsonl", RECORD, "tensorboard", "mlruns")
+    return ("experiment.json", "log", "checkpoints", INBOX, "suites", "trainer", *written_first)
+
+
+def _refuse_other_folder(run_dir: str) -> None:
+    """Refuse to start a run in a folder that holds something else than a run (nothing is written there).
+
+    A folder is taken as a run's when it is missing or empty, when its
+    ``experiment.json`` is coevo's (a JSON object with a ``run`` table: what
+    follows checks its generations), or when it holds only names a run
+    writes (:func:`_run_names`: a run killed before its ``experiment.json``
+    leaves only its lock and first events). Anything else
+    (``notes.txt`` beside them, an ``experiment.json`` of another program)
+    is the user's, and ``coevo run`` would write over it: refused.
+
+    Raises:
+        CommandError: the folder holds other files, or an ``experiment.json`` that is not coevo's.
+    """
+    from coevo.arena.gamelog import RunDir
+
+    run = RunDir(run_dir)
+    if run.exists("experiment.json"):
+        try:
+            record = run.read_json("experiment.json")
+        except (OSError, ValueError) as exc:
+            raise CommandError(
+                f"{run_dir} holds an experiment.json coevo cannot read ({exc}); choose another "
+                "--out (a run goes in a new or empty folder)"
+            ) from None
+        if not (isinstance(record, dict) and isinstance(record.get("run"), dict)):
+            raise CommandError(
+                f"{run_dir} holds an experiment.json that is not a coevo run's (no [run] table); "
+                "it is not written over: choose another --out (a run goes in a new or empty folder)"
+            )
+        return
+    others = run.others(_run_names())
+    if others:
+        shown = ", ".join(others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
+        raise CommandError(
+            f"{run_dir} is not empty and holds no run ({shown}); coevo writes a run into a new "
+            "or empty folder, never among other files: choose another --out"
+        )
+
+
 def _unwritable(run_dir: str, exc: OSError) -> CommandError:
     """The message for a run directory that cannot be written (a file in the way, no permission)."""
     why = str(exc).split(". Detail:")[0]  # pyarrow repeats the errno in a "Detail"
@@ -197,6 +252,8 @@ def _run(args: argparse.Namespace, *, resume: bool) -> int:
                 f"{run_dir} already holds {done} of {planned} generations of a run; "
                 f"continue it with `coevo resume {run_dir}`, or start a new one with --out DIR"
             )
+        # no generation there: a folder of the user's is not written over
+        _refuse_other_folder(run_dir)
     # the lock first, before Ray or the roles are imported: a second run into this directory
     # stops here at once, naming the first (and nothing of the first run's is touched)
     lock, made = _claim(run_dir, resume=resume)

@@ -12,6 +12,7 @@ from typing import Any, Final
 
 from coevo.arena.bounded import loads_toml
 from coevo.arena.errors import CommandError
+from coevo.run.commands import out_folder
 
 __all__ = [
     "add_commands",
@@ -212,6 +213,7 @@ def _add_logprobs(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
 
 def cmd_tiny_model(args: argparse.Namespace) -> int:
     """``coevo tiny-model --out DIR``."""
+    out_folder(args.out)  # a file there is said before torch is imported
     _no_progress_bars_off_a_terminal()
     try:
         from coevo.run.train.tiny_model import make_tiny_model
@@ -327,6 +329,7 @@ def cmd_sft(args: argparse.Namespace) -> int:
     dialogue = _dialogue(args)
     if not 0.0 <= args.validation_share < 1.0:
         raise CommandError(f"--validation-share {args.validation_share}: a share in [0, 1)")
+    out_folder(args.out)  # a file there is said before torch is imported
     _no_progress_bars_off_a_terminal()
     try:
         from coevo.run.train.sft import main

@@ -53,6 +53,7 @@ import anyio
 import jsonschema
 import mcp.types as types
 import uvicorn
+from coevo.arena.bounded import open_to_write
 from coevo.arena.errors import CoevoError, CommandError
 from coevo.arena.judge import WorldCache, assess_task
 from coevo.arena.outcomes import Episode, Observation, Reward
@@ -187,7 +188,7 @@ class EpisodeRecorder:
         folder: the record folder (made if missing).
 
     Raises:
-        CommandError: the folder cannot be made, or is a file.
+        CommandError: the folder cannot be made, or is a file, or its episodes file is a link.
     """
 
     def __init__(self, folder: str | Path):
@@ -197,6 +198,11 @@ class EpisodeRecorder:
         except OSError as exc:
             raise CommandError(f"--record {folder}: cannot make the folder: {exc}") from exc
         self.path = self.folder / EPISODES_FILE
+        if self.path.is_symlink():  # said before serving; each write refuses one too
+            raise CommandError(
+                f"--record {folder}: {self.path} is a symbolic link; coevo appends through no "
+                "link: remove it, or choose another folder"
+            )
 
     def write(self, episode: Episode) -> None:
         """Append ``episode`` as one line."""
@@ -205,7 +211,7 @@ class EpisodeRecorder:
     def write_line(self, text: str) -> None:
         """Append one line of JSON text."""
         line = (text + "\n").encode()
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = open_to_write(self.path, self.folder, append=True)  # through no link
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             os.write(fd, line)

@@ -352,3 +352,15 @@ def test_import_refuses_to_write_over_its_own_input(checkout, tmp_path) -> None:
     assert done.returncode == 2
     assert f"--out {tasks} is inside the domain's own folder" in done.stderr
     assert tasks.read_bytes() == before
+
+
+def test_import_onto_a_folder_is_refused_and_leaves_nothing_behind(checkout, tmp_path) -> None:
+    """`--out DIR` naming an existing folder: exit 2 saying to give a file, before the checkout is read; no DIR.partial is left."""
+    out = tmp_path / "impdir"
+    out.mkdir()
+    done = _coevo(
+        "import", "tau2", str(checkout), "--domain", "kiosk", "--out", str(out), cwd=tmp_path
+    )
+    assert done.returncode == 2, done.stderr
+    assert f"--out {out} is a folder" in done.stderr and "Traceback" not in done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["impdir"] and not any(out.iterdir())
