@@ -72,6 +72,7 @@ __all__ = [
     "read_parquet",
     "read_parquet_bytes",
     "read_regular",
+    "read_within",
     "refuse_link_out",
     "too_big",
 ]
@@ -188,10 +189,43 @@ def read_regular(path: str | Path, *, limit: int, what: str | None = None) -> by
     """
     fd = open_regular(path, limit=limit, what=what)
     with os.fdopen(fd, "rb") as stream:
-        data = stream.read(limit + 1)
+        data = read_within(stream, os.fstat(fd).st_size, limit)
     if len(data) > limit:
         raise FileRefusedError(too_big(what or str(path), len(data), limit))
     return data
+
+
+_GROWTH_CHUNK: Final = 16 << 20
+"""What :func:`read_within` asks for at a time past a file's size (a file that grows while read)."""
+
+
+def read_within(stream: Any, size: int | None, limit: int) -> bytes:
+    """A stream's bytes up to one past ``limit``, no more memory asked for than the file holds.
+
+    A read of ``limit + 1`` bytes reserves that much at once (1 GiB for a
+    100-byte checkpoint: a ``MemoryError`` under an address-space limit), so
+    the first read asks for the file's ``size`` (``fstat``, or an object
+    store's listing) and one byte more; a file that grew meanwhile is read on
+    :data:`_GROWTH_CHUNK` at a time, still stopping one byte past ``limit``.
+
+    Args:
+        stream: a binary file object or a pyarrow input stream (``read(n)`` returns bytes).
+        size: the file's size in bytes, if known.
+        limit: the most the caller takes; more than this comes back as ``limit + 1`` bytes.
+    """
+    first = min(limit, size if size is not None else _GROWTH_CHUNK)
+    data = bytes(stream.read(first + 1))
+    if len(data) <= first:
+        return data
+    parts = [data]
+    total = len(data)
+    while total <= limit:
+        chunk = bytes(stream.read(min(_GROWTH_CHUNK, limit + 1 - total)))
+        if not chunk:
+            break
+        parts.append(chunk)
+        total += len(chunk)
+    return b"".join(parts)
 
 
 def read_inside(path: str | Path, roots: Sequence[Path], *, limit: int) -> bytes:

@@ -50,6 +50,7 @@ __all__ = [
     "assess_code_task",
     "code_records",
     "code_reward",
+    "code_tasks_from",
     "code_tasks_of",
     "read_code_tasks",
     "static_problems",
@@ -346,10 +347,15 @@ def code_records(tasks: Iterable[CodeTaskSpec]) -> list[dict[str, Any]]:
 
 def code_tasks_of(lines: Iterable[str], label: str) -> list[CodeTaskSpec]:
     """The code tasks of JSON lines (see :func:`read_code_tasks`); ``label`` names them in messages."""
+    return code_tasks_from(enumerate(lines, 1), label)
+
+
+def code_tasks_from(numbered: Iterable[tuple[int, str]], label: str) -> list[CodeTaskSpec]:
+    """The code tasks of JSON lines given with their line numbers (a stream: :func:`~coevo.arena.records.iter_lines`)."""
     path = label
     worlds: dict[str, CodeWorldSpec] = {}
     tasks = []
-    for number, line in enumerate(lines, 1):
+    for number, line in numbered:
         if not line.strip():
             continue
         try:

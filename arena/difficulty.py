@@ -14,7 +14,7 @@ from typing import Final
 
 from coevo.arena.spec import TaskSpec
 
-__all__ = ["LEVELS", "TASK_FEATURES", "difficulty", "level_of", "task_level"]
+__all__ = ["LEVELS", "TASK_FEATURES", "difficulty", "known_levels", "level_of", "task_level"]
 
 TASK_FEATURES: Final = (
     "difficulty",
@@ -37,6 +37,17 @@ LEVELS: Final[Mapping[int, Mapping[str, tuple[float, float]]]] = {
     5: {"difficulty": (8.5, float("inf"))},
 }
 """Difficulty levels as ranges (inclusive) of the ``difficulty`` feature (see :func:`difficulty`)."""
+
+
+def known_levels(levels: list[int]) -> list[int]:
+    """``levels`` if each is one of :data:`LEVELS` (a setting's validator: ``curriculum.levels``, ``eval.levels``).
+
+    Raises:
+        ValueError: a level that is not one (the message gives the range).
+    """
+    if any(level not in LEVELS for level in levels):
+        raise ValueError(f"every level must be one of {min(LEVELS)}–{max(LEVELS)}")
+    return levels
 
 
 def difficulty(features: Mapping[str, float]) -> float:

@@ -12,8 +12,9 @@ Reading never stops at a bad record: :func:`iter_records` yields a
 
 Input is read as a stream, in chunks, and never held whole: a line longer
 than :data:`MAX_LINE_BYTES` is reported and skipped up to the next newline
-without being kept, and a ``.json`` document larger than
-:data:`MAX_DOCUMENT_BYTES` is reported, not read. A path must name a
+without being kept, a run of blank lines is passed over a chunk at a time
+(256 MiB of newlines is not 256 million lines to loop over), and a ``.json``
+document larger than :data:`MAX_DOCUMENT_BYTES` is reported, not read. A path must name a
 regular file (``-`` is standard input); a directory, a device such as
 ``/dev/zero`` or a FIFO is refused before anything is read.
 """
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import sys
 from collections.abc import Iterable, Iterator
@@ -40,9 +42,11 @@ __all__ = [
     "BadRecord",
     "Record",
     "dump_record",
+    "iter_lines",
     "iter_records",
     "json_schema",
     "load_records",
+    "parse_line",
     "parse_record",
     "write_records",
 ]
@@ -192,6 +196,15 @@ def _guess_kind(text: str) -> Literal["task", "world"]:
     return "world" if f'"{WORLD_FORMAT}"' in text and f'"{TASK_FORMAT}"' not in text else "task"
 
 
+def parse_line(text: str, line: int) -> Record | BadRecord:
+    """One line of JSON lines input (or a document) as a :class:`Record`, or a :class:`BadRecord` saying what is wrong.
+
+    The JSON is read as :func:`iter_records` reads it: no ``NaN``, no
+    duplicate key, nesting too deep for the parser a :class:`BadRecord`.
+    """
+    return _parse_text(text, line)
+
+
 def _parse_text(text: str, line: int) -> Record | BadRecord:
     try:
         obj = _loads(text)
@@ -322,11 +335,30 @@ def _chunks(stream: BinaryIO) -> Iterator[bytes]:
         yield chunk
 
 
+_BLANK = b" \t\r\n"
+
+
+def _blank_run(chunk: bytes, start: int, limit: int) -> int:
+    """Where the blank lines (spaces, tabs, carriage returns) from ``start`` of ``chunk`` end: past the last newline of the run (``start``: none).
+
+    Each must be within ``limit`` (a longer one is reported, even blank). A
+    chunk is at most :data:`_CHUNK_BYTES`, so under a limit that large every
+    line in it is; under a smaller one, a pattern counts each line's bytes.
+    """
+    if limit < _CHUNK_BYTES:
+        run = re.compile(rb"(?:[ \t\r]{0,%d}\n)+" % limit).match(chunk, start)
+        return run.end() if run else start
+    blank_to = len(chunk) - len(chunk[start:].lstrip(_BLANK))
+    return chunk.rfind(b"\n", start, blank_to) + 1 or start
+
+
 def _lines(stream: BinaryIO, limit: int) -> Iterator[tuple[int, bytes | None]]:
     """Each line's number and bytes (without the newline); ``None`` for a line longer than ``limit``.
 
     A long line is dropped as it is read, so at most ``limit`` bytes and one
     chunk are ever held, however long the line (or the input without a newline).
+    Blank lines (whitespace) within ``limit`` are not yielded: a run of them is
+    passed over in one step, counted.
     """
     number = 1
     pending = bytearray()
@@ -334,6 +366,12 @@ def _lines(stream: BinaryIO, limit: int) -> Iterator[tuple[int, bytes | None]]:
     for chunk in _chunks(stream):
         start, size = 0, len(chunk)
         while start < size:
+            if not pending and not skipping and chunk[start] in _BLANK:
+                blank_to = _blank_run(chunk, start, limit)
+                if blank_to > start:
+                    number += chunk.count(b"\n", start, blank_to)
+                    start = blank_to
+                    continue
             end = chunk.find(b"\n", start)
             stop = size if end < 0 else end
             if not skipping:
@@ -372,17 +410,47 @@ def _not_utf8(line: int, exc: UnicodeDecodeError) -> BadRecord:
     return BadRecord(line, "task", f"not UTF-8 text ({exc.reason} at byte {exc.start})")
 
 
+_RAISE_LINE_LIMIT = (
+    "it is skipped up to the next newline. If the record is meant to be this large, raise the "
+    "limit: --max-line-bytes on the command line, max_line_bytes= in Python"
+)
+
+
+def _too_long(max_line_bytes: int, fix: str) -> str:
+    return (
+        f"the line is longer than {_size(max_line_bytes)}, the most a record line may hold; {fix}"
+    )
+
+
+def iter_lines(
+    stream: BinaryIO, *, max_line_bytes: int = MAX_LINE_BYTES, fix: str = _RAISE_LINE_LIMIT
+) -> Iterator[tuple[int, str]]:
+    """Each non-blank line of JSON lines input, with its 1-based number, read as :func:`iter_records` reads it.
+
+    A stream of chunks: at most ``max_line_bytes`` and a chunk are held, and a
+    run of blank lines is passed over at once. For a reader that keeps what it
+    reads and stops at the first bad line (an eval suite's file); ``fix`` is
+    what the message of a line over the limit says to do.
+
+    Raises:
+        RecordError: a line longer than ``max_line_bytes``, or not UTF-8 (naming the line).
+    """
+    _positive("max_line_bytes", max_line_bytes)
+    for number, raw in _lines(stream, max_line_bytes):
+        if raw is None:
+            raise RecordError(_too_long(max_line_bytes, fix), line=number)
+        if not raw.strip():
+            continue
+        try:
+            yield number, raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise RecordError(_not_utf8(number, exc).error, line=number) from None
+
+
 def _json_lines(stream: BinaryIO, max_line_bytes: int) -> Iterator[Record | BadRecord]:
     for number, raw in _lines(stream, max_line_bytes):
         if raw is None:
-            yield BadRecord(
-                number,
-                "task",
-                f"the line is longer than {_size(max_line_bytes)}, the most a record line may "
-                "hold; it is skipped up to the next newline. If the record is meant to be this "
-                "large, raise the limit: --max-line-bytes on the command line, max_line_bytes= "
-                "in Python",
-            )
+            yield BadRecord(number, "task", _too_long(max_line_bytes, _RAISE_LINE_LIMIT))
             continue
         if not raw.strip():
             continue

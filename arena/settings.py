@@ -154,11 +154,12 @@ class _Open(Settings):
 
 
 def _as_written(value: Any) -> str:
-    """A value as a settings file writes it (``true``, ``"text"``, ``[1, 2]``), not as Python prints it."""
+    """A value as a settings file writes it (``true``, ``"text"``, ``[1, 2]``), not as Python prints it; a long one cut (a 4,000-digit number is said by its length)."""
     try:
-        return json.dumps(value, ensure_ascii=False)
+        text = json.dumps(value, ensure_ascii=False)
     except (TypeError, ValueError):
-        return repr(value)
+        text = repr(value)
+    return text if len(text) <= 80 else f"{text[:40]}... ({len(text)} characters)"
 
 
 def explain(

@@ -34,7 +34,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 from coevo.agents.protocols import ProposalRequest
-from coevo.arena.difficulty import LEVELS, task_level
+from coevo.arena.difficulty import known_levels, task_level
 from coevo.arena.seeding import derive_seed
 from coevo.arena.settings import StrictNumbers
 from coevo.arena.spec import TaskSpec
@@ -57,11 +57,12 @@ class CurriculumConfig(StrictNumbers):
 
     Attributes:
         name: the curriculum (``coevo roles`` lists them: uniform, plr, accel, target-band, plugins).
-        tasks_per_gen: distinct tasks trained on per generation.
+        tasks_per_gen: distinct tasks trained on per generation, at most 100,000 (a
+            generation plays each ``run.rollouts`` times; real runs take tens to thousands).
         levels: the levels fresh tasks are drawn from (or the range a frontier moves in).
         domains: the domains to draw from (None: every domain the synthesizer has).
-        oversample: proposals asked for per task needed (rejections need spares).
-        window: outcomes per task kept for its success estimate.
+        oversample: proposals asked for per task needed (rejections need spares), at most 100.
+        window: outcomes per task kept for its success estimate, at most 100,000.
         dynamic_sampling: fill each generation's batch with informative groups (DAPO's
             dynamic sampling, :mod:`coevo.curricula.dynamic`): groups whose rewards are all
             equal are played and logged but not learnt from, and further rounds of tasks
@@ -70,25 +71,24 @@ class CurriculumConfig(StrictNumbers):
         sampling_budget: with ``dynamic_sampling``, at most ``sampling_budget ×
             tasks_per_gen`` training tasks are played per generation; the plan asks for
             proposals for that many.
+
+    Every number has an upper bound far above a real run's (docs/security.md, "Integer
+    settings are bounded"): a subclass's settings have one too (a test holds every
+    registered curriculum to it).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str = "uniform"
-    tasks_per_gen: int = Field(default=32, ge=1)
+    tasks_per_gen: int = Field(default=32, ge=1, le=100_000)
     levels: list[int] = Field(default_factory=lambda: [1, 2, 3], min_length=1)
     domains: list[str] | None = None
-    oversample: float = Field(default=1.5, ge=1.0)
-    window: int = Field(default=16, ge=1)
+    oversample: float = Field(default=1.5, ge=1.0, le=100.0)
+    window: int = Field(default=16, ge=1, le=100_000)
     dynamic_sampling: bool = False
     sampling_budget: float = Field(default=2.0, ge=1.0, le=100.0)
 
-    @field_validator("levels")
-    @classmethod
-    def _levels_exist(cls, levels: list[int]) -> list[int]:
-        if any(level not in LEVELS for level in levels):
-            raise ValueError(f"every level must be one of {min(LEVELS)}–{max(LEVELS)}")
-        return levels
+    _levels_exist = field_validator("levels")(known_levels)
 
 
 @dataclass(frozen=True)

@@ -24,16 +24,16 @@ class PLRConfig(CurriculumConfig):
 
     Attributes:
         replay_prob: the share of a batch replayed from the buffer.
-        buffer_size: tasks kept in the buffer (the lowest scores leave first).
-        min_fill: tasks in the buffer before any replay.
+        buffer_size: tasks kept in the buffer (the lowest scores leave first), at most a million.
+        min_fill: tasks in the buffer before any replay, at most a million.
         temperature: rank temperature β: weight ∝ (1 / rank)^(1/β).
         staleness: the weight of staleness in the replay distribution.
         scorer: ``learnability``, ``absolute-zero`` or ``r-zero``.
     """
 
     replay_prob: float = Field(default=0.5, ge=0.0, le=1.0)
-    buffer_size: int = Field(default=256, ge=1)
-    min_fill: int = Field(default=32, ge=0)
+    buffer_size: int = Field(default=256, ge=1, le=1_000_000)
+    min_fill: int = Field(default=32, ge=0, le=1_000_000)
     temperature: float = Field(default=0.3, gt=0.0)
     staleness: float = Field(default=0.3, ge=0.0, le=1.0)
     scorer: Literal["learnability", "absolute-zero", "r-zero"] = "learnability"

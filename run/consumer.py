@@ -48,7 +48,7 @@ from coevo.run.trainer import (
     run_identity,
 )
 
-__all__ = ["VERSION_NAME", "BatchConsumer", "ConsumerSettings", "journal"]
+__all__ = ["MAX_BATCHES", "MAX_LAG", "VERSION_NAME", "BatchConsumer", "ConsumerSettings", "journal"]
 
 PREFIX: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+)*")
 """A versions' prefix: letters, digits, ``_``, ``-`` and single dots inside (never ``..``, never a path)."""
@@ -58,6 +58,13 @@ VERSION_NAME: Final = re.compile(rf"(?:{PREFIX.pattern})-v[1-9][0-9]*")
 
 LOCK: Final = "train.lock"
 """The lock of a consumer's folder in the trainer folder (one writer: one trainer per folder)."""
+
+
+MAX_BATCHES: Final = 1_000_000
+"""The most batches ``--batches`` may count: one per generation of the longest run (``run.generations``)."""
+
+MAX_LAG: Final = 1000
+"""The most batches ``--lag`` may hold a version back: ``run.max_staleness``'s bound."""
 
 
 @dataclass(frozen=True)
@@ -71,9 +78,11 @@ class ConsumerSettings:
             digits of the run directory, so that two runs against one server never share a
             version's name).
         poll: seconds between looks for batches.
-        batches: stop after training this many batches (None: when the run is finished).
+        batches: stop after training this many batches (None: when the run is finished); at
+            most :data:`MAX_BATCHES`, a batch per generation of the longest run.
         lag: announce batch n only once batch n + lag is handed out (or the run is
-            finished): a trainer that many batches behind, to watch ``max_staleness`` work.
+            finished): a trainer that many batches behind, to watch ``max_staleness`` work;
+            at most 1000, as ``run.max_staleness``.
         wait: seconds to wait for the run and its batches before giving up (None: forever).
     """
 
@@ -87,7 +96,7 @@ class ConsumerSettings:
 
     def __post_init__(self) -> None:
         problems = [
-            f"--{name} {value!r}: {rule}"
+            f"--{name} {_shown(value)}: {rule}"
             for name, value, ok, rule in [
                 ("poll", self.poll, _finite(self.poll) and self.poll > 0, "seconds, more than 0"),
                 (
@@ -99,10 +108,15 @@ class ConsumerSettings:
                 (
                     "batches",
                     self.batches,
-                    self.batches is None or self.batches >= 1,
-                    "a count, 1 or more",
+                    self.batches is None or 1 <= self.batches <= MAX_BATCHES,
+                    f"a count, from 1 to {MAX_BATCHES:,} (a batch per generation)",
                 ),
-                ("lag", self.lag, self.lag >= 0, "a count of batches, 0 or more"),
+                (
+                    "lag",
+                    self.lag,
+                    0 <= self.lag <= MAX_LAG,
+                    f"a count of batches, from 0 to {MAX_LAG} (as run.max_staleness)",
+                ),
             ]
             if not ok
         ]
@@ -116,6 +130,12 @@ class ConsumerSettings:
                 "trainer folder and a model name on the server: letters, digits, '_', '-' and "
                 "dots between them (e.g. my-model), at most 200 characters"
             )
+
+
+def _shown(value: object) -> str:
+    """A flag's value for a message: a number of thousands of digits said by its length."""
+    text = repr(value)
+    return text if len(text) <= 40 else f"(a {len(text)}-digit number)"
 
 
 def _finite(value: float) -> bool:

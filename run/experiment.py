@@ -31,6 +31,7 @@ from typing import Annotated, Any, Final, Literal
 
 from coevo.agents.registry import REGISTRY
 from coevo.arena.bounded import MAX_JSON_BYTES, loads_toml, read_regular
+from coevo.arena.difficulty import known_levels
 from coevo.arena.errors import ArenaError, CoevoError, ExperimentError, RegistryError
 from coevo.arena.examples import find_bundled
 from coevo.arena.gamelog import RunDir
@@ -97,16 +98,31 @@ PathText = Annotated[str, AfterValidator(_a_path)]
 """A setting that names a file or folder (a local path or a URI): refused when empty or holding a NUL."""
 
 
+SEED_MIN: Final = -(1 << 63)
+"""The least seed (``run.seed``, ``eval.seed``): seeds are 64-bit integers, as numpy and torch take them."""
+SEED_MAX: Final = (1 << 63) - 1
+"""The greatest seed."""
+MAX_GENERATIONS: Final = 1_000_000
+"""The most generations a run (or ``eval.every``, ``stop_after_failing``) may count: weeks of the tiniest run."""
+MAX_SUITE_TASKS: Final = 1_000_000
+"""The most a suite's or a benchmark's ``limit`` may be (a suite is played in full at every evaluation)."""
+MAX_EPISODE_STEPS: Final = 10_000
+"""The most tool calls and messages a code-task episode may take (``max_steps``; τ²-bench's are tens)."""
+
+
 class RunConfig(_Table):
     """``[run]``: the run as a whole.
 
     Attributes:
         name: a label for displays and summaries.
-        seed: the seed everything derives from (same seed, same log).
-        generations: generations to run.
+        seed: the seed everything derives from (same seed, same log): a 64-bit integer.
+        generations: generations to run, at most a million (a generation takes seconds at
+            least: a million is weeks of a tiny run).
         out: the run directory (any pyarrow filesystem URI), unless ``--out`` is given.
-        rollouts: episodes per training task (k; their mean is the group baseline).
-        chunk: episodes per Solver call (the unit of retry; independent of the actor count).
+        rollouts: episodes per training task (k; their mean is the group baseline), at most
+            4096 (GRPO-style groups are 4 to 64).
+        chunk: episodes per Solver call (the unit of retry; independent of the actor count),
+            at most 65,536.
         max_staleness: how far the policy may lag behind the rollouts. 0: strict order, each
             generation plays the policy learnt on the one before. 1 or more: the learner's
             step and the World model's update on generation n − 1 and the judging of n + 1 run
@@ -116,18 +132,23 @@ class RunConfig(_Table):
         stop_grace: seconds a SIGTERM (a scheduler's, ``timeout``'s) waits for the generation
             in flight to commit before the run ends at once (:mod:`coevo.run.stopping`).
         stop_after_failing: stop the run (exit 3, the cause said) once a role has failed every
-            call in this many generations in a row; 0: never (the run goes on to the end).
+            call in this many generations in a row; 0: never (the run goes on to the end); at
+            most a million, as ``generations``.
+
+    Every whole number has an upper bound far above any real run's, so that a 4,000-digit
+    number is refused here, naming the key, rather than met as an overflow or a
+    ``MemoryError`` hours later (docs/security.md, "Integer settings are bounded").
     """
 
     name: str = "experiment"
-    seed: int = 0
-    generations: int = Field(default=10, ge=1)
+    seed: int = Field(default=0, ge=SEED_MIN, le=SEED_MAX)
+    generations: int = Field(default=10, ge=1, le=MAX_GENERATIONS)
     out: PathText = "runs/experiment"
-    rollouts: int = Field(default=4, ge=1)
-    chunk: int = Field(default=64, ge=1)
+    rollouts: int = Field(default=4, ge=1, le=4096)
+    chunk: int = Field(default=64, ge=1, le=65_536)
     max_staleness: int = Field(default=0, ge=0, le=1000)
     stop_grace: float = Field(default=25.0, ge=0, le=3600)
-    stop_after_failing: int = Field(default=2, ge=0)
+    stop_after_failing: int = Field(default=2, ge=0, le=MAX_GENERATIONS)
 
 
 class RoleTable(_Table):
@@ -189,12 +210,14 @@ class SuiteConfig(_Table):
         split: the corpus's side: ``eval``, its held-out worlds (the only side: a run may
             train on the other).
         trials: times each task is played at every evaluation (k of pass^k).
-        limit: at most this many tasks (the file's first; a corpus's by task id).
+        limit: at most this many tasks (the file's first; a corpus's by task id), at most a
+            million.
         code: for code tasks, folders put on the sandboxed workers' import path.
         user: for code tasks with a user scenario, the user simulator's settings.
-        max_steps: for code tasks, tool calls and messages per episode before it ends with 0.
+        max_steps: for code tasks, tool calls and messages per episode before it ends with 0
+            (at most 10,000).
         workers: for code tasks, sandboxed tool workers.
-        seconds: for code tasks, the wall-clock allowance of one tool call.
+        seconds: for code tasks, the wall-clock allowance of one tool call (at most a day).
     """
 
     name: str = Field(pattern=SUITE_NAME)
@@ -202,12 +225,12 @@ class SuiteConfig(_Table):
     corpus: PathText | None = None
     split: Literal["eval"] = "eval"
     trials: int = Field(default=1, ge=1, le=100)
-    limit: int | None = Field(default=None, ge=1)
+    limit: int | None = Field(default=None, ge=1, le=MAX_SUITE_TASKS)
     code: list[PathText] = Field(default_factory=list)
     user: dict[str, Any] | None = None
-    max_steps: int = Field(default=60, ge=1)
+    max_steps: int = Field(default=60, ge=1, le=MAX_EPISODE_STEPS)
     workers: int = Field(default=1, ge=1, le=64)
-    seconds: float = Field(default=30.0, gt=0)
+    seconds: float = Field(default=30.0, gt=0, le=86_400)
 
     @field_validator("tasks", "corpus")
     @classmethod
@@ -245,19 +268,21 @@ class EvalConfig(_Table):
     """``[eval]``: the held-out evaluation suite (fixed tasks, never trained on), and further suites.
 
     Attributes:
-        every: run it every this many generations (and after the last).
-        levels: the levels it covers.
-        per_level: tasks per level.
-        seed: the seed of its proposals (kept apart from training seeds).
+        every: run it every this many generations (and after the last), at most a million.
+        levels: the levels it covers (1–5).
+        per_level: tasks per level, at most 100,000 (each is played at every evaluation).
+        seed: the seed of its proposals (kept apart from training seeds), a 64-bit integer.
         suites: further held-out suites (``[[eval.suites]]``), played at the same generations:
             a file of tasks, or a corpus's held-out split (transfer).
     """
 
-    every: int = Field(default=2, ge=1)
+    every: int = Field(default=2, ge=1, le=MAX_GENERATIONS)
     levels: list[int] = Field(default_factory=lambda: [1, 2, 3], min_length=1)
-    per_level: int = Field(default=16, ge=1)
-    seed: int = 10**6
+    per_level: int = Field(default=16, ge=1, le=100_000)
+    seed: int = Field(default=10**6, ge=SEED_MIN, le=SEED_MAX)
     suites: list[SuiteConfig] = Field(default_factory=list)
+
+    _levels_exist = field_validator("levels")(known_levels)
 
     @field_validator("suites")
     @classmethod
@@ -302,12 +327,14 @@ class BenchmarkConfig(_Table):
         trials: times each task is played (k of pass^k); the run's generations.
         ids: play only these tasks (the benchmark's task id, ``provenance.task``, or the content id); empty: all.
         domains: play only tasks of these domains; empty: all.
-        limit: play at most this many tasks (the first ones of the file, after the filters).
+        limit: play at most this many tasks (the first ones of the file, after the filters),
+            at most a million.
         judge: ``static`` (only ``valid``) or ``replay`` (every Judge check, by replay in the
             sandbox) before the first trial; rejected tasks are not played.
-        max_steps: tool calls and messages to the user per episode before it ends with 0.
+        max_steps: tool calls and messages to the user per episode before it ends with 0
+            (at most 10,000).
         workers: sandboxed tool workers per Solver actor.
-        seconds: the wall-clock allowance of one tool call.
+        seconds: the wall-clock allowance of one tool call (at most a day).
         user: the user simulator's settings (those of every LLM role: ``provider``, ``model``,
             ``base_url``, ...); needed when a task has a user scenario.
     """
@@ -317,11 +344,11 @@ class BenchmarkConfig(_Table):
     trials: int = Field(default=4, ge=1, le=1000)
     ids: list[str] = Field(default_factory=list)
     domains: list[str] = Field(default_factory=list)
-    limit: int | None = Field(default=None, ge=1)
+    limit: int | None = Field(default=None, ge=1, le=MAX_SUITE_TASKS)
     judge: Literal["static", "replay"] = "static"
-    max_steps: int = Field(default=60, ge=1)
+    max_steps: int = Field(default=60, ge=1, le=MAX_EPISODE_STEPS)
     workers: int = Field(default=1, ge=1, le=64)
-    seconds: float = Field(default=30.0, gt=0)
+    seconds: float = Field(default=30.0, gt=0, le=86_400)
     user: dict[str, Any] | None = None
 
     def user_settings(self) -> Settings:
@@ -600,9 +627,10 @@ def load_experiment(
     _validated(data, label)  # the file's own mistakes are the file's
     # what fails now is the overrides' doing: the message names them, not the file
     many = len(overrides) > 1
+    shown = [o if len(o) <= 120 else f"{o[:60]}... ({len(o)} characters)" for o in overrides]
     return _validated(
         merged(_tracking_expanded(data), _tracking_expanded(parse_overrides(overrides))),
-        f"the override{'s' * many} --set " + " --set ".join(overrides),
+        f"the override{'s' * many} --set " + " --set ".join(shown),
         what="valid" if not many else "valid together",
         verb="are" if many else "is",
     )

@@ -72,6 +72,8 @@ def parse_bytes(value: int | float | str) -> int:
     """
     if isinstance(value, bool):
         raise ValueError("a size, not true/false")
+    if isinstance(value, int) and value.bit_length() > 62:  # float() of it may overflow
+        raise ValueError(f"a {len(str(value))}-digit number of bytes is more than a machine has")
     if isinstance(value, int | float):
         number, unit = float(value), ""
     else:
@@ -82,6 +84,8 @@ def parse_bytes(value: int | float | str) -> int:
                 'KB, MB, GB, TB, KiB, MiB, GiB or TiB ("4GiB")'
             )
         number, unit = float(found.group(1)), found.group(2).lower()
+    if not number * _UNITS[unit] < 1 << 62:  # int(inf) overflows; no machine has 4 EiB
+        raise ValueError(f"{str(value)[:40]!r} is more bytes than a machine has")
     size = int(number * _UNITS[unit])
     if size <= 0:
         raise ValueError("a size above 0")
@@ -94,15 +98,16 @@ class RoleResources(StrictNumbers):
     Attributes:
         cpus: Ray's ``num_cpus`` per actor.
         gpus: Ray's ``num_gpus`` per actor.
-        memory: Ray's ``memory`` resource per actor, in bytes (the file may say ``"2GiB"``).
-        custom: custom resources per actor (``{"name" = amount}``).
+        memory: Ray's ``memory`` resource per actor, in bytes (the file may say ``"2GiB"``), at
+            most 1 PiB.
+        custom: custom resources per actor (``{"name" = amount}``, each above 0, at most 1e9).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     cpus: float = Field(default=0.0, ge=0, le=1024)
     gpus: float = Field(default=0.0, ge=0, le=256)
-    memory: int | None = None
+    memory: int | None = Field(default=None, ge=1, le=1 << 50)
     custom: dict[str, float] = Field(default_factory=dict)
 
     @field_validator("memory", mode="before")
@@ -116,8 +121,8 @@ class RoleResources(StrictNumbers):
         for name, amount in value.items():
             if name in {"CPU", "GPU", "memory"}:
                 raise ValueError(f"{name!r} is set with cpus, gpus or memory, not custom")
-            if amount <= 0:
-                raise ValueError(f"custom resource {name!r} needs an amount above 0")
+            if not 0 < amount <= 1e9:  # Ray takes at most 1e14 of one resource in all
+                raise ValueError(f"custom resource {name!r} needs an amount above 0, at most 1e9")
         return value
 
     def demand(self) -> dict[str, float]:

@@ -16,10 +16,15 @@ on. A run's ``[eval]`` can name such suites::
     split = "eval"             # its held-out worlds
     limit = 200
 
-* **Read before the run starts** (:func:`read_suites`): a file is read whole
-  within :data:`~coevo.arena.bounded.MAX_FILE_BYTES`, a regular file, no
-  link followed; a bad file is an :class:`~coevo.arena.errors.ArenaError`
-  naming the suite, the file and the line. A suite of code tasks
+* **Read before the run starts** (:func:`read_suites`): a file is a regular
+  file of at most :data:`~coevo.arena.bounded.MAX_JSON_BYTES`, read as a
+  stream of lines of at most :data:`~coevo.arena.records.MAX_LINE_BYTES`
+  each, as every task file is (:func:`~coevo.arena.records.iter_lines`); a
+  bad file is an :class:`~coevo.arena.errors.ArenaError` naming the suite,
+  the file and the line. The path is the user's own, in their experiment
+  file: a relative one is read from the folder coevo runs in, and a link on
+  the way (the file, or a folder above it) is followed, as the experiment
+  file's own path is. A suite of code tasks
   (``coevo.codetask/1``) needs an LLM Solver, and its domain's code must run
   from ``code``: both are checked then too (:func:`check_suites`).
 * **Kept with the run**: the tasks are copied to ``RUN_DIR/suites/NAME.jsonl``
@@ -43,23 +48,25 @@ from __future__ import annotations
 
 import contextlib
 import io
+import itertools
 import json
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, BinaryIO, Final
 
 import ray
 from coevo.agents.registry import REGISTRY
-from coevo.arena.bounded import MAX_FILE_BYTES, read_regular
-from coevo.arena.codetask import CODETASK_FORMAT, CodeTaskSpec, code_records, code_tasks_of
+from coevo.arena.bounded import MAX_JSON_BYTES, open_regular
+from coevo.arena.codetask import CODETASK_FORMAT, CodeTaskSpec, code_records, code_tasks_from
 from coevo.arena.codeworld import CodeWorlds
-from coevo.arena.errors import ArenaError, CoevoError
+from coevo.arena.errors import ArenaError, CoevoError, RecordError
 from coevo.arena.gamelog import RunDir, UsageRow, accepted_ids
 from coevo.arena.gamelog.corpus import held_out, read_corpus
 from coevo.arena.ids import episode_id
 from coevo.arena.outcomes import Episode
-from coevo.arena.records import dump_record, load_records
+from coevo.arena.records import BadRecord, dump_record, iter_lines, parse_line
 from coevo.arena.seeding import derive_seed
 from coevo.arena.spec import TaskSpec, WorldSpec
 from coevo.run.experiment import Experiment, SuiteConfig
@@ -125,20 +132,38 @@ class Suite:
         return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows).encode()
 
 
-def _parsed(data: bytes, label: str) -> list[Any]:
-    """The tasks of a suite's JSON lines: code tasks, or ``coevo.task/1`` with their worlds inline.
+_LONG_LINE: Final = (
+    "coevo run reads no longer line of a suite (a task or world record is kilobytes, a "
+    "τ²-bench domain's database a few MB; the limit is MAX_LINE_BYTES in coevo.arena.records, "
+    "not a setting)"
+)
+"""What the message of a suite's line over :data:`~coevo.arena.records.MAX_LINE_BYTES` says to do."""
+
+
+def _parsed(stream: BinaryIO, label: str) -> list[Any]:
+    """The tasks of a suite's JSON lines, read as a stream: code tasks, or ``coevo.task/1`` with their worlds inline.
 
     Raises:
-        CoevoError: a record cannot be read (naming ``label`` and the line).
+        CoevoError: a line is too long or not UTF-8, or a record cannot be read (naming
+            ``label`` and the line).
     """
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise CoevoError(f"it is not UTF-8 text (byte {exc.start})") from None
-    first = next((line for line in text.splitlines() if line.strip()), "")
-    if CODETASK_FORMAT in first or '"coevo.codeworld/1"' in first:
-        return code_tasks_of(text.splitlines(), label)
-    tasks, worlds = load_records(io.BytesIO(data))
+    lines = iter_lines(stream, fix=_LONG_LINE)
+    first = next(lines, None)
+    if first is None:
+        return []
+    numbered = itertools.chain([first], lines)
+    if CODETASK_FORMAT in first[1] or '"coevo.codeworld/1"' in first[1]:
+        return code_tasks_from(numbered, label)
+    worlds: dict[str, WorldSpec] = {}
+    tasks: list[TaskSpec] = []
+    for number, text in numbered:
+        item = parse_line(text, number)
+        if isinstance(item, BadRecord):
+            raise RecordError(item.error, line=item.line, kind=item.kind)
+        if isinstance(item.spec, WorldSpec):
+            worlds[item.spec.world_id] = item.spec
+        else:
+            tasks.append(item.spec)
     out = []
     for task in tasks:
         if not isinstance(task.world, WorldSpec):
@@ -153,10 +178,12 @@ def _parsed(data: bytes, label: str) -> list[Any]:
 
 
 def _from_file(config: SuiteConfig) -> list[Any]:
+    """A suite's file read (see the module docstring): its user's links followed, a device, a FIFO or more than 64 MiB refused unread."""
     assert config.tasks is not None
     path = Path(config.tasks)
-    data = read_regular(path, limit=MAX_FILE_BYTES, what=str(path))
-    return _parsed(data, str(path))
+    fd = open_regular(path.resolve(), limit=MAX_JSON_BYTES, what=str(path))
+    with os.fdopen(fd, "rb") as stream:
+        return _parsed(stream, str(path))
 
 
 def _from_corpus(config: SuiteConfig) -> list[TaskSpec]:
@@ -305,7 +332,7 @@ def kept_suites(run: RunDir, configs: Sequence[SuiteConfig]) -> list[Suite]:
         label = run.label(SUITES_DIR, f"{config.name}.jsonl")
         try:
             data = run.read_bytes(SUITES_DIR, f"{config.name}.jsonl")
-            suites.append(Suite(config, _parsed(data, label)))
+            suites.append(Suite(config, _parsed(io.BytesIO(data), label)))
         except (OSError, CoevoError, ValueError) as exc:
             raise ArenaError(
                 f"{label}: the run's copy of eval suite {config.name!r} cannot be read ({exc}); "

@@ -111,7 +111,7 @@ class TrainerConfig(StrictNumbers):
         uri: the folder; empty: ``trainer`` inside the run directory.
         queue: the queue actor's name (``ray-queue``); empty: ``coevo-trainer``.
         timeout: seconds to wait for the trainer's announcement before the run
-            ends (its generations committed; ``coevo resume`` goes on).
+            ends (its generations committed; ``coevo resume`` goes on); at most 30 days.
         poll: seconds between looks at the folder for an announcement.
         load_adapters: ask the Solver's servers to load an announced LoRA adapter
             (false: the trainer or an operator loads it; coevo only names it).
@@ -122,7 +122,7 @@ class TrainerConfig(StrictNumbers):
     transport: Literal["folder", "ray-queue"] = "folder"
     uri: str = ""
     queue: str = ""
-    timeout: float = Field(default=1800.0, gt=0)
+    timeout: float = Field(default=1800.0, gt=0, le=30 * 86_400)
     poll: float = Field(default=0.5, gt=0, le=60)
     load_adapters: bool = True
 

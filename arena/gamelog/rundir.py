@@ -33,6 +33,7 @@ from coevo.arena.bounded import (
     open_to_write,
     read_parquet,
     read_regular,
+    read_within,
     refuse_link_out,
     too_big,
 )
@@ -157,7 +158,7 @@ class RunDir:
         if info.type == pafs.FileType.File and info.size is not None and info.size > limit:
             raise FileRefusedError(too_big(what, info.size, limit))
         with self.fs.open_input_stream(path) as stream:
-            data = bytes(stream.read(limit + 1))
+            data = read_within(stream, info.size, limit)
         if len(data) > limit:
             raise FileRefusedError(too_big(what, len(data), limit))
         return data

@@ -89,6 +89,9 @@ def cmd_audit(args: argparse.Namespace) -> int:
     from coevo.arena.codeworld import CodeWorlds
     from coevo.arena.tau2_import import audit
 
+    if not 1 <= args.workers <= 64:  # as [benchmark].workers; a sandboxed process each
+        shown = args.workers if len(str(args.workers)) <= 40 else "(a many-digit number)"
+        raise CommandError(f"--workers {shown}: give a number from 1 to 64")
     tasks = read_code_tasks(args.file)
     code = code_paths(args.code)
     if not tasks:

@@ -26,20 +26,22 @@ def _listed(text: str | None, kind: type = str) -> tuple[Any, ...]:
 
 def _check_numbers(args: argparse.Namespace) -> None:
     """The numeric flags in range, said as flags (not as the source's fields)."""
+    # every count has a bound far above a real corpus's (a 4,000-digit one is refused, not run)
     wanted = [
-        ("--worlds", args.worlds, 1, None),
-        ("--tasks-per-world", args.tasks_per_world, 1, None),
-        ("--shard-size", args.shard_size, 1, None),
-        ("--workers", args.workers, 0, None),
-        ("--per-table", args.per_table, 1, None),
+        ("--worlds", args.worlds, 1, 100_000_000),
+        ("--tasks-per-world", args.tasks_per_world, 1, 100_000),
+        ("--shard-size", args.shard_size, 1, 1_000_000),
+        ("--workers", args.workers, 0, 4096),
+        ("--per-table", args.per_table, 1, 1_000_000),
+        ("--seed", args.seed, -(1 << 63), (1 << 63) - 1),
         ("--eval-share", args.eval_share, 0, 1),
     ]
     for flag, value, low, high in wanted:
         if value is None:
             continue
-        if value < low or (high is not None and value > high):
-            bound = f"from {low} to {high}" if high is not None else f"at least {low}"
-            raise CommandError(f"{flag} {value}: give a number {bound}")
+        if not low <= value <= high:
+            shown = str(value) if len(str(value)) <= 40 else f"(a {len(str(value))}-digit number)"
+            raise CommandError(f"{flag} {shown}: give a number from {low:,} to {high:,}")
 
 
 def cmd_build(args: argparse.Namespace) -> int:

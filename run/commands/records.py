@@ -298,13 +298,16 @@ def cmd_play(args: argparse.Namespace) -> int:
 
 
 def _positive_int(text: str) -> int:
-    """An argparse type: a whole number of at least 1."""
+    """An argparse type: a whole number from 1 to 2**63 - 1 (what SQLite's counters take); a refused one is said briefly."""
+    shown = text if len(text) <= 40 else f"{text[:20]}... ({len(text)} characters)"
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        raise argparse.ArgumentTypeError(f"{shown!r} is not a whole number") from None
     if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {shown}")
+    if value >= 1 << 63:
+        raise argparse.ArgumentTypeError(f"must be at most {(1 << 63) - 1:,}, got {shown}")
     return value
 
 

@@ -13,7 +13,7 @@ import json
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from coevo.arena.errors import CoevoError, CommandError
 from coevo.arena.judge import WorldCache, assess_task
@@ -113,11 +113,33 @@ def _drawn(synthesizer: Any, request: Any, label: str) -> list[TaskSpec]:
     return tasks
 
 
+def _check_counts(args: argparse.Namespace) -> None:
+    """-n, --per-table and --seed within bounds far above real use (a 4,000-digit -n is refused, not run).
+
+    Raises:
+        CommandError: naming the flag and its range.
+    """
+    for flag, name, low, high in (
+        ("-n", "n", 0, MAX_TASKS),
+        ("--per-table", "per_table", 1, 1_000_000),
+        ("--seed", "seed", -(1 << 63), (1 << 63) - 1),
+    ):
+        value = getattr(args, name, None)
+        if value is not None and not low <= value <= high:
+            shown = str(value) if len(str(value)) <= 40 else f"(a {len(str(value))}-digit number)"
+            raise CommandError(f"{flag} {shown}: give a number from {low:,} to {high:,}")
+
+
+MAX_TASKS: Final = 1_000_000
+"""The most tasks one ``coevo synth`` or ``coevo mine`` makes (held until written: more, in several calls with other seeds)."""
+
+
 def cmd_synth(args: argparse.Namespace) -> int:
     """``coevo synth``: procedural tasks."""
     from coevo.agents.protocols import ProposalRequest
     from coevo.agents.synthesizers.procedural import DOMAINS, ProceduralSynthesizer
 
+    _check_counts(args)
     if args.list:
         for name, domain in DOMAINS.items():
             print(name if not args.verbose else f"{name}\t{domain.description}")
@@ -144,6 +166,7 @@ def cmd_mine(args: argparse.Namespace) -> int:
     from coevo.agents.protocols import ProposalRequest
     from coevo.agents.synthesizers.mining import Miner, NothingToMine
 
+    _check_counts(args)
     try:
         miner = Miner(args.db, seed=args.seed, per_table=args.per_table)
     except NothingToMine as exc:
@@ -194,6 +217,7 @@ def cmd_mutate(args: argparse.Namespace) -> int:
         return EXIT_OK
     if not args.file or not args.op:
         raise CommandError("give FILE and --op (see --list)")
+    _check_counts(args)
     wanted = args.op
     if wanted in ("harder", "easier"):
         choices = [n for n, op in OPERATORS.items() if op.direction == wanted]

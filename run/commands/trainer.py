@@ -105,7 +105,18 @@ def _train_settings(args: argparse.Namespace) -> Any:
 
 def cmd_train(args: argparse.Namespace) -> int:
     """``coevo train RUN_DIR --model MODEL_DIR``."""
+    from coevo.run.consumer import ConsumerSettings
+
     settings = _train_settings(args)
+    consumer = ConsumerSettings(  # checked before torch loads, as the settings are
+        run_dir=args.run_dir,
+        folder=args.folder,
+        prefix=args.prefix,
+        poll=args.poll,
+        batches=args.batches,
+        wait=args.wait,
+        lag=args.lag,
+    )
     _no_progress_bars_off_a_terminal()
     try:
         from coevo.run.train.learner import main
@@ -114,24 +125,12 @@ def cmd_train(args: argparse.Namespace) -> int:
             f"torch, transformers and peft are needed ({exc.name} is missing): "
             "pip install 'coevo[train]' (without a GPU, torch's CPU build first: docs/training.md)"
         ) from None
-    from coevo.run.consumer import ConsumerSettings
-
-    return main(
-        ConsumerSettings(
-            run_dir=args.run_dir,
-            folder=args.folder,
-            prefix=args.prefix,
-            poll=args.poll,
-            batches=args.batches,
-            wait=args.wait,
-            lag=args.lag,
-        ),
-        settings,
-    )
+    return main(consumer, settings)
 
 
 def cmd_logprobs(args: argparse.Namespace) -> int:
     """``coevo logprobs RUN_DIR --model MODEL_DIR``."""
+    _check_counts(args, [("--limit", "limit", MAX_TASKS)])
     _no_progress_bars_off_a_terminal()
     gens = None
     if args.gen:
@@ -323,9 +322,13 @@ def _settings_flags(parser: argparse.ArgumentParser, model: Any, table: str) -> 
 
 def cmd_sft(args: argparse.Namespace) -> int:
     """``coevo sft SOURCE... --model MODEL_DIR --out OUT``."""
-    from coevo.run.train.settings import SFTSettings
+    from coevo.run.train.settings import MAX_STEPS, SFTSettings
 
     settings = _settings(args, SFTSettings, "sft")
+    _check_counts(
+        args,
+        [("--limit", "limit", MAX_TASKS), ("--checkpoint-steps", "checkpoint_steps", MAX_STEPS)],
+    )
     dialogue = _dialogue(args)
     if not 0.0 <= args.validation_share < 1.0:
         raise CommandError(f"--validation-share {args.validation_share}: a share in [0, 1)")
@@ -351,6 +354,23 @@ def cmd_sft(args: argparse.Namespace) -> int:
     )
 
 
+MAX_TASKS: Final = 10_000_000
+"""The most ``--limit`` may count (tasks, trajectories): more than any run's log holds."""
+
+
+def _check_counts(args: argparse.Namespace, flags: list[tuple[str, str, int]]) -> None:
+    """Each ``(flag, attribute, most)`` given is a whole number from 1 to ``most``.
+
+    Raises:
+        CommandError: naming the flag and the range (a number of thousands of digits said by its length).
+    """
+    for flag, name, most in flags:
+        value = getattr(args, name)
+        if value is not None and not 1 <= value <= most:
+            shown = str(value) if len(str(value)) <= 40 else f"(a {len(str(value))}-digit number)"
+            raise CommandError(f"{flag} {shown}: give a whole number from 1 to {most:,}")
+
+
 def _dialogue(args: argparse.Namespace) -> Any:
     """How the Solver speaks: its experiment's ``[solver].config``, with the flags over it."""
     from coevo.run.experiment import load_experiment
@@ -368,7 +388,9 @@ def _dialogue(args: argparse.Namespace) -> Any:
     try:
         return DialogueSettings(**given)
     except ValidationError as exc:
-        raise CommandError(f"coevo sft: {exc.errors()[0]['msg']}") from None
+        error = exc.errors()[0]
+        where = "--solver-" + "-".join(str(p) for p in error["loc"]).replace("_", "-")
+        raise CommandError(f"{where}: {error['msg']}") from None
 
 
 def _add_sft(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:

@@ -333,16 +333,35 @@ def create_openenv_app(
     )
 
 
+def _within(low: int, high: int) -> Any:
+    """An argparse type: a whole number from ``low`` to ``high`` (a refused one said briefly, never echoed whole)."""
+
+    def whole(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            shown = text if len(text) <= 40 else f"{text[:20]}... ({len(text)} characters)"
+            raise argparse.ArgumentTypeError(f"{shown!r} is not a whole number") from None
+        if not low <= value <= high:
+            shown = text if len(text) <= 40 else f"a {len(text)}-digit number"
+            raise argparse.ArgumentTypeError(f"{shown}: give a number from {low} to {high:,}")
+        return value
+
+    return whole
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Serve tasks: ``python -m coevo.run.interfaces.openenv_server SOURCE --port 8000``."""
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("source", help="a run directory, an export, or a file of task records")
     parser.add_argument("--host", default="127.0.0.1", help="0.0.0.0 to serve other machines")
-    parser.add_argument("--port", type=int, default=8000)
-    parser.add_argument("--max-sessions", type=int, default=16)
+    parser.add_argument("--port", type=_within(0, 65535), default=8000, help="0: a free one")
+    parser.add_argument(
+        "--max-sessions", type=_within(1, 4096), default=16, help="WebSocket sessions at once"
+    )
     parser.add_argument(
         "--worlds-per-session",
-        type=int,
+        type=_within(1, 4096),
         default=WORLDS_PER_SESSION,
         help="world clones a session keeps (those it played last)",
     )

@@ -4,17 +4,33 @@
 adapter, the optimizer, how sequences are batched); :class:`TrainSettings`
 adds the policy-gradient loss's, :class:`SFTSettings` the warm start's.
 Every float must be finite: ``--learning-rate inf`` (or ``nan``, in a flag
-or a ``--settings`` file) is refused before anything loads.
+or a ``--settings`` file) is refused before anything loads; and every whole
+number has an upper bound, said in its description, far above what a real
+run sets (``--steps-per-batch`` with 4,000 digits is refused by name, not
+met as an overflow in the trainer).
 """
 
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["AdapterSettings", "SFTSettings", "TrainSettings", "learning_rate_at"]
+__all__ = [
+    "MAX_STEPS",
+    "MAX_TOKENS",
+    "AdapterSettings",
+    "SFTSettings",
+    "TrainSettings",
+    "learning_rate_at",
+]
+
+MAX_STEPS: Final = 10_000_000
+"""The most optimizer steps a schedule or a warm-up may span (months of the fastest steps)."""
+
+MAX_TOKENS: Final = 1 << 24
+"""The most tokens a sequence or a forward pass may hold (16,777,216: beyond any model's context)."""
 
 
 class AdapterSettings(BaseModel):
@@ -60,7 +76,9 @@ class AdapterSettings(BaseModel):
     warmup_steps: int = Field(
         default=0,
         ge=0,
-        description="optimizer steps over which the learning rate rises linearly from 0 to its peak",
+        le=MAX_STEPS,
+        description="optimizer steps over which the learning rate rises linearly from 0 to its "
+        "peak (at most 10 million)",
     )
     lr_schedule: Literal["constant", "cosine", "linear"] = Field(
         default="constant",
@@ -69,8 +87,9 @@ class AdapterSettings(BaseModel):
     schedule_steps: int | None = Field(
         default=None,
         ge=1,
+        le=MAX_STEPS,
         description="the optimizer steps a decaying schedule spans (default: the run's "
-        "generations × steps_per_batch × epochs; coevo sft: its own steps)",
+        "generations × steps_per_batch × epochs; coevo sft: its own steps; at most 10 million)",
     )
     max_grad_norm: float = Field(
         default=1.0, gt=0, le=1e6, description="gradients are clipped to this norm"
@@ -78,8 +97,9 @@ class AdapterSettings(BaseModel):
     micro_batch_tokens: int = Field(
         default=2048,
         ge=64,
+        le=MAX_TOKENS,
         description="padded tokens per forward pass: sequences of like length are batched up to "
-        "this (memory grows with it)",
+        "this (memory grows with it; at most 16,777,216)",
     )
     gradient_checkpointing: bool = Field(
         default=False,
@@ -87,10 +107,18 @@ class AdapterSettings(BaseModel):
         "more time)",
     )
     max_length: int = Field(
-        default=8192, ge=16, description="sequences longer than this are left out (and counted)"
+        default=8192,
+        ge=16,
+        le=MAX_TOKENS,
+        description="sequences longer than this are left out (and counted); at most 16,777,216 "
+        "tokens, beyond any model's context",
     )
     seed: int = Field(
-        default=0, description="seeds the new adapter's weights and the order of sequences"
+        default=0,
+        ge=-(1 << 63),
+        le=(1 << 63) - 1,
+        description="seeds the new adapter's weights and the order of sequences (a 64-bit "
+        "integer, as torch takes one)",
     )
 
 
@@ -128,14 +156,16 @@ class TrainSettings(AdapterSettings):
     steps_per_batch: int = Field(
         default=1,
         ge=1,
+        le=10_000,
         description="optimizer steps on each batch, each over its own part of the batch "
-        "(mini-batches)",
+        "(mini-batches; at most 10,000, more than a batch has sequences)",
     )
     epochs: int = Field(
         default=1,
         ge=1,
+        le=1000,
         description="passes over the batch (more than one step per batch in all: the clip against "
-        "the old policy matters)",
+        "the old policy matters; at most 1000)",
     )
     scale: Literal["none", "group"] = Field(
         default="none",
@@ -157,8 +187,9 @@ class TrainSettings(AdapterSettings):
     keep_versions: int | None = Field(
         default=None,
         ge=1,
+        le=1_000_000,
         description="keep the newest this many version folders and delete older ones (default: "
-        "keep all; the newest is always kept, it is the checkpoint)",
+        "keep all; the newest is always kept, it is the checkpoint; at most a million)",
     )
     format_reward: float = Field(
         default=0.0,
@@ -178,7 +209,9 @@ class SFTSettings(AdapterSettings):
     warmup_steps: int = Field(
         default=5,
         ge=0,
-        description="optimizer steps over which the learning rate rises linearly from 0 to its peak",
+        le=MAX_STEPS,
+        description="optimizer steps over which the learning rate rises linearly from 0 to its "
+        "peak (at most 10 million)",
     )
     lr_schedule: Literal["constant", "cosine", "linear"] = Field(
         default="cosine",
@@ -186,7 +219,10 @@ class SFTSettings(AdapterSettings):
     )
     epochs: int = Field(default=2, ge=1, le=1000, description="passes over the sequences")
     batch_sequences: int = Field(
-        default=16, ge=1, description="sequences per optimizer step (gradients accumulated)"
+        default=16,
+        ge=1,
+        le=1_000_000,
+        description="sequences per optimizer step (gradients accumulated; at most a million)",
     )
 
 

@@ -91,8 +91,15 @@ class DialogueSettings(BaseModel):
     tool_choice: Literal["auto", "required"] = Field(
         default="auto", description="required: each turn opens with the call's tag"
     )
-    max_steps: int = Field(default=16, ge=1, description="the Solver's step budget")
-    max_tokens: int = Field(default=1024, ge=1, description="the Solver's output budget per turn")
+    max_steps: int = Field(
+        default=16, ge=1, le=10_000, description="the Solver's step budget (at most 10,000)"
+    )
+    max_tokens: int = Field(
+        default=1024,
+        ge=1,
+        le=1 << 24,
+        description="the Solver's output budget per turn (at most 16,777,216, beyond any context)",
+    )
     chat_template_kwargs: dict[str, Any] = Field(default_factory=dict)
 
     @classmethod

@@ -2,20 +2,27 @@
 
 from __future__ import annotations
 
+import io
 import os
 import re
+import tracemalloc
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pytest
 from coevo.arena import bounded
 from coevo.arena.bounded import (
+    MAX_FILE_BYTES,
     check_parquet_size,
     load_document,
     loads_json,
     read_parquet_bytes,
     read_regular,
+    read_within,
 )
 from coevo.arena.errors import FileRefusedError
 from coevo.arena.gamelog import RunDir
@@ -82,6 +89,59 @@ def test_an_object_store_file_over_its_limit_is_refused() -> None:
     assert run.read_bytes("a.json", limit=1000) == b"x" * 1000
     with pytest.raises(FileRefusedError, match=r"a\.json is 1000 bytes"):
         run.read_bytes("a.json", limit=999)
+
+
+def test_a_small_file_read_under_a_big_limit_takes_memory_for_its_size_not_the_limit(
+    tmp_path,
+) -> None:
+    """read_regular of a 21 KB file under MAX_FILE_BYTES allocates about 21 KB, not 1 GiB (a MemoryError under `prlimit --as`)."""
+    path = tmp_path / "suite.jsonl"
+    path.write_bytes(b"x" * 21_000)
+    tracemalloc.start()
+    try:
+        data = read_regular(path, limit=MAX_FILE_BYTES)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert data == b"x" * 21_000
+    assert peak < 1 << 20, f"reading 21 KB took {peak} bytes at its peak"
+
+
+class _Stream(io.BytesIO):
+    """A file that grew after its size was taken, counting what each read asks for."""
+
+    def __init__(self, data: bytes, asked: list[int]):
+        super().__init__(data)
+        self.asked = asked
+
+    def read(self, size: int | None = -1, /) -> bytes:
+        self.asked.append(-1 if size is None else size)
+        return super().read(size)
+
+
+def test_a_file_that_grows_while_read_is_read_on_and_still_stops_one_byte_past_the_limit() -> None:
+    """Asked for its size and one byte first; what came since is read in chunks, never past limit + 1."""
+    asked: list[int] = []
+    assert read_within(_Stream(b"x" * 100, asked), 10, 1000) == b"x" * 100
+    assert asked[0] == 11 and max(asked) <= 1000
+    assert read_within(_Stream(b"x" * 100, []), 10, 50) == b"x" * 51
+
+
+def test_an_object_store_file_is_read_asking_for_its_size_not_the_limit() -> None:
+    """RunDir.read_bytes on an object store asks the stream for the listed size and one byte, not MAX_FILE_BYTES + 1."""
+    asked: list[int] = []
+
+    class Store:  # what read_bytes uses of a pyarrow filesystem
+        def get_file_info(self, path: str) -> Any:
+            return SimpleNamespace(type=pafs.FileType.File, size=4)
+
+        def open_input_stream(self, path: str) -> _Stream:
+            return _Stream(b"{}\n\n", asked)
+
+    run = RunDir("mock:///store")
+    run.__dict__["_resolved"] = (Store(), "/store")  # the cached filesystem, replaced
+    assert run.read_bytes("checkpoints", "state.json") == b"{}\n\n"
+    assert asked == [5], asked
 
 
 def test_parquet_is_refused_by_its_footer_and_by_its_decoded_size(tmp_path) -> None:

@@ -18,10 +18,11 @@ from typing import Any
 
 import pytest
 from coevo.agents.llm.user import GUIDELINES
-from coevo.arena.errors import ExperimentError
+from coevo.arena.errors import ArenaError, ExperimentError
 from coevo.arena.gamelog import SCHEMAS, GameLog
-from coevo.run.experiment import load_experiment
+from coevo.run.experiment import SuiteConfig, load_experiment
 from coevo.run.loop import resume_run, run_experiment
+from coevo.run.suites import read_suites
 from coevo.run.summary import summarize
 from coevo.run.tracking.metrics import generation_metrics
 
@@ -189,11 +190,20 @@ def _bad_file(tmp_path: Path, kind: str) -> tuple[Path, str]:
     path = tmp_path / f"{kind}.jsonl"
     if kind == "not-json":
         path.write_text('{"format": "coevo.task/1", oops\n')
-    elif kind == "link":
+    elif kind == "link to a fifo":  # the user's link is followed, to what is then refused
         target = tmp_path / "elsewhere.jsonl"
-        target.write_text("")
+        os.mkfifo(target)
         os.symlink(target, path)
-        return path, "symbolic link"
+        return path, "is a FIFO, not a regular file"
+    elif kind == "over 64 MiB":  # sparse: nothing is written, and nothing may be read
+        path.touch()
+        os.truncate(path, (64 << 20) + 1)
+        return path, "is 64.0 MiB (67108865 bytes), more than coevo reads from such a file"
+    elif kind in ("long line", "long code line"):  # within 64 MiB, one line of 17 MiB
+        head = b'{"format": "coevo.codeworld/1", "id": "' if kind == "long code line" else b""
+        path.write_bytes(head)
+        os.truncate(path, 17 << 20)
+        return path, "line 1: the line is longer than 16777216 bytes (16 MiB)"
     elif kind == "folder":
         path.mkdir()
         return path, "not a regular file"
@@ -209,18 +219,56 @@ def _bad_file(tmp_path: Path, kind: str) -> tuple[Path, str]:
     return path, "line 1"
 
 
-@pytest.mark.parametrize("kind", ["not-json", "link", "folder", "missing", "empty", "no-world"])
+@pytest.mark.parametrize(
+    "kind",
+    [
+        "not-json",
+        "link to a fifo",
+        "folder",
+        "missing",
+        "empty",
+        "no-world",
+        "over 64 MiB",
+        "long line",
+        "long code line",
+    ],
+)
 def test_a_bad_suite_file_stops_the_run_before_it_starts_naming_the_suite_and_the_file(
     tmp_path, kind
 ) -> None:
-    """A file that is not a suite (broken JSON, a link, a folder, absent, empty, a task without its world) is refused before anything runs, naming it."""
+    """A file that is not a suite (broken JSON, a link to a FIFO, a folder, absent, empty, a task without its world, over 64 MiB, a line over 16 MiB) is refused before anything runs, naming it: one line, exit 2."""
     path, says = _bad_file(tmp_path, kind)
     exp = _experiment(tmp_path, f'[[eval.suites]]\nname = "broken"\ntasks = "{path}"\n')
     done = run_cli("run", str(exp), "--out", str(tmp_path / "run"))
     assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith("coevo run: ") and "Traceback" not in done.stderr
     assert "eval suite 'broken'" in done.stderr and str(path) in done.stderr, done.stderr
     assert says in done.stderr, done.stderr
+    assert "--max-line-bytes" not in done.stderr, "coevo run has no such flag"
     assert not (tmp_path / "run").exists(), "nothing was written"
+
+
+def test_a_suite_read_through_the_users_links_and_blank_lines_is_the_file_itself(
+    suites, tmp_path
+) -> None:
+    """A suite file that is a link, in a folder that is a link (the user's own paths), is read; a million blank lines are passed over, the line numbers kept."""
+    real = tmp_path / "real"
+    real.mkdir()
+    text = suites["clinic"].read_text()
+    (real / "clinic.jsonl").write_text("\n" * 1_000_000 + text + " \r\n" * 1000 + "{oops\n")
+    (tmp_path / "folder").symlink_to(real)
+    (real / "link.jsonl").symlink_to(real / "clinic.jsonl")
+    config = SuiteConfig(name="x", tasks=str(tmp_path / "folder" / "link.jsonl"))
+    with pytest.raises(
+        ArenaError, match=f"line {1_000_001 + text.count(chr(10)) + 1000}: malformed"
+    ):
+        read_suites([config])
+    (real / "clinic.jsonl").write_text("\n" * 1_000_000 + text)
+    (suite,) = read_suites([config])
+    assert [t.task_id for t in suite.tasks] == [
+        t.task_id
+        for t in read_suites([SuiteConfig(name="x", tasks=str(suites["clinic"]))])[0].tasks
+    ]
 
 
 @pytest.mark.parametrize(

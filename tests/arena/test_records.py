@@ -18,9 +18,10 @@ from coevo.arena import (
     iter_records,
     load_records,
     parse_record,
+    records,
     write_records,
 )
-from coevo.arena.records import MAX_LINE_BYTES
+from coevo.arena.records import MAX_LINE_BYTES, iter_lines
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -256,6 +257,28 @@ def test_the_default_line_limit_is_16_mib():
     assert "longer than" not in items[0].error
     over = list(iter_records(Trickle(b'"', zeros=MAX_LINE_BYTES - 1, tail=b'"\n')))
     assert "longer than 16777216 bytes (16 MiB)" in over[0].error
+
+
+def test_a_run_of_blank_lines_is_passed_over_at_once_its_lines_counted():
+    """A million newlines (and blank lines of spaces) before a record: the reader's line loop sees one line, numbered after them all."""
+    data = b"\n" * 1_000_000 + b" \t\r\n" * 1000 + b"{}\n" + b"\n" * 10
+    seen = list(records._lines(Trickle(data, step=1 << 20), MAX_LINE_BYTES))
+    assert seen == [(1_001_001, b"{}")]
+    assert [item.line for item in iter_records(io.BytesIO(data))] == [1_001_001]
+
+
+def test_iter_lines_stops_at_a_long_or_undecodable_line_saying_what_to_do():
+    """iter_lines yields each non-blank line numbered; a line over the limit or not UTF-8 is a RecordError naming it, with the caller's fix."""
+    lines = iter_lines(
+        io.BytesIO(b'\n{"a": 1}\n\n' + b"x" * 40 + b"\n"), max_line_bytes=20, fix="shorten it"
+    )
+    assert next(lines) == (2, '{"a": 1}')
+    with pytest.raises(
+        RecordError, match=r"^line 4: the line is longer than 20 bytes.*; shorten it$"
+    ):
+        next(lines)
+    with pytest.raises(RecordError, match=r"^line 1: not UTF-8"):
+        list(iter_lines(io.BytesIO(b"\xff\n")))
 
 
 def test_a_json_document_over_the_limit_is_reported_and_not_read():
