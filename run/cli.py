@@ -64,8 +64,8 @@ from coevo.run.commands import (
     synthesis,
     trainer,
 )
-from coevo.run.failures import without_doc_links
-from coevo.run.stopping import EXIT_TERMINATED, Terminated
+from coevo.run.driver.failures import without_doc_links
+from coevo.run.driver.stopping import EXIT_TERMINATED, Terminated
 
 __all__ = ["build_parser", "main"]
 

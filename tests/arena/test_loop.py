@@ -91,7 +91,7 @@ def test_dynamic_sampling_learns_from_informative_groups_within_its_budget(tmp_p
     from coevo.arena.analysis import analyze, load_run
     from coevo.arena.gamelog import RunDir
     from coevo.curricula.rebuild import curriculum_from_log
-    from coevo.run.summary import summarize, summary_lines
+    from coevo.run.driver.summary import summarize, summary_lines
     from coevo.run.tracking.metrics import generation_metrics
 
     run_dir = str(tmp_path / "run")
