@@ -62,7 +62,7 @@ from coevo.run.commands import (
     runs,
     serve,
     synthesis,
-    trainer,
+    training,
 )
 from coevo.run.driver.failures import without_doc_links
 from coevo.run.driver.stopping import EXIT_TERMINATED, Terminated
@@ -77,7 +77,7 @@ _GROUPS = (
     corpus,
     roles,
     runs,
-    trainer,
+    training,
     analysis,
     doctor,
     examples,

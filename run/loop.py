@@ -57,6 +57,7 @@ from coevo.run.driver.failures import ROLE_TABLE, RoleTally, failing_streak
 from coevo.run.driver.stopping import at_commit, generations_begin
 from coevo.run.driver.summary import summarize
 from coevo.run.experiment import REDACTED_WHY, Experiment, recorded_experiment
+from coevo.run.generation.checkpoints import prune_checkpoints, resumable
 from coevo.run.generation.overlap import (
     Background,
     Deferred,
@@ -361,7 +362,7 @@ class Arena:
         )
 
     def _load_checkpoint(self, gen: int) -> None:
-        manifest = _resumable(self.log, gen)
+        manifest = resumable(self.log, gen)
         base = ("checkpoints", f"gen={gen}")
         tasks = self._tasks_from_log()
         self.logged_worlds = set(self.worlds)
@@ -732,17 +733,10 @@ class Arena:
             {"checkpoint": "/".join(base), "checkpoint_files": {**files, "state": "state.json"}},
             owner=self.lock,
         )
-        self._prune_checkpoints(record.gen)
+        self.pruned_through = prune_checkpoints(
+            self.log, record.gen, self.exp.run.keep_checkpoints, self.pruned_through
+        )
         return GameLog.as_read(record.gen, tables)
-
-    def _prune_checkpoints(self, gen: int) -> None:
-        """Remove the checkpoints older than the last ``run.keep_checkpoints`` (after generation ``gen``'s commit)."""
-        keep = self.exp.run.keep_checkpoints
-        if keep == 0:
-            return
-        for old in range(self.pruned_through + 1, gen - keep + 1):
-            self.log.prune_checkpoint(old)
-            self.pruned_through = old
 
     def _save_proposer(
         self, gen: int, base: tuple[str, str], files: dict[str, str | None]
@@ -766,30 +760,6 @@ class Arena:
         self.held.close()
         if self.actors is not None:
             self.actors.close()
-
-
-def _resumable(log: GameLog, gen: int) -> dict[str, Any]:
-    """Generation ``gen``'s manifest, when its checkpoint is one coevo loads.
-
-    Raises:
-        ArenaError: the run was written with pickled checkpoints (game-log schema 1).
-    """
-    manifest = log.manifests()[gen]
-    if manifest["schema_version"] < 2:
-        raise ArenaError(
-            f"{log.run.uri} was written by an older coevo (game-log schema "
-            f"{manifest['schema_version']}), whose checkpoints are Python pickles; coevo never "
-            "loads a pickle from a run directory. Its log still reads (coevo analyze, report, "
-            "export); to train on, start a new run with `coevo run`"
-        )
-    if log.pruned(manifest):
-        raise ArenaError(
-            f"generation {gen} of {log.run.uri} keeps no checkpoint (run.keep_checkpoints "
-            "removed it once later ones were committed, and a repair cut those): the run cannot "
-            "be resumed. Its log reads whole (coevo analyze, report, export); to train on, start "
-            "a new run with `coevo run`"
-        )
-    return manifest
 
 
 def run_experiment(
@@ -826,7 +796,7 @@ def run_experiment(
     """
     target = run_dir or experiment.run.out
     if resume and (last := GameLog(target).last_generation()) >= 0:
-        _resumable(GameLog(target), last)  # before Ray starts or the lock is taken
+        resumable(GameLog(target), last)  # before Ray starts or the lock is taken
     with driving(
         experiment,
         target,

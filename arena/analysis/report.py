@@ -230,9 +230,10 @@ def _success_figure(
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.8))
     for i, (label, members) in enumerate(setups):
         colour = f"C{i % 10}"
-        cumulative = []
+        cumulative: list[dict[int, float]] = []
         for m in members:
-            so_far, total = {}, 0
+            so_far: dict[int, float] = {}
+            total = 0
             for row in m["throughput"]:
                 total += row["episodes"] or 0
                 so_far[row["gen"]] = total

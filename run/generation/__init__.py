@@ -7,5 +7,6 @@
 :mod:`.selfplay`        self-play's part: what each proposal earned, the novelty archive, the watch
 :mod:`.suites`          further held-out suites (``[[eval.suites]]``), played beside the synthesized one
 :mod:`.record`          the rows a generation commits to the game log
+:mod:`.checkpoints`     what a run resumes from, and the older checkpoints pruned
 ======================= ===========================================================
 """
