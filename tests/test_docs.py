@@ -163,7 +163,7 @@ def test_the_solver_template_conforms_and_plays_a_run_swapped_in_from_the_comman
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The Solver template passes check_role (the broken task a failed episode), and `--set solver.name=lookup-solver` plays the quickstart with it."""
-    from coevo.arena import GameLog
+    from coevo.arena.gamelog import GameLog
     from coevo.run.cli import main
 
     with plugin_on_path(SOLVER_TEMPLATE, tmp_path, monkeypatch):

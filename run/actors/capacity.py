@@ -21,7 +21,6 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from coevo.arena.errors import ArenaError, ExperimentError
-from coevo.run.actors.connection import joined_address
 from coevo.run.actors.resources import check_resources, cluster_nodes
 
 if TYPE_CHECKING:
@@ -126,8 +125,9 @@ def _check(
     resources: Mapping[str, float],
     nodes: list[dict[str, float]],
     driver_node: dict[str, float],
+    joined: str | None = None,
 ) -> None:
-    check_capacity(experiment, resources, joined_address())
+    check_capacity(experiment, resources, joined)
     check_resources(*_reserved(experiment), nodes, driver_node)
 
 
@@ -227,8 +227,10 @@ def _shrink(key: str, value: str) -> str:
     return f"{math.floor(float(value) * 90) / 100:g}"
 
 
-def check_cluster(experiment: Experiment) -> None:
+def check_cluster(experiment: Experiment, joined: str | None = None) -> None:
     """Both checks against the Ray cluster this process is connected to: the actor count, and what the tables reserve.
+
+    ``joined``: the address of the cluster the run joined (None: a Ray on this machine), for the advice.
 
     Raises:
         ArenaError: what does not fit and what to change.
@@ -238,7 +240,7 @@ def check_cluster(experiment: Experiment) -> None:
     resources = ray.cluster_resources()  # Ray never refuses actors of 0 CPUs: the count is ours
     nodes, driver_node = cluster_nodes()
     try:
-        _check(experiment, resources, nodes, driver_node)
+        _check(experiment, resources, nodes, driver_node, joined)
     except ArenaError as exc:
         items = fitting_overrides(experiment, resources, nodes, driver_node)
         if not items:

@@ -28,7 +28,7 @@ import ray
 from coevo.agents.registry import REGISTRY
 from coevo.arena.errors import ArenaError
 from coevo.run.actors.capacity import check_cluster
-from coevo.run.actors.connection import ends_with_this_driver
+from coevo.run.actors.connection import ends_with_this_driver, joined_address
 from coevo.run.actors.hosts import host_for, remote_host
 from coevo.run.actors.inprocess import LocalActor, LocalRef, kill
 from coevo.run.actors.pool import ActorPool
@@ -137,7 +137,9 @@ def start_actors(exp: Experiment, progress: Callable[[str], None] | None = None)
     in_process = exp.ray.in_process
     groups: list[Any] = []
     if not in_process:
-        check_cluster(exp)  # before any actor: Ray would wait forever for what is not there
+        check_cluster(
+            exp, joined_address()
+        )  # before any actor: Ray would wait forever for what is not there
         here = ray.get_runtime_context().get_node_id()
     settings = exp.role_settings()
     say = progress or (lambda text: None)
