@@ -169,9 +169,40 @@ def _reference_episodes(tasks: Sequence[TaskSpec]) -> list[Episode]:
     return episodes
 
 
+def _broken_raised(
+    problems: list[str],
+    what: str,
+    fn: Callable[[], Any],
+    without_broken: Callable[[], Any],
+    fix: str,
+) -> Any:
+    """``fn()``; when it raises but the batch without the broken task does not, a problem saying what the role must do instead."""
+    try:
+        return fn()
+    except Exception as exc:
+        try:
+            without_broken()
+        except Exception:
+            problems.append(f"{what} raised {type(exc).__name__}: {exc}")
+            return None
+        problems.append(
+            f"{what} raised {type(exc).__name__} on the last task, whose world is broken on purpose "
+            f"(coevo.run.testing.broken_task()): a role must not raise for one task it cannot "
+            f"handle, or the whole batch is lost; {fix} (the error was: {exc})"
+        )
+        return None
+
+
 def _solver(obj: Any, tasks: list[TaskSpec], seed: int, problems: list[str]) -> None:
     batch = [*tasks, broken_task()]
-    first = _call(problems, "attempt(tasks, seed)", lambda: obj.attempt(batch, seed))
+    first = _broken_raised(
+        problems,
+        "attempt(tasks, seed)",
+        lambda: obj.attempt(batch, seed),
+        lambda: obj.attempt(tasks, seed),
+        "return an episode with reward 0 for it: coevo.arena.outcomes.failed_episode(task, seed, "
+        "why, solver) records why, and the run counts it as a failure of the Solver",
+    )
     if first is None or not _check_batch(problems, "attempt", first, len(batch), Episode):
         return
     if [e.task_id for e in first] != [t.task_id for t in batch]:
@@ -194,7 +225,14 @@ def _solver(obj: Any, tasks: list[TaskSpec], seed: int, problems: list[str]) -> 
 
 def _judge(obj: Any, tasks: list[TaskSpec], problems: list[str]) -> None:
     batch = [*tasks, broken_task()]
-    first = _call(problems, "assess(tasks)", lambda: obj.assess(batch))
+    first = _broken_raised(
+        problems,
+        "assess(tasks)",
+        lambda: obj.assess(batch),
+        lambda: obj.assess(tasks),
+        "return a rejected verdict for it, with the reason: coevo.arena.outcomes.failed_verdict("
+        "task, why) when the Judge itself could not assess it",
+    )
     if first is None or not _check_batch(problems, "assess", first, len(batch), Verdict):
         return
     if [v.task_id for v in first] != [t.task_id for t in batch]:

@@ -587,6 +587,22 @@ def _short(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+def domain_code_fails(
+    worlds: Iterable[CodeWorldSpec], *, paths: Sequence[str], seconds: float
+) -> tuple[CodeWorldSpec, str] | None:
+    """The first of ``worlds`` whose initial state the domain's code cannot build, with why; None when all can.
+
+    The probe a benchmark's pool and a code eval suite both run before
+    anything starts: one sandboxed worker with ``paths`` on its import path.
+    """
+    with CodeWorlds(workers=1, seconds=seconds, paths=paths) as probe:
+        for world in worlds:
+            state, why = probe.initial_state(world)
+            if state is None:
+                return world, str(why)
+    return None
+
+
 def replay(
     worlds: CodeWorlds, world: CodeWorldSpec, calls: Iterable[tuple[str, Mapping[str, Any]]]
 ) -> tuple[dict[str, Any] | None, list[CodeObservation], str | None]:

@@ -187,7 +187,7 @@ class Observation:
         """A deep copy, field by field: what ``copy.deepcopy`` makes, about twice as fast.
 
         (Its generic path for a slots dataclass goes through ``__reduce_ex__``;
-        the in-process hosts, :mod:`coevo.run.inprocess`, copy every episode.)
+        the in-process hosts, :mod:`coevo.run.actors.inprocess`, copy every episode.)
         """
         return Observation(*(copy.deepcopy(getattr(self, f.name), memo) for f in fields(self)))
 

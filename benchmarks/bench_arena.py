@@ -41,10 +41,10 @@ import ray
 from coevo.agents.linear_pg import LinearPGSolver
 from coevo.agents.protocols import ProposalRequest
 from coevo.agents.synthesizers.procedural import ProceduralSynthesizer
+from coevo.run.actors.hosts import remote_host
 from coevo.run.experiment import load_experiment
-from coevo.run.hosts import remote_host
+from coevo.run.generation.overlap import covered
 from coevo.run.loop import run_experiment
-from coevo.run.overlap import covered
 
 CHUNK = 64
 

@@ -52,7 +52,7 @@ from coevo.agents.synthesizers.procedural import ProceduralSynthesizer
 from coevo.arena import TaskSpec
 from coevo.arena.gamelog import EpisodeRow, GameLog, GenerationRecord, TaskRow, TrajectoryRow
 from coevo.arena.outcomes import Episode
-from coevo.run.trainer import BATCH_SCHEMA, Handoff, TrainerConfig, training_batch
+from coevo.run.handoff.transports import BATCH_SCHEMA, Handoff, TrainerConfig, training_batch
 
 ROOT = Path(__file__).resolve().parents[1]
 FAKE_SERVER = ROOT / "tests" / "agents" / "fake_openai.py"

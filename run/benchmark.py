@@ -37,7 +37,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
-import ray
 from coevo.agents.llm.codeplay import play_code
 from coevo.agents.llm.environment import llm_environment
 from coevo.agents.llm.solver import LLMSolver
@@ -52,7 +51,7 @@ from coevo.arena.codetask import (
     read_code_tasks,
     static_problems,
 )
-from coevo.arena.codeworld import CodeWorlds, replay
+from coevo.arena.codeworld import CodeWorlds, domain_code_fails, replay
 from coevo.arena.errors import ArenaError, CoevoError
 from coevo.arena.gamelog import GameLog, RunDir, RunLock
 from coevo.arena.gamelog.figures import rejection_counts, top_rejections
@@ -71,13 +70,14 @@ from coevo.arena.ids import episode_id
 from coevo.arena.outcomes import JUDGE_FAILED_PREFIX, CheckResult, Episode, Verdict
 from coevo.arena.secrets import redact
 from coevo.arena.seeding import derive_seed
-from coevo.run.driver import driving
+from coevo.run.actors.inprocess import get, kill
+from coevo.run.actors.pool import ActorPool, Lost
+from coevo.run.actors.start import start_hosts
+from coevo.run.driver.driving import driving
+from coevo.run.driver.failures import RoleTally
+from coevo.run.driver.stopping import at_commit, generations_begin
 from coevo.run.experiment import BenchmarkConfig, Experiment
-from coevo.run.failures import RoleTally
-from coevo.run.generation import GenerationReport, RunSummary
-from coevo.run.inprocess import LocalActor, get, kill
-from coevo.run.pool import ActorPool, Lost
-from coevo.run.stopping import at_commit, generations_begin
+from coevo.run.generation.state import GenerationReport, RunSummary
 
 __all__ = [
     "POOL",
@@ -241,15 +241,14 @@ def check_pool(exp: Experiment) -> list[CodeTaskSpec]:
             'e.g. user = { provider = "anthropic", model = "claude-haiku-4-5" })'
         )
     worlds = {t.world.world_id: t.world for t in tasks}
-    with CodeWorlds(workers=1, seconds=bench.seconds, paths=bench.code) as probe:
-        for world in worlds.values():
-            state, why = probe.initial_state(world)
-            if state is None:
-                raise ArenaError(
-                    f"the {world.domain!r} domain's code does not run from benchmark.code "
-                    f"{bench.code or '(none given)'}: {why}; give the folder holding the domain's "
-                    "code (CHECKOUT/src for τ²-bench) and install what it imports"
-                )
+    failed = domain_code_fails(worlds.values(), paths=bench.code, seconds=bench.seconds)
+    if failed is not None:
+        world, why = failed
+        raise ArenaError(
+            f"the {world.domain!r} domain's code does not run from benchmark.code "
+            f"{bench.code or '(none given)'}: {why}; give the folder holding the domain's "
+            "code (CHECKOUT/src for τ²-bench) and install what it imports"
+        )
     return tasks
 
 
@@ -486,14 +485,13 @@ def run_benchmark(
     actors: list[Any] = []
     run: _Benchmark | None = None
     reports: list[GenerationReport] = []
-    with driving(exp, lock.run, resume=resume, address=address, lock=lock):  # Ray, for the trials
+    with driving(exp, lock.run, resume=resume, address=address, lock=lock, events=events):
         try:
-            if exp.ray.in_process:
-                actors = [LocalActor(BenchmarkHost(*args)) for _ in range(exp.solver.actors)]
-            else:
-                host: Any = ray.remote(BenchmarkHost)
-                options = {"num_cpus": 0, "max_restarts": 4, "max_task_retries": 4}
-                actors = [host.options(**options).remote(*args) for _ in range(exp.solver.actors)]
+            options = {"num_cpus": 0, "max_restarts": 4, "max_task_retries": 4}
+            actors = start_hosts(
+                BenchmarkHost, args, [options] * exp.solver.actors,
+                in_process=exp.ray.in_process, made_as="solver",
+            )  # fmt: skip
             get([a.pid.remote() for a in actors])  # built: the pool read, the servers answered
             if on_start is not None:
                 on_start(actors)

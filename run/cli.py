@@ -62,10 +62,10 @@ from coevo.run.commands import (
     runs,
     serve,
     synthesis,
-    trainer,
+    training,
 )
-from coevo.run.failures import without_doc_links
-from coevo.run.stopping import EXIT_TERMINATED, Terminated
+from coevo.run.driver.failures import without_doc_links
+from coevo.run.driver.stopping import EXIT_TERMINATED, Terminated
 
 __all__ = ["build_parser", "main"]
 
@@ -77,7 +77,7 @@ _GROUPS = (
     corpus,
     roles,
     runs,
-    trainer,
+    training,
     analysis,
     doctor,
     examples,

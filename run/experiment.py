@@ -21,6 +21,7 @@ TOML (``1``, ``"text"``, ``[1, 2]``, ``true``) or, failing that, as text.
 
 from __future__ import annotations
 
+import copy
 import difflib
 import json
 import os
@@ -47,11 +48,11 @@ from coevo.arena.settings import (
 from coevo.curricula.base import CurriculumConfig
 from coevo.curricula.objectives import ProposerConfig
 from coevo.curricula.registry import curriculum_config, recorded_curriculum
-from coevo.run.capacity import MAX_ACTORS
-from coevo.run.resources import Placement, RoleResources
-from coevo.run.selfplay import WatchConfig
+from coevo.run.actors.capacity import MAX_ACTORS
+from coevo.run.actors.resources import Placement, RoleResources
+from coevo.run.generation.selfplay import WatchConfig
+from coevo.run.handoff.transports import TrainerConfig, unreproducible_sampling
 from coevo.run.tracking import TrackingConfig
-from coevo.run.trainer import TrainerConfig, unreproducible_sampling
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -127,13 +128,17 @@ class RunConfig(_Table):
             generation plays the policy learnt on the one before. 1 or more: the learner's
             step and the World model's update on generation n − 1 and the judging of n + 1 run
             beside the solving of n, which plays the policy learnt through n − 2
-            (:mod:`coevo.run.overlap`); with a ``[trainer]``, generation n plays once
+            (:mod:`coevo.run.generation.overlap`); with a ``[trainer]``, generation n plays once
             the trainer has trained through batch n − 1 − k.
         stop_grace: seconds a SIGTERM (a scheduler's, ``timeout``'s) waits for the generation
-            in flight to commit before the run ends at once (:mod:`coevo.run.stopping`).
+            in flight to commit before the run ends at once (:mod:`coevo.run.driver.stopping`).
         stop_after_failing: stop the run (exit 3, the cause said) once a role has failed every
             call in this many generations in a row; 0: never (the run goes on to the end); at
             most a million, as ``generations``.
+        keep_checkpoints: the checkpoints kept, of the last generations (a run resumes from
+            its last; ``coevo doctor --repair`` from an earlier one that has its checkpoint);
+            older ones are removed once a newer one is committed, their log kept whole. 0:
+            every generation's.
 
     Every whole number has an upper bound far above any real run's, so that a 4,000-digit
     number is refused here, naming the key, rather than met as an overflow or a
@@ -149,6 +154,7 @@ class RunConfig(_Table):
     max_staleness: int = Field(default=0, ge=0, le=1000)
     stop_grace: float = Field(default=25.0, ge=0, le=3600)
     stop_after_failing: int = Field(default=2, ge=0, le=MAX_GENERATIONS)
+    keep_checkpoints: int = Field(default=3, ge=0, le=MAX_GENERATIONS)
 
 
 class RoleTable(_Table):
@@ -157,10 +163,10 @@ class RoleTable(_Table):
     Attributes:
         name: the registered role name (``coevo roles`` lists them).
         actors: Ray actors of this role (the learner and the World model are always one), at
-            most :data:`~coevo.run.capacity.MAX_ACTORS` and what the cluster holds.
+            most :data:`~coevo.run.actors.capacity.MAX_ACTORS` and what the cluster holds.
         config: keyword arguments for the role's factory.
         resources: what each actor reserves (``[solver.resources]``: cpus, gpus, memory,
-            custom; :mod:`coevo.run.resources`).
+            custom; :mod:`coevo.run.actors.resources`).
         placement: ``default``, ``spread`` (different nodes where Ray can), or a placement
             group: ``pack``, ``strict-pack``, ``strict-spread``.
     """
@@ -306,7 +312,7 @@ class RayConfig(_Table):
         num_cpus: CPUs for a local Ray (empty: all).
         in_process: play every role in this process, without Ray: the same log, no worker
             processes, no restarts, placement or cluster (a debugger, tests;
-            :mod:`coevo.run.actors`).
+            :mod:`coevo.run.actors.start`).
     """
 
     address: str = ""
@@ -558,6 +564,49 @@ def parse_overrides(items: Sequence[str]) -> dict[str, Any]:
     return out
 
 
+def overridden(data: Mapping[str, Any], items: Sequence[str]) -> dict[str, Any]:
+    """``data`` with each ``--set`` item applied in turn: its value replaces what is at its key.
+
+    A table value replaces the whole table (``--set 'solver.config={max_calls=3}'``
+    leaves no other setting of the file's); a scalar sets one key and leaves
+    the rest of its table. Setting a role table's ``name`` to another role
+    drops the file's ``config`` for that table (those settings were the old
+    role's), unless an item sets that ``config`` too:
+    ``--set solver.name=random-solver`` swaps the Solver.
+
+    Raises:
+        ExperimentError: an item is not ``key=value``, or sets a key inside a value.
+    """
+    out = copy.deepcopy(dict(data))
+    for item in items:
+        value: Any = parse_overrides([item])
+        path = item.partition("=")[0].strip().split(".")
+        for part in path:
+            value = value[part]
+        node = out
+        for part in path[:-1]:
+            child = node.get(part, {})
+            if not isinstance(child, dict):
+                raise ExperimentError(f"--set {item}: {part} is a value, not a table")
+            node[part] = child
+            node = child
+        role_swapped = (
+            len(path) == 2
+            and path[0] in ROLE_TABLES
+            and path[1] == "name"
+            and node.get("name") != value
+            and not any(
+                other.split("=", 1)[0].strip() in (f"{path[0]}.config", path[0])
+                or other.startswith(f"{path[0]}.config.")
+                for other in items
+            )
+        )
+        if role_swapped:
+            node.pop("config", None)  # the file's settings were the old role's
+        node[path[-1]] = value
+    return out
+
+
 def _is_bundled(name: str) -> bool:
     try:
         find_bundled(name, kind="experiment")
@@ -629,7 +678,7 @@ def load_experiment(
     many = len(overrides) > 1
     shown = [o if len(o) <= 120 else f"{o[:60]}... ({len(o)} characters)" for o in overrides]
     return _validated(
-        merged(_tracking_expanded(data), _tracking_expanded(parse_overrides(overrides))),
+        overridden(_tracking_expanded(data), overrides),
         f"the override{'s' * many} --set " + " --set ".join(shown),
         what="valid" if not many else "valid together",
         verb="are" if many else "is",
@@ -758,7 +807,7 @@ def _reproducible(experiment: Experiment) -> None:
     The Solver's, and a self-play Synthesizer's (its proposals are rows of the batch
     too): what their calls send (:meth:`~coevo.agents.llm.role.LLMRole.sent_sampling`,
     the neutral values filled in) must hold no parameter of
-    :func:`~coevo.run.trainer.unreproducible_sampling`.
+    :func:`~coevo.run.handoff.transports.unreproducible_sampling`.
 
     Raises:
         ExperimentError: naming each setting, its value, and what to set.

@@ -15,13 +15,13 @@ One generation ``g``:
    learner steps on those groups only;
 5. the learner takes one step and its new state goes to every Solver with
    the next call; the World model and the curriculum see the outcomes;
-6. every ``eval.every`` generations the held-out suites are played (:mod:`coevo.run.suites`);
+6. every ``eval.every`` generations the held-out suites are played (:mod:`coevo.run.generation.suites`);
 7. the generation's rows (a :class:`~coevo.arena.gamelog.GenerationRecord`)
    are written, then the checkpoint, then the manifest (the commit).
 
 That is the order at ``run.max_staleness = 0``. At 1 or more the judging of
 ``g + 1``, the solving of ``g`` and the learner's step and World model update
-on ``g − 1`` run at the same time (:mod:`coevo.run.overlap`); the log is
+on ``g − 1`` run at the same time (:mod:`coevo.run.generation.overlap`); the log is
 still the same for the same seed and staleness. Each generation's event gives
 its phases' times and the share of its wall time each actor was busy.
 
@@ -49,11 +49,25 @@ from coevo.arena.seeding import derive_seed
 from coevo.arena.spec import TaskSpec, WorldSpec
 from coevo.curricula.base import Curriculum, GenerationPlan
 from coevo.curricula.registry import make_curriculum
-from coevo.run.actors import Actors, start_actors
-from coevo.run.driver import driving
+from coevo.run.actors.inprocess import get
+from coevo.run.actors.pool import ActorPool, Lost
+from coevo.run.actors.start import Actors, start_actors
+from coevo.run.driver.driving import driving
+from coevo.run.driver.failures import ROLE_TABLE, RoleTally, failing_streak
+from coevo.run.driver.stopping import at_commit, generations_begin
+from coevo.run.driver.summary import summarize
 from coevo.run.experiment import REDACTED_WHY, Experiment, recorded_experiment
-from coevo.run.failures import ROLE_TABLE, RoleTally, failing_streak
-from coevo.run.generation import (
+from coevo.run.generation.checkpoints import prune_checkpoints, resumable
+from coevo.run.generation.overlap import (
+    Background,
+    Deferred,
+    busy_shares,
+    drain_busy,
+)
+from coevo.run.generation.playing import Players
+from coevo.run.generation.record import generation_record
+from coevo.run.generation.selfplay import ProposalScoring, Watch
+from coevo.run.generation.state import (
     Clock,
     Generation,
     GenerationReport,
@@ -63,22 +77,9 @@ from coevo.run.generation import (
     plan_json,
     plan_of,
 )
-from coevo.run.ingest import Inbox, known_tasks
-from coevo.run.inprocess import get
-from coevo.run.overlap import (
-    Background,
-    Deferred,
-    busy_shares,
-    drain_busy,
-)
-from coevo.run.playing import Players
-from coevo.run.pool import ActorPool, Lost
-from coevo.run.record import generation_record
-from coevo.run.selfplay import ProposalScoring, Watch
-from coevo.run.stopping import at_commit, generations_begin
-from coevo.run.suites import HeldOutSuites
-from coevo.run.summary import summarize
-from coevo.run.trainer import (
+from coevo.run.generation.suites import HeldOutSuites
+from coevo.run.handoff.inbox import Inbox, known_tasks
+from coevo.run.handoff.transports import (
     Announcement,
     Handoff,
     announced_policy,
@@ -133,6 +134,9 @@ class Arena:
         self.version: int | None = None
         self.state_ref: Any = None
         self.unsaved: set[str] = set()  # roles already reported as not checkpointed
+        self.pruned_through = (
+            -1
+        )  # checkpoints up to here pruned (run.keep_checkpoints), this session
         self.suite_failures = 0  # role failures while the eval suite was made
         self.suite_calls = RoleTally()  # the role calls that made it (counted with generation 0's)
         self.calls = RoleTally()  # every role call of this invocation
@@ -358,7 +362,7 @@ class Arena:
         )
 
     def _load_checkpoint(self, gen: int) -> None:
-        manifest = _resumable(self.log, gen)
+        manifest = resumable(self.log, gen)
         base = ("checkpoints", f"gen={gen}")
         tasks = self._tasks_from_log()
         self.logged_worlds = set(self.worlds)
@@ -729,6 +733,9 @@ class Arena:
             {"checkpoint": "/".join(base), "checkpoint_files": {**files, "state": "state.json"}},
             owner=self.lock,
         )
+        self.pruned_through = prune_checkpoints(
+            self.log, record.gen, self.exp.run.keep_checkpoints, self.pruned_through
+        )
         return GameLog.as_read(record.gen, tables)
 
     def _save_proposer(
@@ -753,23 +760,6 @@ class Arena:
         self.held.close()
         if self.actors is not None:
             self.actors.close()
-
-
-def _resumable(log: GameLog, gen: int) -> dict[str, Any]:
-    """Generation ``gen``'s manifest, when its checkpoint is one coevo loads.
-
-    Raises:
-        ArenaError: the run was written with pickled checkpoints (game-log schema 1).
-    """
-    manifest = log.manifests()[gen]
-    if manifest["schema_version"] < 2:
-        raise ArenaError(
-            f"{log.run.uri} was written by an older coevo (game-log schema "
-            f"{manifest['schema_version']}), whose checkpoints are Python pickles; coevo never "
-            "loads a pickle from a run directory. Its log still reads (coevo analyze, report, "
-            "export); to train on, start a new run with `coevo run`"
-        )
-    return manifest
 
 
 def run_experiment(
@@ -797,7 +787,7 @@ def run_experiment(
         stop_after: end after this many generations of this call (tests of resume).
         on_start: called with the :class:`Arena` once its actors are up (tests, embedding).
         lock: the run directory's lock, when the caller has claimed it after its preflight
-            (:mod:`coevo.run.driver`, as ``coevo run`` does); else this call runs the
+            (:mod:`coevo.run.driver.driving`, as ``coevo run`` does); else this call runs the
             preflight and claims it before Ray starts.
         progress: told what is starting (Ray, each role's actors) until the first generation.
 
@@ -806,7 +796,7 @@ def run_experiment(
     """
     target = run_dir or experiment.run.out
     if resume and (last := GameLog(target).last_generation()) >= 0:
-        _resumable(GameLog(target), last)  # before Ray starts or the lock is taken
+        resumable(GameLog(target), last)  # before Ray starts or the lock is taken
     with driving(
         experiment,
         target,

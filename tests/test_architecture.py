@@ -276,7 +276,7 @@ print("loaded:", ",".join(sorted(m for m in {heavy!r} if m in sys.modules)))
 @pytest.mark.parametrize(
     "imports",
     [
-        "import coevo.run.hosts",
+        "import coevo.run.actors.hosts",
         "import coevo.run.loop",
         "from coevo.run.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass",
     ],

@@ -19,6 +19,7 @@ from tests.factories import plugin_on_path
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 TEMPLATE = ROOT / "docs" / "templates" / "role_plugin"
+SOLVER_TEMPLATE = ROOT / "docs" / "templates" / "solver_plugin"
 
 PYTHON_BLOCK = re.compile(r"^```python\n(.*?)^```", flags=re.S | re.M)
 FENCED = re.compile(r"^```.*?^```", flags=re.S | re.M)
@@ -158,6 +159,30 @@ def test_the_role_plugin_template_installs_and_conforms(template_installed: dict
     check_role(info.create({}), name=name)
 
 
+def test_the_solver_template_conforms_and_plays_a_run_swapped_in_from_the_command_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Solver template passes check_role (the broken task a failed episode), and `--set solver.name=lookup-solver` plays the quickstart with it."""
+    from coevo.arena.gamelog import GameLog
+    from coevo.run.cli import main
+
+    with plugin_on_path(SOLVER_TEMPLATE, tmp_path, monkeypatch):
+        meta = tomllib.loads((SOLVER_TEMPLATE / "pyproject.toml").read_text())["project"]
+        ((name, _),) = meta["entry-points"]["coevo.roles"].items()
+        info = REGISTRY.get(name)
+        assert info.kind == "solver" and info.description
+        check_role(info.create({}), name=name)
+        run = tmp_path / "run"
+        sets = ["solver.name=lookup-solver", "run.generations=1", "ray.in_process=true"]
+        flags = [item for s in sets for item in ("--set", s)]
+        assert main(["run", "quickstart", "--out", str(run), *flags]) == 0
+        episodes = GameLog(str(run)).read("episodes").to_pylist()
+        assert episodes and {str(e["solver"]).split("@")[0] for e in episodes} == {"lookup-solver"}
+        assert all(e["steps"] >= 1 and e["failure"] is None for e in episodes), (
+            "each played and submitted"
+        )
+
+
 BENCHMARK_COMMAND = re.compile(r"python benchmarks/(bench_\w+\.py)([^`\n]*)")
 HEADING = re.compile(r"^#+ ", flags=re.M)
 
@@ -219,7 +244,7 @@ def test_benchmark_figures_in_the_docs_name_the_counts_the_scripts_use() -> None
 
 def test_the_run_page_explains_every_column_of_the_live_table() -> None:
     """docs/arena.md has a row per column of `coevo run`'s table, with the meaning `coevo run --help` gives."""
-    from coevo.run.columns import COLUMNS
+    from coevo.run.driver.columns import COLUMNS
 
     page = (ROOT / "docs" / "arena.md").read_text()
     missing = [name for name, _, _, meaning in COLUMNS if f"| `{name}` | {meaning} |" not in page]

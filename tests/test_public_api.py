@@ -129,7 +129,7 @@ PUBLIC = {
     ],
     "coevo.arena.examples": ["EXAMPLES", "bundled", "find_bundled", "example_tasks"],
     "coevo.run.tracking": ["TrackingConfig", "Tracking"],
-    "coevo.run.summary": ["summarize", "summary_lines"],
+    "coevo.run.driver.summary": ["summarize", "summary_lines"],
     "coevo.curricula.rebuild": ["curriculum_from_log"],
 }
 

@@ -1,12 +1,15 @@
 """A self-contained HTML report of one or more runs (plots as embedded PNG, tables; no external resources).
 
     coevo report runs/uniform runs/plr runs/target-band --out report.html
+    coevo report runs/uniform-* runs/plr-* --group curriculum.name --csv figures/ --png figures/
 
-Figures, each with every run side by side:
+Figures, each with every run (or every setup) side by side:
 
-1. success against training episodes (train, and the held-out eval);
+1. success against training episodes: train, and the held-out eval with its
+   95% interval (Wilson's, from ``coevo analyze``);
 2. the level mastered (eval success at or above 0.5) and the curriculum's frontier, by generation;
-3. eval success per level and generation (a heat map per run);
+3. eval success per level, a line per level with its 95% band, by generation
+   (drawn at the generations evaluated, however spaced), a panel per run or setup;
 4. rejection reasons (proposals failing each check);
 5. calibration: the World model's predictions against the outcomes;
 6. the proposal distribution: each level's share of a generation's proposals
@@ -14,7 +17,18 @@ Figures, each with every run side by side:
    level trained on and the mean level proposed overlaid;
 7. the accepted pool's diversity and the mean proposer reward, by generation;
 
-and a table per run: generations, episodes, final eval success, accepted
+With ``group`` (a dotted key of the recorded experiment, e.g.
+``curriculum.name``) the runs that share its value are one *setup*, usually
+seeds of one configuration: figures 1 and 3 draw each setup's mean over its
+runs per generation, with a 95% bootstrap interval over the runs (runs
+resampled 10,000 times, seed 0; :func:`~coevo.arena.analysis.paired.paired_bootstrap`),
+labelled ``curriculum.name=plr (3 seeds)``; the other figures stay per run.
+Runs are labelled by name and seed (``quickstart seed 3``), their folder added
+only where two would read alike. Each figure's data can be written as CSV
+(``csv_dir``: ``FIGURE.csv``, the rows drawn) and each figure as a PNG
+(``png_dir``: ``FIGURE.png``).
+
+And a table per run: generations, episodes, final eval success, accepted
 tasks, mutations and the lineage summary; and a table of each run's held-out
 suites side by side, in-domain (the synthesized suite) and transfer
 (``[[eval.suites]]``): the last evaluated generation's success with its 95%
@@ -24,24 +38,28 @@ interval, and pass^k at k = the suite's trials.
 from __future__ import annotations
 
 import base64
+import csv
 import html
 import io
 import math
 from collections import defaultdict
+from pathlib import Path
 from typing import Any
 
 from coevo.arena.analysis.lineage import lineage_graph, lineage_summary
 from coevo.arena.analysis.metrics import analyze, load_run
+from coevo.arena.analysis.paired import paired_bootstrap
+from coevo.arena.errors import CoevoError
 
 __all__ = ["FIGURES", "render_report"]
 
 FIGURES = (
-    ("success", "Success against training episodes"),
+    ("success", "Success against training episodes (eval: 95% intervals)"),
     (
         "mastered",
         "Level mastered (eval success ≥ 0.5) and the curriculum's frontier, by generation",
     ),
-    ("heatmap", "Eval success per level and generation"),
+    ("levels", "Eval success per level, by generation (95% intervals)"),
     ("rejections", "Rejection reasons"),
     ("calibration", "World-model calibration"),
     ("proposals", "Proposal distribution by generation"),
@@ -64,7 +82,12 @@ def _label(metrics: dict[str, Any]) -> str:
     return f"{name} ({metrics.get('curriculum')}) — {metrics['run_dir']}"
 
 
-def _figures(runs: list[dict[str, Any]]) -> dict[str, str]:
+def _figures(
+    runs: list[dict[str, Any]],
+    setups: list[tuple[str, list[dict[str, Any]]]],
+    data: dict[str, list[dict[str, Any]]],
+) -> dict[str, str]:
+    """Every figure as a base64 PNG, by id; ``data`` gets each figure's rows (for CSV)."""
     # matplotlib is heavy and choosing its backend is global: both happen only when a report is drawn
     import matplotlib
 
@@ -72,51 +95,15 @@ def _figures(runs: list[dict[str, Any]]) -> dict[str, str]:
     import matplotlib.pyplot as plt  # after the backend is chosen
 
     out: dict[str, str] = {}
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.8))
-    for m in runs:
-        cumulative, total = {}, 0
-        for row in m["throughput"]:
-            total += row["episodes"] or 0
-            cumulative[row["gen"]] = total
-        train = m["success"]["train"]
-        left.plot(
-            [cumulative[r["gen"]] for r in train], [r["success"] for r in train], label=m["legend"]
-        )
-        evals = m["success"]["eval"]
-        right.plot(
-            [cumulative[r["gen"]] for r in evals],
-            [r["success"] for r in evals],
-            marker="o",
-            label=m["legend"],
-        )
-    for ax, title in ((left, "train"), (right, "held-out eval")):
-        ax.set_title(title)
-        ax.set_xlabel("training episodes")
-        ax.set_ylabel("success")
-        ax.set_ylim(-0.02, 1.02)
-        ax.legend(fontsize=8)
-    out["success"] = _png(fig)
-
+    out["success"] = _png(_success_figure(plt, setups, data))
     out["mastered"] = _png(_mastered_figure(plt, runs))
-
-    fig, axes = plt.subplots(1, len(runs), figsize=(5.2 * len(runs), 3.6), squeeze=False)
-    for ax, m in zip(axes[0], runs, strict=True):
-        rows = [r for r in m["success"]["eval_by_level"] if r["level"] is not None]
-        gens = sorted({r["gen"] for r in rows})
-        levels = sorted({r["level"] for r in rows})
-        grid = [[float("nan")] * len(gens) for _ in levels]
-        for r in rows:
-            grid[levels.index(r["level"])][gens.index(r["gen"])] = r["success"]
-        image = ax.imshow(
-            grid or [[0.0]], aspect="auto", origin="lower", vmin=0, vmax=1, cmap="viridis"
-        )
-        ax.set_xticks(range(len(gens)), [str(g) for g in gens], fontsize=7)
-        ax.set_yticks(range(len(levels)), [str(lv) for lv in levels])
-        ax.set_xlabel("generation")
-        ax.set_ylabel("level")
-        ax.set_title(m["legend"], fontsize=9)
-        fig.colorbar(image, ax=ax, fraction=0.046)
-    out["heatmap"] = _png(fig)
+    data["mastered"] = [
+        {"run": m["legend"], "gen": r["gen"], "mastered": r["mastered"], "frontier": frontier}
+        for m in runs
+        for r in m["mastered"]
+        for frontier in [next((f["frontier"] for f in m["frontier"] if f["gen"] == r["gen"]), None)]
+    ]
+    out["levels"] = _png(_levels_figure(plt, setups, data))
 
     fig, ax = plt.subplots(figsize=(6.5, 3.8))
     checks = sorted({r["check"] for m in runs for r in m["rejections"]})
@@ -125,6 +112,9 @@ def _figures(runs: list[dict[str, Any]]) -> dict[str, str]:
         totals: dict[str, int] = defaultdict(int)
         for r in m["rejections"]:
             totals[r["check"]] += r["failed"]
+        data["rejections"] += [
+            {"run": m["legend"], "check": c, "failed": totals[c]} for c in checks
+        ]
         ax.bar(
             [c + i * width for c in range(len(checks))],
             [totals[c] for c in checks],
@@ -148,6 +138,7 @@ def _figures(runs: list[dict[str, Any]]) -> dict[str, str]:
     ax.plot([0, 1], [0, 1], color="grey", linestyle="--", linewidth=1)
     for m in runs:
         table = m["calibration"]["reliability"]
+        data["calibration"] += [{"run": m["legend"], **r} for r in table]
         ax.plot(
             [r["predicted"] for r in table],
             [r["observed"] for r in table],
@@ -161,8 +152,146 @@ def _figures(runs: list[dict[str, Any]]) -> dict[str, str]:
     ax.legend(fontsize=8)
     out["calibration"] = _png(fig)
     out["proposals"] = _png(_proposal_figure(plt, runs))
+    data["proposals"] = [
+        {"run": m["legend"], "gen": r["gen"], "level": r["level"], "share": r["share"]}
+        for m in runs
+        for r in m["proposals"]["by_level"]
+    ]
     out["diversity"] = _png(_diversity_figure(plt, runs))
+    data["diversity"] = [
+        {
+            "run": m["legend"],
+            "gen": r["gen"],
+            "pool_diversity": r.get("pool_diversity"),
+            "distinct_share": r.get("distinct_share"),
+            **{
+                key: next((p[key] for p in per_gen if p["gen"] == r["gen"]), None)
+                for key in ("proposer_reward", "proposer_reward_played")
+            },
+        }
+        for m in runs
+        for per_gen in [m["proposals"]["per_generation"]]
+        for r in m["diversity"]
+    ]
     return out
+
+
+def _pooled(
+    series: list[list[dict[str, Any]]], x: list[dict[int, float]] | None = None
+) -> list[dict[str, Any]]:
+    """Per generation, the mean success over the runs of one setup, with a 95% interval.
+
+    One run keeps its own figures (and its Wilson interval, where it has one);
+    several get the mean over the runs that have the generation and a
+    bootstrap interval over those runs. ``x``: per run, generation → the
+    training episodes so far (their mean over the runs is the point's x).
+    """
+    by_gen: dict[int, list[float]] = defaultdict(list)
+    xs: dict[int, list[float]] = defaultdict(list)
+    wilson: dict[int, tuple[Any, Any]] = {}
+    for i, rows in enumerate(series):
+        for r in rows:
+            if r["success"] is None:
+                continue
+            by_gen[r["gen"]].append(r["success"])
+            wilson[r["gen"]] = (r.get("low"), r.get("high"))
+            if x is not None:
+                xs[r["gen"]].append(x[i].get(r["gen"], math.nan))
+    out = []
+    for gen in sorted(by_gen):
+        values = by_gen[gen]
+        if len(series) == 1:
+            mean, (low, high) = values[0], wilson[gen]
+        else:
+            mean, low, high = paired_bootstrap(values, n=10_000, seed=0)
+        row = {"gen": gen, "success": mean, "low": low, "high": high, "runs": len(values)}
+        if x is not None:
+            row["episodes"] = sum(xs[gen]) / len(xs[gen])
+        out.append(row)
+    return out
+
+
+def _band(ax: Any, xs: list[float], rows: list[dict[str, Any]], colour: Any) -> None:
+    """A 95% band under a line, where the rows have an interval."""
+    points = [
+        (x, r["low"], r["high"]) for x, r in zip(xs, rows, strict=True) if r["low"] is not None
+    ]
+    if points:
+        ax.fill_between(
+            [p[0] for p in points], [p[1] for p in points], [p[2] for p in points],
+            color=colour, alpha=0.18, linewidth=0,
+        )  # fmt: skip
+
+
+def _success_figure(
+    plt: Any, setups: list[tuple[str, list[dict[str, Any]]]], data: dict[str, list[dict[str, Any]]]
+) -> Any:
+    """Train and held-out eval success against training episodes, a line per setup, eval with its 95% band."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.8))
+    for i, (label, members) in enumerate(setups):
+        colour = f"C{i % 10}"
+        cumulative: list[dict[int, float]] = []
+        for m in members:
+            so_far: dict[int, float] = {}
+            total = 0
+            for row in m["throughput"]:
+                total += row["episodes"] or 0
+                so_far[row["gen"]] = total
+            cumulative.append(so_far)
+        for ax, curve, marker in ((left, "train", None), (right, "eval", "o")):
+            rows = _pooled([m["success"][curve] for m in members], cumulative)
+            xs = [r["episodes"] for r in rows]
+            ax.plot(xs, [r["success"] for r in rows], marker=marker, color=colour, label=label)
+            if curve == "eval" or len(members) > 1:
+                _band(ax, xs, rows, colour)
+            data["success"] += [{"setup": label, "curve": curve, **r} for r in rows]
+    for ax, title in ((left, "train"), (right, "held-out eval (95% intervals)")):
+        ax.set_title(title)
+        ax.set_xlabel("training episodes")
+        ax.set_ylabel("success")
+        ax.set_ylim(-0.02, 1.02)
+        ax.legend(fontsize=8)
+    return fig
+
+
+def _levels_figure(
+    plt: Any, setups: list[tuple[str, list[dict[str, Any]]]], data: dict[str, list[dict[str, Any]]]
+) -> Any:
+    """Eval success per level: a line per level with its 95% band, by generation, a panel per setup."""
+    fig, axes = plt.subplots(1, len(setups), figsize=(5.2 * len(setups), 3.6), squeeze=False)
+    colours = plt.get_cmap("viridis")
+    for ax, (label, members) in zip(axes[0], setups, strict=True):
+        levels = sorted(
+            {
+                r["level"]
+                for m in members
+                for r in m["success"]["eval_by_level"]
+                if r["level"] is not None
+            }
+        )
+        for j, level in enumerate(levels):
+            colour = colours(0.1 + 0.75 * j / max(1, len(levels) - 1))
+            series = [
+                [r for r in m["success"]["eval_by_level"] if r["level"] == level] for m in members
+            ]
+            rows = _pooled(series)
+            gens = [r["gen"] for r in rows]
+            ax.plot(
+                gens, [r["success"] for r in rows], marker=".", color=colour, label=f"level {level}"
+            )
+            _band(ax, gens, rows, colour)
+            data["levels"] += [{"setup": label, "level": level, **r} for r in rows]
+        ax.set_title(label, fontsize=9)
+        ax.set_xlabel("generation")
+        ax.set_ylabel("eval success")
+        ax.set_ylim(-0.02, 1.02)
+        ax.xaxis.get_major_locator().set_params(integer=True)
+        if levels:
+            ax.legend(fontsize=7)
+        else:
+            ax.set_axis_off()
+            ax.text(0.5, 0.5, "no eval by level", ha="center", va="center", transform=ax.transAxes)
+    return fig
 
 
 def _mastered_figure(plt: Any, runs: list[dict[str, Any]]) -> Any:
@@ -402,11 +531,26 @@ img { max-width: 100%; }
 """
 
 
-def render_report(run_dirs: list[str], out: str) -> dict[str, bytes]:
+def render_report(
+    run_dirs: list[str],
+    out: str,
+    *,
+    group: str | None = None,
+    csv_dir: str | None = None,
+    png_dir: str | None = None,
+) -> dict[str, bytes]:
     """Write the report of ``run_dirs`` to ``out``; returns its figures, id → PNG (in :data:`FIGURES` order).
 
+    Args:
+        run_dirs: the runs.
+        out: the HTML file.
+        group: a dotted key of the recorded experiment (``curriculum.name``): runs sharing its
+            value are one setup, drawn as their mean with an interval over the runs.
+        csv_dir: write each figure's data here as ``FIGURE.csv``.
+        png_dir: write each figure here as ``FIGURE.png``.
+
     Raises:
-        CoevoError: a directory holds no run.
+        CoevoError: a directory holds no run, or a run's experiment has no ``group`` key.
     """
     runs = []
     for run_dir in run_dirs:
@@ -414,14 +558,20 @@ def render_report(run_dirs: list[str], out: str) -> dict[str, bytes]:
         metrics = analyze(run, irt=False)
         metrics["name"] = metrics.get("name") or run_dir
         metrics["run_dir"] = run_dir
+        metrics["seed"] = (run.experiment.get("run") or {}).get("seed")
         metrics["lineage"] = lineage_summary(lineage_graph(run))
+        if group is not None:
+            metrics["setup"] = _setting(run.experiment, group, run_dir)
         runs.append(metrics)
-    names = [m["name"] for m in runs]
-    for (
-        m
-    ) in runs:  # runs of one experiment file share its name: the legends tell them apart by folder
-        m["legend"] = f"{m['name']} ({m['run_dir']})" if names.count(m["name"]) > 1 else m["name"]
-    images = _figures(runs)
+    for m in runs:  # by name and seed; the folder only where two runs would read alike
+        m["legend"] = f"{m['name']} seed {m['seed']}" if m["seed"] is not None else m["name"]
+    legends = [m["legend"] for m in runs]
+    for m in runs:
+        if legends.count(m["legend"]) > 1:
+            m["legend"] = f"{m['legend']} ({m['run_dir']})"
+    setups = _setups(runs, group)
+    data: dict[str, list[dict[str, Any]]] = {key: [] for key, _ in FIGURES}
+    images = _figures(runs, setups, data)
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8"><title>coevo report</title>',
@@ -441,4 +591,56 @@ def render_report(run_dirs: list[str], out: str) -> dict[str, bytes]:
     parts.append("</body></html>")
     with open(out, "w", encoding="utf-8") as handle:
         handle.write("\n".join(parts) + "\n")
-    return {key: base64.b64decode(images[key]) for key, _ in FIGURES}
+    figures = {key: base64.b64decode(images[key]) for key, _ in FIGURES}
+    if png_dir is not None:
+        Path(png_dir).mkdir(parents=True, exist_ok=True)
+        for key, png in figures.items():
+            (Path(png_dir) / f"{key}.png").write_bytes(png)
+    if csv_dir is not None:
+        Path(csv_dir).mkdir(parents=True, exist_ok=True)
+        for key, rows in data.items():
+            _write_csv(Path(csv_dir) / f"{key}.csv", rows)
+    return figures
+
+
+def _setting(experiment: dict[str, Any], key: str, run_dir: str) -> str:
+    """The value of the dotted ``key`` in a recorded experiment, as text.
+
+    Raises:
+        CoevoError: the experiment has no such key.
+    """
+    node: Any = experiment
+    for part in key.split("."):
+        if not isinstance(node, dict) or part not in node:
+            raise CoevoError(
+                f"--group {key}: {run_dir}'s experiment has no such key (give a dotted key of its "
+                "experiment.json, e.g. curriculum.name or solver.name)"
+            )
+        node = node[part]
+    return str(node)
+
+
+def _setups(
+    runs: list[dict[str, Any]], group: str | None
+) -> list[tuple[str, list[dict[str, Any]]]]:
+    """The setups drawn: each run its own, or the runs sharing ``group``'s value together (first seen first)."""
+    if group is None:
+        return [(m["legend"], [m]) for m in runs]
+    together: dict[str, list[dict[str, Any]]] = {}
+    for m in runs:
+        together.setdefault(m["setup"], []).append(m)
+    return [
+        (f"{group}={value} ({len(members)} seed{'s' * (len(members) > 1)})", members)
+        for value, members in together.items()
+    ]
+
+
+def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
+    """Rows as CSV, the columns in the order they first appear (an empty file with no rows)."""
+    columns: list[str] = []
+    for row in rows:
+        columns += [key for key in row if key not in columns]
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=columns, restval="")
+        writer.writeheader()
+        writer.writerows(rows)

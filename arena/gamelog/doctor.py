@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from coevo.arena.errors import LogError
 from coevo.arena.gamelog.lock import LockInfo, RunLock, read_lock
-from coevo.arena.gamelog.log import GameLog, committed_files
+from coevo.arena.gamelog.log import PRUNED, GameLog, committed_files
 from coevo.arena.gamelog.rundir import RunDir
 
 __all__ = ["Diagnosis", "diagnose", "repair"]
@@ -36,6 +36,8 @@ class Diagnosis:
         intact: generations before the first damaged one (what a repair keeps).
         damage: for each damaged generation, what is wrong (its manifest, parts, checkpoint files).
         unverified: generations whose manifest records no checksums (written before coevo did).
+        pruned: generations whose checkpoint was removed (``run.keep_checkpoints``): their
+            log is intact, but a run cannot resume from them.
         orphans: files, relative to the run, that no committed manifest names.
         lock: the lock as found (None: unlocked).
         lock_stale: why that lock may be taken over (None: unlocked, or its holder may be running).
@@ -46,6 +48,7 @@ class Diagnosis:
     intact: int = 0
     damage: dict[int, list[str]] = field(default_factory=dict)
     unverified: list[int] = field(default_factory=list)
+    pruned: list[int] = field(default_factory=list)
     orphans: list[str] = field(default_factory=list)
     lock: LockInfo | None = None
     lock_stale: str | None = None
@@ -68,13 +71,24 @@ class Diagnosis:
                 f"  generations {_span(self.unverified)} record no checksums (written before "
                 "coevo recorded them): checked for missing files and row counts only"
             )
+        if self.pruned:
+            out.append(
+                f"  generations {_span(self.pruned)} keep no checkpoint (run.keep_checkpoints): "
+                "their log is intact; a run resumes from a later one"
+            )
         if self.orphans:
             out.append(f"  {len(self.orphans)} orphan files (no committed manifest names them):")
             out += [f"    {path}" for path in self.orphans]
         if self.lock is not None:
             state = f"stale: {self.lock_stale}" if self.lock_stale else "its holder may be running"
             out.append(f"  locked by {self.lock.describe()}; {state}")
-        if self.damaged:
+        if self.damaged and self.intact - 1 in self.pruned:
+            out.append(
+                f"damaged: `coevo doctor {self.run} --repair` truncates the run back to generation "
+                f"{self.intact - 1}, whose checkpoint was pruned: its log reads whole, but it "
+                "cannot be resumed (start a new run to train on)"
+            )
+        elif self.damaged:
             back = f"generation {self.intact - 1}" if self.intact else "no generation"
             out.append(
                 f"damaged: `coevo doctor {self.run} --repair` truncates the run back to {back}, "
@@ -114,6 +128,9 @@ def diagnose(run: RunDir | str) -> Diagnosis:
             found.damage[gen] = [problem]
             continue
         named.update(committed_files(manifest))
+        if log.pruned(manifest):
+            found.pruned.append(gen)
+            named.add(f"{manifest['checkpoint']}/{PRUNED}")
         if "checkpoint_files" not in manifest and manifest.get("checkpoint"):
             folders.append(manifest["checkpoint"] + "/")
         if "files" not in manifest:

@@ -1,7 +1,7 @@
 """The figures more than one reader of the game log shows, each computed here once.
 
-The live table's row (:mod:`coevo.run.record`), a run's summary
-(:mod:`coevo.run.summary`), the trackers (:mod:`coevo.run.tracking`),
+The live table's row (:mod:`coevo.run.generation.record`), a run's summary
+(:mod:`coevo.run.driver.summary`), the trackers (:mod:`coevo.run.tracking`),
 ``coevo analyze`` (:mod:`coevo.arena.analysis.metrics`) and ``coevo corpus
 report`` (:mod:`coevo.arena.analysis.corpus`) all count rejections, success
 and spend; they take them from these functions, over the log's tables (as
@@ -22,15 +22,19 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import pyarrow as pa
 import pyarrow.compute as pc
 from coevo.arena.outcomes import Verdict
 
+if TYPE_CHECKING:
+    from coevo.arena.gamelog.log import GameLog
+
 __all__ = [
     "INFORMATIVE_TOLERANCE",
     "UNJUDGED",
+    "TaskLevels",
     "accepted_tasks",
     "informative",
     "mean_success",
@@ -191,3 +195,37 @@ def spend(usage: pa.Table, keys: Sequence[str]) -> list[dict[str, Any]]:
         for r in grouped.to_pylist()
     ]
     return sorted(out, key=lambda r: tuple(r[k] for k in keys))
+
+
+class TaskLevels:
+    """Task id → level, filled generation by generation from the ``tasks`` tables (each generation's once).
+
+    A generation trains on tasks proposed in earlier ones; this keeps their
+    levels so that no generation re-reads the whole ``tasks`` table. The
+    trackers' per-level metrics and the trainer hand-off's batches (their
+    ``level`` column) both take the levels from here.
+    """
+
+    def __init__(self) -> None:
+        self.of: dict[str, int | None] = {}
+        self.through = -1
+
+    def up_to(self, log: GameLog, gen: int, tasks: pa.Table | None = None) -> dict[str, int | None]:
+        """The levels of every task logged in generations up to ``gen``.
+
+        Args:
+            log: the run's game log, read for the generations not seen yet.
+            gen: the generation.
+            tasks: generation ``gen``'s ``tasks`` table, when the caller has it (not read again).
+        """
+        if gen <= self.through:
+            return self.of
+        unread = range(self.through + 1, gen if tasks is not None else gen + 1)
+        parts = [log.read("tasks", gens=unread, columns=["task_id", "level"])] if unread else []
+        for rows in [*parts, *([tasks] if tasks is not None else [])]:
+            for task_id, level in zip(
+                rows.column("task_id").to_pylist(), rows.column("level").to_pylist(), strict=True
+            ):
+                self.of.setdefault(task_id, level)
+        self.through = gen
+        return self.of

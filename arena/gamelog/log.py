@@ -45,7 +45,14 @@ from coevo.arena.gamelog.rows import SCHEMAS, GenerationRecord
 from coevo.arena.gamelog.rundir import RunDir
 from coevo.arena.spec import TaskSpec, WorldSpec
 
-__all__ = ["READABLE_VERSIONS", "SCHEMA_VERSION", "GameLog", "committed_files", "has_format"]
+__all__ = [
+    "PRUNED",
+    "READABLE_VERSIONS",
+    "SCHEMA_VERSION",
+    "GameLog",
+    "committed_files",
+    "has_format",
+]
 
 SCHEMA_VERSION: Final = 6
 """The version of the log's format this coevo writes (in every manifest).
@@ -62,7 +69,7 @@ SCHEMA_VERSION: Final = 6
 4. ``generations`` has ``informative_groups``, ``informative_share``, ``extra_tasks`` and
    ``dynamic_sampling``. With dynamic sampling on, a generation's training batch holds its
    informative groups only, which a schema-3 reader would rebuild with every group
-   (``coevo.run.batches.training_batch``), so it refuses a schema-4 log; older logs read
+   (``coevo.run.handoff.batches.training_batch``), so it refuses a schema-4 log; older logs read
    with these null;
 5. ``policies`` has ``trainer_metrics`` (what a trainer announced of its step). A reader of
    schema 4 would read it as absent and lose it; older logs read with it null;
@@ -72,6 +79,11 @@ SCHEMA_VERSION: Final = 6
 
 READABLE_VERSIONS: Final = (1, 2, 3, 4, 5, 6)
 """The versions whose tables this coevo reads (a column an older log lacks reads as null)."""
+
+
+PRUNED: Final = "PRUNED"
+"""The file left in a generation's checkpoint folder whose files were removed (``run.keep_checkpoints``):
+its log is intact, and the run can no longer resume from that generation."""
 
 
 def _manifest_name(gen: int) -> str:
@@ -328,6 +340,8 @@ class GameLog:
         """
         recorded = manifest.get("files", {})
         listed = committed_files(manifest)
+        if self.pruned(manifest):  # its checkpoint was removed on purpose: the parts still count
+            listed = {path: table for path, table in listed.items() if table is not None}
         sizes = self.run.sizes(list(listed))
         problems = []
         for path, table in listed.items():
@@ -350,6 +364,33 @@ class GameLog:
                 if found != expected:
                     problems.append(f"{path} holds {found} rows, its manifest says {expected}")
         return problems
+
+    def pruned(self, manifest: Mapping[str, Any]) -> bool:
+        """Whether the checkpoint of the generation ``manifest`` commits was pruned (:meth:`prune_checkpoint`)."""
+        base = manifest.get("checkpoint")
+        return isinstance(base, str) and self.run.exists(*base.split("/"), PRUNED)
+
+    def prune_checkpoint(self, gen: int) -> bool:
+        """Remove committed generation ``gen``'s checkpoint files, leaving :data:`PRUNED` in their folder; False if there was none.
+
+        The marker is written first, so a prune cut short leaves a generation
+        that reads as pruned (the next prune finishes it); the log's parts are
+        never touched.
+        """
+        base = ("checkpoints", f"gen={gen}")
+        if not self.run.exists(*base):
+            return False
+        if not self.run.exists(*base, PRUNED):
+            self.run.write_bytes(
+                b"this generation's checkpoint was removed (run.keep_checkpoints); its log is intact\n",
+                *base,
+                PRUNED,
+            )
+        marker = "/".join([*base, PRUNED])
+        for path in self.run.walk(*base):
+            if path != marker:
+                self.run.delete(*path.split("/"))
+        return True
 
     def verify(self, *, checksum: bool = True, last_checkpoint_only: bool = False) -> None:
         """Check every committed generation's files (see :meth:`damage`); ``checksum``: also their sha256.

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Final
 
 from coevo.arena.errors import CommandError
-from coevo.run.stopping import EXIT_TERMINATED
+from coevo.run.driver.stopping import EXIT_TERMINATED
 
 __all__ = [
     "EXIT_INTERRUPTED",

@@ -265,7 +265,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     """``coevo export RUN_DIR --out DIR``."""
     from coevo.arena.analysis import load_run
     from coevo.arena.analysis.export import MANIFEST, export_run
-    from coevo.run.progress import Progress
+    from coevo.run.driver.progress import Progress
 
     out = Path(args.out)
     if out.exists() and not out.is_dir():
@@ -314,12 +314,23 @@ def cmd_report(args: argparse.Namespace) -> int:
             f"--out {args.out} is a directory; report writes one HTML file: "
             f"name it, e.g. --out {Path(args.out) / 'report.html'}"
         )
+    for flag, folder in (("--csv", args.csv), ("--png", args.png)):
+        if folder is not None and Path(folder).exists() and not Path(folder).is_dir():
+            raise CommandError(f"{flag} {folder} is a file; give a folder for the figures' files")
     try:
-        figures = render_report(args.run_dirs, args.out)
+        figures = render_report(
+            args.run_dirs, args.out, group=args.group, csv_dir=args.csv, png_dir=args.png
+        )
     except OSError as exc:
-        raise CommandError(f"cannot write the report to {args.out}: {exc.strerror or exc}") from exc
+        where = exc.filename or args.out
+        raise CommandError(f"cannot write the report to {where}: {exc.strerror or exc}") from exc
     runs = len(args.run_dirs)
-    print(f"{runs} run{'s' * (runs != 1)}, {len(figures)} figures → {args.out}", file=sys.stderr)
+    also = "".join(
+        f"; {what} in {folder}" for what, folder in (("CSV", args.csv), ("PNG", args.png)) if folder
+    )
+    print(
+        f"{runs} run{'s' * (runs != 1)}, {len(figures)} figures → {args.out}{also}", file=sys.stderr
+    )
     return 0
 
 
@@ -330,10 +341,23 @@ def add_commands(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
         help="one self-contained HTML file comparing runs (plots and tables)",
         formatter_class=fmt,
         description="Write a self-contained HTML report of one or more runs, side by side.",
-        epilog="example:\n  coevo report runs/uniform runs/plr runs/target-band --out report.html",
+        epilog=(
+            "examples:\n  coevo report runs/uniform runs/plr runs/target-band --out report.html\n"
+            "  coevo report runs/uniform-* runs/plr-* --group curriculum.name --csv figures --png figures"
+        ),
     )
     report.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
     report.add_argument("--out", default="report.html", help="the HTML file (default: report.html)")
+    report.add_argument(
+        "--group",
+        metavar="KEY",
+        help="a dotted key of the runs' experiment (e.g. curriculum.name): runs sharing its value "
+        "are one setup, drawn as their mean with a 95%% interval over the runs (seeds)",
+    )
+    report.add_argument(
+        "--csv", metavar="DIR", help="also write each figure's data as DIR/FIGURE.csv"
+    )
+    report.add_argument("--png", metavar="DIR", help="also write each figure as DIR/FIGURE.png")
     report.set_defaults(func=cmd_report)
 
     analyze = sub.add_parser(

@@ -49,7 +49,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     _check_numbers(args)
     local_ray_auth(args.address or os.environ.get("RAY_ADDRESS"))
     from coevo.agents.synthesizers.procedural import DOMAINS
-    from coevo.run.corpus import CorpusSource, build_corpus, databases_in
+    from coevo.run.corpus.build import CorpusSource, build_corpus, databases_in
 
     levels = _listed(args.levels, int) or (1, 2, 3, 4, 5)
     if any(not 1 <= level <= 5 for level in levels):
@@ -63,7 +63,7 @@ def cmd_build(args: argparse.Namespace) -> int:
                 "--experiment: give --worlds N (world indexes, each asking the experiment's "
                 "synthesizer for --tasks-per-world tasks)"
             )
-        from coevo.run.corpus import experiment_synthesizer
+        from coevo.run.corpus.build import experiment_synthesizer
 
         # before Ray starts or --out is touched: a bad file, a missing key (exit 2)
         synthesizer, role = experiment_synthesizer(args.experiment)
@@ -172,7 +172,7 @@ def _failure(report: Any, source: Any) -> str:
 def cmd_report(args: argparse.Namespace) -> int:
     """``coevo corpus report``."""
     from coevo.arena.analysis.corpus import corpus_report, plot_corpus, report_lines
-    from coevo.run.corpus import build_record
+    from coevo.run.corpus.build import build_record
 
     report = corpus_report(args.folder)
     report["build"] = build_record(args.folder)
@@ -186,7 +186,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def _build_lines(build: dict[str, Any]) -> list[str]:
-    """What the builds' commits say (``coevo.run.corpus.build_record``), as ``corpus report`` prints it."""
+    """What the builds' commits say (``coevo.run.corpus.build.build_record``), as ``corpus report`` prints it."""
     lines = [
         f"draws: {build['proposed']} tasks made of {build['asked']} asked, {build['missed']} "
         f"missed, {build['failed']} proposals failed; duplicates dropped: "

@@ -10,21 +10,21 @@ import sys
 from typing import Any, Final
 
 from coevo.arena.errors import CoevoError, CommandError
-from coevo.run.columns import column_help
 from coevo.run.commands import (
     EXIT_INTERRUPTED,
     EXIT_ROLE_FAILED,
     EXIT_TRAINER_TIMEOUT,
     local_ray_auth,
 )
-from coevo.run.failures import ROLE_TABLE
-from coevo.run.stopping import EXIT_TERMINATED, Terminated, stop_on_sigterm
+from coevo.run.driver.columns import column_help
+from coevo.run.driver.failures import ROLE_TABLE
+from coevo.run.driver.stopping import EXIT_TERMINATED, Terminated, stop_on_sigterm
 
 __all__ = ["add_commands", "cmd_resume", "cmd_run"]
 
 
 def _print_summary(summary: dict[str, Any]) -> None:
-    from coevo.run.summary import summary_lines
+    from coevo.run.driver.summary import summary_lines
 
     print("\n" + "\n".join(summary_lines(summary)), file=sys.stderr)
 
@@ -62,8 +62,8 @@ def _finished(args: argparse.Namespace, experiment: Any, run_dir: str, done: int
     stopped in between) is handed out now.
     """
     from coevo.arena.gamelog import GameLog
-    from coevo.run.summary import summarize
-    from coevo.run.trainer import Handoff
+    from coevo.run.driver.summary import summarize
+    from coevo.run.handoff.transports import Handoff
 
     trainer = experiment.trainer
     if trainer is not None and trainer.transport == "folder":
@@ -261,7 +261,7 @@ def _run(args: argparse.Namespace, *, resume: bool) -> int:
         with stop_on_sigterm(experiment.run.stop_grace, lock, run_dir):
             local_ray_auth(ray_address(getattr(args, "address", None), experiment))
             # Ray loads here, once the run is known, so that `coevo --help` and bad input stay fast
-            from coevo.run.driver import preflight
+            from coevo.run.driver.driving import preflight
 
             # a missing API key, a tracker not installed, a cluster address where nothing listens:
             # said before anything but the lock is written (run_experiment is given the lock)
@@ -273,7 +273,7 @@ def _run(args: argparse.Namespace, *, resume: bool) -> int:
 
                     pool = check_pool(experiment)
                 if experiment.eval.suites and done == 0:  # a suite that cannot be read or played
-                    from coevo.run.suites import check_suites
+                    from coevo.run.generation.suites import check_suites
 
                     check_suites(experiment)
             except BaseException:
@@ -321,11 +321,11 @@ def _drive(
 ) -> int:
     """The run, its directory's lock held: its events, live table, trackers and summary."""
     from coevo.arena.gamelog import GameLog, RunDir
-    from coevo.run.display import EventLog, GenerationTable
+    from coevo.run.driver.display import EventLog, GenerationTable
+    from coevo.run.driver.summary import RunTables, summarize, tokens_per_second
+    from coevo.run.handoff.transports import TrainerTimeout
     from coevo.run.loop import run_experiment
-    from coevo.run.summary import RunTables, summarize, tokens_per_second
     from coevo.run.tracking import Tracking
-    from coevo.run.trainer import TrainerTimeout
 
     events = EventLog(RunDir(run_dir))
     # a run directory elsewhere with no tracker destination named stops the run here

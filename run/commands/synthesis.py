@@ -23,7 +23,7 @@ from coevo.arena.seeding import derive_seed
 from coevo.arena.spec import TaskSpec, WorldSpec
 from coevo.run.commands import EXIT_OK, EXIT_REJECTED
 from coevo.run.commands.records import add_read_limits, read_all_records
-from coevo.run.progress import Progress
+from coevo.run.driver.progress import Progress
 
 __all__ = ["add_commands"]
 

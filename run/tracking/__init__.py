@@ -2,7 +2,7 @@
 
 ``[tracking]`` in an experiment file (off by default: ``tensorboard = true``,
 ``mlflow = true``) turns trackers on. After each committed generation the
-run hands its :class:`~coevo.run.generation.GenerationReport` to
+run hands its :class:`~coevo.run.generation.state.GenerationReport` to
 :class:`Tracking`, which queues it and returns at once; a background thread
 computes :data:`METRICS` (step = the generation) from the tables the
 generation wrote (the report carries them; a generation sent after a resume

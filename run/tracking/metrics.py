@@ -23,6 +23,7 @@ from coevo.arena.analysis.report import render_report
 from coevo.arena.calibration import prediction_figures
 from coevo.arena.gamelog import GameLog
 from coevo.arena.gamelog.figures import (
+    TaskLevels,
     accepted_tasks,
     mean_success,
     played,
@@ -33,7 +34,7 @@ from coevo.arena.gamelog.figures import (
 )
 
 if TYPE_CHECKING:
-    from coevo.run.generation import GenerationReport
+    from coevo.run.generation.state import GenerationReport
 
 __all__ = [
     "METRICS",
@@ -154,37 +155,6 @@ def _trainer_metrics(text: str | None) -> dict[str, float]:
         for k, v in value.items()
         if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
     }
-
-
-class TaskLevels:
-    """Task id → level, filled generation by generation from the ``tasks`` tables (each generation's once).
-
-    A generation trains on tasks proposed in earlier ones; this keeps their
-    levels so that no generation re-reads the whole ``tasks`` table.
-    """
-
-    def __init__(self) -> None:
-        self.of: dict[str, int | None] = {}
-        self.through = -1
-
-    def up_to(self, log: GameLog, gen: int, tasks: pa.Table | None = None) -> dict[str, int | None]:
-        """The levels of every task logged in generations up to ``gen``.
-
-        Args:
-            log: the run's game log, read for the generations not seen yet.
-            gen: the generation.
-            tasks: generation ``gen``'s ``tasks`` table, when the caller has it (not read again).
-        """
-        for earlier in range(self.through + 1, gen + 1):
-            rows = tasks if earlier == gen and tasks is not None else None
-            if rows is None:
-                rows = log.read("tasks", gens=[earlier], columns=["task_id", "level"])
-            for task_id, level in zip(
-                rows.column("task_id").to_pylist(), rows.column("level").to_pylist(), strict=True
-            ):
-                self.of.setdefault(task_id, level)
-            self.through = earlier
-        return self.of
 
 
 def _by_level(table: pa.Table, prefix: str) -> dict[str, float]:

@@ -1,7 +1,7 @@
 """The run's side of tracking: :class:`Tracking` queues each committed generation's report and a thread sends it.
 
 After each committed generation the run hands its
-:class:`~coevo.run.generation.GenerationReport` to :class:`Tracking`, which
+:class:`~coevo.run.generation.state.GenerationReport` to :class:`Tracking`, which
 queues it and returns at once; a background thread computes the
 generation's :data:`~coevo.run.tracking.metrics.METRICS` from the tables
 the report carries (those not reported, from the log) and sends them to each
@@ -41,7 +41,7 @@ from coevo.run.tracking.tracker import Tracker, describe
 
 if TYPE_CHECKING:  # both import this package (an experiment has a [tracking] table)
     from coevo.run.experiment import Experiment
-    from coevo.run.generation import GenerationReport
+    from coevo.run.generation.state import GenerationReport
 
 __all__ = ["RECORD", "Tracking"]
 

@@ -1,7 +1,7 @@
 """``coevo train``: a trainer that learns from the hand-off, on a PEFT LoRA adapter of a Hugging Face causal LM.
 
 It consumes the folder transport exactly as any trainer would
-(:class:`~coevo.run.consumer.BatchConsumer`: every batch once, in
+(:class:`~coevo.run.handoff.consumer.BatchConsumer`: every batch once, in
 order, across a ``kill -9`` of either side), takes optimizer steps on a LoRA
 adapter with a clipped, importance-weighted policy-gradient loss on each
 batch's token ids, loss masks and advantages, against the behaviour policy's

@@ -1,6 +1,6 @@
 """``coevo train``: the trainer that learns from the hand-off, one LoRA version per batch.
 
-:class:`LoRATrainer` is a :class:`~coevo.run.consumer.BatchConsumer`
+:class:`LoRATrainer` is a :class:`~coevo.run.handoff.consumer.BatchConsumer`
 (every batch once, in order, exactly once across a ``kill -9``): for each
 batch it
 
@@ -49,7 +49,7 @@ import pyarrow as pa
 import torch
 from coevo.arena.bounded import MAX_JSON_BYTES, loads_json, read_regular
 from coevo.arena.errors import ArenaError
-from coevo.run.consumer import BatchConsumer, ConsumerSettings
+from coevo.run.handoff.consumer import BatchConsumer, ConsumerSettings
 from coevo.run.train.objective import token_loss
 from coevo.run.train.policy import (
     Scorer,

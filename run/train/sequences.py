@@ -46,7 +46,7 @@ from typing import Any, Final
 
 from coevo.arena.gamelog.figures import INFORMATIVE_TOLERANCE
 from coevo.arena.trajectory import LOGPROB_FLOOR, carried_out_turns, is_logprob
-from coevo.run.trainer import unreproducible_sampling
+from coevo.run.handoff.transports import unreproducible_sampling
 
 __all__ = [
     "ADVANTAGE_TOLERANCE",
@@ -213,7 +213,7 @@ def sampled_temperature(sampling: Any) -> float:
 def unreproducible(sampling: Any) -> str | None:
     """Why log-probs sampled with ``sampling`` (a row's JSON) are not the trainer's to reproduce, or None.
 
-    The rule is the hand-off's (:func:`coevo.run.trainer.unreproducible_sampling`,
+    The rule is the hand-off's (:func:`coevo.run.handoff.transports.unreproducible_sampling`,
     which the run's preflight applies too): the trainer computes
     ``log_softmax(logits / T)``; a distribution the sampler truncated or
     penalised is another one, and greedy decoding (temperature 0) none. A

@@ -538,7 +538,7 @@ def test_a_world_that_does_not_build_is_sent_back_with_the_errors() -> None:
 def test_claude_toml_runs_end_to_end_against_a_loopback_fake(monkeypatch, tmp_path) -> None:
     """experiments/claude.toml (Claude synthesizer and judge, offline solver) runs generations against the fake."""
     from coevo.arena.gamelog import GameLog, RunDir
-    from coevo.run.display import EventLog
+    from coevo.run.driver.display import EventLog
     from coevo.run.experiment import load_experiment
     from coevo.run.loop import run_experiment
 
@@ -609,7 +609,7 @@ def test_a_malformed_response_body_is_a_recorded_failure() -> None:
 def test_events_never_hold_the_key(tmp_path) -> None:
     """The structlog redaction processor replaces the key in every event field before it is written."""
     from coevo.arena.gamelog import RunDir
-    from coevo.run.display import EventLog
+    from coevo.run.driver.display import EventLog
 
     events = EventLog(RunDir(str(tmp_path)), console=None)
     events("role_failed", error=f"401 for key {KEY}", detail={"header": f"x-api-key: {KEY}"})

@@ -190,7 +190,14 @@ class _ForgetfulProposer:
         (_IdleSolver(), None),
         (_NoisyModel(), "predict gave other numbers"),
         (_ShortJudge(), "5 item(s) in, 4 out; return one result per item"),
-        (_RaisingSolver(), "attempt(tasks, seed) raised RuntimeError: cannot build this world"),
+        (
+            _RaisingSolver(),
+            "raised RuntimeError on the last task, whose world is broken on purpose",
+        ),
+        (
+            _RaisingSolver(),
+            "return an episode with reward 0 for it: coevo.arena.outcomes.failed_episode",
+        ),
         (_StatefulSolver(), "has get_state but not set_state: the stateful capability"),
         (_MisshippingSolver(), "must leave the same state as learn without them"),
         (_PicklingShipper(), "drain_decisions must return coevo.state/1 data"),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from coevo.arena.errors import ArenaError, ExperimentError
-from coevo.run.capacity import ACTOR_MEMORY, ACTORS_PER_CPU, MAX_ACTORS, check_capacity
+from coevo.run.actors.capacity import ACTOR_MEMORY, ACTORS_PER_CPU, MAX_ACTORS, check_capacity
 from coevo.run.experiment import load_experiment
 
 QUICKSTART = "experiments/quickstart.toml"
@@ -23,6 +23,18 @@ def test_the_memory_of_the_cluster_bounds_the_actors() -> None:
     check_capacity(exp, roomy)
     with pytest.raises(ArenaError, match=r"asks for 6 actors.*64 CPUs and 1\.0 GB.*at most 5 fit"):
         check_capacity(exp, {"CPU": 64.0, "memory": 2.0**30})
+
+
+def test_the_way_on_is_a_larger_cluster_for_a_local_ray_and_more_nodes_for_a_joined_one() -> None:
+    """On a Ray started here the message suggests --address; on a cluster joined at an address, adding nodes to it."""
+    exp = load_experiment(QUICKSTART, ["solver.actors=2"])
+    small = {"CPU": 64.0, "memory": 2.0**30}
+    with pytest.raises(ArenaError, match="join a larger cluster with --address"):
+        check_capacity(exp, small)
+    with pytest.raises(ArenaError) as caught:
+        check_capacity(exp, small, joined="10.0.0.5:6379")
+    assert "--address" not in str(caught.value).replace("ray start --address", "")
+    assert "add nodes to the cluster at 10.0.0.5:6379" in str(caught.value)
 
 
 @pytest.mark.slow
@@ -82,7 +94,7 @@ def _hinted(message: str) -> list[str]:
 )
 def test_a_refusal_s_hint_is_a_configuration_that_fits(nodes) -> None:
     """experiments/cluster.toml on a laptop, two small nodes, or little memory: the hinted --set values pass both checks (never a second refusal)."""
-    from coevo.run.capacity import _check, fitting_overrides
+    from coevo.run.actors.capacity import _check, fitting_overrides
 
     total = {k: sum(n.get(k, 0.0) for n in nodes) for k in ("CPU", "memory")}
     exp = load_experiment(CLUSTER)
@@ -99,7 +111,7 @@ def test_a_refusal_s_hint_is_a_configuration_that_fits(nodes) -> None:
 
 def test_no_hint_when_one_actor_a_role_cannot_fit() -> None:
     """A cluster too small for one actor of each role gets the refusal alone, not a hint that fails."""
-    from coevo.run.capacity import fitting_overrides
+    from coevo.run.actors.capacity import fitting_overrides
 
     tiny = {"CPU": 0.25, "memory": 16.0 * 2**30}
     assert fitting_overrides(load_experiment(CLUSTER), tiny, [tiny], tiny) is None
@@ -109,7 +121,7 @@ def test_no_hint_when_one_actor_a_role_cannot_fit() -> None:
 @pytest.mark.usefixtures("ray_cluster")
 def test_coevo_run_cluster_toml_on_a_small_ray_hints_the_sets_that_fit(tmp_path, capsys) -> None:
     """`coevo run cluster.toml` on the 2-CPU test Ray: exit 2 and a hint; with the hint's --set values the cluster check passes."""
-    from coevo.run.capacity import check_cluster
+    from coevo.run.actors.capacity import check_cluster
     from coevo.run.cli import main
 
     assert main(["run", CLUSTER, "--out", str(tmp_path / "r")]) == 2
@@ -119,7 +131,7 @@ def test_coevo_run_cluster_toml_on_a_small_ray_hints_the_sets_that_fit(tmp_path,
 
 def test_actors_that_fit_the_total_but_not_the_nodes_one_by_one_are_refused() -> None:
     """Eleven actors of 0.18 CPU on two 1-CPU nodes: 1.98 CPU fits the total, but a node holds five; refused, not left pending."""
-    from coevo.run.resources import RoleResources, check_resources
+    from coevo.run.actors.resources import RoleResources, check_resources
 
     one = {"CPU": 1.0, "memory": 8.0 * 2**30}
     nodes = [one, dict(one)]

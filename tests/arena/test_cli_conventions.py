@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from coevo.arena.examples import EXAMPLES
 from coevo.run.cli import main
-from coevo.run.summary import summary_lines
+from coevo.run.driver.summary import summary_lines
 
 
 def test_version_prints_the_installed_version(capsys) -> None:

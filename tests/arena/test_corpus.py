@@ -19,7 +19,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 from coevo.run.cli import main
-from coevo.run.corpus import CORPUS_TABLES, near_duplicate_key
+from coevo.run.corpus.build import CORPUS_TABLES, near_duplicate_key
 
 from tests.agents.databases import build_library, build_shop
 from tests.factories import IN_PROCESS_TOML, run_cli

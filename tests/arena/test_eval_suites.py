@@ -20,10 +20,10 @@ import pytest
 from coevo.agents.llm.user import GUIDELINES
 from coevo.arena.errors import ArenaError, ExperimentError
 from coevo.arena.gamelog import SCHEMAS, GameLog
+from coevo.run.driver.summary import summarize
 from coevo.run.experiment import SuiteConfig, load_experiment
+from coevo.run.generation.suites import read_suites
 from coevo.run.loop import resume_run, run_experiment
-from coevo.run.suites import read_suites
-from coevo.run.summary import summarize
 from coevo.run.tracking.metrics import generation_metrics
 
 from tests.agents.fake_openai import FakeOpenAI, calls

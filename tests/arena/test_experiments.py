@@ -59,6 +59,25 @@ def test_overrides_are_read_as_toml_values() -> None:
         parse_overrides(["solver.actors"])
 
 
+def test_a_set_swaps_a_role_and_a_table_value_replaces_the_table() -> None:
+    """--set solver.name=claude drops the file's linear-pg settings (lr is no setting of Claude's); a table value replaces its table; a scalar keeps the rest of it."""
+    assert load_experiment("quickstart").solver.config == {"lr": 0.2}
+    swapped = load_experiment("quickstart", ["solver.name=claude"])
+    assert (swapped.solver.name, swapped.solver.config, swapped.solver.actors) == (
+        "claude",
+        {},
+        2,
+    ), "the role's settings go with the old role; the table's other keys stay"
+    same = load_experiment("quickstart", ["solver.name=linear-pg", "solver.config.lr=0.5"])
+    assert same.solver.config == {"lr": 0.5}
+    given = load_experiment("quickstart", ["solver.name=claude", "solver.config={max_steps=3}"])
+    assert given.solver.config == {"max_steps": 3}, "a config given with the swap is kept"
+    synth = load_experiment("quickstart", ["synthesizer.config={domains=['hr']}"])
+    assert synth.synthesizer.config == {"domains": ["hr"]}, "world_pool = 4 replaced with the table"
+    added = load_experiment("quickstart", ["synthesizer.config.world_pool=8"])
+    assert added.synthesizer.config == {"domains": ["retail"], "world_pool": 8}
+
+
 def test_a_role_of_the_wrong_kind_is_refused_before_anything_starts() -> None:
     """A World model named as the Judge is an error naming both kinds, raised when the file is loaded."""
     with pytest.raises(ExperimentError, match="'irt' is a world model, not a judge"):

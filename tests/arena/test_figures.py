@@ -17,11 +17,11 @@ from coevo.arena.gamelog import GameLog
 from coevo.arena.gamelog.corpus import CORPUS_FORMAT, CORPUS_MANIFEST
 from coevo.arena.gamelog.figures import UNJUDGED, rejection_counts, top_rejections
 from coevo.arena.outcomes import CheckResult, Verdict
+from coevo.run.driver.summary import RunTables, summarize
 from coevo.run.experiment import load_experiment
-from coevo.run.generation import Generation, GenerationReport, Proposals
+from coevo.run.generation.record import generation_record
+from coevo.run.generation.state import Generation, GenerationReport, Proposals
 from coevo.run.loop import run_experiment
-from coevo.run.record import generation_record
-from coevo.run.summary import RunTables, summarize
 from coevo.run.tracking import TaskLevels, generation_metrics
 
 from tests.factories import load_examples

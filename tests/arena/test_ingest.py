@@ -17,7 +17,7 @@ from coevo.arena.gamelog import GameLog
 from coevo.arena.gamelog.inbox import INBOX_SCHEMA, InboxRollout, read_part, write_part
 from coevo.arena.spec import TaskSpec
 from coevo.run.experiment import load_experiment
-from coevo.run.ingest import MAX_CALLS, READING, Inbox, known_tasks
+from coevo.run.handoff.inbox import MAX_CALLS, READING, Inbox, known_tasks
 from coevo.run.loop import resume_run, run_experiment
 
 from tests.conftest import SMALL_RUN
@@ -271,7 +271,7 @@ def test_parts_of_encoded_zeros_or_that_killed_the_reader_are_set_aside_and_resu
 ) -> None:
     """A part of a million zeros (a few KB, uncompressed too by its footer; 8 MB decoded) is refused before a page is decoded, and one the last run was killed reading (`inbox/_reading` names it) is set aside unread: each is named in its part's error, both are counted in the summary, and the next resume reads neither again."""
     from coevo.arena import bounded
-    from coevo.run import ingest
+    from coevo.run.handoff import inbox as ingest
 
     task = _accepted(GameLog(str(run_copy)))[0]
     _zeros(run_copy, "zeros", task, 1_000_000)
@@ -298,7 +298,7 @@ def test_parts_of_encoded_zeros_or_that_killed_the_reader_are_set_aside_and_resu
 
 def test_the_part_being_read_is_named_until_its_read_ends(run_copy, monkeypatch) -> None:
     """While a part is read `inbox/_reading` names it (what a killed driver leaves behind); once the read ends, the part read or refused or the read interrupted (Ctrl-C), it is gone: only a kill sets a part aside."""
-    from coevo.run import ingest
+    from coevo.run.handoff import inbox as ingest
 
     log = GameLog(str(run_copy))
     task = _accepted(log)[0]

@@ -91,7 +91,7 @@ def test_dynamic_sampling_learns_from_informative_groups_within_its_budget(tmp_p
     from coevo.arena.analysis import analyze, load_run
     from coevo.arena.gamelog import RunDir
     from coevo.curricula.rebuild import curriculum_from_log
-    from coevo.run.summary import summarize, summary_lines
+    from coevo.run.driver.summary import summarize, summary_lines
     from coevo.run.tracking.metrics import generation_metrics
 
     run_dir = str(tmp_path / "run")
@@ -509,6 +509,7 @@ def test_an_accel_run_resumes_to_the_same_log_when_its_parents_were_forgotten(tm
             "curriculum.levels=[1]",
             "curriculum.tasks_per_gen=16",
             "run.generations=8",
+            "run.keep_checkpoints=0",  # the test reads every generation's checkpoint
             "eval.per_level=2",
             "ray.in_process=true",
             "judge.config.isolate=false",

@@ -15,7 +15,7 @@ import pytest
 from coevo.arena.errors import FileRefusedError
 from coevo.arena.gamelog import GameLog, RunDir
 from coevo.run.cli import main
-from coevo.run.display import EventLog
+from coevo.run.driver.display import EventLog
 from coevo.run.interfaces.mcp_server import EpisodeRecorder
 
 from tests.conftest import IN_PROCESS_TOML

@@ -161,7 +161,7 @@ def test_a_second_run_into_a_locked_directory_is_refused_before_ray_or_the_loop_
         "began = time.perf_counter()\n"
         f"status = main(['run', {str(toml)!r}, '--out', {str(run)!r}])\n"
         "print(f'refused in {time.perf_counter() - began:.2f} s', file=sys.stderr)\n"
-        "heavy = [m for m in ('ray', 'coevo.run.driver', 'coevo.run.loop') if m in sys.modules]\n"
+        "heavy = [m for m in ('ray', 'coevo.run.driver.driving', 'coevo.run.loop') if m in sys.modules]\n"
         "print(status, ','.join(heavy))\n"
     )
     with RunLock(RunDir(str(run))):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from coevo.run.progress import Progress
+from coevo.run.driver.progress import Progress
 
 
 def test_progress_draws_counts_and_ends_its_line_when_enabled() -> None:

@@ -25,7 +25,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from coevo.arena.gamelog import GameLog
-from coevo.run.trainer import BATCH_SCHEMA, FolderTransport
+from coevo.run.handoff.transports import BATCH_SCHEMA, FolderTransport
 
 from tests import real_model
 from tests.factories import IN_PROCESS_FLAGS
@@ -347,7 +347,7 @@ def test_recorded_log_probs_agree_with_a_forward_pass_of_the_version_that_played
 def test_a_trainer_killed_between_batches_trains_every_batch_once(loop) -> None:
     """After kill -9 and a restart, the journal holds each batch once, every batch is announced, and the restart said where it resumed."""
     folder = FolderTransport(str(loop["run"] / "trainer"))
-    from coevo.run.consumer import journal
+    from coevo.run.handoff.consumer import journal
 
     trained = [e["batch_id"] for e in journal(folder, "lora")]
     assert trained == [f"batch-{g:06d}" for g in range(GENERATIONS)]

@@ -7,8 +7,8 @@ import time
 import pytest
 from coevo.arena.errors import ArenaError, ExperimentError
 from coevo.arena.gamelog import GameLog
+from coevo.run.actors.resources import RoleResources, check_resources, parse_bytes
 from coevo.run.experiment import load_experiment
-from coevo.run.resources import RoleResources, check_resources, parse_bytes
 
 QUICKSTART = "experiments/quickstart.toml"
 SMALL = [

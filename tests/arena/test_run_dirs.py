@@ -350,7 +350,7 @@ def test_doctor_finds_damage_and_repair_truncates_to_what_resume_replays(
 
 
 def test_raising_generations_then_resume_extends_a_finished_run(run, capsys) -> None:
-    """A finished run, `run.generations` raised in experiment.json: resume adds the new generations, after a dead holder's lock."""
+    """A finished run, `run.generations` raised in experiment.json: resume adds the new generations, after a dead holder's lock (taken over, and said in events.jsonl)."""
     recorded = json.loads((run / "experiment.json").read_text())
     recorded["run"]["generations"] = 4
     (run / "experiment.json").write_text(json.dumps(recorded))
@@ -359,6 +359,36 @@ def test_raising_generations_then_resume_extends_a_finished_run(run, capsys) -> 
     assert json.loads(capsys.readouterr().out)["generations"] == 4
     assert [r["gen"] for r in _tables(run)["generations"]] == [0, 1, 2, 3]
     assert not (run / LOCK_NAME).exists()
+    events = [json.loads(line) for line in (run / "events.jsonl").read_text().splitlines()]
+    (taken,) = [e for e in events if e["event"] == "lock_taken_over"]
+    assert "no longer running" in taken["why"], "the stale lock taken over is in the run's events"
+
+
+def test_old_checkpoints_are_pruned_the_log_kept_whole_and_doctor_tells_pruned_from_damaged(
+    run, capsys
+) -> None:
+    """run.keep_checkpoints = 2 over 5 generations: gens 0–2 keep only PRUNED, the log reads whole, doctor says intact; a repair back to a pruned generation says it cannot resume."""
+    recorded = json.loads((run / "experiment.json").read_text())
+    recorded["run"].update(generations=5, keep_checkpoints=2)
+    (run / "experiment.json").write_text(json.dumps(recorded))
+    assert main(["resume", str(run)]) == 0
+    for gen in range(5):
+        files = sorted(p.name for p in (run / "checkpoints" / f"gen={gen}").iterdir())
+        assert (files == ["PRUNED"]) == (gen <= 2), (gen, files)
+    assert [r["gen"] for r in _tables(run)["generations"]] == [0, 1, 2, 3, 4]
+    capsys.readouterr()
+    assert main(["doctor", str(run)]) == 0
+    out = capsys.readouterr().out
+    assert "generations 0–2 keep no checkpoint" in out and out.rstrip().endswith("intact")
+    part = run / "log" / "episodes" / "gen=3" / "part-0.parquet"
+    part.write_bytes(part.read_bytes()[:100])  # generation 3 damaged: the repair cuts back to 2
+    assert main(["doctor", str(run)]) == 1
+    assert "whose checkpoint was pruned" in capsys.readouterr().out
+    assert main(["doctor", str(run), "--repair"]) == 0
+    capsys.readouterr()
+    assert main(["resume", str(run)]) == 2
+    err = capsys.readouterr().err
+    assert "generation 2 of" in err and "keeps no checkpoint" in err and "coevo run" in err
 
 
 # ---- no code from a run directory --------------------------------------------------------

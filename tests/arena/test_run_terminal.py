@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 from coevo.arena.gamelog import GameLog
-from coevo.run.columns import COLUMNS
-from coevo.run.display import GenerationTable
+from coevo.run.driver.columns import COLUMNS
+from coevo.run.driver.display import GenerationTable
 from coevo.run.loop import GenerationReport
 from rich.console import Console
 

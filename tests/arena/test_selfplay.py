@@ -10,10 +10,10 @@ from coevo.arena.outcomes import CheckResult, Episode, Reward, Verdict
 from coevo.arena.spec import ToolCall
 from coevo.curricula.objectives import ProposerConfig, proposal_feedback, proposer_reward
 from coevo.curricula.scorers import learnability
+from coevo.run.driver.summary import summarize, summary_lines
 from coevo.run.experiment import load_experiment
+from coevo.run.generation.selfplay import Watch, WatchConfig
 from coevo.run.loop import resume_run, run_experiment
-from coevo.run.selfplay import Watch, WatchConfig
-from coevo.run.summary import summarize, summary_lines
 
 COUNTING = "tests.arena.selfplay_roles:CountingSynthesizer"
 

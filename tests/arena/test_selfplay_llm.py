@@ -22,8 +22,7 @@ from coevo.arena.gamelog import (
 )
 from coevo.arena.judge import WorldCache, assess_task
 from coevo.arena.rendering import SYSTEM as SOLVER_SYSTEM
-from coevo.run.testing import check_role, sample_tasks
-from coevo.run.trainer import (
+from coevo.run.handoff.transports import (
     BATCH_SCHEMA,
     FolderTransport,
     Handoff,
@@ -31,6 +30,7 @@ from coevo.run.trainer import (
     batch_id,
     training_batch,
 )
+from coevo.run.testing import check_role, sample_tasks
 
 from tests.agents.fake_openai import FakeOpenAI, ProposerPolicy, Reply, call
 

@@ -8,7 +8,7 @@ from coevo.agents.linear_pg import LinearPGSolver
 from coevo.agents.protocols import LearnStats, ShipsDecisions
 from coevo.arena import Episode, TaskSpec
 from coevo.arena.outcomes import Reward
-from coevo.run.hosts import SolverHost
+from coevo.run.actors.hosts import SolverHost
 from coevo.run.testing import sample_tasks
 
 

@@ -24,9 +24,9 @@ from coevo.arena.gamelog import (
     TaskRow,
     TrajectoryRow,
 )
-from coevo.run.reference_trainer import JOURNAL, ReferenceTrainer, TrainerSettings, journal
-from coevo.run.summary import summarize, summary_lines
-from coevo.run.trainer import (
+from coevo.run.driver.summary import summarize, summary_lines
+from coevo.run.handoff.reference_trainer import JOURNAL, ReferenceTrainer, TrainerSettings, journal
+from coevo.run.handoff.transports import (
     BATCH_SCHEMA,
     Announcement,
     FolderTransport,
@@ -780,7 +780,7 @@ def test_a_driver_killed_mid_run_resumes_and_every_batch_is_handed_out_once(tmp_
 
 def _queue_trainer(name: str, seen_before: list[str]) -> list[str]:
     """A trainer in the cluster: takes every queued batch, drops ids it trained on already, announces."""
-    from coevo.run.trainer import QueueTransport
+    from coevo.run.handoff.transports import QueueTransport
 
     queue = QueueTransport(name, create=False)
     trained = list(seen_before)
@@ -947,7 +947,7 @@ def test_a_driver_stopped_between_its_last_commit_and_its_hand_out_hands_it_out_
     """The window no kill can aim at: the last generation committed, its batch not handed out. `coevo resume` of the finished run hands it out (without Ray), and the trainer trains each batch once (an earlier generation's case: test_a_batch_committed_but_not_handed_out_goes_out_when_the_run_resumes)."""
     stopped_after = 2
     from coevo.run.cli import main
-    from coevo.run.trainer import Handoff
+    from coevo.run.handoff.transports import Handoff
 
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     run_dir = tmp_path / "run"
@@ -980,8 +980,10 @@ def test_a_driver_stopped_between_its_last_commit_and_its_hand_out_hands_it_out_
 
 def test_the_protocol_page_holds_the_batch_columns_of_the_schema() -> None:
     """docs/trainer.md contains batch_markdown() verbatim, and every column carries its description in the file."""
-    from coevo.run.trainer import batch_markdown
+    from coevo.run.handoff.transports import batch_markdown
 
     page = (Path(__file__).resolve().parents[2] / "docs" / "trainer.md").read_text()
-    assert batch_markdown() in page, "paste coevo.run.trainer.batch_markdown() into docs/trainer.md"
+    assert batch_markdown() in page, (
+        "paste coevo.run.handoff.transports.batch_markdown() into docs/trainer.md"
+    )
     assert all(f.metadata and f.metadata.get(b"description") for f in BATCH_SCHEMA)

@@ -8,7 +8,13 @@ from typing import Any
 import pytest
 from coevo.arena.gamelog import GameLog
 from coevo.run.experiment import load_experiment
-from coevo.run.trainer import Announcement, FolderTransport, Handoff, TrainerConfig, batch_id
+from coevo.run.handoff.transports import (
+    Announcement,
+    FolderTransport,
+    Handoff,
+    TrainerConfig,
+    batch_id,
+)
 
 from tests.agents.fake_openai import ExplorerPolicy, FakeOpenAI, status
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from coevo.run.experiment import load_experiment
-from coevo.run.trainer import unreproducible_sampling
+from coevo.run.handoff.transports import unreproducible_sampling
 
 from tests.factories import run_cli
 

@@ -98,6 +98,58 @@ def test_an_older_log_alone_still_renders(tmp_path) -> None:
     assert all(png[:8] == b"\x89PNG\r\n\x1a\n" for png in figures.values())
 
 
+def test_runs_of_a_setup_are_drawn_as_their_mean_with_an_interval_and_each_figure_is_written(
+    run,  # noqa: F811
+    tmp_path,
+) -> None:
+    """--group synthesizer.name puts two runs in one setup: each generation's eval is their mean, its interval a bootstrap over them; the CSV holds what analyze computes; a PNG per figure."""
+    import csv
+
+    from coevo.arena.analysis.paired import paired_bootstrap
+
+    runs = [OLD_LOG, run.run_dir]
+    figures = render_report(
+        runs,
+        str(tmp_path / "report.html"),
+        group="synthesizer.name",
+        csv_dir=str(tmp_path / "csv"),
+        png_dir=str(tmp_path / "png"),
+    )
+    for key, png in figures.items():
+        assert (tmp_path / "png" / f"{key}.png").read_bytes() == png
+    with (tmp_path / "csv" / "success.csv").open() as handle:
+        rows = [r for r in csv.DictReader(handle) if r["curve"] == "eval"]
+    assert {r["setup"] for r in rows} == {"synthesizer.name=procedural (2 seeds)"}
+    per_run = [
+        {r["gen"]: r["success"] for r in analyze(load_run(d), irt=False)["success"]["eval"]}
+        for d in runs
+    ]
+    assert [int(r["gen"]) for r in rows] == sorted(set(per_run[0]) | set(per_run[1]))
+    for row in rows:
+        values = [s[int(row["gen"])] for s in per_run if int(row["gen"]) in s]
+        mean, low, high = paired_bootstrap(values, n=10_000, seed=0)
+        assert int(row["runs"]) == len(values)
+        assert [float(row[k]) for k in ("success", "low", "high")] == pytest.approx(
+            [mean, low, high]
+        )
+    assert any(int(r["runs"]) == 2 and float(r["low"]) < float(r["high"]) for r in rows), (
+        "no generation where the two runs differ: the interval is not shown"
+    )
+    with (tmp_path / "csv" / "levels.csv").open() as handle:
+        levels = list(csv.DictReader(handle))
+    assert levels and {"level", "gen", "success", "low", "high"} <= set(levels[0])
+    text = (tmp_path / "report.html").read_text()
+    assert "quickstart seed 0" in text and "seed 11" in text, "runs are labelled by name and seed"
+
+
+def test_a_group_key_the_runs_lack_is_refused_naming_it(run, tmp_path) -> None:  # noqa: F811
+    """--group with a key no experiment has is an error naming the key and the run."""
+    from coevo.arena.errors import CoevoError
+
+    with pytest.raises(CoevoError, match=r"--group curriculum\.nope: .* has no such key"):
+        render_report([run.run_dir], str(tmp_path / "r.html"), group="curriculum.nope")
+
+
 def test_a_generation_with_no_level_mastered_is_a_gap_not_level_0(run) -> None:  # noqa: F811
     """The report's mastered line has analyze's value at each generation, and no point (NaN) where analyze has none ("–"), never 0."""
     import matplotlib

@@ -8,7 +8,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 import torch
-from coevo.run.trainer import BATCH_SCHEMA, FolderTransport
+from coevo.run.handoff.transports import BATCH_SCHEMA, FolderTransport
 
 VOCAB = 64
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 from coevo.arena.errors import ArenaError
-from coevo.run.consumer import ConsumerSettings
+from coevo.run.handoff.consumer import ConsumerSettings
 from coevo.run.train.learner import LoRATrainer
 from coevo.run.train.policy import (
     Scorer,

@@ -12,7 +12,7 @@ import torch
 from coevo.arena.gamelog import RunDir
 from coevo.arena.gamelog.lock import RunLock
 from coevo.run.cli import main
-from coevo.run.consumer import LOCK
+from coevo.run.handoff.consumer import LOCK
 from coevo.run.train import policy
 from coevo.run.train.policy import load_model, save_version, with_adapter
 from coevo.run.train.settings import TrainSettings

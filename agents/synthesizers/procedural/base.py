@@ -30,8 +30,8 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import astuple, dataclass
 from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Final, TypeVar
@@ -207,6 +207,11 @@ def renumber(rows: list[list[Any]]) -> list[list[Any]]:
     for n, row in enumerate(rows, start=1):
         row[0] = n
     return rows
+
+
+def table_rows(records: Iterable[Any]) -> list[list[Any]]:
+    """Typed rows as a world's table holds them: each a dataclass whose fields are the table's columns, in order."""
+    return [list(astuple(record)) for record in records]
 
 
 def make_world(

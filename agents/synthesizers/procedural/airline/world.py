@@ -10,7 +10,15 @@ from typing import Any
 
 from coevo.agents.synthesizers.procedural.airline.schema import COLUMNS, REFUND_REASONS, SCHEMA
 from coevo.agents.synthesizers.procedural.airline.tools import TOOLS
-from coevo.agents.synthesizers.procedural.base import NOW, People, day, draw_new, make_world, stamp
+from coevo.agents.synthesizers.procedural.base import (
+    NOW,
+    People,
+    day,
+    draw_new,
+    make_world,
+    stamp,
+    table_rows,
+)
 from coevo.arena.seeding import derive_seed
 from coevo.arena.spec import WorldSpec
 
@@ -243,7 +251,7 @@ def build_world(seed: int, knobs: AirlineKnobs = DEFAULT_KNOBS) -> WorldSpec:
             trips.book(passenger)
     rows = {
         "airports": airports,
-        "passengers": passengers,
+        "passengers": table_rows(passengers),
         "flights": schedule.flights,
         "bookings": trips.bookings,
         "segments": trips.segments,
@@ -253,16 +261,30 @@ def build_world(seed: int, knobs: AirlineKnobs = DEFAULT_KNOBS) -> WorldSpec:
     return make_world("airline", SCHEMA, COLUMNS, rows, TOOLS)
 
 
-def _passengers(rng: random.Random, knobs: AirlineKnobs) -> list[list[Any]]:
+@dataclass(frozen=True)
+class _Passenger:
+    """A ``passengers`` row (its fields are the table's columns, in order)."""
+
+    id: int
+    name: str
+    email: str
+    ff_number: str
+    home_city: str
+    tier: str
+    miles: int
+    joined_on: str
+
+
+def _passengers(rng: random.Random, knobs: AirlineKnobs) -> list[_Passenger]:
     people = People(rng, twin_share=knobs.twin_share)
-    passengers: list[list[Any]] = []
+    passengers: list[_Passenger] = []
     ff_numbers: set[str] = set()
     for pid in range(1, knobs.passengers + 1):
         name = people.name()
         ff = draw_new(lambda: f"MR{rng.randrange(10**7, 10**8)}", ff_numbers)
         tier = rng.choice(TIERS)
         passengers.append(
-            [
+            _Passenger(
                 pid,
                 name,
                 people.email(name),
@@ -271,7 +293,7 @@ def _passengers(rng: random.Random, knobs: AirlineKnobs) -> list[list[Any]]:
                 tier,
                 rng.randrange(0, 40_000) * MILES_FACTOR[tier],
                 (NOW.date() - timedelta(days=rng.randint(30, 4000))).isoformat(),
-            ]
+            )
         )
     return passengers
 
@@ -292,12 +314,12 @@ class _Trips:
         self.first_tag = rng.randrange(100_000, 900_000)
         self.first_ticket = rng.randrange(21 * 10**8, 23 * 10**8)
 
-    def book(self, passenger: list[Any]) -> None:
+    def book(self, passenger: _Passenger) -> None:
         """A booking of ``passenger``'s: a trip in the past, under way, about to leave or ahead."""
         rng, schedule = self.rng, self.schedule
         when = rng.random()
         soon = 0.55 <= when < 0.73  # leaves within a day: online check-in is open
-        legs = _itinerary(rng, self.city_code[passenger[4]], 0.3 if soon else 0.55)
+        legs = _itinerary(rng, self.city_code[passenger.home_city], 0.3 if soon else 0.55)
         flown = self._fly(legs, OPENS_MINUTE if soon else self._first_day(when, legs) * DAY)
         cabin = rng.choice(CABIN_POOL)
         fare_cents = self._fare(legs, cabin)
@@ -312,7 +334,7 @@ class _Trips:
         self.bookings.append(
             [
                 bid,
-                passenger[0],
+                passenger.id,
                 locator,
                 f"417{self.first_ticket + bid * 7 + rng.randrange(7)}",
                 _when(booked),

@@ -17,6 +17,7 @@ from coevo.agents.synthesizers.procedural.base import (
     next_weekday,
     renumber,
     stamp,
+    table_rows,
     weighted,
 )
 from coevo.agents.synthesizers.procedural.hr.schema import (
@@ -330,18 +331,53 @@ def build_world(seed: int, knobs: HrKnobs = DEFAULT_KNOBS) -> WorldSpec:
         leave.add(employee)
         claims.add(employee)
     # ids in the order rows were made (leave and claims by date, as a real system would have them)
-    leave_rows = renumber(sorted(leave.rows, key=lambda r: (r[7], r[1])))
+    leave_rows = sorted(leave.rows, key=lambda r: (r.requested_on, r.employee_id))
+    for n, request in enumerate(leave_rows, start=1):
+        request.id = n
+    cancellations = _cancellations(rng, leave_rows)  # a confirmed one sets its request's decision
     rows = {
         "departments": departments,
-        "employees": staff.rows,
+        "employees": table_rows(staff.rows),
         "emergency_contacts": contacts.rows,
-        "leave_requests": leave_rows,
+        "leave_requests": table_rows(leave_rows),
         "expense_claims": renumber(sorted(claims.rows, key=lambda r: (r[5], r[1]))),
         "payslips": renumber(pay.payslips),
-        "leave_cancellations": _cancellations(rng, leave_rows),
+        "leave_cancellations": cancellations,
         "salary_changes": renumber(sorted(pay.changes, key=lambda r: (r[2], r[1]))),
     }
     return make_world("hr", SCHEMA, COLUMNS, rows, TOOLS)
+
+
+@dataclass
+class _EmployeeRow:
+    """An ``employees`` row (its fields are the table's columns, in order)."""
+
+    id: int
+    employee_number: str
+    name: str
+    work_email: str
+    department_id: int
+    manager_id: int | None
+    job_title: str
+    hire_date: str
+    status: str
+    termination_date: str | None
+    salary_cents: int
+
+
+@dataclass
+class _LeaveRow:
+    """A ``leave_requests`` row; its id is set once the rows are in date order."""
+
+    id: int
+    employee_id: int
+    leave_type: str
+    start_date: str
+    end_date: str
+    days: int
+    status: str
+    requested_on: str
+    decided_on: str | None
 
 
 class _Staff:
@@ -351,7 +387,7 @@ class _Staff:
         self.rng = rng
         self.people = people
         self.email_domain = email_domain
-        self.rows: list[list[Any]] = []
+        self.rows: list[_EmployeeRow] = []
         self.emails: set[str] = set()
         self.numbers = rng.sample(range(10_000, 100_000), 200)
 
@@ -383,7 +419,7 @@ class _Staff:
                 hired = min(hired, -120)
                 terminated = day(rng.randint(hired + 60, -10))
         self.rows.append(
-            [
+            _EmployeeRow(
                 eid,
                 f"E{self.numbers[len(self.rows)]}",
                 name,
@@ -395,7 +431,7 @@ class _Staff:
                 status,
                 terminated,
                 rng.randrange(lo * 1000, hi * 1000 + 1, 250) * 100,
-            ]
+            )
         )
         return eid
 
@@ -439,7 +475,7 @@ def _team(
     weights = [len(dept.staff) - i + 1 for i in range(len(dept.staff))]
     for _ in range(dept.size - len(managers)):
         title = rng.choices(dept.staff, weights)[0]
-        if title.startswith("Chief") and any(e[6] == title for e in staff.rows):
+        if title.startswith("Chief") and any(e.job_title == title for e in staff.rows):
             title = dept.staff[0]
         joined_lately = rng.random() < knobs.recent_joiner_share
         tenure = (20, 110) if joined_lately else (110, 3000)
@@ -462,9 +498,9 @@ class _Employee:
     """The last day employed: the termination date, or today."""
 
     @classmethod
-    def of(cls, row: list[Any]) -> _Employee:
-        last = _offset(row[9]) if row[9] else 0
-        return cls(row[0], row[2], row[8], row[10], _offset(row[7]), last)
+    def of(cls, row: _EmployeeRow) -> _Employee:
+        last = _offset(row.termination_date) if row.termination_date else 0
+        return cls(row.id, row.name, row.status, row.salary_cents, _offset(row.hire_date), last)
 
     @property
     def surname(self) -> str:
@@ -577,7 +613,7 @@ class _Leave:
     def __init__(self, rng: random.Random, knobs: HrKnobs):
         self.rng = rng
         self.knobs = knobs
-        self.rows: list[list[Any]] = []
+        self.rows: list[_LeaveRow] = []
 
     def add(self, emp: _Employee) -> None:
         rng = self.rng
@@ -596,7 +632,7 @@ class _Leave:
         kind = rng.choice(["parental", "parental", "unpaid"])
         requested = max(start - rng.randint(20, 60), emp.hired)
         self.rows.append(
-            [
+            _LeaveRow(
                 0,
                 emp.id,
                 kind,
@@ -606,7 +642,7 @@ class _Leave:
                 "approved",
                 stamp(requested, rng.randint(480, 1080)),
                 day(min(requested + rng.randint(1, 5), 0)),
-            ]
+            )
         )
         return start, end
 
@@ -651,7 +687,7 @@ class _Leave:
             else None
         )
         self.rows.append(
-            [
+            _LeaveRow(
                 0,
                 emp.id,
                 kind,
@@ -661,7 +697,7 @@ class _Leave:
                 state,
                 stamp(requested, rng.randint(480, 1080 if requested < 0 else 700)),
                 decided,
-            ]
+            )
         )
 
     def _requested_on(self, emp: _Employee, kind: str, state: str, start: int, end: int) -> int:
@@ -730,18 +766,19 @@ class _Claims:
         return rng.choices(CLAIM_STATUSES, [0, 0 if big else 8, 3 if big else 0, 12, 75])[0]
 
 
-def _cancellations(rng: random.Random, leave: list[list[Any]]) -> list[list[Any]]:
+def _cancellations(rng: random.Random, leave: list[_LeaveRow]) -> list[list[Any]]:
     """Cancellations of approved leave: a few still open; the confirmed ones left the leave cancelled."""
     cancellations: list[list[Any]] = []
     for row in leave:
-        status, decided, start = row[6], row[8], row[3]
+        status, decided, start = row.status, row.decided_on, row.start_date
         if status == "approved" and start > TODAY and rng.random() < 0.08:
-            cancellations.append([0, row[0], max(decided, day(-rng.randint(0, 6))), "open"])
+            assert decided is not None  # an approved request was decided
+            cancellations.append([0, row.id, max(decided, day(-rng.randint(0, 6))), "open"])
         elif status == "approved" and start <= TODAY and rng.random() < 0.02:
-            cancellations.append([0, row[0], decided, "declined"])
+            cancellations.append([0, row.id, decided, "declined"])
         elif status == "cancelled" and rng.random() < 0.5:  # approved first, then cancelled
-            requested = _offset(row[7][:10])
-            row[8] = day(min(requested + rng.randint(1, 3), 0))
+            requested = _offset(row.requested_on[:10])
+            row.decided_on = day(min(requested + rng.randint(1, 3), 0))
             asked = day(min(requested + rng.randint(4, 20), 0))
-            cancellations.append([0, row[0], max(asked, row[8]), "confirmed"])
+            cancellations.append([0, row.id, max(asked, row.decided_on), "confirmed"])
     return renumber(sorted(cancellations, key=lambda r: (r[2], r[1])))

@@ -6,7 +6,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from coevo.agents.synthesizers.procedural.base import People, day, make_world, weighted
+from coevo.agents.synthesizers.procedural.base import People, day, make_world, table_rows, weighted
 from coevo.agents.synthesizers.procedural.names import (
     CITIES,
     COMPANY_SUFFIXES,
@@ -108,7 +108,7 @@ def build_world(seed: int, knobs: RetailKnobs = DEFAULT_KNOBS) -> WorldSpec:
     for customer in customers:
         sales.orders_of(customer)
     rows = {
-        "customers": customers,
+        "customers": table_rows(customers),
         "suppliers": suppliers,
         "products": products,
         "orders": sales.orders,
@@ -120,20 +120,32 @@ def build_world(seed: int, knobs: RetailKnobs = DEFAULT_KNOBS) -> WorldSpec:
     return make_world("retail", SCHEMA, COLUMNS, rows, TOOLS)
 
 
-def _customers(rng: random.Random, knobs: RetailKnobs) -> list[list[Any]]:
+@dataclass(frozen=True)
+class _Customer:
+    """A ``customers`` row (its fields are the table's columns, in order)."""
+
+    id: int
+    name: str
+    email: str
+    city: str
+    tier: str
+    joined_on: str
+
+
+def _customers(rng: random.Random, knobs: RetailKnobs) -> list[_Customer]:
     people = People(rng, twin_share=knobs.twin_share)
-    customers: list[list[Any]] = []
+    customers: list[_Customer] = []
     for cid in range(1, knobs.customers + 1):
         name = people.name()
         customers.append(
-            [
+            _Customer(
                 cid,
                 name,
                 people.email(name),
                 rng.choice(CITIES),
                 weighted(rng, TIERS),
                 day(-rng.randint(60, 2000)),
-            ]
+            )
         )
     return customers
 
@@ -206,7 +218,7 @@ class _Sales:
         self.shipments: list[list[Any]] = []
         self.returns: list[list[Any]] = []
 
-    def orders_of(self, customer: list[Any]) -> None:
+    def orders_of(self, customer: _Customer) -> None:
         """A customer's orders, each with its line items, and its shipment and return if any."""
         rng = self.rng
         for _ in range(rng.choice(self.knobs.orders_per_customer)):
@@ -214,8 +226,8 @@ class _Sales:
             age = rng.randint(0, 200)
             status = _order_status(rng, age)
             total = self._items(oid)
-            ship_city = customer[3] if rng.random() < 0.85 else rng.choice(CITIES)
-            self.orders.append([oid, customer[0], day(-age), status, total, ship_city])
+            ship_city = customer.city if rng.random() < 0.85 else rng.choice(CITIES)
+            self.orders.append([oid, customer.id, day(-age), status, total, ship_city])
             if status in ("shipped", "delivered"):
                 self._shipment(oid, age, status)
 

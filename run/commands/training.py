@@ -45,7 +45,7 @@ def _no_progress_bars_off_a_terminal() -> None:
 
 def cmd_reference_trainer(args: argparse.Namespace) -> int:
     """``coevo reference-trainer RUN_DIR``."""
-    from coevo.run.reference_trainer import TrainerSettings, main
+    from coevo.run.handoff.reference_trainer import TrainerSettings, main
 
     return main(
         TrainerSettings(
@@ -105,7 +105,7 @@ def _train_settings(args: argparse.Namespace) -> Any:
 
 def cmd_train(args: argparse.Namespace) -> int:
     """``coevo train RUN_DIR --model MODEL_DIR``."""
-    from coevo.run.consumer import ConsumerSettings
+    from coevo.run.handoff.consumer import ConsumerSettings
 
     settings = _train_settings(args)
     consumer = ConsumerSettings(  # checked before torch loads, as the settings are

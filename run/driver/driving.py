@@ -7,7 +7,7 @@
 * :func:`claim`: the run directory's lock (one writer at a time; a stale lock
   is taken over, and said);
 * :func:`driving`: both (unless the caller already holds the lock: then it
-  has run the preflight), then Ray (:func:`~coevo.run.connection.ray_for`)
+  has run the preflight), then Ray (:func:`~coevo.run.actors.connection.ray_for`)
   for as long as the driver runs; the lock released at the end when it was
   claimed here.
 
@@ -18,8 +18,8 @@ the run's events and trackers start, and hand the lock to
 :func:`~coevo.run.loop.run_experiment` or
 :func:`~coevo.run.benchmark.run_benchmark`; a library call of
 :func:`~coevo.run.loop.run_experiment` without a lock does both here. A
-corpus build (:func:`~coevo.run.corpus.build_corpus`) claims its folder with
-:func:`claim` and starts Ray with :func:`~coevo.run.connection.ray_for`.
+corpus build (:func:`~coevo.run.corpus.build.build_corpus`) claims its folder with
+:func:`claim` and starts Ray with :func:`~coevo.run.actors.connection.ray_for`.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import contextlib
 from collections.abc import Callable, Iterator
 
 from coevo.arena.gamelog import GameLog, RunDir, RunLock
-from coevo.run.connection import check_reachable, ray_for
+from coevo.run.actors.connection import check_reachable, ray_for
 from coevo.run.experiment import Experiment, check_environment, ray_address
 from coevo.run.tracking import require_installed
 
@@ -58,18 +58,14 @@ def preflight(
         check_reachable(where)
 
 
-def claim(run: str | RunDir, *, resume: bool, events: Callable[..., None] | None = None) -> RunLock:
-    """Take the run directory's lock (:meth:`GameLog.claim`); a stale lock taken over is a ``lock_taken_over`` event.
+def claim(run: str | RunDir, *, resume: bool) -> RunLock:
+    """Take the run directory's lock (:meth:`GameLog.claim`); :func:`driving` says when a stale one was taken over.
 
     Raises:
         LogError: another run holds it, or (to resume) a generation is damaged.
         OSError: the run directory cannot be written.
     """
-    lock = GameLog(run).claim(resume=resume)
-    if lock.taken_over and events is not None:
-        where = run if isinstance(run, str) else run.uri
-        events("lock_taken_over", run_dir=where, why=lock.taken_over)
-    return lock
+    return GameLog(run).claim(resume=resume)
 
 
 @contextlib.contextmanager
@@ -98,7 +94,9 @@ def driving(
     owned = lock is None
     if lock is None:
         preflight(experiment, address)
-        lock = claim(run, resume=resume, events=events)
+        lock = claim(run, resume=resume)
+    if lock.taken_over and events is not None:  # whoever claimed it (`coevo run` claims first)
+        events("lock_taken_over", run_dir=lock.run.uri, why=lock.taken_over)
     try:
         where = ray_address(address, experiment)
         with ray_for(

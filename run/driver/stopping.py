@@ -15,7 +15,7 @@ SIGTERM is treated like Ctrl-C, with a grace time (``run.stop_grace``):
 
 Ray installs a SIGTERM handler of its own in the driver when it starts
 (``ray.init``; its C++ failure-signal handler dumps a stack and leaves the
-lock behind), so :func:`~coevo.run.connection.connect` calls
+lock behind), so :func:`~coevo.run.actors.connection.connect` calls
 :func:`reinstall` right after it.
 """
 

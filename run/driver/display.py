@@ -19,7 +19,7 @@ import structlog
 from coevo.arena.bounded import open_to_write
 from coevo.arena.gamelog import RunDir
 from coevo.arena.secrets import redact_value
-from coevo.run.columns import COLUMNS
+from coevo.run.driver.columns import COLUMNS
 from rich import box
 from rich.console import Console
 from rich.live import Live

@@ -2,7 +2,7 @@
 
 ``coevo run`` and ``coevo resume`` gather, generation by generation, the
 columns the summary needs from the tables each generation wrote
-(:class:`RunTables`, fed :attr:`~coevo.run.generation.GenerationReport.tables`);
+(:class:`RunTables`, fed :attr:`~coevo.run.generation.state.GenerationReport.tables`);
 only the generations committed before a resume are read from the log. A run
 summarized after the fact (``coevo resume`` of a finished run) is read from
 its log. The figures it shares with the live table, the trackers and
@@ -21,11 +21,13 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 import pyarrow as pa
+import pyarrow.compute as pc
+from coevo.arena.analysis.paired import wilson_interval
 from coevo.arena.analysis.passk import pass_k_of_log
 from coevo.arena.gamelog import SCHEMAS, GameLog, RunDir
 from coevo.arena.gamelog.figures import rejection_counts, spend, top_rejections
 from coevo.arena.secrets import redact_value
-from coevo.run.selfplay import Watch, WatchConfig
+from coevo.run.generation.selfplay import Watch, WatchConfig
 
 __all__ = ["RunTables", "summarize", "summary_lines", "tokens_per_second"]
 
@@ -35,13 +37,14 @@ _COLUMNS: Final[Mapping[str, list[str] | None]] = {
     "ingested": ["episodes", "rejected", "error", "disagreed"],
     "proposals": ["p_hat", "proposer_reward", "flaky", "objective"],
     "tasks": ["source"],
-    "evals": ["task_id", "suite"],  # the synthesized suite's size beside [[eval.suites]]
+    "evals": ["gen", "task_id", "episode_id", "reward", "suite"],  # the suite's size, the intervals
+    "episodes": ["episode_id", "failure"],  # failed ones only (a benchmark's: all, for pass^k)
     "verdicts": ["accepted", "failed"],
     "usage": ["gen", "calls", "input_tokens", "output_tokens", "dollars"],
 }
 _BENCHMARK_COLUMNS: Final[Mapping[str, list[str] | None]] = {
     "episodes": ["episode_id", "failure"],
-    "evals": ["task_id", "episode_id", "domain", "reward", "suite"],
+    "evals": ["gen", "task_id", "episode_id", "domain", "reward", "suite"],
 }
 
 
@@ -54,6 +57,7 @@ class RunTables:
     """
 
     def __init__(self, *, benchmark: bool = False) -> None:
+        self.benchmark = benchmark
         self.columns = {**_COLUMNS, **(_BENCHMARK_COLUMNS if benchmark else {})}
         self._parts: dict[str, list[pa.Table]] = {name: [] for name in self.columns}
 
@@ -62,14 +66,22 @@ class RunTables:
         """The committed generations' columns, read from ``log`` (a run summarized after the fact, or before a resume)."""
         tables = cls(benchmark=benchmark)
         for name, columns in tables.columns.items():
-            tables._parts[name].append(log.read(name, columns=columns))
+            tables._parts[name].append(tables._kept(name, log.read(name, columns=columns)))
         return tables
 
     def add(self, tables: Mapping[str, pa.Table]) -> None:
         """Keep what the summary needs of one generation's tables as written (:attr:`GenerationReport.tables`)."""
         for name, columns in self.columns.items():
             table = tables[name]
-            self._parts[name].append(table if columns is None else table.select(columns))
+            self._parts[name].append(
+                self._kept(name, table if columns is None else table.select(columns))
+            )
+
+    def _kept(self, name: str, table: pa.Table) -> pa.Table:
+        """Of the ``episodes`` of a run that is no benchmark, the failed ones only (the eval intervals leave them out)."""
+        if name != "episodes" or self.benchmark:
+            return table
+        return table.filter(pc.is_valid(table.column("failure")))
 
     def __getitem__(self, name: str) -> pa.Table:
         parts = self._parts[name]
@@ -112,6 +124,7 @@ def summarize(run_dir: str, tables: RunTables | None = None) -> dict[str, Any]:
         "episodes": sum(r["train_episodes"] for r in rows),
         "eval_success_first": evals[0][1] if evals else None,
         "eval_success_last": evals[-1][1] if evals else None,
+        **_eval_intervals(tables["evals"], tables["episodes"], [g for g, _ in evals]),
         "trained_level_first_third": sum(levels[:third]) / third if levels else None,
         "trained_level_last_third": sum(levels[-third:]) / third if levels else None,
         "train_success_last": rows[-1]["train_success"] if rows else None,
@@ -180,6 +193,36 @@ def tokens_per_second(summary: dict[str, Any], seconds: Mapping[int, float]) -> 
     return sum(spent[gen] for gen in timed) / took if timed and took > 0 else None
 
 
+def _eval_intervals(evals: pa.Table, episodes: pa.Table, gens: list[int]) -> dict[str, Any]:
+    """The 95% Wilson interval of the first and the last generation's eval success, and their episodes.
+
+    Over the synthesized suite's episodes that were played (``suite`` null; an
+    episode the Solver could not play is left out, as ``eval_success`` leaves it).
+    """
+    if not gens:
+        return {
+            "eval_interval_first": None,
+            "eval_interval_last": None,
+            "eval_episodes_first": 0,
+            "eval_episodes_last": 0,
+        }
+    failed = set(
+        episodes.filter(pc.is_valid(episodes.column("failure"))).column("episode_id").to_pylist()
+    )
+    rows = [
+        r
+        for r in evals.select(["gen", "episode_id", "reward", "suite"]).to_pylist()
+        if r["suite"] is None and r["episode_id"] not in failed
+    ]
+    out: dict[str, Any] = {}
+    for key, gen in (("first", gens[0]), ("last", gens[-1])):
+        rewards = [r["reward"] for r in rows if r["gen"] == gen]
+        interval = wilson_interval(sum(rewards), len(rewards)) if rewards else None
+        out[f"eval_interval_{key}"] = None if interval is None else [round(x, 4) for x in interval]
+        out[f"eval_episodes_{key}"] = len(rewards)
+    return out
+
+
 def _eval_suite(recorded: Mapping[str, Any], tasks: pa.Table, evals: pa.Table) -> dict[str, Any]:
     """The synthesized held-out suite's size, and what the experiment asked for (``eval.per_level`` × levels).
 
@@ -232,6 +275,20 @@ def _stalls(recorded: Mapping[str, Any], rows: list[dict[str, Any]]) -> list[dic
 
 def _plural(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def _interval(interval: Any) -> str:
+    """`` [low, high]`` of a 95% interval ('' when there is none)."""
+    return f" [{interval[0]:.2f}, {interval[1]:.2f}]" if interval else ""
+
+
+def _eval_count(summary: Mapping[str, Any]) -> str:
+    """How many eval episodes the first and last figures rest on, and what the brackets are."""
+    first, last = summary.get("eval_episodes_first"), summary.get("eval_episodes_last")
+    if not first or not last:
+        return ""
+    each = f"{first} episodes each" if first == last else f"{first} and {last} episodes"
+    return f" ({each}; 95% intervals)"
 
 
 def _figure(value: Any) -> str:
@@ -322,9 +379,11 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
         f"{_plural(summary['episodes'], 'training episode')}, "
         f"{_plural(summary['failures'], 'role failure')} recorded",
         f"tasks: {summary['accepted']} accepted, {summary['rejected']} rejected",
-        f"eval success {_figure(summary['eval_success_first'])} → "
-        f"{_figure(summary['eval_success_last'])}; level trained on "
-        f"{_figure(summary['trained_level_first_third'])} → "
+        f"eval success {_figure(summary['eval_success_first'])}"
+        f"{_interval(summary.get('eval_interval_first'))} → "
+        f"{_figure(summary['eval_success_last'])}"
+        f"{_interval(summary.get('eval_interval_last'))}{_eval_count(summary)}",
+        f"level trained on {_figure(summary['trained_level_first_third'])} → "
         f"{_figure(summary['trained_level_last_third'])} (first → last third)",
     ]
     lines += _group_lines(summary)

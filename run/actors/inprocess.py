@@ -1,6 +1,6 @@
 """Hosts in this process, called as Ray actors are; references of either kind.
 
-With ``[ray] in_process = true`` (:mod:`coevo.run.actors`) every host is a
+With ``[ray] in_process = true`` (:mod:`coevo.run.actors.start`) every host is a
 :class:`LocalActor`: ``actor.method.remote(*args)`` runs the call at once, one
 call at a time per host as on Ray (``drain_busy`` beside them, as its own
 concurrency group), on deep copies of the arguments, and gives a
@@ -16,7 +16,7 @@ import threading
 from typing import Any
 
 import ray
-from coevo.run.hosts import MONITOR
+from coevo.run.actors.hosts import MONITOR
 
 __all__ = ["LocalActor", "LocalRef", "LocalTask", "get", "kill", "wait"]
 

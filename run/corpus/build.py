@@ -83,8 +83,9 @@ from coevo.arena.judge import WorldCache, assess_task
 from coevo.arena.secrets import redact
 from coevo.arena.seeding import derive_seed
 from coevo.arena.spec import TaskSpec, WorldSpec
-from coevo.run.connection import ray_for
-from coevo.run.corpus_experiment import (
+from coevo.run.actors.connection import ray_for
+from coevo.run.actors.inprocess import LocalRef, LocalTask, get, wait
+from coevo.run.corpus.from_experiment import (
     CorpusError,
     ExperimentSynthesizer,
     SynthesizerRole,
@@ -92,8 +93,7 @@ from coevo.run.corpus_experiment import (
     experiment_synthesizer,
     public_config,
 )
-from coevo.run.driver import claim
-from coevo.run.inprocess import LocalRef, LocalTask, get, wait
+from coevo.run.driver.driving import claim
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = [

@@ -4,7 +4,7 @@ What the corpus's manifest records of it (:class:`ExperimentSynthesizer`:
 its name, its config without secrets, the file's hash), what a worker
 builds it from (:class:`SynthesizerRole`, with the variables its
 registration passes, never written anywhere), and the environment a worker
-sets while it builds a shard (:func:`environment`). :mod:`coevo.run.corpus`
+sets while it builds a shard (:func:`environment`). :mod:`coevo.run.corpus.build`
 builds the corpus.
 """
 

@@ -10,11 +10,12 @@ from collections.abc import Callable, Iterator
 
 import ray
 from coevo.arena.errors import ArenaError
-from coevo.run.stopping import reinstall
+from coevo.run.driver.stopping import reinstall
 
 __all__ = ["check_reachable", "connect", "ends_with_this_driver", "ray_for"]
 
 _SESSIONS: list[bool] = []  # one entry per ray_for inside another: did it start Ray
+_ADDRESSES: list[str | None] = []  # one entry per ray_for: the cluster address it joined, if any
 
 
 def check_reachable(address: str, timeout: float = 10.0) -> None:
@@ -75,12 +76,19 @@ def ray_for(
     if started:
         say(f"Ray up in {time.monotonic() - began:.1f} s")
     _SESSIONS.append(started)
+    _ADDRESSES.append(address if started and address else None)
     try:
         yield
     finally:
         _SESSIONS.pop()
+        _ADDRESSES.pop()
         if started:
             ray.shutdown()
+
+
+def joined_address() -> str | None:
+    """The cluster address the innermost :func:`ray_for` joined; None for a Ray started on this machine (or joined before it)."""
+    return _ADDRESSES[-1] if _ADDRESSES else None
 
 
 def ends_with_this_driver() -> bool:

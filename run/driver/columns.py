@@ -1,6 +1,6 @@
 """The columns of ``coevo run``'s live table and what each means.
 
-One owner for the table (:mod:`~coevo.run.display`), ``coevo run
+One owner for the table (:mod:`~coevo.run.driver.display`), ``coevo run
 --help`` and docs/arena.md; this module imports nothing, so the help stays fast.
 """
 

@@ -1,6 +1,6 @@
 """The records of the trainer hand-off: the training batch (``coevo.batch/1``), its id, and a trainer's announcement (``coevo.policy/1``).
 
-:mod:`coevo.run.trainer` moves them (the transports, the loop's side);
+:mod:`coevo.run.handoff.transports` moves them (the transports, the loop's side);
 ``docs/trainer.md`` is the protocol a trainer author reads. A batch is one
 row per training rollout of a generation, made from its ``trajectories``
 rows (:func:`batch_of`), by the run as it commits the generation or, after a
@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any, Final, Literal
 
 import pyarrow as pa
@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 from coevo.arena.bounded import loads_json, read_parquet_bytes
 from coevo.arena.errors import ArenaError, FileRefusedError, LogError
 from coevo.arena.gamelog import GameLog, RunDir
-from coevo.arena.gamelog.figures import informative
+from coevo.arena.gamelog.figures import TaskLevels, informative
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -49,12 +49,10 @@ __all__ = [
     "batch_markdown",
     "batch_of",
     "dynamic_sampling",
-    "levels_of",
     "parquet_bytes",
     "read_announcement",
     "read_batch_bytes",
     "run_identity",
-    "task_levels",
     "training_batch",
 ]
 
@@ -370,7 +368,7 @@ def training_batch(log: GameLog, gen: int) -> pa.Table:
     generations = log.read("generations", gens=[gen], columns=["dynamic_sampling"])
     return batch_of(
         trajectories,
-        task_levels(log, range(gen + 1)),
+        TaskLevels().up_to(log, gen),
         gen,
         proposals,
         informative_only=dynamic_sampling(generations),
@@ -380,18 +378,6 @@ def training_batch(log: GameLog, gen: int) -> pa.Table:
 def dynamic_sampling(generations: pa.Table) -> bool:
     """Whether a generation's ``generations`` row says dynamic sampling was on (its batch: informative groups only; null in older logs: off)."""
     return any(bool(v) for v in generations.column("dynamic_sampling").to_pylist())
-
-
-def task_levels(log: GameLog, gens: Iterable[int]) -> dict[str, int | None]:
-    """Each logged task's level, in generations ``gens``."""
-    return levels_of(log.read("tasks", gens=gens, columns=["task_id", "level"]))
-
-
-def levels_of(tasks: pa.Table) -> dict[str, int | None]:
-    """Each task's level, from rows of the ``tasks`` table."""
-    return dict(
-        zip(tasks.column("task_id").to_pylist(), tasks.column("level").to_pylist(), strict=True)
-    )
 
 
 def batch_of(

@@ -1,6 +1,6 @@
 """Where the roles play: Ray actors, or hosts in this process (``[ray] in_process``).
 
-A run's roles are hosts (:mod:`coevo.run.hosts`), each called the way a Ray
+A run's roles are hosts (:mod:`coevo.run.actors.hosts`), each called the way a Ray
 actor is: ``actor.method.remote(*args)`` gives a reference, :func:`get`
 gives its value. With Ray (the default) a host is an actor in a process of
 its own, restarted when it dies, placed as its role table asks. With
@@ -12,7 +12,7 @@ object with the loop. The log is the same either way (a test compares them);
 what only Ray gives is restarts, placement, resources and clusters, so an
 in-process run is for debugging with a debugger, and for tests.
 
-:mod:`coevo.run.inprocess` holds the in-process hosts and the functions that
+:mod:`coevo.run.actors.inprocess` holds the in-process hosts and the functions that
 take a reference of either kind; :meth:`Actors.put` makes the reference the
 run's actors take.
 """
@@ -20,24 +20,24 @@ run's actors take.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import ray
 from coevo.agents.registry import REGISTRY
 from coevo.arena.errors import ArenaError
-from coevo.run.capacity import check_cluster
-from coevo.run.connection import ends_with_this_driver
+from coevo.run.actors.capacity import check_cluster
+from coevo.run.actors.connection import ends_with_this_driver, joined_address
+from coevo.run.actors.hosts import host_for, remote_host
+from coevo.run.actors.inprocess import LocalActor, LocalRef, kill
+from coevo.run.actors.pool import ActorPool
+from coevo.run.actors.resources import placed, ray_options
 from coevo.run.experiment import Experiment, RoleTable
-from coevo.run.hosts import host_for, remote_host
-from coevo.run.inprocess import LocalActor, LocalRef, kill
-from coevo.run.pool import ActorPool
-from coevo.run.resources import placed, ray_options
 from ray.util.placement_group import remove_placement_group
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-__all__ = ["Actors", "start_actors"]
+__all__ = ["Actors", "start_actors", "start_hosts"]
 
 
 @dataclass
@@ -88,15 +88,40 @@ class Actors:
             remove_placement_group(group)
 
 
-def _in_process(table: str, role: RoleTable, kind: str, env: dict[str, str]) -> LocalActor:
-    """A host of ``role`` in this process; a constructor that raises is named as the pool names it."""
-    try:
-        return LocalActor(host_for(kind)(role.name, role.config, env))
-    except Exception as exc:  # the role's own error, whatever its class: say it as Ray's path does
-        raise ArenaError(
-            f"the {table} could not be made, its constructor raised: {exc} "
-            "(a setting in its table of the experiment file, or its environment)"
-        ) from exc
+def start_hosts(
+    host: type,
+    args: tuple[Any, ...],
+    options: Sequence[dict[str, Any]],
+    *,
+    in_process: bool,
+    made_as: str,
+    remote: Any = None,
+) -> list[Any]:
+    """One host of class ``host`` built from ``args`` per entry of ``options``: the one way coevo starts actors.
+
+    In this process each is a :class:`LocalActor` (a constructor that raises
+    is said as the pool says it on Ray, naming ``made_as``); on Ray each is
+    an actor of ``remote`` (default ``ray.remote(host)``) with its options,
+    and a constructor that fails is named by the pool at the first call.
+
+    Raises:
+        ArenaError: in process, the constructor raised.
+    """
+    if in_process:
+        made = []
+        for _ in options:
+            try:
+                made.append(LocalActor(host(*args)))
+            except (
+                Exception
+            ) as exc:  # the role's own error, whatever its class: say it as Ray's path does
+                raise ArenaError(
+                    f"the {made_as} could not be made, its constructor raised: {exc} "
+                    "(a setting in its table of the experiment file, or its environment)"
+                ) from exc
+        return made
+    actor_class = remote if remote is not None else ray.remote(host)
+    return [actor_class.options(**o).remote(*args) for o in options]
 
 
 def start_actors(exp: Experiment, progress: Callable[[str], None] | None = None) -> Actors:
@@ -112,7 +137,9 @@ def start_actors(exp: Experiment, progress: Callable[[str], None] | None = None)
     in_process = exp.ray.in_process
     groups: list[Any] = []
     if not in_process:
-        check_cluster(exp)  # before any actor: Ray would wait forever for what is not there
+        check_cluster(
+            exp, joined_address()
+        )  # before any actor: Ray would wait forever for what is not there
         here = ray.get_runtime_context().get_node_id()
     settings = exp.role_settings()
     say = progress or (lambda text: None)
@@ -123,11 +150,12 @@ def start_actors(exp: Experiment, progress: Callable[[str], None] | None = None)
         info = REGISTRY.get(role.name)
         env = {k: os.environ[k] for k in info.env(settings[table]).passed if k in os.environ}
         label = label or table.replace("_", " ")
+        args = (role.name, role.config, env)
         if in_process:
             made = []
             for i in range(n):
                 say(f"starting the {label} {role.name!r}" + (f" ({i + 1}/{n})" if n > 1 else ""))
-                made.append(_in_process(table, role, info.kind, env))
+                made += start_hosts(host_for(info.kind), args, [{}], in_process=True, made_as=table)
             return made
         say(f"starting {n} {label} actor{'s' * (n > 1)} ({role.name!r})")
         if restarts:
@@ -139,8 +167,10 @@ def start_actors(exp: Experiment, progress: Callable[[str], None] | None = None)
             # losing another node must not lose their state
             affinity = NodeAffinitySchedulingStrategy(here, soft=False)
             each = [{**ray_options(role.resources), "scheduling_strategy": affinity}] * n
-        host = remote_host(info.kind)
-        handles = [host.options(**o).remote(role.name, role.config, env) for o in each]
+        handles = start_hosts(
+            host_for(info.kind), args, each, in_process=False, made_as=table,
+            remote=remote_host(info.kind),
+        )  # fmt: skip
         started.append((label, handles))
         return handles
 

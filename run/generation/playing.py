@@ -21,8 +21,8 @@ from coevo.arena.seeding import derive_seed
 from coevo.arena.spec import TaskSpec
 from coevo.curricula.base import Curriculum
 from coevo.curricula.dynamic import next_round
-from coevo.run.generation import Generation
-from coevo.run.pool import Calls
+from coevo.run.actors.pool import Calls
+from coevo.run.generation.state import Generation
 
 __all__ = ["Players"]
 

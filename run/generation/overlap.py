@@ -16,7 +16,7 @@ same for the same seed and staleness. The learner and the World model are
 one actor each and take one step at a time: more than one generation of lag
 would gain nothing, so every staleness ≥ 1 gives this one schedule (with an
 external ``[trainer]`` the staleness also bounds the trainer, see
-:mod:`coevo.run.trainer`). The deferred step of the last generation is
+:mod:`coevo.run.handoff.transports`). The deferred step of the last generation is
 kept in the checkpoint (``deferred.json``, data only; with what the Solvers
 shipped for it, :class:`~coevo.agents.protocols.ShipsDecisions`, beside it
 in ``deferred-decisions.state``) and taken by ``coevo resume``.
@@ -40,7 +40,7 @@ from coevo.arena.errors import ArenaError, StateError
 from coevo.arena.outcomes import Episode
 from coevo.arena.spec import TaskSpec
 from coevo.arena.state import pack_state, unpack_state
-from coevo.run.inprocess import get, wait
+from coevo.run.actors.inprocess import get, wait
 from ray.exceptions import GetTimeoutError, RayActorError
 
 __all__ = [

@@ -24,9 +24,9 @@ from coevo.arena.gamelog import (
 from coevo.arena.gamelog.figures import rejection_counts, top_rejections
 from coevo.arena.spec import TaskSpec, WorldSpec
 from coevo.curricula.dynamic import informative_count
-from coevo.run.generation import Generation, Proposals
-from coevo.run.suites import Suite
-from coevo.run.trainer import policy_row
+from coevo.run.generation.state import Generation, Proposals
+from coevo.run.generation.suites import Suite
+from coevo.run.handoff.transports import policy_row
 
 __all__ = ["generation_record", "summary_row"]
 

@@ -56,11 +56,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Final
 
-import ray
 from coevo.agents.registry import REGISTRY
 from coevo.arena.bounded import MAX_JSON_BYTES, open_regular
 from coevo.arena.codetask import CODETASK_FORMAT, CodeTaskSpec, code_records, code_tasks_from
-from coevo.arena.codeworld import CodeWorlds
+from coevo.arena.codeworld import domain_code_fails
 from coevo.arena.errors import ArenaError, CoevoError, RecordError
 from coevo.arena.gamelog import RunDir, UsageRow, accepted_ids
 from coevo.arena.gamelog.corpus import held_out, read_corpus
@@ -69,8 +68,9 @@ from coevo.arena.outcomes import Episode
 from coevo.arena.records import BadRecord, dump_record, iter_lines, parse_line
 from coevo.arena.seeding import derive_seed
 from coevo.arena.spec import TaskSpec, WorldSpec
+from coevo.run.actors.inprocess import get, kill
+from coevo.run.actors.start import start_hosts
 from coevo.run.experiment import Experiment, SuiteConfig
-from coevo.run.inprocess import LocalActor, get, kill
 
 __all__ = [
     "SUITES_DIR",
@@ -303,15 +303,14 @@ def check_suites(experiment: Experiment) -> list[Suite]:
                 "the domain's code, e.g. CHECKOUT/src for τ²-bench)"
             )
         worlds = {t.world.world_id: t.world for t in suite.tasks}
-        with CodeWorlds(workers=1, seconds=config.seconds, paths=config.code) as probe:
-            for world in worlds.values():
-                state, why = probe.initial_state(world)
-                if state is None:
-                    raise ArenaError(
-                        f"eval suite {suite.name!r}: the {world.domain!r} domain's code does not "
-                        f"run from code {config.code or '(none given)'}: {why}; give the folder "
-                        "holding the domain's code (CHECKOUT/src for τ²-bench)"
-                    )
+        failed = domain_code_fails(worlds.values(), paths=config.code, seconds=config.seconds)
+        if failed is not None:
+            world, why = failed
+            raise ArenaError(
+                f"eval suite {suite.name!r}: the {world.domain!r} domain's code does not "
+                f"run from code {config.code or '(none given)'}: {why}; give the folder "
+                "holding the domain's code (CHECKOUT/src for τ²-bench)"
+            )
     return suites
 
 
@@ -366,11 +365,11 @@ def start_code_hosts(
             host_environment(experiment, bench),
             (SUITES_DIR, f"{suite.name}.jsonl"),
         )
-        if experiment.ray.in_process:
-            hosts[suite.name] = LocalActor(BenchmarkHost(*args))
-        else:
-            options = {"num_cpus": 0, "max_restarts": 4, "max_task_retries": 4}
-            hosts[suite.name] = ray.remote(BenchmarkHost).options(**options).remote(*args)
+        options = {"num_cpus": 0, "max_restarts": 4, "max_task_retries": 4}
+        [hosts[suite.name]] = start_hosts(
+            BenchmarkHost, args, [options], in_process=experiment.ray.in_process,
+            made_as=f"host of eval suite {suite.name!r}",
+        )  # fmt: skip
     if hosts:  # built: the suite read, the servers up
         get([host.pid.remote() for host in hosts.values()])
     return hosts

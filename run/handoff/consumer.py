@@ -18,7 +18,7 @@
 
 The journal (``<name>/journal.jsonl`` in the trainer folder) is rewritten
 whole on each step (moved into place), so it is never half-written. The
-reference trainer (:mod:`~coevo.run.reference_trainer`) records each
+reference trainer (:mod:`~coevo.run.handoff.reference_trainer`) records each
 step; ``coevo train`` (:mod:`coevo.run.train`) takes it.
 """
 
@@ -39,7 +39,7 @@ from coevo.arena.bounded import MAX_JSON_BYTES
 from coevo.arena.errors import ArenaError, FileRefusedError
 from coevo.arena.gamelog import RunDir
 from coevo.arena.gamelog.lock import RunLock
-from coevo.run.trainer import (
+from coevo.run.handoff.transports import (
     BATCH_SCHEMA,
     Announcement,
     FolderTransport,

@@ -21,7 +21,7 @@ untrained one saved by peft), which each version names; ``--announce model``
 announces model names the server already serves instead.
 
 The loop (waiting, the journal, exactly once, announcing) is
-:class:`~coevo.run.consumer.BatchConsumer`'s, which ``coevo train``
+:class:`~coevo.run.handoff.consumer.BatchConsumer`'s, which ``coevo train``
 shares; the journal is ``reference/journal.jsonl`` in the trainer folder.
 """
 
@@ -35,9 +35,9 @@ from dataclasses import dataclass
 from typing import Any, Final, TextIO
 
 import pyarrow as pa
-from coevo.run.consumer import BatchConsumer, ConsumerSettings
-from coevo.run.consumer import journal as consumer_journal
-from coevo.run.trainer import FolderTransport
+from coevo.run.handoff.consumer import BatchConsumer, ConsumerSettings
+from coevo.run.handoff.consumer import journal as consumer_journal
+from coevo.run.handoff.transports import FolderTransport
 
 __all__ = ["ReferenceTrainer", "TrainerSettings", "journal"]
 

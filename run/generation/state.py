@@ -24,11 +24,11 @@ from coevo.arena.outcomes import Episode, Verdict
 from coevo.arena.spec import TaskSpec
 from coevo.arena.trajectory import Trajectory
 from coevo.curricula.base import GenerationPlan, Mutation
-from coevo.run.failures import RoleCalls, RoleTally
-from coevo.run.ingest import Ingested
-from coevo.run.pool import Calls
-from coevo.run.selfplay import Scored
-from coevo.run.trainer import Announcement
+from coevo.run.actors.pool import Calls
+from coevo.run.driver.failures import RoleCalls, RoleTally
+from coevo.run.generation.selfplay import Scored
+from coevo.run.handoff.inbox import Ingested
+from coevo.run.handoff.transports import Announcement
 
 __all__ = [
     "Clock",
@@ -66,7 +66,7 @@ class RunSummary:
     generations: int
     reports: list[GenerationReport]
     calls: dict[str, RoleCalls] = field(default_factory=dict)
-    """Calls per role in this invocation (see :mod:`coevo.run.failures`)."""
+    """Calls per role in this invocation (see :mod:`coevo.run.driver.failures`)."""
     failing: dict[str, list[int]] = field(default_factory=dict)
     """The generations in which every call of a role failed, by role."""
     halted: str | None = None

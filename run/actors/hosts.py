@@ -1,7 +1,7 @@
 """A role inside a Ray actor, one host per kind: every call batched, every failure a recorded outcome.
 
 A host is a plain class (the arena wraps it with ``ray.remote``, or calls it
-in process: :mod:`coevo.run.actors`); it builds
+in process: :mod:`coevo.run.actors.start`); it builds
 its role from the registry in the actor's own process and turns whatever the
 role raises into data the game log can hold:
 
@@ -66,7 +66,7 @@ from coevo.arena.outcomes import Episode, Verdict, failed_episode, failed_verdic
 from coevo.arena.spec import TaskSpec
 from coevo.arena.trajectory import Trajectory
 from coevo.curricula.base import Mutation
-from coevo.run.failures import without_doc_links
+from coevo.run.driver.failures import without_doc_links
 
 __all__ = [
     "MONITOR",
@@ -104,7 +104,7 @@ def _busy(method: _F) -> _F:
 
 def _resolved(ref: Any) -> Any:
     """The value of a reference the loop passed inside a list (a Ray ref, or in-process its holder)."""
-    # duck-typed: coevo.run.actors.LocalRef (that module imports this one)
+    # duck-typed: coevo.run.actors.start.LocalRef (that module imports this one)
     return ref.result() if hasattr(ref, "result") else ray.get(ref)
 
 

@@ -11,7 +11,7 @@ therefore bounds the actors it starts by what the cluster has:
 Every table's ``actors`` also has a static bound (:data:`MAX_ACTORS`, checked
 when the experiment is loaded, before Ray starts). What the role tables
 reserve (``[solver.resources]``, ``placement``) is checked against the
-cluster's nodes by :func:`check_cluster` (:mod:`coevo.run.resources`).
+cluster's nodes by :func:`check_cluster` (:mod:`coevo.run.actors.resources`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from coevo.arena.errors import ArenaError, ExperimentError
-from coevo.run.resources import check_resources, cluster_nodes
+from coevo.run.actors.resources import check_resources, cluster_nodes
 
 if TYPE_CHECKING:
     from coevo.run.experiment import Experiment
@@ -59,12 +59,15 @@ def actors_wanted(experiment: Experiment) -> dict[str, int]:
     }
 
 
-def check_capacity(experiment: Experiment, resources: Mapping[str, float]) -> None:
+def check_capacity(
+    experiment: Experiment, resources: Mapping[str, float], joined: str | None = None
+) -> None:
     """Refuse an experiment that asks for more actors than the cluster can hold.
 
     Args:
         experiment: the validated experiment.
         resources: the cluster's resources (``ray.cluster_resources()``).
+        joined: the address of the cluster the run joined (None: a Ray on this machine).
 
     Raises:
         ArenaError: the message gives the actors asked for, the cluster's CPUs and
@@ -83,7 +86,12 @@ def check_capacity(experiment: Experiment, resources: Mapping[str, float]) -> No
         f"the experiment asks for {total} actors ({asked}), but this Ray cluster has "
         f"{cpus:g} CPUs and {memory / 2**30:.1f} GB of memory for them: at most {fit} fit "
         f"({ACTORS_PER_CPU} per CPU, about {ACTOR_MEMORY // 2**20} MB each); lower "
-        f"{largest}.actors or join a larger cluster with --address"
+        f"{largest}.actors or "
+        + (
+            f"add nodes to the cluster at {joined} (`ray start --address={joined}` on each)"
+            if joined
+            else "join a larger cluster with --address"
+        )
     )
 
 
@@ -117,8 +125,9 @@ def _check(
     resources: Mapping[str, float],
     nodes: list[dict[str, float]],
     driver_node: dict[str, float],
+    joined: str | None = None,
 ) -> None:
-    check_capacity(experiment, resources)
+    check_capacity(experiment, resources, joined)
     check_resources(*_reserved(experiment), nodes, driver_node)
 
 
@@ -218,8 +227,10 @@ def _shrink(key: str, value: str) -> str:
     return f"{math.floor(float(value) * 90) / 100:g}"
 
 
-def check_cluster(experiment: Experiment) -> None:
+def check_cluster(experiment: Experiment, joined: str | None = None) -> None:
     """Both checks against the Ray cluster this process is connected to: the actor count, and what the tables reserve.
+
+    ``joined``: the address of the cluster the run joined (None: a Ray on this machine), for the advice.
 
     Raises:
         ArenaError: what does not fit and what to change.
@@ -229,7 +240,7 @@ def check_cluster(experiment: Experiment) -> None:
     resources = ray.cluster_resources()  # Ray never refuses actors of 0 CPUs: the count is ours
     nodes, driver_node = cluster_nodes()
     try:
-        _check(experiment, resources, nodes, driver_node)
+        _check(experiment, resources, nodes, driver_node, joined)
     except ArenaError as exc:
         items = fitting_overrides(experiment, resources, nodes, driver_node)
         if not items:

@@ -1,7 +1,7 @@
 """The trainer hand-off: training batches out to an external trainer, policy versions back in.
 
 With a ``[trainer]`` table the Solver's learning step is a trainer's (prime-rl,
-verl, TRL, OpenRLHF, or :mod:`coevo.run.reference_trainer`), and coevo is
+verl, TRL, OpenRLHF, or :mod:`coevo.run.handoff.reference_trainer`), and coevo is
 the environment-and-curriculum side of its run. ``docs/trainer.md`` is the
 protocol as a trainer author reads it; in short:
 
@@ -45,9 +45,10 @@ from coevo.agents.registry import REGISTRY
 from coevo.arena.bounded import MAX_JSON_BYTES
 from coevo.arena.errors import ArenaError, CoevoError, FileRefusedError, TrainerTimeout
 from coevo.arena.gamelog import GameLog, PolicyRow, RunDir
+from coevo.arena.gamelog.figures import TaskLevels
 from coevo.arena.outcomes import Episode
 from coevo.arena.settings import StrictNumbers
-from coevo.run.batches import (
+from coevo.run.handoff.batches import (
     BATCH_FORMAT,
     BATCH_ID,
     BATCH_SCHEMA,
@@ -60,12 +61,10 @@ from coevo.run.batches import (
     batch_markdown,
     batch_of,
     dynamic_sampling,
-    levels_of,
     parquet_bytes,
     read_announcement,
     read_batch_bytes,
     run_identity,
-    task_levels,
     training_batch,
 )
 from pydantic import ConfigDict, Field
@@ -92,7 +91,6 @@ __all__ = [
     "read_announcement",
     "read_batch_bytes",
     "run_identity",
-    "task_levels",
     "training_batch",
     "transport_for",
     "unreproducible_sampling",
@@ -500,7 +498,7 @@ class Handoff:
         """Adapters this run had loaded (a server answered "loaded") and has not unloaded: name → trained through."""
         self.unload_failures = 0  # unloads that failed in this process (each an event)
         self.serving: tuple[str, Any] | None = None  # the Solver's name and settings (load's)
-        self.levels: dict[str, int | None] | None = None  # each logged task's level (staging)
+        self.levels = TaskLevels()  # each logged task's level (staging)
         self.staged: tuple[int, pa.Table] | None = None  # a generation's batch, before its commit
 
     @property
@@ -546,15 +544,13 @@ class Handoff:
         :meth:`hand_out` hands it out once the generation is committed. A driver
         killed in between leaves it unsent: the resumed run builds it from the log.
         """
-        if self.levels is None:
-            self.levels = task_levels(self.log, range(gen))
-        self.levels.update(levels_of(tables["tasks"]))
+        levels = self.levels.up_to(self.log, gen, tables["tasks"])
         trajectories = tables["trajectories"].select(NEEDED)
         proposals = tables["proposals"].select(PROPOSAL_COLUMNS)
         dynamic = dynamic_sampling(tables["generations"])
         self.staged = (
             gen,
-            batch_of(trajectories, self.levels, gen, proposals, informative_only=dynamic),
+            batch_of(trajectories, levels, gen, proposals, informative_only=dynamic),
         )
 
     def hand_out(self, gen: int) -> bool:

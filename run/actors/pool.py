@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from coevo.arena.errors import ArenaError
-from coevo.run.inprocess import get
+from coevo.run.actors.inprocess import get
 from ray.exceptions import ActorUnavailableError, RayActorError
 
 __all__ = ["RETRY", "ActorPool", "Calls", "Lost", "RetryPolicy", "creation_error"]
