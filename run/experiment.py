@@ -572,7 +572,7 @@ def overridden(data: Mapping[str, Any], items: Sequence[str]) -> dict[str, Any]:
     the rest of its table. Setting a role table's ``name`` to another role
     drops the file's ``config`` for that table (those settings were the old
     role's), unless an item sets that ``config`` too:
-    ``--set solver.name=random-solver`` swaps the Solver.
+    ``--set solver.name=claude`` swaps the Solver.
 
     Raises:
         ExperimentError: an item is not ``key=value``, or sets a key inside a value.
