@@ -419,7 +419,7 @@ def plot(stages: dict[str, Any], by_curriculum: dict[str, Any], path: str) -> No
     import matplotlib.pyplot as plt
 
     figure, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
-    names = ["untrained", "warm_start", "rl"]
+    names = [n for n in ("untrained", "warm_start", "rl") if n in stages]
     shown = [stages[n] for n in names]
     left.errorbar(
         range(len(names)),
@@ -431,7 +431,8 @@ def plot(stages: dict[str, Any], by_curriculum: dict[str, Any], path: str) -> No
         fmt="o-",
         capsize=4,
     )
-    left.set_xticks(range(len(names)), ["untrained", "warm start", "after the loop"])
+    labels = {"untrained": "untrained", "warm_start": "warm start", "rl": "after the loop"}
+    left.set_xticks(range(len(names)), [labels[n] for n in names])
     left.set_ylim(0, 1)
     left.set_ylabel(f"held-out success, {shown[0]['n']} tasks")
     left.set_title("held-out tasks, worlds never trained on")
@@ -468,13 +469,14 @@ def report(
     }
     first = curricula[0]
     pooled = [r for seed in seeds for r in results[f"rl/{first}/{seed}"]["held_out"]["episodes"]]
-    stages["rl"] = figures(pooled)
-    warm = {r["task_id"]: r["success"] for r in results["warm_start"]["episodes"]}
-    per_task: dict[str, list[int]] = {}
-    for r in pooled:
-        per_task.setdefault(r["task_id"], []).append(r["success"])
-    gain = paired_bootstrap([sum(v) / len(v) - warm[t] for t, v in per_task.items()])
-    stages["rl_gain_over_warm_start"] = {"mean": gain[0], "low": gain[1], "high": gain[2]}
+    if pooled:  # no loop finished yet (--report-only while it runs): the first two stages only
+        stages["rl"] = figures(pooled)
+        warm = {r["task_id"]: r["success"] for r in results["warm_start"]["episodes"]}
+        per_task: dict[str, list[int]] = {}
+        for r in pooled:
+            per_task.setdefault(r["task_id"], []).append(r["success"])
+        gain = paired_bootstrap([sum(v) / len(v) - warm[t] for t, v in per_task.items()])
+        stages["rl_gain_over_warm_start"] = {"mean": gain[0], "low": gain[1], "high": gain[2]}
     by_curriculum: dict[str, Any] = {}
     for curriculum in curricula:
         runs = [results[f"rl/{curriculum}/{seed}"] for seed in seeds]
@@ -488,7 +490,7 @@ def report(
             "train_success": [[g["train_success"] for g in r["generations"]] for r in runs],
         }
     stages["curricula"] = by_curriculum
-    if len(curricula) > 1:
+    if len(curricula) > 1 and seeds:
         a, b = curricula[0], curricula[1]
         stages["paired"] = {
             "setup": f"{b} - {a}",
@@ -523,17 +525,21 @@ def report(
         f"{'stage':<12} {'all':>22} "
         + " ".join(f"{'level ' + k:>22}" for k in stages["untrained"]["levels"])
     )
-    for stage in ("untrained", "warm_start", "rl"):
+    for stage in [s for s in ("untrained", "warm_start", "rl") if s in stages]:
         f = stages[stage]
         cells = [f"{f['success']:.3f} [{f['low']:.3f}, {f['high']:.3f}]"] + [
             f"{v['success']:.3f} [{v['low']:.3f}, {v['high']:.3f}]" for v in f["levels"].values()
         ]
         print(f"{stage:<12} " + " ".join(f"{c:>22}" for c in cells))
-    g = stages["rl_gain_over_warm_start"]
-    print(
-        f"loop − warm start: {g['mean']:+.3f} [{g['low']:+.3f}, {g['high']:+.3f}] (paired over tasks)"
-    )
-    for curriculum, v in by_curriculum.items():
+    if "rl_gain_over_warm_start" in stages:
+        g = stages["rl_gain_over_warm_start"]
+        print(
+            f"loop − warm start: {g['mean']:+.3f} [{g['low']:+.3f}, {g['high']:+.3f}] "
+            "(paired over tasks)"
+        )
+    else:
+        print("the loop: no run finished yet")
+    for curriculum, v in by_curriculum.items() if seeds else []:
         print(
             f"{curriculum:<12} held-out {', '.join(f'{x:.3f}' for x in v['held_out'])}; "
             f"informative share {', '.join(f'{x:.2f}' for x in v['informative_share'])}"
