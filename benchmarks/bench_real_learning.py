@@ -61,6 +61,7 @@ from coevo.agents.protocols import ProposalRequest  # noqa: E402
 from coevo.agents.synthesizers.procedural import ProceduralSynthesizer  # noqa: E402
 from coevo.arena.analysis.paired import paired_bootstrap, wilson_interval  # noqa: E402
 from coevo.arena.gamelog import GameLog  # noqa: E402
+from coevo.arena.outcomes import FAILED_PREFIX  # noqa: E402
 from coevo.arena.records import load_records, write_records  # noqa: E402
 from coevo.arena.spec import TaskSpec, WorldSpec  # noqa: E402
 from coevo.run.experiment import load_experiment  # noqa: E402
@@ -179,7 +180,8 @@ def evaluate(base_url: str, model: str, suite: list[TaskSpec], seed: int) -> dic
     why: dict[str, int] = {}
     for e in episodes:
         if e.failure is not None:
-            kind = str(e.failure).split(":")[0][:80]
+            # "the solver failed: WHY: detail": the why, not the prefix every failure shares
+            kind = str(e.failure).removeprefix(FAILED_PREFIX).split(":")[0][:80]
             why[kind] = why.get(kind, 0) + 1
     return {
         "model": model,
