@@ -42,6 +42,7 @@ import csv
 import html
 import io
 import math
+import os
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,7 @@ from typing import Any
 from coevo.arena.analysis.lineage import lineage_graph, lineage_summary
 from coevo.arena.analysis.metrics import analyze, load_run
 from coevo.arena.analysis.paired import paired_bootstrap
+from coevo.arena.bounded import open_to_write
 from coevo.arena.errors import CoevoError
 
 __all__ = ["FIGURES", "render_report"]
@@ -595,12 +597,23 @@ def render_report(
     if png_dir is not None:
         Path(png_dir).mkdir(parents=True, exist_ok=True)
         for key, png in figures.items():
-            (Path(png_dir) / f"{key}.png").write_bytes(png)
+            _write_within(png_dir, f"{key}.png", png)
     if csv_dir is not None:
         Path(csv_dir).mkdir(parents=True, exist_ok=True)
         for key, rows in data.items():
-            _write_csv(Path(csv_dir) / f"{key}.csv", rows)
+            _write_within(csv_dir, f"{key}.csv", _csv_bytes(rows))
     return figures
+
+
+def _write_within(folder: str, name: str, data: bytes) -> None:
+    """``folder/name`` written whole, through no link (:func:`~coevo.arena.bounded.open_to_write`).
+
+    Raises:
+        FileRefusedError: the file is a link, or not a regular file, or the folder a link out.
+    """
+    fd = open_to_write(Path(folder) / name, folder)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
 
 
 def _setting(experiment: dict[str, Any], key: str, run_dir: str) -> str:
@@ -635,12 +648,13 @@ def _setups(
     ]
 
 
-def _write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
-    """Rows as CSV, the columns in the order they first appear (an empty file with no rows)."""
+def _csv_bytes(rows: list[dict[str, Any]]) -> bytes:
+    """Rows as CSV, the columns in the order they first appear (a header only with no rows)."""
     columns: list[str] = []
     for row in rows:
         columns += [key for key in row if key not in columns]
-    with path.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=columns, restval="")
-        writer.writeheader()
-        writer.writerows(rows)
+    text = io.StringIO()
+    writer = csv.DictWriter(text, fieldnames=columns, restval="")
+    writer.writeheader()
+    writer.writerows(rows)
+    return text.getvalue().encode("utf-8")

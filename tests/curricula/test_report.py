@@ -142,6 +142,25 @@ def test_runs_of_a_setup_are_drawn_as_their_mean_with_an_interval_and_each_figur
     assert "quickstart seed 0" in text and "seed 11" in text, "runs are labelled by name and seed"
 
 
+def test_a_figure_file_that_is_a_link_is_refused_and_what_it_points_to_is_left_alone(
+    run,  # noqa: F811
+    tmp_path,
+) -> None:
+    """`coevo report --csv DIR` with DIR/success.csv a link to another file: exit 2 naming the link; the file it points to unchanged."""
+    from tests.factories import run_cli
+
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    (tmp_path / "figures").mkdir()
+    (tmp_path / "figures" / "success.csv").symlink_to(victim)
+    done = run_cli(
+        "report", run.run_dir, "--out", str(tmp_path / "r.html"), "--csv", str(tmp_path / "figures")
+    )
+    assert done.returncode == 2, done.stderr
+    assert "success.csv is a symbolic link" in done.stderr
+    assert victim.read_text() == "keep me"
+
+
 def test_a_group_key_the_runs_lack_is_refused_naming_it(run, tmp_path) -> None:  # noqa: F811
     """--group with a key no experiment has is an error naming the key and the run."""
     from coevo.arena.errors import CoevoError
