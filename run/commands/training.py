@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import types
 import typing
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final
 
@@ -118,13 +120,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         lag=args.lag,
     )
     _no_progress_bars_off_a_terminal()
-    try:
+    with _train_extra():
         from coevo.run.train.learner import main
-    except ImportError as exc:
-        raise CommandError(
-            f"torch, transformers and peft are needed ({exc.name} is missing): "
-            "pip install 'coevo[train]' (without a GPU, torch's CPU build first: docs/training.md)"
-        ) from None
     return main(consumer, settings)
 
 
@@ -146,13 +143,8 @@ def cmd_logprobs(args: argparse.Namespace) -> int:
                 f"--adapter {given!r}: VERSION=PATH, e.g. warm-start=runs/warm/adapter"
             )
         served[version] = path
-    try:
+    with _train_extra():
         from coevo.run.train.check import main
-    except ImportError as exc:
-        raise CommandError(
-            f"torch, transformers and peft are needed ({exc.name} is missing): "
-            "pip install 'coevo[train]' (without a GPU, torch's CPU build first: docs/training.md)"
-        ) from None
     return main(
         args.run_dir,
         args.model,
@@ -210,17 +202,25 @@ def _add_logprobs(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
     parser.set_defaults(func=cmd_logprobs)
 
 
+@contextlib.contextmanager
+def _train_extra() -> Iterator[None]:
+    """Around an import of :mod:`coevo.run.train`: a missing torch, transformers, peft or gguf is a CommandError saying how to install it."""
+    try:
+        yield
+    except ImportError as exc:
+        raise CommandError(
+            f"the train extra is needed ({exc.name} is missing): pip install 'coevo[train]' "
+            "(torch, transformers, peft, gguf; without a GPU, torch's CPU build first: "
+            "docs/training.md)"
+        ) from None
+
+
 def cmd_tiny_model(args: argparse.Namespace) -> int:
     """``coevo tiny-model --out DIR``."""
     out_folder(args.out)  # a file there is said before torch is imported
     _no_progress_bars_off_a_terminal()
-    try:
+    with _train_extra():
         from coevo.run.train.tiny_model import make_tiny_model
-    except ImportError as exc:
-        raise CommandError(
-            f"torch, transformers and gguf are needed ({exc.name} is missing): "
-            "pip install 'coevo[train]' (without a GPU, torch's CPU build first: docs/training.md)"
-        ) from None
     where = make_tiny_model(args.out, args.wheel)
     print(f"SmolLM2-135M-Instruct → {where} (serve it with vLLM; train it with coevo train)")
     return 0
@@ -334,13 +334,8 @@ def cmd_sft(args: argparse.Namespace) -> int:
         raise CommandError(f"--validation-share {args.validation_share}: a share in [0, 1)")
     out_folder(args.out)  # a file there is said before torch is imported
     _no_progress_bars_off_a_terminal()
-    try:
+    with _train_extra():
         from coevo.run.train.sft import main
-    except ImportError as exc:
-        raise CommandError(
-            f"torch, transformers and peft are needed ({exc.name} is missing): "
-            "pip install 'coevo[train]' (without a GPU, torch's CPU build first: docs/training.md)"
-        ) from None
     return main(
         args.sources,
         settings,
