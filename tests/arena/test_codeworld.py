@@ -270,7 +270,8 @@ def test_tool_code_cannot_escape_and_the_run_goes_on(worlds, tmp_path) -> None:
         assert after.ok, (tool, after)
     assert episode.failed is None and episode.state() == {"n": len(attempts)}
     assert worlds.restarts == 0
-    with socket.create_connection(("127.0.0.1", port)) as own:  # the first connection is the test's own
+    # the first connection the listener takes must be the test's own
+    with socket.create_connection(("127.0.0.1", port)) as own:
         own.sendall(b"the test's own")
     listener.join(60)
     server.close()
