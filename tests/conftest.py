@@ -49,7 +49,7 @@ def vllm_server():
     """
     from tests.real_model import QWEN_GENERATION_CONFIG, VLLMServer
 
-    server = VLLMServer(generation_config=QWEN_GENERATION_CONFIG)
+    server = VLLMServer(generation_config=QWEN_GENERATION_CONFIG, wait=False)  # ready at first use
     _ends["vllm_server"] = server.stop
     _started.append("vllm_server")
     yield server

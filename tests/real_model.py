@@ -92,6 +92,7 @@ def python() -> Path:
                 "pip",
                 "install",
                 "-q",
+                "--no-compile",  # byte-compiling torch and vLLM whole costs a minute; imports compile what they use
                 VLLM,
                 "peft",
                 "gguf",
@@ -112,7 +113,7 @@ def python() -> Path:
             (ENV / ".ready").write_text(VLLM)
         marker = ENV / ".coevo-installed"
         if not marker.is_file() or _editable_source(interpreter) != str(ROOT):
-            _run(interpreter, "-m", "pip", "install", "-q", "-e", f"{ROOT}[train]")
+            _run(interpreter, "-m", "pip", "install", "-q", "--no-compile", "-e", f"{ROOT}[train]")
             marker.write_text(str(ROOT))
     return interpreter
 
@@ -170,15 +171,22 @@ class VLLMServer:
         startup: seconds to wait for ``/health``.
         generation_config: sampling defaults the server applies to requests that leave them
             unset (``--override-generation-config``), as a model's ``generation_config.json`` does.
+        wait: wait for ``/health`` here; else at the first :attr:`url` or :meth:`post`, so that
+            the caller's work before then overlaps the server's start (about 40 s).
     """
 
     def __init__(
-        self, *, startup: float = 600.0, generation_config: dict[str, float] | None = None
+        self,
+        *,
+        startup: float = 600.0,
+        generation_config: dict[str, float] | None = None,
+        wait: bool = True,
     ):
         self.python = python()
         self.model = model()
         self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}/v1"
+        self.startup = startup
+        self._ready = False
         self.log = HOME / f"server-{os.getpid()}.log"
         env = {
             **os.environ,
@@ -222,10 +230,20 @@ class VLLMServer:
                 env=env,
                 start_new_session=True,
             )
-        self._wait(startup)
+        if wait:
+            self.ready()
 
-    def _wait(self, startup: float) -> None:
-        deadline = time.monotonic() + startup
+    @property
+    def url(self) -> str:
+        """The OpenAI-compatible base URL, once the server answers."""
+        self.ready()
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def ready(self) -> None:
+        """Wait for ``/health`` (at most ``startup`` seconds from the first call)."""
+        if self._ready:
+            return
+        deadline = time.monotonic() + self.startup
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(
@@ -233,13 +251,14 @@ class VLLMServer:
                 )
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=2):
+                    self._ready = True
                     return
             except (urllib.error.URLError, OSError):
                 time.sleep(1.0)
         tail = self.tail()
         self.stop(keep_log=True)
         raise RuntimeError(
-            f"vLLM did not answer /health within {startup:g} s ({self.log}):\n{tail}"
+            f"vLLM did not answer /health within {self.startup:g} s ({self.log}):\n{tail}"
         )
 
     def tail(self, lines: int = 40) -> str:
@@ -248,6 +267,7 @@ class VLLMServer:
 
     def post(self, path: str, body: dict) -> dict:
         """POST ``body`` to the server's root (``/tokenize``, ``/v1/completions``, ...)."""
+        self.ready()
         request = urllib.request.Request(
             f"http://127.0.0.1:{self.port}{path}",
             data=json.dumps(body).encode(),

@@ -178,7 +178,10 @@ def _add_logprobs(sub: Any, fmt: type[argparse.HelpFormatter]) -> None:
     parser.add_argument("--model", required=True, help="the model folder the server serves")
     parser.add_argument("--gen", default=None, help="only these generations (comma-separated)")
     parser.add_argument(
-        "--limit", type=int, default=None, help="check at most this many trajectories"
+        "--limit",
+        type=int,
+        default=None,
+        help="check at most this many trajectories, spread evenly over the generations checked",
     )
     parser.add_argument(
         "--device", choices=("auto", "cpu", "cuda"), default="auto", help="where (default: auto)"

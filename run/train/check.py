@@ -73,7 +73,7 @@ def check_logprobs(
     dtype: str = "float32",
     served: dict[str, str] | None = None,
 ) -> list[Agreement]:
-    """The agreement of every interleaved trajectory of ``run_dir`` (or of ``gens``, the first ``limit``).
+    """The agreement of every interleaved trajectory of ``run_dir`` (or of ``gens``; at most ``limit``, spread evenly over the log's order, so over every generation checked).
 
     ``served`` names the adapter folder of a version the log has none for (a
     warm start the server loaded under that name).
@@ -100,8 +100,8 @@ def check_logprobs(
         for r in table.to_pylist()
         if r["layout"] == "interleaved" and r["logprobs"] and unreproducible(r["sampling"]) is None
     ]
-    if limit is not None:
-        rows = rows[:limit]
+    if limit is not None and len(rows) > limit:
+        rows = [rows[i * len(rows) // limit] for i in range(limit)]
     if not rows:
         raise ArenaError(
             f"{run_dir}: no interleaved trajectory with log-probs to check (a run against a "
