@@ -80,25 +80,64 @@ def _run(*command: str | Path, env: dict[str, str] | None = None) -> None:
         )
 
 
+PIP_TO_UV: Final = {
+    "index-url": "--index-url",
+    "extra-index-url": "--extra-index-url",
+    "find-links": "--find-links",
+    "constraint": "--constraint",
+    "trusted-host": "--allow-insecure-host",
+}
+"""pip's settings that say where packages come from, and uv's flag for each (uv reads no pip.conf)."""
+
+
+def _pip_sources() -> list[str]:
+    """uv's flags for the package sources pip is configured with here (pip.conf, ``PIP_*``), as CI's machine sets them."""
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True
+    )
+    flags: list[str] = []
+    for line in done.stdout.splitlines():
+        key, _, value = line.partition("=")
+        flag = PIP_TO_UV.get(key.rsplit(".", 1)[-1])
+        if flag is None:
+            continue
+        for item in value.strip().strip("'\"").split():
+            local = item.removeprefix("file://")
+            if item.startswith(("http://", "https://")) or Path(local).exists():
+                flags += [flag, item]  # pip warns of and skips a local source that is missing
+    return flags
+
+
+def _install(interpreter: Path, *packages: str) -> None:
+    """``pip install`` into ``interpreter``'s environment, by uv where the test extra brought it (seconds, not a minute), else by pip.
+
+    Neither byte-compiles what it installs (a minute for torch and vLLM; imports compile what they use).
+    """
+    try:
+        from uv import find_uv_bin
+
+        uv = find_uv_bin()
+    except (ImportError, FileNotFoundError):
+        uv = None
+    if uv is not None:
+        command = [uv, "pip", "install", "-q", "--python", str(interpreter), *_pip_sources()]
+        done = subprocess.run(
+            [*command, "--index-strategy", "unsafe-best-match", *packages],
+            capture_output=True,
+            text=True,
+        )
+        if done.returncode == 0:
+            return
+    _run(interpreter, "-m", "pip", "install", "-q", "--no-compile", *packages)
+
+
 def python() -> Path:
     """The environment's Python, made (and coevo installed from this checkout) on first use."""
     interpreter = ENV / "bin" / "python"
     with _locked():
         if not (ENV / ".ready").is_file():
             _run(sys.executable, "-m", "venv", "--clear", ENV)
-            _run(
-                interpreter,
-                "-m",
-                "pip",
-                "install",
-                "-q",
-                "--no-compile",  # byte-compiling torch and vLLM whole costs a minute; imports compile what they use
-                VLLM,
-                "peft",
-                "gguf",
-                "pytest",
-                "hypothesis",
-            )
+            _install(interpreter, VLLM, "peft", "gguf", "pytest", "hypothesis")
             _run(
                 interpreter,
                 "-m",
@@ -113,7 +152,7 @@ def python() -> Path:
             (ENV / ".ready").write_text(VLLM)
         marker = ENV / ".coevo-installed"
         if not marker.is_file() or _editable_source(interpreter) != str(ROOT):
-            _run(interpreter, "-m", "pip", "install", "-q", "--no-compile", "-e", f"{ROOT}[train]")
+            _install(interpreter, "-e", f"{ROOT}[train]")
             marker.write_text(str(ROOT))
     return interpreter
 

@@ -100,3 +100,28 @@ def test_the_readme_stays_at_most_200_lines():
     """The README is the front door; the rest is in docs/ (docs/testing.md, docs/arena.md, ...)."""
     lines = (ROOT / "README.md").read_text().splitlines()
     assert len(lines) <= 200, f"README.md has {len(lines)} lines: move the detail to docs/"
+
+
+def test_the_real_model_environment_is_installed_from_the_sources_pip_is_configured_with(
+    tmp_path, monkeypatch
+) -> None:
+    """uv reads no pip.conf: the sources pip has here (CI's registry mirror, local wheels) become uv's flags; a local source that is missing is left out, as pip skips it."""
+    from tests.real_model import _pip_sources
+
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    config = tmp_path / "pip.conf"
+    config.write_text(
+        "[global]\nindex-url = https://mirror.invalid/simple\n"
+        f"extra-index-url = file://{tmp_path}/missing https://extra.invalid/simple\n"
+        f"find-links = {wheels}\ntimeout = 5\n"
+    )
+    monkeypatch.setenv("PIP_CONFIG_FILE", str(config))
+    flags = _pip_sources()
+    pairs = set(zip(flags[::2], flags[1::2], strict=True))
+    assert {
+        ("--index-url", "https://mirror.invalid/simple"),
+        ("--extra-index-url", "https://extra.invalid/simple"),
+        ("--find-links", str(wheels)),
+    } <= pairs
+    assert not [value for _, value in pairs if "missing" in value or value == "5"]
