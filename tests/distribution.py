@@ -2,7 +2,9 @@
 
 A group of tests runs on one worker, one test after another: the tests on
 the session's Ray (one Ray per process; two would share two cores four
-ways), those on the real vLLM server (one start per session), for each
+ways), then those on the real vLLM server (one start per session), as one
+group (the server and its trainers use both cores: Ray's actors beside them
+starved, and the tests on Ray took two to five times as long), for each
 module, the tests that share a module-scoped fixture (made once), and
 the tests of :data:`ONE_WORKER_MODULES` (never two at a time).
 Every other test goes wherever a worker is free. The longest groups are
@@ -25,9 +27,10 @@ from typing import Any
 import pytest
 from xdist.scheduler import LoadScopeScheduling
 
-GROUPS = {"vllm_server": "vllm-server", "ray_cluster": "ray"}
+GROUPS = {"ray_cluster": "ray-then-vllm", "vllm_server": "ray-then-vllm"}
 """Session fixtures that exist once per process and must start once per session: every test
-using one runs on one worker, in the group named here (the first handed out first)."""
+using one runs on one worker, in the group named here (handed out first; in it, the tests of
+the first fixture first)."""
 
 SHARED_SCOPES = ("module", "class", "package")
 """Fixture scopes made once per module (or class, or package) and process."""
@@ -55,12 +58,12 @@ def group(item: pytest.Item) -> str | None:
     return None
 
 
-def _rank(item: pytest.Item, name: str | None) -> int:
-    """Groups of :data:`GROUPS` first (in its order), then tests marked slow, then the rest."""
-    named = list(GROUPS.values())
-    if name in named:
-        return named.index(name)
-    return len(named) + (item.get_closest_marker("slow") is None)
+def _rank(item: pytest.Item, name: str | None) -> tuple[int, int]:
+    """Groups of :data:`GROUPS` first (in it, by the fixture in :data:`GROUPS`' order), then tests marked slow, then the rest."""
+    if name in GROUPS.values():
+        names = getattr(item, "fixturenames", ())
+        return 0, next(i for i, fixture in enumerate(GROUPS) if fixture in names)
+    return 1 + (item.get_closest_marker("slow") is None), 0
 
 
 def write_groups(items: list[pytest.Item], folder: Path, worker: str) -> None:

