@@ -36,8 +36,8 @@ SHARED_SCOPES = ("module", "class", "package")
 """Fixture scopes made once per module (or class, or package) and process."""
 
 ONE_WORKER_MODULES = {
-    "tests/arena/test_cluster.py": "each test's two-node cluster takes ports the next one's "
-    "overlap (6391, 6393, 6395, each + 10 to 18), and two at once would be four Ray nodes on two cores",
+    "tests/arena/test_cluster.py": "its tests share one two-node cluster (a module fixture), "
+    "a worker node lost by one test started again for the next",
 }
 """Modules whose tests must not run two at a time: they run on one worker, as a group (why)."""
 

@@ -132,9 +132,15 @@ def _install(interpreter: Path, *packages: str) -> None:
     _run(interpreter, "-m", "pip", "install", "-q", "--no-compile", *packages)
 
 
+_checked: list[Path] = []
+"""The environment, once this process has made or checked it (each check starts an interpreter)."""
+
+
 def python() -> Path:
     """The environment's Python, made (and coevo installed from this checkout) on first use."""
     interpreter = ENV / "bin" / "python"
+    if _checked:
+        return _checked[0]
     with _locked():
         if not (ENV / ".ready").is_file():
             _run(sys.executable, "-m", "venv", "--clear", ENV)
@@ -155,6 +161,7 @@ def python() -> Path:
         if not marker.is_file() or _editable_source(interpreter) != str(ROOT):
             _install(interpreter, "-e", f"{ROOT}[train]")
             marker.write_text(str(ROOT))
+    _checked.append(interpreter)
     return interpreter
 
 

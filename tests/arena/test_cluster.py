@@ -1,4 +1,4 @@
-"""A two-node Ray cluster on this machine: a run joins it and survives losing the worker node; an experiment goes in as a Ray Job; a corpus build loses the worker node."""
+"""A two-node Ray cluster on this machine, started once for the module: an experiment goes in as a Ray Job; a run joins it and survives losing the worker node; a corpus build loses a new worker node."""
 
 from __future__ import annotations
 
@@ -67,9 +67,36 @@ class Cluster:
     dashboard: str
     worker_raylets: list[int]
     env: dict[str, str]
+    port: str
+    temp_dir: str
+    workers_started: int = 1
+
+    def lose_worker(self) -> None:
+        """SIGKILL the worker node's raylet (the node is lost as a machine failing would lose it)."""
+        for pid in self.worker_raylets:
+            os.kill(pid, signal.SIGKILL)
+        self.worker_raylets = []
+
+    def ensure_worker(self) -> None:
+        """A worker node again, if the last was lost: a new one on ports of its own (the lost node's agents may hold theirs a while)."""
+        if self.worker_raylets and all(
+            Path(f"/proc/{pid}").exists() for pid in self.worker_raylets
+        ):
+            return
+        before = _raylets(self.temp_dir)
+        offset = (
+            10 + 4 * self.workers_started
+        )  # 4 ports each (+24 to +27, ...), past the head's (+18)
+        _, worker = _start_commands(self.port, self.temp_dir, jobs=False, worker_offset=offset)
+        subprocess.run(worker, env=self.env, check=True, capture_output=True, timeout=180)
+        self.worker_raylets = sorted(_raylets(self.temp_dir) - before)
+        self.workers_started += 1
+        assert self.worker_raylets, "the new worker node's raylet is running"
 
 
-def _start_commands(port: str, temp_dir: str, *, jobs: bool) -> tuple[list[str], list[str]]:
+def _start_commands(
+    port: str, temp_dir: str, *, jobs: bool, worker_offset: int = 4
+) -> tuple[list[str], list[str]]:
     """`ray start` for the head and the worker: every port its own, as docs/cluster.md gives them.
 
     Another Ray on the machine (the test session's) holds the default ports; a
@@ -96,7 +123,13 @@ def _start_commands(port: str, temp_dir: str, *, jobs: bool) -> tuple[list[str],
         if jobs
         else ["--include-dashboard=false"]
     )
-    worker = [str(RAY), "start", f"--address=127.0.0.1:{port}", "--num-cpus=1", *ports(4)]
+    worker = [
+        str(RAY),
+        "start",
+        f"--address=127.0.0.1:{port}",
+        "--num-cpus=1",
+        *ports(worker_offset),
+    ]
     return head, worker
 
 
@@ -142,7 +175,9 @@ def two_nodes(port: str, *, jobs: bool = False) -> Iterator[Cluster]:
         subprocess.run(worker_start, env=env, check=True, capture_output=True, timeout=180)
         worker = sorted(_raylets(temp_dir) - head_raylets)
         assert worker, "the worker node's raylet is running"
-        yield Cluster(f"127.0.0.1:{port}", f"http://127.0.0.1:{dashboard_port}", worker, env)
+        yield Cluster(
+            f"127.0.0.1:{port}", f"http://127.0.0.1:{dashboard_port}", worker, env, port, temp_dir
+        )
     finally:
         _kill_cluster(temp_dir)
         shutil.rmtree(temp_dir, ignore_errors=True)
@@ -153,55 +188,11 @@ needs_cluster = pytest.mark.skipif(
 )
 
 
-@needs_cluster
-@pytest.mark.slow
-def test_a_run_on_two_nodes_survives_losing_the_worker_node(tmp_path) -> None:
-    """Head + worker started with `ray start`; the worker's raylet is SIGKILLed mid-run; the run completes whole."""
-    with two_nodes("6391") as cluster:
-        toml = tmp_path / "cluster.toml"
-        toml.write_text(
-            "[run]\nseed = 5\ngenerations = 4\nrollouts = 2\nchunk = 8\n"
-            '[synthesizer]\nname = "procedural"\nactors = 2\nconfig = { domains = ["retail"], world_pool = 2 }\n'
-            '[judge]\nname = "mechanical"\nactors = 2\n'
-            '[solver]\nname = "linear-pg"\nactors = 4\n'
-            '[curriculum]\nname = "uniform"\ntasks_per_gen = 8\nlevels = [1, 2]\n'
-            "[eval]\nlevels = [1]\nper_level = 3\nevery = 2\n"
-        )
-        run_dir = tmp_path / "run"
-        driver = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "coevo.run.cli",
-                "run",
-                str(toml),
-                "--out",
-                str(run_dir),
-                "--address",
-                cluster.address,
-            ],
-            env=cluster.env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        first = run_dir / "log" / "_manifests" / "gen=000000.json"
-        deadline = time.monotonic() + 240
-        while not first.exists() and driver.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert first.exists(), (
-            driver.stderr.read() if driver.poll() is not None else "no generation 0"
-        )
-        for pid in cluster.worker_raylets:
-            os.kill(pid, signal.SIGKILL)
-        _, stderr = driver.communicate(timeout=300)
-        assert driver.returncode == 0, stderr[-3000:]
-        log = GameLog(str(run_dir))
-        rows = log.read("generations").to_pylist()
-        assert [r["gen"] for r in rows] == [0, 1, 2, 3]
-        episodes = log.read("episodes").to_pylist()
-        assert len({e["episode_id"] for e in episodes}) == len(episodes)
-        assert all(r["train_episodes"] == r["trained_tasks"] * 2 for r in rows)
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Cluster]:
+    """One two-node cluster for the module's tests (a start is about 10 s of both cores); each test that needs a worker node asks for one (:meth:`Cluster.ensure_worker`)."""
+    with two_nodes("6391", jobs=True) as started:
+        yield started
 
 
 def _jobs(cluster: Cluster, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
@@ -228,7 +219,9 @@ def _submit(cluster: Cluster, *args: str, cwd: Path) -> subprocess.CompletedProc
 
 @needs_cluster
 @pytest.mark.slow
-def test_experiments_cluster_toml_goes_in_as_a_ray_job_and_writes_a_whole_log(tmp_path) -> None:
+def test_experiments_cluster_toml_goes_in_as_a_ray_job_and_writes_a_whole_log(
+    cluster, tmp_path
+) -> None:
     """`ray job submit --working-dir . -- coevo run cluster.toml --out file://...` on a two-node cluster: the job succeeds, the log is whole."""
     project = tmp_path / "project"
     project.mkdir()
@@ -238,29 +231,27 @@ def test_experiments_cluster_toml_goes_in_as_a_ray_job_and_writes_a_whole_log(tm
     out = f"file://{tmp_path / 'shared' / 'run-1'}"  # a filesystem every node sees
     # the file as shipped, scaled to two 1-CPU nodes with the values docs/cluster.md gives
     sets = [arg for item in _documented_sets() for arg in ("--set", item)]
-    with two_nodes("6393", jobs=True) as cluster:
-        submitted = _submit(
-            cluster,
-            "--address",
-            cluster.dashboard,
-            "--submission-id",
-            "coevo-cluster-test",
-            "--working-dir",
-            ".",
-            "--",
-            "coevo",
-            "run",
-            "cluster.toml",
-            "--out",
-            out,
-            *sets,
-            cwd=project,
-        )
-        status = _jobs(cluster, "status", "--address", cluster.dashboard, "coevo-cluster-test")
-        assert "succeeded" in status.stdout.lower(), (
-            submitted.stdout[-3000:] + submitted.stderr[-3000:]
-        )
-        logs = _jobs(cluster, "logs", "--address", cluster.dashboard, "coevo-cluster-test")
+    cluster.ensure_worker()
+    submitted = _submit(
+        cluster,
+        "--address",
+        cluster.dashboard,
+        "--submission-id",
+        "coevo-cluster-test",
+        "--working-dir",
+        ".",
+        "--",
+        "coevo",
+        "run",
+        "cluster.toml",
+        "--out",
+        out,
+        *sets,
+        cwd=project,
+    )
+    status = _jobs(cluster, "status", "--address", cluster.dashboard, "coevo-cluster-test")
+    assert "succeeded" in status.stdout.lower(), submitted.stdout[-3000:] + submitted.stderr[-3000:]
+    logs = _jobs(cluster, "logs", "--address", cluster.dashboard, "coevo-cluster-test")
     assert "2 generations" in logs.stdout and "game log: " in logs.stdout
 
     log = GameLog(out)
@@ -284,6 +275,54 @@ def test_experiments_cluster_toml_goes_in_as_a_ray_job_and_writes_a_whole_log(tm
     assert {"solver-0", "solver-1", "learner"} <= set(generations[0]["busy"])
 
 
+@needs_cluster
+@pytest.mark.slow
+def test_a_run_on_two_nodes_survives_losing_the_worker_node(cluster, tmp_path) -> None:
+    """Head + worker started with `ray start`; the worker's raylet is SIGKILLed mid-run; the run completes whole."""
+    cluster.ensure_worker()
+    toml = tmp_path / "cluster.toml"
+    toml.write_text(
+        "[run]\nseed = 5\ngenerations = 4\nrollouts = 2\nchunk = 8\n"
+        '[synthesizer]\nname = "procedural"\nactors = 2\nconfig = { domains = ["retail"], world_pool = 2 }\n'
+        '[judge]\nname = "mechanical"\nactors = 2\n'
+        '[solver]\nname = "linear-pg"\nactors = 4\n'
+        '[curriculum]\nname = "uniform"\ntasks_per_gen = 8\nlevels = [1, 2]\n'
+        "[eval]\nlevels = [1]\nper_level = 3\nevery = 2\n"
+    )
+    run_dir = tmp_path / "run"
+    driver = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "coevo.run.cli",
+            "run",
+            str(toml),
+            "--out",
+            str(run_dir),
+            "--address",
+            cluster.address,
+        ],
+        env=cluster.env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    first = run_dir / "log" / "_manifests" / "gen=000000.json"
+    deadline = time.monotonic() + 240
+    while not first.exists() and driver.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert first.exists(), driver.stderr.read() if driver.poll() is not None else "no generation 0"
+    cluster.lose_worker()
+    _, stderr = driver.communicate(timeout=300)
+    assert driver.returncode == 0, stderr[-3000:]
+    log = GameLog(str(run_dir))
+    rows = log.read("generations").to_pylist()
+    assert [r["gen"] for r in rows] == [0, 1, 2, 3]
+    episodes = log.read("episodes").to_pylist()
+    assert len({e["episode_id"] for e in episodes}) == len(episodes)
+    assert all(r["train_episodes"] == r["trained_tasks"] * 2 for r in rows)
+
+
 def _corpus(folder: Path) -> dict[str, list[dict]]:
     return {
         table: sorted(
@@ -298,44 +337,45 @@ def _corpus(folder: Path) -> dict[str, list[dict]]:
 
 @needs_cluster
 @pytest.mark.slow
-def test_a_corpus_build_that_loses_its_worker_node_completes_to_the_same_corpus(tmp_path) -> None:
+def test_a_corpus_build_that_loses_its_worker_node_completes_to_the_same_corpus(
+    cluster, tmp_path
+) -> None:
     """Two shards at a time over two nodes; the worker node's raylet is SIGKILLed after the first commit; the build finishes whole, as the same build in one process."""
-    flags = ["--worlds", "60", "--tasks-per-world", "3", "--shard-size", "5"]
+    flags = ["--worlds", "30", "--tasks-per-world", "3", "--shard-size", "5"]
     whole = run_cli("corpus", "build", "--out", str(tmp_path / "whole"), *flags, "--workers", "0")
     assert whole.returncode == 0, whole.stderr[-3000:]
     flags += ["--workers", "2"]
-    with two_nodes("6395") as cluster:
+    cluster.ensure_worker()
 
-        def build(out: Path) -> subprocess.Popen:
-            return subprocess.Popen(
-                [
-                    str(COEVO),
-                    "corpus",
-                    "build",
-                    "--out",
-                    str(out),
-                    *flags,
-                    "--address",
-                    cluster.address,
-                ],
-                env=cluster.env,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
+    def build(out: Path) -> subprocess.Popen:
+        return subprocess.Popen(
+            [
+                str(COEVO),
+                "corpus",
+                "build",
+                "--out",
+                str(out),
+                *flags,
+                "--address",
+                cluster.address,
+            ],
+            env=cluster.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
 
-        hit = build(tmp_path / "hit")
-        first = tmp_path / "hit" / "_commits" / "shard-0.json"
-        deadline = time.monotonic() + 300
-        while not first.exists() and hit.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert first.exists() and hit.poll() is None, "killed while the build was under way"
-        for pid in cluster.worker_raylets:
-            os.kill(pid, signal.SIGKILL)
-        stdout, stderr = hit.communicate(timeout=600)
-        assert hit.returncode == 0, stderr[-3000:]
+    hit = build(tmp_path / "hit")
+    first = tmp_path / "hit" / "_commits" / "shard-0.json"
+    deadline = time.monotonic() + 300
+    while not first.exists() and hit.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert first.exists() and hit.poll() is None, "killed while the build was under way"
+    cluster.lose_worker()
+    stdout, stderr = hit.communicate(timeout=600)
+    assert hit.returncode == 0, stderr[-3000:]
     said = stdout + stderr
-    assert "reused 0 committed, built 12" in said, said[-1500:]
+    assert "reused 0 committed, built 6" in said, said[-1500:]
     assert _corpus(tmp_path / "hit") == _corpus(tmp_path / "whole")
     commits = sorted(p.name for p in (tmp_path / "hit" / "_commits").iterdir())
-    assert commits == sorted(f"shard-{i}.json" for i in range(12))
+    assert commits == sorted(f"shard-{i}.json" for i in range(6))

@@ -169,7 +169,7 @@ def loop(vllm_server, warm, tmp_path_factory) -> dict:
         "--set",
         "curriculum.tasks_per_gen=2",
         "--set",
-        "run.rollouts=4",
+        "run.rollouts=2",  # the smallest group: each generation plays half as many episodes
         "--set",
         "eval.per_level=1",
         "--set",

@@ -19,7 +19,6 @@ import pytest
 from coevo.curricula.registry import CURRICULA
 from coevo.run.cli import main
 from coevo.run.experiment import Experiment
-from coevo.run.interfaces import openenv_server
 from coevo.run.train.settings import SFTSettings, TrainSettings
 from coevo.run.train.warmstart import DialogueSettings
 from pydantic import BaseModel
@@ -198,6 +197,8 @@ def test_a_huge_count_on_the_command_line_is_refused_naming_the_flag(
 @pytest.mark.parametrize("flag", ["--port", "--max-sessions", "--worlds-per-session"])
 def test_the_openenv_server_refuses_a_huge_number_before_serving(flag, capsys) -> None:
     """`python -m coevo.run.interfaces.openenv_server SOURCE --port <4,000 digits>`: a usage error (exit 2) naming the flag, not an OverflowError from bind()."""
+    from coevo.run.interfaces import openenv_server  # OpenEnv loads gradio: 3 s, here only
+
     with pytest.raises(SystemExit) as stopped:
         openenv_server.main([str(Path(__file__)), flag, HUGE])
     assert stopped.value.code == 2
