@@ -129,7 +129,13 @@ def _install(interpreter: Path, *packages: str) -> None:
         )
         if done.returncode == 0:
             return
-    _run(interpreter, "-m", "pip", "install", "-q", "--no-compile", *packages)
+        uv_said = f"uv failed first ({done.returncode}): {done.stderr.strip()[-2000:]}"
+    else:
+        uv_said = "no uv here"
+    try:
+        _run(interpreter, "-m", "pip", "install", "-q", "--no-compile", *packages)
+    except RuntimeError as exc:
+        raise RuntimeError(f"{exc}\n{uv_said}") from None  # both installers' reasons
 
 
 _checked: list[Path] = []

@@ -125,3 +125,17 @@ def test_the_real_model_environment_is_installed_from_the_sources_pip_is_configu
         ("--find-links", str(wheels)),
     } <= pairs
     assert not [value for _, value in pairs if "missing" in value or value == "5"]
+
+
+def test_when_uv_and_pip_both_fail_to_install_the_error_gives_both_reasons(
+    tmp_path, monkeypatch
+) -> None:
+    """The real-model environment's installer: pip's failure, and before it uv's, in one error (uv's was dropped)."""
+    from tests.real_model import _install
+
+    monkeypatch.setenv("PIP_CONFIG_FILE", str(tmp_path / "none.conf"))  # no index but --no-index's
+    with pytest.raises(RuntimeError) as failed:
+        _install(Path(sys.executable), "--no-index", "coevo-no-such-package")
+    said = str(failed.value)
+    assert "pip install" in said and "coevo-no-such-package" in said
+    assert "uv failed first" in said or "no uv here" in said, said
