@@ -84,9 +84,8 @@ class Cluster:
         ):
             return
         before = _raylets(self.temp_dir)
-        offset = (
-            10 + 4 * self.workers_started
-        )  # 4 ports each (+24 to +27, ...), past the head's (+18)
+        # four ports each (+24 to +27 for the second worker node, ...), past the head's (+18)
+        offset = 10 + 4 * self.workers_started
         _, worker = _start_commands(self.port, self.temp_dir, jobs=False, worker_offset=offset)
         subprocess.run(worker, env=self.env, check=True, capture_output=True, timeout=180)
         self.worker_raylets = sorted(_raylets(self.temp_dir) - before)
