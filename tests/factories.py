@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 import tomllib
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -252,3 +253,17 @@ def run_cli(
         sys.stdin = stdin_before
         os.chdir(cwd_before)
     return subprocess.CompletedProcess(["coevo", *args], code, out.getvalue(), err.getvalue())
+
+
+def wait_for_file(path: Path, process: subprocess.Popen, seconds: float = 240) -> None:
+    """Wait until ``path`` exists while ``process`` runs; fail saying why if the process ends first (its standard error, if piped) or ``seconds`` pass."""
+    deadline = time.monotonic() + seconds
+    while not path.exists():
+        if process.poll() is not None:
+            said = process.stderr.read() if process.stderr is not None else ""
+            said = said.decode(errors="replace") if isinstance(said, bytes) else said
+            raise AssertionError(
+                f"the process exited ({process.returncode}) before {path} appeared: {said[-3000:]}"
+            )
+        assert time.monotonic() < deadline, f"{path} did not appear within {seconds:g} s"
+        time.sleep(0.05)

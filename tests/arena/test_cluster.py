@@ -20,7 +20,7 @@ import pyarrow.dataset as ds
 import pytest
 from coevo.arena.gamelog import GameLog
 
-from tests.factories import run_cli
+from tests.factories import run_cli, wait_for_file
 
 RAY = Path(sys.executable).with_name("ray")
 COEVO = Path(sys.executable).with_name("coevo")
@@ -306,11 +306,7 @@ def test_a_run_on_two_nodes_survives_losing_the_worker_node(cluster, tmp_path) -
         stderr=subprocess.PIPE,
         text=True,
     )
-    first = run_dir / "log" / "_manifests" / "gen=000000.json"
-    deadline = time.monotonic() + 240
-    while not first.exists() and driver.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert first.exists(), driver.stderr.read() if driver.poll() is not None else "no generation 0"
+    wait_for_file(run_dir / "log" / "_manifests" / "gen=000000.json", driver)
     cluster.lose_worker()
     _, stderr = driver.communicate(timeout=300)
     assert driver.returncode == 0, stderr[-3000:]
@@ -365,11 +361,8 @@ def test_a_corpus_build_that_loses_its_worker_node_completes_to_the_same_corpus(
         )
 
     hit = build(tmp_path / "hit")
-    first = tmp_path / "hit" / "_commits" / "shard-0.json"
-    deadline = time.monotonic() + 300
-    while not first.exists() and hit.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert first.exists() and hit.poll() is None, "killed while the build was under way"
+    wait_for_file(tmp_path / "hit" / "_commits" / "shard-0.json", hit, 300)
+    assert hit.poll() is None, "killed while the build was under way"
     cluster.lose_worker()
     stdout, stderr = hit.communicate(timeout=600)
     assert hit.returncode == 0, stderr[-3000:]

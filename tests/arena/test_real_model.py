@@ -19,7 +19,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pyarrow as pa
@@ -28,7 +27,7 @@ from coevo.arena.gamelog import GameLog
 from coevo.run.handoff.transports import BATCH_SCHEMA, FolderTransport
 
 from tests import real_model
-from tests.factories import IN_PROCESS_FLAGS
+from tests.factories import IN_PROCESS_FLAGS, wait_for_file
 
 pytestmark = [pytest.mark.slow, pytest.mark.real_model]
 
@@ -41,14 +40,6 @@ TOLERANCE_MAX = 1.5
 """The largest gap of one token (measured: up to 0.55)."""
 WARM = "warm-start"
 """The name the server serves the warm start by (the experiment's Solver model)."""
-
-
-def _wait_for(path: Path, process: subprocess.Popen, seconds: float) -> None:
-    deadline = time.monotonic() + seconds
-    while not path.exists():
-        assert process.poll() is None, f"the trainer exited ({process.returncode}) before {path}"
-        assert time.monotonic() < deadline, f"{path} did not appear within {seconds:g} s"
-        time.sleep(0.2)
 
 
 def _trainer(run: Path, log: Path, *extra: str) -> subprocess.Popen:
@@ -183,7 +174,7 @@ def loop(vllm_server, warm, tmp_path_factory) -> dict:
     with (where / "run.log").open("w") as out:
         played = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=where)
         first = _trainer(run, trainer_log, *adapter)
-        _wait_for(run / "trainer" / "versions" / "batch-000000.json", first, 900)
+        wait_for_file(run / "trainer" / "versions" / "batch-000000.json", first, 900)
         first.send_signal(signal.SIGKILL)  # between batches: batch 0 announced, batch 1 not yet out
         first.wait(timeout=30)
         second = _trainer(run, trainer_log, *adapter)

@@ -40,7 +40,7 @@ from coevo.run.handoff.transports import (
 )
 
 from tests.agents.fake_openai import ExplorerPolicy, FakeOpenAI
-from tests.factories import IN_PROCESS_FLAGS
+from tests.factories import IN_PROCESS_FLAGS, wait_for_file
 
 KEY = "sk-fake-trainer-key"
 
@@ -684,13 +684,6 @@ def test_staleness_never_exceeds_k_with_a_trainer_a_batch_behind(monkeypatch, tm
     _assert_each_batch_trained_once_and_equal_to_the_log(run_dir, 5)
 
 
-def _wait_for(path: Path, process: subprocess.Popen, seconds: float = 240) -> None:
-    deadline = time.monotonic() + seconds
-    while not path.exists() and process.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert path.exists(), f"{path} did not appear"
-
-
 @pytest.mark.slow
 def test_a_trainer_killed_mid_run_and_started_again_trains_every_batch_once(
     monkeypatch, tmp_path
@@ -708,7 +701,7 @@ def test_a_trainer_killed_mid_run_and_started_again_trains_every_batch_once(
 
         def kill_then_restart(report: Any) -> None:
             if report.gen == 1 and not killed:
-                _wait_for(run_dir / "trainer" / "versions" / "batch-000000.json", first, 60)
+                wait_for_file(run_dir / "trainer" / "versions" / "batch-000000.json", first, 60)
                 first.send_signal(signal.SIGKILL)
                 first.wait()
                 killed.append(first.pid)
@@ -753,7 +746,7 @@ def test_a_driver_killed_mid_run_resumes_and_every_batch_is_handed_out_once(tmp_
             stderr=subprocess.DEVNULL,
         )
         try:
-            _wait_for(run_dir / "trainer" / "batches" / "batch-000001.parquet", driver)
+            wait_for_file(run_dir / "trainer" / "batches" / "batch-000001.parquet", driver)
             driver.send_signal(signal.SIGKILL)
             driver.wait()
             assert GameLog(str(run_dir)).last_generation() < 3
