@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import json
 import os
 import signal
@@ -138,15 +139,10 @@ def _install(interpreter: Path, *packages: str) -> None:
         raise RuntimeError(f"{exc}\n{uv_said}") from None  # both installers' reasons
 
 
-_checked: list[Path] = []
-"""The environment, once this process has made or checked it (each check starts an interpreter)."""
-
-
+@functools.cache  # checked once per process: each check starts an interpreter
 def python() -> Path:
     """The environment's Python, made (and coevo installed from this checkout) on first use."""
     interpreter = ENV / "bin" / "python"
-    if _checked:
-        return _checked[0]
     with _locked():
         if not (ENV / ".ready").is_file():
             _run(sys.executable, "-m", "venv", "--clear", ENV)
@@ -167,7 +163,6 @@ def python() -> Path:
         if not marker.is_file() or _editable_source(interpreter) != str(ROOT):
             _install(interpreter, "-e", f"{ROOT}[train]")
             marker.write_text(str(ROOT))
-    _checked.append(interpreter)
     return interpreter
 
 
