@@ -12,6 +12,9 @@ SIGTERM is treated like Ctrl-C, with a grace time (``run.stop_grace``):
   ends the process at once: the lock is released when it is still this
   run's, the committed generations stay readable and ``coevo resume``
   continues after the last of them (what was in flight is written again).
+  The handler stays after a SIGTERM, so a second one that comes while the
+  run is already stopping still ends the process with 143, not killed by
+  the signal.
 
 Ray installs a SIGTERM handler of its own in the driver when it starts
 (``ray.init``; its C++ failure-signal handler dumps a stack and leaves the
@@ -116,8 +119,9 @@ def stop_on_sigterm(grace: float, lock: Any, run_dir: str) -> Iterator[None]:
     finally:
         _ACTIVE = None
         stop.close()
-        with contextlib.suppress(ValueError, TypeError):
-            signal.signal(signal.SIGTERM, before if before is not None else signal.SIG_DFL)
+        if not stop.requested:  # after a SIGTERM the process is ending: a second one exits 143 too
+            with contextlib.suppress(ValueError, TypeError):
+                signal.signal(signal.SIGTERM, before if before is not None else signal.SIG_DFL)
 
 
 def reinstall() -> None:

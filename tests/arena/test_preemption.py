@@ -39,6 +39,7 @@ def _started(toml: Path, run: Path) -> subprocess.Popen[str]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        env={k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "RAY_AUTH_MODE")},
     )
 
 
@@ -98,12 +99,16 @@ def test_sigterm_stops_an_in_process_run_at_a_commit_and_it_resumes(tmp_path) ->
 
 @pytest.mark.slow
 def test_sigterm_stops_a_run_on_ray_without_rays_signal_dump(tmp_path) -> None:
-    """On Ray (whose ray.init installs a SIGTERM handler of its own): the same clean stop, no C++ stack dump, the lock released; resume completes."""
+    """On a local Ray of its own (whose ray.init installs a SIGTERM handler): the same clean stop, no C++ stack dump, the lock released; resume completes.
+
+    Ray's token warning appears nowhere either: `coevo run` keeps token authentication by saying so.
+    """
     run = tmp_path / "run"
     process = _started(_tiny(tmp_path, on_ray=True), run)
     _after_first_commit(process, run)
     process.send_signal(signal.SIGTERM)
-    _, err = process.communicate(timeout=180)
+    out, err = process.communicate(timeout=180)
+    assert "Token authentication is enabled" not in out + err
     committed = _assert_stopped_cleanly(process.returncode, err, run)
     # what was starting, as it started (not seconds of silence before "ready")
     starting = err[: err.index("ready in")]
@@ -147,6 +152,37 @@ def test_the_grace_time_passing_ends_the_run_at_once(tmp_path) -> None:
     assert "stopped at once (the grace time (0 s) passed)" in err, err
     GameLog(str(run)).verify(checksum=True)
     _resumes(run, GameLog(str(run)).last_generation() + 1)
+
+
+SECOND_SIGTERM_WHILE_ENDING = """
+import os, signal, time
+from coevo.run.driver.stopping import Terminated, stop_on_sigterm
+
+class Lock:
+    def release(self):
+        pass
+
+try:
+    with stop_on_sigterm(600, Lock(), "RUN"):
+        os.kill(os.getpid(), signal.SIGTERM)  # before the generations begin: stops at once
+except Terminated:
+    print("stopped by the first", flush=True)
+os.kill(os.getpid(), signal.SIGTERM)  # the second, while the process is ending
+time.sleep(30)
+"""
+
+
+def test_a_second_sigterm_after_the_run_stopped_still_exits_143() -> None:
+    """A second SIGTERM that comes after the first one's stop (the process still ending) exits 143 with the line naming `coevo resume`, not killed by the signal (-15)."""
+    done = subprocess.run(
+        [sys.executable, "-c", SECOND_SIGTERM_WHILE_ENDING],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.stdout.strip() == "stopped by the first", done.stderr
+    assert done.returncode == 143, done.stderr
+    assert "stopped at once (a second SIGTERM)" in done.stderr and "coevo resume RUN" in done.stderr
 
 
 def test_a_second_run_into_a_locked_directory_is_refused_before_ray_or_the_loop_load(

@@ -63,36 +63,6 @@ def test_a_bad_experiment_or_run_dir_exits_2_with_the_reason(tmp_path, capsys) -
 
 
 @pytest.mark.slow
-def test_a_local_run_prints_no_ray_token_warning(tmp_path) -> None:
-    """`coevo run` on a local Ray keeps token authentication by saying so: Ray's warning appears nowhere."""
-    import os
-    import subprocess
-    import sys
-
-    toml = tmp_path / "tiny.toml"
-    toml.write_text(SMALL.replace("generations = 2", "generations = 1"))
-    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "RAY_AUTH_MODE")}
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "coevo.run.cli",
-            "run",
-            str(toml),
-            "--out",
-            str(tmp_path / "run"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
-    )
-    assert result.returncode == 0, result.stderr[-2000:]
-    assert "Token authentication is enabled" not in result.stdout + result.stderr
-    assert "game log:" in result.stderr
-
-
-@pytest.mark.slow
 @pytest.mark.usefixtures("ray_cluster")
 def test_a_role_whose_constructor_raises_ends_the_run_at_once_with_its_message(
     tmp_path, capsys
