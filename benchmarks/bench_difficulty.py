@@ -51,7 +51,9 @@ def main() -> None:
         tasks = synth.propose(ProposalRequest(n=args.n, seed=500 + level, level=level))
         guess, first, reference = [], [], []
         for i, task in enumerate(tasks):
-            world = worlds.setdefault(task.world_id, World(task.world))
+            if task.world_id not in worlds:  # setdefault would build a world for every task
+                worlds[task.world_id] = World(task.world)
+            world = worlds[task.world_id]
             reference.append(world.run(task, task.solution).reward.value)
             rng = random.Random(f"bench:{level}:{i}")
             guess.append(

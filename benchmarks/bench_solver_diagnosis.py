@@ -116,9 +116,10 @@ def main() -> None:
     for step in range(updates):
         tasks = batch(synth, levels, args.seed, step)
         imitator.remember(tasks)
-        references = [
-            worlds.setdefault(t.world_id, World(t.world)).run(t, t.solution) for t in tasks
-        ]
+        for t in tasks:  # each world built once (setdefault built one for every task)
+            if t.world_id not in worlds:
+                worlds[t.world_id] = World(t.world)
+        references = [worlds[t.world_id].run(t, t.solution) for t in tasks]
         # a reference episode with reward 1 against a group of one at baseline 0: the imitation step
         imitator.baseline = 0.0
         imitator.learn([e for e in references if e.reward.value])

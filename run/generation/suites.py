@@ -126,7 +126,8 @@ class Suite:
             tasks = []
             for task in self.tasks:
                 world = task.world
-                worlds.setdefault(world.world_id, dump_record(world))
+                if world.world_id not in worlds:  # each world dumped once
+                    worlds[world.world_id] = dump_record(world)
                 tasks.append(dump_record(task) | {"world": world.world_id})
             rows = [*worlds.values(), *tasks]
         return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows).encode()

@@ -36,7 +36,9 @@ def _attempt(tasks: list[TaskSpec], budget: int = 5000) -> _Tally:
     worlds: dict[str, World] = {}
     tally = _Tally()
     for task in tasks:
-        world = worlds.setdefault(task.world_id, World(task.world))
+        if task.world_id not in worlds:  # setdefault would build a world for every task
+            worlds[task.world_id] = World(task.world)
+        world = worlds[task.world_id]
         result = search_solve(task, world, budget=budget)
         family = task.provenance["plan"]["family"]
         tally.total[family] += 1

@@ -35,16 +35,17 @@ def split() -> tuple[list[TaskSpec], list[TaskSpec]]:
     return tasks[:170], tasks[170:]
 
 
-def _runs(tasks: list[TaskSpec], version: str, read: bool, seed: int) -> list[Episode]:
-    worlds: dict[str, World] = {}
+def _runs(
+    tasks: list[TaskSpec], version: str, read: bool, seed: int, worlds: dict[str, World]
+) -> list[Episode]:
+    """Each task played :data:`RUNS` times; ``worlds`` keeps each world built once across calls (each episode resets it)."""
     episodes = []
     for i, task in enumerate(tasks):
-        world = worlds.setdefault(task.world_id, World(task.world))
+        if task.world_id not in worlds:
+            worlds[task.world_id] = World(task.world)
         for j in range(RUNS):
             rng = random.Random(f"{seed}:{i}:{j}")
-            episodes.append(guess_rows(world, task, rng, read=read, solver=version))
-    for world in worlds.values():
-        world.close()
+            episodes.append(guess_rows(worlds[task.world_id], task, rng, read=read, solver=version))
     return episodes
 
 
@@ -62,9 +63,12 @@ def test_predictions_beat_constant_and_per_level_baselines_on_held_out_tasks_and
 ) -> None:
     """On real runs, held-out Brier beats a constant and the per-level mean, for version 1 and the next version."""
     train, held = split
+    worlds: dict[
+        str, World
+    ] = {}  # built once: the train tasks' are played twice, the held-out's twice
     model = IRTWorldModel()
     model.predict(train)
-    v1 = _runs(train, "guesser@1", False, seed=1)
+    v1 = _runs(train, "guesser@1", False, seed=1, worlds=worlds)
     model.update(v1)
     results = {}
     for version, read, seen_tasks, seed in (
@@ -72,13 +76,15 @@ def test_predictions_beat_constant_and_per_level_baselines_on_held_out_tasks_and
         ("guesser@2", True, train[:60], 3),
     ):
         if version == "guesser@2":
-            v2 = _runs(seen_tasks, version, read, seed=seed)
+            v2 = _runs(seen_tasks, version, read, seed=seed, worlds=worlds)
             model.update(v2)
             trained_on = v2
         else:
             trained_on = v1
         constant, per_level = _baselines(seen_tasks, trained_on)
-        outcomes = [e.reward.value for e in _runs(held, version, read, seed=seed + 1)]
+        outcomes = [
+            e.reward.value for e in _runs(held, version, read, seed=seed + 1, worlds=worlds)
+        ]
         predicted = [p for p in model.predict(held, version) for _ in range(RUNS)]
         levels = [per_level.get(t.provenance["level"], constant) for t in held for _ in range(RUNS)]
         results[version] = (
@@ -87,6 +93,8 @@ def test_predictions_beat_constant_and_per_level_baselines_on_held_out_tasks_and
             brier(levels, outcomes),
             expected_calibration_error(predicted, outcomes),
         )
+    for world in worlds.values():
+        world.close()
     for version, (model_b, constant_b, level_b, ece) in results.items():
         assert model_b < constant_b, (version, results[version])
         assert model_b < level_b, (version, results[version])
