@@ -217,77 +217,77 @@ def test_a_real_server_s_template_is_probed_and_the_solver_goes_token_in_token_o
 
 
 REPLAY = """
-import json, os, sys
-os.environ.setdefault("OPENAI_API_KEY", "x")
+import json, sys
+from pathlib import Path
 from transformers import AutoTokenizer
-from coevo.agents.llm.solver import LLMSolver
 from coevo.agents.llm.text_tools import CALL_OPEN
 from coevo.arena.gamelog import GameLog
-from coevo.run.experiment import load_experiment
 from coevo.run.train.warmstart import DialogueSettings, replay
 
-url, pool, model = sys.argv[1], sys.argv[2], sys.argv[3]
-specs, _ = GameLog(pool).task_specs()
-tasks = [specs[k] for k in sorted(specs)][:6]
-config = dict(load_experiment("tiny-real").solver.config)
-config.update(model="smollm2", max_steps=3, sampling={"temperature": 0.0, "max_tokens": 64})
-episodes = LLMSolver(base_url=url, **config).attempt(tasks, seed=0)
+run, model = Path(sys.argv[1]), sys.argv[2]
+log = GameLog(str(run))
+specs, _ = log.task_specs()
+settings = DialogueSettings.of_solver(json.loads((run / "experiment.json").read_text())["solver"]["config"])
 tokenizer = AutoTokenizer.from_pretrained(model)
-settings = DialogueSettings.of_solver(config)
+
+def context(ids, mask):
+    return [t for t, m in zip(ids, mask) if not m]
+
 out = []
-for task, episode in zip(tasks, episodes):
-    live = episode.trajectory
-    laid = live.interleaved()[0]
-    script = [m["content"].removeprefix(CALL_OPEN) for m in live.messages if m["role"] == "assistant"]
-    replayed = replay(task, script, tokenizer, settings).trajectory
+for row in log.read("trajectories").to_pylist():
+    messages = json.loads(row["messages"])
+    script = [m["content"].removeprefix(CALL_OPEN) for m in messages if m["role"] == "assistant"]
+    replayed = replay(specs[row["task_id"]], script, tokenizer, settings).trajectory
     again = replayed.interleaved()[0]
     turns = []
-    for mine, theirs in zip(live.turns, replayed.turns):
-        ids = mine.completion_ids
+    for ids, theirs in zip(row["turn_completion_ids"], replayed.turns, strict=True):
+        ids = list(ids)
+        encoded = tokenizer.encode(tokenizer.decode(ids), add_special_tokens=False)
         turns.append({
-            "canonical": tokenizer.encode(tokenizer.decode(ids), add_special_tokens=False) == ids,
+            "canonical": encoded == ids,
             "same_text": tokenizer.decode(theirs.completion_ids) == tokenizer.decode(ids),
             "same_ids": theirs.completion_ids == ids,
-            "tokenizer_s": theirs.completion_ids
-                == tokenizer.encode(tokenizer.decode(ids), add_special_tokens=False),
+            "tokenizer_s": theirs.completion_ids == encoded,
         })
     out.append({
-        "finishes": [t.finish for t in live.turns],
+        "finishes": row["finish_reasons"],
         "turns": turns,
-        "same_ids": again.token_ids == laid.token_ids,
-        "same_mask": again.loss_mask == laid.loss_mask,
-        "same_context": [t for t, m in zip(again.token_ids, again.loss_mask) if not m]
-            == [t for t, m in zip(laid.token_ids, laid.loss_mask) if not m],
+        "same_ids": again.token_ids == list(row["token_ids"]),
+        "same_mask": again.loss_mask == list(row["loss_mask"]),
+        "same_context": context(again.token_ids, again.loss_mask)
+            == context(row["token_ids"], row["loss_mask"]),
     })
 print(json.dumps(out))
 """
 
 
 def test_a_warm_start_sequence_is_what_the_solver_samples_in_the_tokenizer_s_encoding(
-    vllm_server, warm
+    loop,
 ) -> None:
-    """Live episodes of the served model (greedy), replayed with the same calls through coevo sft's replay.
+    """The loop's episodes (sampled by the served warm start, logged token for token), replayed with the same calls through coevo sft's replay.
 
-    The context (prompts, tool results, the tokens between turns) is the
-    same token for token; each turn's text is the same, its ids are the
-    tokenizer's encoding of that text, and so the model's own wherever the
-    model sampled the tokenizer's encoding (byte-pair encoding allows
-    others: greedy SmolLM2 writes ``"}}`` then ``</`` where the tokenizer
-    writes ``"`` then ``}}</``; a warm start trains on the tokenizer's
-    encoding, as any supervised data does).
+    For every episode whose turns all ended at the call's closing tag (a
+    warm start's references are never cut at ``max_tokens``), the context
+    (prompts, tool results, the tokens between turns) is the same token for
+    token; each turn's text is the same, its ids are the tokenizer's
+    encoding of that text, and so the model's own wherever the model sampled
+    the tokenizer's encoding (byte-pair encoding allows others: SmolLM2 may
+    write ``"}}`` then ``</`` where the tokenizer writes ``"`` then
+    ``}}</``; a warm start trains on the tokenizer's encoding, as any
+    supervised data does). The episodes are the loop's: this test samples
+    nothing of its own.
     """
-    compared = _in_real_env(REPLAY, vllm_server.url, warm["pool"], real_model.model())
+    compared = _in_real_env(REPLAY, loop["run"], real_model.model())
     assert isinstance(compared, list) and compared
     whole = [c for c in compared if "length" not in c["finishes"]]
-    assert whole, compared  # some episodes' turns all ended at the call's closing tag
-    for case in compared:
-        assert case["same_context"], case
-    turns = [t for case in compared for t in case["turns"]]
-    assert all(t["same_text"] and t["tokenizer_s"] for t in turns), compared
-    assert all(t["same_ids"] for t in turns if t["canonical"]), compared
+    canonical = [c for c in whole if all(t["canonical"] for t in c["turns"])]
+    assert canonical, compared  # some episodes' turns all ended at the tag, in the tokenizer's ids
     for case in whole:
-        if all(t["canonical"] for t in case["turns"]):
-            assert case["same_ids"] and case["same_mask"], case
+        assert case["same_context"], case
+        assert all(t["same_text"] and t["tokenizer_s"] for t in case["turns"]), case
+        assert all(t["same_ids"] for t in case["turns"] if t["canonical"]), case
+    for case in canonical:
+        assert case["same_ids"] and case["same_mask"], case
 
 
 def test_the_run_plays_the_warm_start_then_each_version_the_trainer_announced(loop) -> None:
