@@ -46,7 +46,7 @@ def vllm_server():
 
     It applies Qwen2.5-Instruct's sampling defaults to whatever a request leaves unset (the GPU
     recipe's model): every test against it checks that coevo pins what the trainer reproduces.
-    Stopped once the last test using it is done: its three processes hold about 3.7 GB
+    Stopped once the last test using it is done: its two processes hold about 3.1 GB
     (resident), which the rest of the suite may need.
     """
     from tests.real_model import QWEN_GENERATION_CONFIG, VLLMServer

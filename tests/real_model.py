@@ -17,8 +17,8 @@ sessions never build it at once:
   users run it (its ``vllm`` command fails on this build), on a free loopback
   port, with runtime LoRA loading and log-probs recorded at the temperature
   sampled at (``--logprobs-mode processed_logprobs``), offline
-  (``HF_HUB_OFFLINE``), one for the whole session: idle, its worker keeps a
-  third of a core busy.
+  (``HF_HUB_OFFLINE``), the model in the engine's process (:data:`ONE_PROCESS`),
+  one for the whole session: idle, it keeps about a hundredth of a core busy.
 
 Installing needs the package registry (as ``.ci/run`` does); nothing a test
 does reaches beyond loopback.
