@@ -63,7 +63,7 @@ ONE_THREAD: Final = {**OFFLINE, "OMP_NUM_THREADS": "1"}
 The suite keeps both cores busy, and torch's second thread then spins waiting for a core: with
 the other core busy, ``coevo sft`` on the warm start's data took 71 s and 70 core-seconds in two
 threads, 51 s and 50 in one (on an idle machine 33 s and 56 in two, 51 s in one). The server
-needs nothing: vLLM's CPU worker already computes in one thread and reserves the other core.
+has its own setting: :data:`ONE_PROCESS`.
 """
 
 
@@ -219,9 +219,9 @@ def free_port() -> int:
 ONE_PROCESS: Final = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0", "OMP_NUM_THREADS": "1"}
 """The server's model in its engine's process (with ``--distributed-executor-backend uni``).
 
-By default vLLM's CPU build runs the model in a worker process of its own, and the engine,
-waiting for each step's result, spins on the shared memory between them: a whole core busy for
-nothing. Measured here, one stream of 256 tokens with a LoRA adapter: 20 s either way, 40
+By default vLLM's CPU build runs the model in a worker process of its own, and the two, each
+waiting for the other's next message, spin on the shared memory between them (vLLM keeps
+polling for a second after each read): a whole core busy for nothing. Measured here, one stream of 256 tokens with a LoRA adapter: 20 s either way, 40
 core-seconds by default, 20 so. Without multiprocessing vLLM sets no OpenMP threads of its own:
 one thread, as its worker had.
 """
