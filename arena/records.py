@@ -41,6 +41,7 @@ __all__ = [
     "MAX_LINE_BYTES",
     "BadRecord",
     "Record",
+    "collect_records",
     "dump_record",
     "iter_lines",
     "iter_records",
@@ -567,11 +568,21 @@ def load_records(
         RecordError: the source cannot be read, or a record could not be
             read (with its line number).
     """
+    return collect_records(
+        iter_records(source, max_line_bytes=max_line_bytes, max_document_bytes=max_document_bytes)
+    )
+
+
+def collect_records(
+    records: Iterable[Record | BadRecord],
+) -> tuple[list[TaskSpec], dict[str, WorldSpec]]:
+    """The tasks in order and the world records by id, failing on the first bad record.
+
+    Raises:
+        RecordError: a record could not be read (with its line number).
+    """
     tasks: list[TaskSpec] = []
     worlds: dict[str, WorldSpec] = {}
-    records = iter_records(
-        source, max_line_bytes=max_line_bytes, max_document_bytes=max_document_bytes
-    )
     for item in records:
         if isinstance(item, BadRecord):
             raise RecordError(item.error, line=item.line, kind=item.kind)

@@ -60,12 +60,12 @@ from coevo.agents.registry import REGISTRY
 from coevo.arena.bounded import MAX_JSON_BYTES, open_regular
 from coevo.arena.codetask import CODETASK_FORMAT, CodeTaskSpec, code_records, code_tasks_from
 from coevo.arena.codeworld import domain_code_fails
-from coevo.arena.errors import ArenaError, CoevoError, RecordError
+from coevo.arena.errors import ArenaError, CoevoError
 from coevo.arena.gamelog import RunDir, UsageRow, accepted_ids
 from coevo.arena.gamelog.corpus import held_out, read_corpus
 from coevo.arena.ids import episode_id
 from coevo.arena.outcomes import Episode
-from coevo.arena.records import BadRecord, dump_record, iter_lines, parse_line
+from coevo.arena.records import collect_records, dump_record, iter_lines, parse_line
 from coevo.arena.seeding import derive_seed
 from coevo.arena.spec import TaskSpec, WorldSpec
 from coevo.run.actors.inprocess import get, kill
@@ -155,16 +155,7 @@ def _parsed(stream: BinaryIO, label: str) -> list[Any]:
     numbered = itertools.chain([first], lines)
     if CODETASK_FORMAT in first[1] or '"coevo.codeworld/1"' in first[1]:
         return code_tasks_from(numbered, label)
-    worlds: dict[str, WorldSpec] = {}
-    tasks: list[TaskSpec] = []
-    for number, text in numbered:
-        item = parse_line(text, number)
-        if isinstance(item, BadRecord):
-            raise RecordError(item.error, line=item.line, kind=item.kind)
-        if isinstance(item.spec, WorldSpec):
-            worlds[item.spec.world_id] = item.spec
-        else:
-            tasks.append(item.spec)
+    tasks, worlds = collect_records(parse_line(text, number) for number, text in numbered)
     out = []
     for task in tasks:
         if not isinstance(task.world, WorldSpec):
