@@ -4,9 +4,9 @@ coevo speaks it itself (``aiohttp`` for the calls of a batch, ``httpx2`` for
 the start-up checks), not through the ``openai`` SDK: the SDK's cost per
 call changes several-fold between its major versions (``verifiers`` pins
 ``openai<3``), and token-in/token-out needs endpoints the SDK does not know
-(``/tokenize``, ``/v1/completions`` with a token-id prompt). A
-:class:`~coevo.agents.llm.openai_http.Connection` is one server's pool of
-HTTP connections, the key in its ``Authorization`` header.
+(``/tokenize``, ``/v1/completions`` with a token-id prompt). This module
+writes the bodies and reads the answers; :mod:`~coevo.agents.llm.openai_http`
+carries them (one server's connections, and what coevo trusts of them).
 
 * :func:`complete`: ``POST /chat/completions``. A
   :class:`~coevo.agents.llm.turns.Request` goes out as the API takes it;
