@@ -63,9 +63,8 @@ def test_predictions_beat_constant_and_per_level_baselines_on_held_out_tasks_and
 ) -> None:
     """On real runs, held-out Brier beats a constant and the per-level mean, for version 1 and the next version."""
     train, held = split
-    worlds: dict[
-        str, World
-    ] = {}  # built once: the train tasks' are played twice, the held-out's twice
+    # each world built once: the train tasks' are played twice, the held-out's twice
+    worlds: dict[str, World] = {}
     model = IRTWorldModel()
     model.predict(train)
     v1 = _runs(train, "guesser@1", False, seed=1, worlds=worlds)
