@@ -27,7 +27,7 @@ from pathlib import Path
 
 from coevo.agents.protocols import ProposalRequest
 from coevo.agents.synthesizers.procedural import ProceduralSynthesizer
-from coevo.arena import World
+from coevo.arena import WorldCache
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.agents.policies import guess_rows
@@ -43,7 +43,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     synth = ProceduralSynthesizer()
-    worlds: dict[str, World] = {}
+    worlds = WorldCache()  # each world built once
     print(
         f"{'level':>5} {'tasks':>6} {'difficulty':>10} {'reference':>9} {'row guesser':>11} {'first row':>9}"
     )
@@ -51,9 +51,7 @@ def main() -> None:
         tasks = synth.propose(ProposalRequest(n=args.n, seed=500 + level, level=level))
         guess, first, reference = [], [], []
         for i, task in enumerate(tasks):
-            if task.world_id not in worlds:  # setdefault would build a world for every task
-                worlds[task.world_id] = World(task.world)
-            world = worlds[task.world_id]
+            world = worlds.world(task.world)
             reference.append(world.run(task, task.solution).reward.value)
             rng = random.Random(f"bench:{level}:{i}")
             guess.append(

@@ -33,7 +33,7 @@ import numpy as np
 from coevo.agents.linear_pg import LinearPGSolver
 from coevo.agents.protocols import ProposalRequest
 from coevo.agents.synthesizers.procedural import ProceduralSynthesizer
-from coevo.arena import TaskSpec, World
+from coevo.arena import TaskSpec, WorldCache
 
 
 def held_out(domains: list[str], levels: list[int]) -> dict[int, list[TaskSpec]]:
@@ -112,20 +112,16 @@ def main() -> None:
     started = time.perf_counter()
     imitator = LinearPGSolver(lr=0.2, replay=0.0)
     synth = ProceduralSynthesizer(domains, world_pool=4)
-    worlds: dict[str, World] = {}
+    worlds = WorldCache()  # each world built once
     for step in range(updates):
         tasks = batch(synth, levels, args.seed, step)
         imitator.remember(tasks)
-        for t in tasks:  # each world built once (setdefault built one for every task)
-            if t.world_id not in worlds:
-                worlds[t.world_id] = World(t.world)
-        references = [worlds[t.world_id].run(t, t.solution) for t in tasks]
+        references = [worlds.world(t.world).run(t, t.solution) for t in tasks]
         # a reference episode with reward 1 against a group of one at baseline 0: the imitation step
         imitator.baseline = 0.0
         imitator.learn([e for e in references if e.reward.value])
     bc_seconds = time.perf_counter() - started
-    for world in worlds.values():
-        world.close()
+    worlds.close()
 
     print("held-out success, greedy (policy gradient | imitation of the references)")
     for lv in levels:

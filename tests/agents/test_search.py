@@ -13,7 +13,7 @@ from coevo.agents.protocols import ProposalRequest
 from coevo.agents.registry import REGISTRY
 from coevo.agents.search import search_solve
 from coevo.agents.synthesizers.procedural import ProceduralSynthesizer
-from coevo.arena import CheckSpec, TaskSpec, ToolCall, World
+from coevo.arena import CheckSpec, TaskSpec, ToolCall, World, WorldCache
 from coevo.run.testing import check_role
 
 
@@ -33,12 +33,10 @@ class _Tally:
 
 def _attempt(tasks: list[TaskSpec], budget: int = 5000) -> _Tally:
     """Search every task; a solution found must earn 1 again when replayed in a fresh episode."""
-    worlds: dict[str, World] = {}
+    worlds = WorldCache()  # each world built once
     tally = _Tally()
     for task in tasks:
-        if task.world_id not in worlds:  # setdefault would build a world for every task
-            worlds[task.world_id] = World(task.world)
-        world = worlds[task.world_id]
+        world = worlds.world(task.world)
         result = search_solve(task, world, budget=budget)
         family = task.provenance["plan"]["family"]
         tally.total[family] += 1
@@ -49,8 +47,7 @@ def _attempt(tasks: list[TaskSpec], budget: int = 5000) -> _Tally:
             )
             tally.solved[family] += 1
             tally.spent.append(result.spent)
-    for world in worlds.values():
-        world.close()
+    worlds.close()
     return tally
 
 

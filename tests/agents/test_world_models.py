@@ -14,7 +14,7 @@ from coevo.agents.world_models import (
     IRTWorldModel,
     task_features,
 )
-from coevo.arena import Episode, TaskSpec, World
+from coevo.arena import Episode, TaskSpec, WorldCache
 from coevo.arena.calibration import brier, expected_calibration_error, reliability
 from coevo.run.testing import check_role
 
@@ -36,16 +36,16 @@ def split() -> tuple[list[TaskSpec], list[TaskSpec]]:
 
 
 def _runs(
-    tasks: list[TaskSpec], version: str, read: bool, seed: int, worlds: dict[str, World]
+    tasks: list[TaskSpec], version: str, read: bool, seed: int, worlds: WorldCache
 ) -> list[Episode]:
     """Each task played :data:`RUNS` times; ``worlds`` keeps each world built once across calls (each episode resets it)."""
     episodes = []
     for i, task in enumerate(tasks):
-        if task.world_id not in worlds:
-            worlds[task.world_id] = World(task.world)
         for j in range(RUNS):
             rng = random.Random(f"{seed}:{i}:{j}")
-            episodes.append(guess_rows(worlds[task.world_id], task, rng, read=read, solver=version))
+            episodes.append(
+                guess_rows(worlds.world(task.world), task, rng, read=read, solver=version)
+            )
     return episodes
 
 
@@ -64,7 +64,7 @@ def test_predictions_beat_constant_and_per_level_baselines_on_held_out_tasks_and
     """On real runs, held-out Brier beats a constant and the per-level mean, for version 1 and the next version."""
     train, held = split
     # each world built once: the train tasks' are played twice, the held-out's twice
-    worlds: dict[str, World] = {}
+    worlds = WorldCache()
     model = IRTWorldModel()
     model.predict(train)
     v1 = _runs(train, "guesser@1", False, seed=1, worlds=worlds)
@@ -92,8 +92,7 @@ def test_predictions_beat_constant_and_per_level_baselines_on_held_out_tasks_and
             brier(levels, outcomes),
             expected_calibration_error(predicted, outcomes),
         )
-    for world in worlds.values():
-        world.close()
+    worlds.close()
     for version, (model_b, constant_b, level_b, ece) in results.items():
         assert model_b < constant_b, (version, results[version])
         assert model_b < level_b, (version, results[version])
