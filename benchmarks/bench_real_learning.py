@@ -28,8 +28,11 @@ recipe in ``docs/training.md`` runs them, on the machine this runs on:
 Printed and written (``--json``): each stage's held-out success with its
 95% Wilson interval, per level and overall; the loop's gain over the warm
 start with a paired bootstrap interval over tasks; per curriculum, the mean
-share of informative groups and held-out success, and the paired
-difference target-band − uniform over seeds. ``--json FILE`` writes
+share of informative groups and held-out success per seed, pooled over the
+seeds (Wilson) and its gain over the warm start; and target-band − uniform
+paired over tasks (each task's success averaged over the seeds: every run
+plays the same suite), the seeds it is ahead on, and the per-seed
+difference (a bootstrap over three seeds cannot reach 95% coverage). ``--json FILE`` writes
 ``{"untrained": {"success", "low", "high", "n"}, "warm_start": {...},
 "rl": {...}, ...}`` (``rl``: the first curriculum's runs, pooled over seeds).
 ``--plot FILE.png`` draws the curve: held-out success per stage with its
@@ -455,6 +458,14 @@ def plot(stages: dict[str, Any], by_curriculum: dict[str, Any], path: str) -> No
     figure.savefig(path, dpi=110)
 
 
+def per_task_success(episodes: list[dict[str, Any]]) -> dict[str, float]:
+    """Each task's success rate over the episodes that played it (one per seed here)."""
+    plays: dict[str, list[int]] = {}
+    for e in episodes:
+        plays.setdefault(e["task_id"], []).append(e["success"])
+    return {task: sum(v) / len(v) for task, v in plays.items()}
+
+
 def report(
     results: Results,
     curricula: list[str],
@@ -469,20 +480,26 @@ def report(
         "untrained": figures(results["untrained"]["episodes"]),
         "warm_start": figures(results["warm_start"]["episodes"]),
     }
+    warm = per_task_success(results["warm_start"]["episodes"])
     first = curricula[0]
     pooled = [r for seed in seeds for r in results[f"rl/{first}/{seed}"]["held_out"]["episodes"]]
     if pooled:  # no loop finished yet (--report-only while it runs): the first two stages only
         stages["rl"] = figures(pooled)
-        warm = {r["task_id"]: r["success"] for r in results["warm_start"]["episodes"]}
-        per_task: dict[str, list[int]] = {}
-        for r in pooled:
-            per_task.setdefault(r["task_id"], []).append(r["success"])
-        gain = paired_bootstrap([sum(v) / len(v) - warm[t] for t, v in per_task.items()])
+        mine = per_task_success(pooled)
+        gain = paired_bootstrap([mine[t] - warm[t] for t in mine])
         stages["rl_gain_over_warm_start"] = {"mean": gain[0], "low": gain[1], "high": gain[2]}
     by_curriculum: dict[str, Any] = {}
     for curriculum in curricula:
         runs = [results[f"rl/{curriculum}/{seed}"] for seed in seeds]
+        episodes = [e for r in runs for e in r["held_out"]["episodes"]]
         by_curriculum[curriculum] = {
+            "pooled": figures(episodes) if episodes else None,
+            "per_task": per_task_success(episodes),
+            "gain_over_warm_start": paired_bootstrap(
+                [v - warm[t] for t, v in per_task_success(episodes).items()]
+            )
+            if episodes
+            else None,
             "held_out": [figures(r["held_out"]["episodes"])["success"] for r in runs],
             "informative_share": [
                 sum(g["informative_share"] or 0 for g in r["generations"])
@@ -494,8 +511,18 @@ def report(
     stages["curricula"] = by_curriculum
     if len(curricula) > 1 and seeds:
         a, b = curricula[0], curricula[1]
+        tasks_b, tasks_a = by_curriculum[b]["per_task"], by_curriculum[a]["per_task"]
         stages["paired"] = {
             "setup": f"{b} - {a}",
+            # each task's success averaged over the seeds: the suite is the same in every run
+            "held_out_over_tasks": paired_bootstrap([tasks_b[t] - tasks_a[t] for t in tasks_a]),
+            "ahead_on_seeds": sum(
+                x > y
+                for x, y in zip(
+                    by_curriculum[b]["held_out"], by_curriculum[a]["held_out"], strict=True
+                )
+            ),
+            "seeds": len(seeds),
             "held_out": paired_bootstrap(
                 [
                     x - y
@@ -522,7 +549,7 @@ def report(
         "validation_nll_after": sft["validation_nll_after"],
     }
     print()
-    print(f"held-out success (95% Wilson), {stages['untrained']['n']} episodes a stage")
+    print(f"held-out success (95% Wilson) on {stages['untrained']['n']} tasks")
     print(
         f"{'stage':<12} {'all':>22} "
         + " ".join(f"{'level ' + k:>22}" for k in stages["untrained"]["levels"])
@@ -532,7 +559,7 @@ def report(
         cells = [f"{f['success']:.3f} [{f['low']:.3f}, {f['high']:.3f}]"] + [
             f"{v['success']:.3f} [{v['low']:.3f}, {v['high']:.3f}]" for v in f["levels"].values()
         ]
-        print(f"{stage:<12} " + " ".join(f"{c:>22}" for c in cells))
+        print(f"{stage:<12} " + " ".join(f"{c:>22}" for c in cells) + f"  ({f['n']} episodes)")
     if "rl_gain_over_warm_start" in stages:
         g = stages["rl_gain_over_warm_start"]
         print(
@@ -542,16 +569,24 @@ def report(
     else:
         print("the loop: no run finished yet")
     for curriculum, v in by_curriculum.items() if seeds else []:
+        pooled, g = v["pooled"], v["gain_over_warm_start"]
         print(
-            f"{curriculum:<12} held-out {', '.join(f'{x:.3f}' for x in v['held_out'])}; "
+            f"{curriculum:<12} held-out {', '.join(f'{x:.3f}' for x in v['held_out'])} "
+            f"(seeds {', '.join(map(str, seeds))}; pooled {pooled['success']:.3f} "
+            f"[{pooled['low']:.3f}, {pooled['high']:.3f}], {pooled['n']} episodes; "
+            f"− warm start {g[0]:+.3f} [{g[1]:+.3f}, {g[2]:+.3f}]); "
             f"informative share {', '.join(f'{x:.2f}' for x in v['informative_share'])}"
         )
     if "paired" in stages:
         p = stages["paired"]
+        t = p["held_out_over_tasks"]
         print(
-            f"{p['setup']}: held-out {p['held_out'][0]:+.3f} [{p['held_out'][1]:+.3f}, "
+            f"{p['setup']}: held-out {t[0]:+.3f} [{t[1]:+.3f}, {t[2]:+.3f}] (paired over "
+            f"tasks, each averaged over the seeds); ahead on {p['ahead_on_seeds']} of "
+            f"{p['seeds']} seeds; per seed {p['held_out'][0]:+.3f} [{p['held_out'][1]:+.3f}, "
             f"{p['held_out'][2]:+.3f}], informative share {p['informative_share'][0]:+.3f} "
-            f"[{p['informative_share'][1]:+.3f}, {p['informative_share'][2]:+.3f}]"
+            f"[{p['informative_share'][1]:+.3f}, {p['informative_share'][2]:+.3f}] (bootstrap "
+            "over seeds: with three or fewer it cannot reach 95% coverage)"
         )
     if out:
         Path(out).write_text(json.dumps(stages, indent=1, sort_keys=True))
