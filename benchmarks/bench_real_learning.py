@@ -512,10 +512,17 @@ def report(
     if len(curricula) > 1 and seeds:
         a, b = curricula[0], curricula[1]
         tasks_b, tasks_a = by_curriculum[b]["per_task"], by_curriculum[a]["per_task"]
+        levels = {e["task_id"]: e["level"] for e in results["warm_start"]["episodes"]}
         stages["paired"] = {
             "setup": f"{b} - {a}",
             # each task's success averaged over the seeds: the suite is the same in every run
             "held_out_over_tasks": paired_bootstrap([tasks_b[t] - tasks_a[t] for t in tasks_a]),
+            "levels_over_tasks": {
+                str(level): paired_bootstrap(
+                    [tasks_b[t] - tasks_a[t] for t in tasks_a if levels[t] == level]
+                )
+                for level in sorted(set(levels.values()))
+            },
             "ahead_on_seeds": sum(
                 x > y
                 for x, y in zip(
@@ -588,6 +595,10 @@ def report(
             f"[{p['informative_share'][1]:+.3f}, {p['informative_share'][2]:+.3f}] (bootstrap "
             "over seeds: with three or fewer it cannot reach 95% coverage)"
         )
+        for level, d in p["levels_over_tasks"].items():
+            print(
+                f"  level {level}: {d[0]:+.3f} [{d[1]:+.3f}, {d[2]:+.3f}] (paired over its tasks)"
+            )
     if out:
         Path(out).write_text(json.dumps(stages, indent=1, sort_keys=True))
     if drawn:
