@@ -417,42 +417,50 @@ def finished_seeds(results: Results, curricula: list[str], seeds: list[int]) -> 
 
 
 def plot(stages: dict[str, Any], by_curriculum: dict[str, Any], path: str) -> None:
-    """The curve: held-out success per stage (95% Wilson), and the loops' train success per generation."""
+    """The curve: held-out success per stage (95% Wilson; the loop's per curriculum, pooled over its seeds), and each loop's train success per generation (one colour a curriculum, one line a seed)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     figure, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
-    names = [n for n in ("untrained", "warm_start", "rl") if n in stages]
-    shown = [stages[n] for n in names]
+    labels = {"untrained": "untrained", "warm_start": "warm start"}
+    shown = [(labels[n], stages[n]) for n in labels if n in stages]
+    shown += [
+        (f"{curriculum}\n({len(v['held_out'])} seeds)", v["pooled"])
+        for curriculum, v in by_curriculum.items()
+        if v["pooled"] is not None
+    ]
     left.errorbar(
-        range(len(names)),
-        [f["success"] for f in shown],
+        range(len(shown)),
+        [f["success"] for _, f in shown],
         yerr=[
-            [f["success"] - f["low"] for f in shown],
-            [f["high"] - f["success"] for f in shown],
+            [f["success"] - f["low"] for _, f in shown],
+            [f["high"] - f["success"] for _, f in shown],
         ],
-        fmt="o-",
+        fmt="o",
         capsize=4,
     )
-    labels = {"untrained": "untrained", "warm_start": "warm start", "rl": "after the loop"}
-    left.set_xticks(range(len(names)), [labels[n] for n in names])
+    left.set_xticks(range(len(shown)), [name for name, _ in shown])
     left.set_ylim(0, 1)
-    left.set_ylabel(f"held-out success, {shown[0]['n']} tasks")
+    left.set_ylabel(f"held-out success, {stages['untrained']['n']} tasks")
     left.set_title("held-out tasks, worlds never trained on")
-    for curriculum, v in by_curriculum.items():
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for c, (curriculum, v) in enumerate(by_curriculum.items()):
         for k, curve in enumerate(v["train_success"]):
             right.plot(
                 range(len(curve)),
                 [x if x is not None else float("nan") for x in curve],
                 marker=".",
+                color=colours[c % len(colours)],
+                alpha=0.8,
                 label=curriculum if k == 0 else None,
             )
+            right.xaxis.get_major_locator().set_params(integer=True)
     right.set_xlabel("generation")
     right.set_ylabel("train success (the loop's rollouts)")
     right.set_ylim(0, 1)
-    right.set_title("the loop, per seed")
+    right.set_title("the loop: one line a seed")
     right.legend()
     figure.tight_layout()
     figure.savefig(path, dpi=110)
