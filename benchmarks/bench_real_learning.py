@@ -456,7 +456,7 @@ def plot(stages: dict[str, Any], by_curriculum: dict[str, Any], path: str) -> No
                 alpha=0.8,
                 label=curriculum if k == 0 else None,
             )
-            right.xaxis.get_major_locator().set_params(integer=True)
+    right.xaxis.get_major_locator().set_params(integer=True)
     right.set_xlabel("generation")
     right.set_ylabel("train success (the loop's rollouts)")
     right.set_ylim(0, 1)

@@ -160,12 +160,14 @@ def _documented_sets() -> list[str]:
 
 # The GCS checks each raylet every 3 s and calls it dead after five misses:
 # ~15 s after a SIGKILL before its actors restart elsewhere (a run that lost
-# its worker node waited 23 s for its next generation, 3 s with these).
+# its worker node waited 23 s for its next generation, 3.5 s with these). A
+# killed raylet refuses at once, so five misses take a second; a live one
+# must leave five checks of 2 s each unanswered (a loaded machine's stall).
 FAST_NODE_DEATH = {
     "RAY_health_check_initial_delay_ms": "200",
     "RAY_health_check_period_ms": "200",
-    "RAY_health_check_timeout_ms": "1000",
-    "RAY_health_check_failure_threshold": "3",
+    "RAY_health_check_timeout_ms": "2000",
+    "RAY_health_check_failure_threshold": "5",
 }
 
 
