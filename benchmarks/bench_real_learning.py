@@ -359,6 +359,11 @@ def main() -> None:
         "--base-url", default=None, help="a vLLM serving SmolLM2 (else one is started)"
     )
     parser.add_argument("--model-dir", default=None, help="its model folder (with --base-url)")
+    parser.add_argument(
+        "--warm-start-only",
+        action="store_true",
+        help="stop after the warm start's suite (to compare warm starts: --sft '--adapter ...')",
+    )
     args = parser.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
     curricula = args.curricula.split(",")
@@ -391,7 +396,7 @@ def main() -> None:
         if "warm_start" not in results:
             say("warm start: the adapter plays the held-out suite")
             results.put("warm_start", evaluate(base_url, "warm-start", suite, seed=1))
-        for seed in seeds:  # seed by seed, so that an interrupted benchmark holds paired runs
+        for seed in [] if args.warm_start_only else seeds:  # seed by seed: paired runs
             for curriculum in curricula:
                 key = f"rl/{curriculum}/{seed}"
                 if key in results:
@@ -407,7 +412,7 @@ def main() -> None:
     finally:
         if server is not None:
             server.stop()
-    done = finished_seeds(results, curricula, seeds)
+    done = [] if args.warm_start_only else finished_seeds(results, curricula, seeds)
     report(results, curricula, done, work, args.json, args.plot)
 
 
