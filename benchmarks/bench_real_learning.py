@@ -494,23 +494,15 @@ def report(
         "warm_start": figures(results["warm_start"]["episodes"]),
     }
     warm = per_task_success(results["warm_start"]["episodes"])
-    first = curricula[0]
-    pooled = [r for seed in seeds for r in results[f"rl/{first}/{seed}"]["held_out"]["episodes"]]
-    if pooled:  # no loop finished yet (--report-only while it runs): the first two stages only
-        stages["rl"] = figures(pooled)
-        mine = per_task_success(pooled)
-        gain = paired_bootstrap([mine[t] - warm[t] for t in mine])
-        stages["rl_gain_over_warm_start"] = {"mean": gain[0], "low": gain[1], "high": gain[2]}
     by_curriculum: dict[str, Any] = {}
     for curriculum in curricula:
         runs = [results[f"rl/{curriculum}/{seed}"] for seed in seeds]
         episodes = [e for r in runs for e in r["held_out"]["episodes"]]
+        per_task = per_task_success(episodes)
         by_curriculum[curriculum] = {
             "pooled": figures(episodes) if episodes else None,
-            "per_task": per_task_success(episodes),
-            "gain_over_warm_start": paired_bootstrap(
-                [v - warm[t] for t, v in per_task_success(episodes).items()]
-            )
+            "per_task": per_task,
+            "gain_over_warm_start": paired_bootstrap([v - warm[t] for t, v in per_task.items()])
             if episodes
             else None,
             "held_out": [figures(r["held_out"]["episodes"])["success"] for r in runs],
@@ -521,6 +513,11 @@ def report(
             ],
             "train_success": [[g["train_success"] for g in r["generations"]] for r in runs],
         }
+    first = by_curriculum[curricula[0]]
+    if first["pooled"] is not None:  # none yet (--report-only while it runs): two stages only
+        stages["rl"] = first["pooled"]
+        gain = first["gain_over_warm_start"]
+        stages["rl_gain_over_warm_start"] = {"mean": gain[0], "low": gain[1], "high": gain[2]}
     stages["curricula"] = by_curriculum
     if len(curricula) > 1 and seeds:
         a, b = curricula[0], curricula[1]
