@@ -262,6 +262,7 @@ def loop(
     generations: int,
     quick: bool,
     train: list[str],
+    more_sets: list[str],
 ) -> dict[str, Any]:
     """One ``coevo run tiny-real`` beside ``coevo train``; the generations' figures and the last version."""
     name = f"rl-{curriculum}-{seed}"
@@ -274,6 +275,7 @@ def loop(
         "ray.in_process=true",
         "judge.config.isolate=false",
         *(["curriculum.tasks_per_gen=4"] if quick else []),
+        *more_sets,
     ]
     command = [
         str(real_model.python()),
@@ -356,6 +358,12 @@ def main() -> None:
         help="coevo train's flags beyond the recipe's, in one string",
     )
     parser.add_argument(
+        "--loop-set",
+        action="append",
+        default=[],
+        help="a further coevo run --set for the loop (repeatable), e.g. curriculum.dynamic_sampling=true",
+    )
+    parser.add_argument(
         "--base-url", default=None, help="a vLLM serving SmolLM2 (else one is started)"
     )
     parser.add_argument("--model-dir", default=None, help="its model folder (with --base-url)")
@@ -404,7 +412,7 @@ def main() -> None:
                 say(f"the loop: {curriculum}, seed {seed}, {generations} generations")
                 ran = loop(
                     work, base_url, model_dir, adapter, curriculum, seed, generations,
-                    args.quick, args.train.split(),
+                    args.quick, args.train.split(), args.loop_set,
                 )  # fmt: skip
                 load_adapter(base_url, ran["last_version"], ran["last_adapter"])
                 ran["held_out"] = evaluate(base_url, ran["last_version"], suite, seed=1)
