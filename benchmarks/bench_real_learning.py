@@ -379,6 +379,7 @@ def main() -> None:
     per_level = [int(n) for n in args.held_out.split(",")]
     if args.quick:
         seeds, curricula, generations, per_level = seeds[:1], curricula[:1], 3, [16, 8]
+    looped = [] if args.warm_start_only else seeds  # the seeds the loop runs for
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     results = Results(work / "results.json")
@@ -404,7 +405,7 @@ def main() -> None:
         if "warm_start" not in results:
             say("warm start: the adapter plays the held-out suite")
             results.put("warm_start", evaluate(base_url, "warm-start", suite, seed=1))
-        for seed in [] if args.warm_start_only else seeds:  # seed by seed: paired runs
+        for seed in looped:  # seed by seed: paired runs
             for curriculum in curricula:
                 key = f"rl/{curriculum}/{seed}"
                 if key in results:
@@ -420,7 +421,7 @@ def main() -> None:
     finally:
         if server is not None:
             server.stop()
-    done = [] if args.warm_start_only else finished_seeds(results, curricula, seeds)
+    done = finished_seeds(results, curricula, looped)
     report(results, curricula, done, work, args.json, args.plot)
 
 
